@@ -1,0 +1,1 @@
+"""Explicit-state exploration of the model: system composition, properties, counterexamples."""

@@ -1,0 +1,155 @@
+"""Breadth-first explicit-state exploration with a visited set.
+
+Every reachable state (within the limits) is checked against the invariants, every
+step against the step checks, every quiescent state (no transition to another
+state) against the quiescent properties. Breadth-first order makes the first
+counterexample found a shortest one; parent links rebuild it. The successor order
+is fixed, so counts and counterexamples are the same on every run.
+"""
+from __future__ import annotations
+
+import time
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .system import State, System
+
+
+@dataclass
+class Violation:
+    """``property`` broke at the last state of ``path``: ``[(Action | None, State), ...]``
+    from the initial state (its action None)."""
+
+    property: str
+    reason: str
+    path: list
+
+
+@dataclass
+class Result:
+    """The outcome of one exploration. ``verdict``: "holds", "violated" or
+    "incomplete" (a limit was hit before the space was exhausted)."""
+
+    verdict: str
+    distinct_states: int
+    transitions: int
+    max_depth: int
+    seconds: float
+    statuses: dict  # property name -> "holds" | "violated" | "incomplete"
+    violations: list = field(default_factory=list)  # [Violation], in the order found
+    actions_fired: Counter = field(default_factory=Counter)
+    limit: str | None = None
+
+
+def _path(states: list, parents: array, labels: list, i: int) -> list:
+    path = []
+    while i >= 0:
+        path.append((labels[i], states[i]))
+        i = parents[i]
+    path.reverse()
+    return path
+
+
+def explore(system: System, properties, initial: State | None = None,
+            max_states: int | None = None, max_depth: int | None = None,
+            progress=None, stop_at_first: bool = False) -> Result:
+    """Explore from ``initial`` (default ``system.initial()``).
+
+    A violated property is recorded with its shortest counterexample and no longer
+    checked; exploration goes on (unless ``stop_at_first``) so that every other
+    property gets a definite status. ``max_states`` / ``max_depth`` bound the run
+    (None: unbounded); hitting one makes the unviolated properties "incomplete".
+    ``progress``, if given, is called as ``progress(distinct, transitions, frontier,
+    depth)`` after each level and every 20,000 states.
+    """
+    t0 = time.perf_counter()
+    state_checks = [(p.name, p.check) for p in properties if p.kind == "invariant"]
+    step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
+    quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
+    init = system.initial() if initial is None else initial
+    states = [init]
+    index = {init: 0}
+    parents = array("q", [-1])
+    labels: list = [None]
+    fired: Counter = Counter()
+    violations: list = []
+    transitions = 0
+    depth = 0
+    frontier = [0]
+    limit = None
+
+    def record(name, why, i, checks):
+        violations.append(Violation(name, why, _path(states, parents, labels, i)))
+        checks[:] = [c for c in checks if c[0] != name]
+        return stop_at_first
+
+    stop = False
+    for name, check in list(state_checks):
+        why = check(system, init)
+        if why:
+            stop = record(name, why, 0, state_checks) or stop
+
+    successors = system.successors
+    while frontier and not stop:
+        if max_depth is not None and depth >= max_depth:
+            limit = f"max_depth {max_depth}"
+            break
+        nxt_frontier = []
+        for i in frontier:
+            s = states[i]
+            moved = False
+            for action, n in successors(s):
+                transitions += 1
+                if n == s:
+                    continue
+                moved = True
+                known = index.get(n)
+                for name, step in step_checks:
+                    why = step(system, s, n)
+                    if why:
+                        j = len(states)
+                        states.append(n)
+                        parents.append(i)
+                        labels.append(action)
+                        stop = record(name, why, j, step_checks) or stop
+                if known is not None:
+                    continue
+                j = len(states)
+                index[n] = j
+                states.append(n)
+                parents.append(i)
+                labels.append(action)
+                fired[action.kind] += 1
+                for name, check in state_checks:
+                    why = check(system, n)
+                    if why:
+                        stop = record(name, why, j, state_checks) or stop
+                nxt_frontier.append(j)
+                if progress is not None and j % 20000 == 0:
+                    progress(len(index), transitions, len(nxt_frontier), depth + 1)
+            if not moved:
+                for name, check in list(quiescent):
+                    why = check(system, s)
+                    if why:
+                        stop = record(name, why, i, quiescent) or stop
+            if stop:
+                break
+            if max_states is not None and len(index) >= max_states:
+                limit = f"max_states {max_states}"
+                break
+        if limit or stop:
+            break
+        frontier = nxt_frontier
+        if frontier:
+            depth += 1
+        if progress is not None:
+            progress(len(index), transitions, len(frontier), depth)
+
+    broken = {v.property for v in violations}
+    complete = limit is None and not stop
+    statuses = {p.name: "violated" if p.name in broken else ("holds" if complete else "incomplete")
+                for p in properties}
+    verdict = "violated" if violations else ("holds" if complete else "incomplete")
+    return Result(verdict, len(index), transitions, depth, time.perf_counter() - t0,
+                  statuses, violations, fired, limit)

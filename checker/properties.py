@@ -1,0 +1,147 @@
+"""The properties checked on every explored state (names as in DESIGN.md and spec/SPEC.md).
+
+Each property is a ``Property(name, kind, description, applies, check)``:
+``check(system, state)`` returns None when it holds, otherwise a one-line
+explanation; ``step(system, state, successor)``, where given, is checked on every
+explored transition. ``kind`` is "invariant" (every reachable state and step) or
+"quiescent" (states where nothing is enabled). Commit rights come from the model
+(``coordinator.commit_allowed``), never recomputed here.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from rebalance.model.coordinator import commit_allowed
+from rebalance.model.member import MemberPhase
+from rebalance.model.protocol import Phase, member_name, partitions_of
+
+from .system import PAUSED, RUNNING, State, System
+
+
+class Property(NamedTuple):
+    name: str
+    kind: str
+    description: str
+    applies: Callable  # (System) -> bool
+    check: Callable  # (System, State) -> None | str
+    step: Callable | None = None  # (System, State, State) -> None | str, on every transition
+
+
+def _names(system: System, mask: int) -> str:
+    return ", ".join(system.cfg.partition_name(p) for p in partitions_of(mask))
+
+
+def _overlap(system: System, owners) -> str | None:
+    """First partition held by two of ``owners`` ((member_id, mask), ...)."""
+    seen = {}
+    acc = 0
+    for mid, mask in owners:
+        clash = acc & mask
+        if clash:
+            p = partitions_of(clash)[0]
+            other = next(m for m, mk in seen.items() if mk >> p & 1)
+            return (f"{system.cfg.partition_name(p)} owned by {member_name(other)} and "
+                    f"{member_name(mid)}")
+        acc |= mask
+        seen[mid] = mask
+    return None
+
+
+def _processing(state: State):
+    for p in state.procs:
+        if p.status == RUNNING or p.status == PAUSED:
+            yield p.consumer
+
+
+def exclusive_ownership(system: System, state: State):
+    cfg, group = system.cfg, state.group
+    owners = [(c.member_id, c.owned) for c in _processing(state)
+              if c.owned and commit_allowed(cfg, group, c.member_id, c.generation)]
+    why = _overlap(system, owners)
+    return why and why + ", both able to commit"
+
+
+def exclusive_processing(system: System, state: State):
+    return _overlap(system, [(c.member_id, c.owned) for c in _processing(state) if c.owned])
+
+
+def single_leader(system: System, state: State):
+    leaders = {}
+    for c in _processing(state):
+        if c.leader and c.phase in (MemberPhase.SYNCING, MemberPhase.STABLE):
+            if c.generation in leaders:
+                return (f"{member_name(leaders[c.generation])} and {member_name(c.member_id)} "
+                        f"both lead generation {c.generation}")
+            leaders[c.generation] = c.member_id
+    return None
+
+
+def generations_grow(system: System, state: State, nxt: State):
+    if nxt.group.generation < state.group.generation:
+        return f"generation went from {state.group.generation} to {nxt.group.generation}"
+    return None
+
+
+def revoke_before_assign(system: System, state: State):
+    group = state.group
+    if group.phase != Phase.STABLE:
+        return None
+    members = {m.member_id for m in group.members}
+    for m in group.members:
+        given = m.assignment.partitions
+        for c in _processing(state):
+            if c.member_id != m.member_id and c.member_id in members and c.owned & given:
+                return (f"{_names(system, c.owned & given)} assigned to {member_name(m.member_id)} "
+                        f"while {member_name(c.member_id)} still owns it")
+    return None
+
+
+def quiescent_balance(system: System, state: State):
+    live = [p.consumer for p in state.procs if p.status == RUNNING]
+    group = state.group
+    if not live:
+        return None if group.phase in (Phase.EMPTY, Phase.DEAD) else f"no members but group {group.phase.name}"
+    if group.phase != Phase.STABLE:
+        return f"quiescent in {group.phase.name}"
+    owned = 0
+    loads = []
+    for c in live:
+        if owned & c.owned:
+            return f"{_names(system, owned & c.owned)} owned twice"
+        owned |= c.owned
+        loads.append(bin(c.owned).count("1"))
+    missing = ((1 << system.cfg.num_partitions) - 1) & ~owned
+    if missing:
+        return f"{_names(system, missing)} owned by nobody"
+    if max(loads) - min(loads) > 1:
+        return f"unbalanced loads {sorted(loads)}"
+    return None
+
+
+def _always(system: System) -> bool:
+    return True
+
+
+def _cooperative(system: System) -> bool:
+    return system.cfg.cooperative
+
+
+PROPERTIES = (
+    Property("exclusive_ownership", "invariant",
+             "no partition is owned by two members that can both commit it", _always, exclusive_ownership),
+    Property("exclusive_processing", "invariant",
+             "no partition is processed by two live (running or paused) members", _always, exclusive_processing),
+    Property("single_leader", "invariant",
+             "at most one member leads each generation; generations only grow",
+             _always, single_leader, generations_grow),
+    Property("revoke_before_assign", "invariant",
+             "a partition is never assigned to a member while another member still owns it",
+             _cooperative, revoke_before_assign),
+    Property("quiescent_balance", "quiescent",
+             "when nothing is enabled the group is Stable, every partition owned once, loads within one",
+             _always, quiescent_balance),
+)
+
+
+def applicable(system: System) -> tuple:
+    return tuple(p for p in PROPERTIES if p.applies(system))

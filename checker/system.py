@@ -1,0 +1,250 @@
+"""The closed system the checker explores: the coordinator, one process per client
+slot, one FIFO channel per connection in each direction, a fault budget.
+
+Time is abstracted (R21 in spec/SPEC.md): a live member heartbeats, rejoins and
+syncs in time, so the coordinator's timers fire only for *silent* members (a
+crashed, paused, departed or superseded process): a session timeout at any point
+after its member fell silent, a barrier's deadline (rebalance timeout, pending
+sync) once every member the barrier waits for is silent. A slow live member is
+modelled by the ``pause`` fault. A heartbeat that the coordinator would
+answer NONE without changing anything is a stutter and is not generated.
+
+All protocol decisions are the model's handlers (rebalance.model); this module
+only delivers messages, fires timers and injects faults.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from rebalance.model import coordinator, member
+from rebalance.model.config import GroupConfig
+from rebalance.model.coordinator import EMPTY_GROUP, Group
+from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase
+from rebalance.model.protocol import (
+    NO_MEMBER_ID, Error, HeartbeatDue, Leave, Phase, RebalanceTimeout, Receive, Send, SessionTimeout,
+    Start, SyncTimeout, connection, slot_of,
+)
+
+ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
+STATUS_NAMES = ("absent", "running", "paused", "crashed")
+FAULTS = ("join", "leave", "crash", "restart", "pause")
+
+
+class Proc(NamedTuple):
+    """One client slot: its process status, the epoch of its current process (its
+    connection), the member state (None unless running or paused) and the
+    messages in flight on its connection: ``requests`` to the coordinator and
+    ``responses`` to the member, each FIFO."""
+
+    status: int
+    epoch: int
+    consumer: Consumer | None
+    requests: tuple
+    responses: tuple
+
+
+class State(NamedTuple):
+    """A global state: coordinator, processes (one per slot), faults left."""
+
+    group: Group
+    procs: tuple
+    faults_left: int
+
+
+class Action(NamedTuple):
+    """A transition label: ``kind`` (deliver, reply, heartbeat, timer, or a fault:
+    join, leave, crash, restart, pause, resume), the client ``slot`` it concerns
+    (-1 for the coordinator's timers) and the message or timer input (or None)."""
+
+    kind: str
+    slot: int
+    detail: object
+
+
+NO_PROC = Proc(ABSENT, 0, None, (), ())
+
+
+class System:
+    """Successor generation for a configuration. Handler results are memoised:
+    they are pure, and actor states recur across many global states.
+
+    ``members``: slots running at the start; ``joiners``: further slots a ``join``
+    fault may start; ``faults``: the fault kinds enabled; ``max_faults``: the budget.
+    """
+
+    def __init__(self, cfg: GroupConfig, members: int, joiners: int, faults, max_faults: int):
+        self.cfg = cfg
+        self.members = members
+        self.slots = members + joiners
+        self.faults = frozenset(faults)
+        self.max_faults = max_faults
+        self._coord: dict = {}
+        self._member: dict = {}
+
+    # -- memoised handlers -------------------------------------------------------
+    def coord(self, group: Group, event) -> tuple:
+        key = (group, event)
+        hit = self._coord.get(key)
+        if hit is None:
+            hit = self._coord[key] = coordinator.handle(self.cfg, group, event)
+        return hit
+
+    def step_member(self, c: Consumer, event) -> tuple:
+        key = (c, event)
+        hit = self._member.get(key)
+        if hit is None:
+            hit = self._member[key] = member.handle(self.cfg, c, event)
+        return hit
+
+    # -- composition -----------------------------------------------------------------
+    @staticmethod
+    def route(procs: list, replies) -> None:
+        """Put coordinator replies on their connections; replies to a connection
+        whose process is gone are dropped (the socket is closed)."""
+        for conn, response in replies:
+            s = slot_of(conn)
+            p = procs[s]
+            if p.epoch == conn & 255 and (p.status == RUNNING or p.status == PAUSED):
+                procs[s] = p._replace(responses=p.responses + (response,))
+
+    @staticmethod
+    def requests_of(outputs) -> tuple:
+        return tuple(o.request for o in outputs if type(o) is Send)
+
+    def start(self, proc: Proc) -> Proc:
+        c, out = self.step_member(NEW_CONSUMER, Start())
+        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), ())
+
+    def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
+        procs = list(state.procs) if procs is None else procs
+        group, replies = self.coord(state.group, event)
+        self.route(procs, replies)
+        return State(group, tuple(procs), state.faults_left)
+
+    def initial(self) -> State:
+        """The configured members started from an empty group and run, deterministically,
+        to a quiescent Stable group: the state exploration starts from."""
+        procs = tuple(self.start(NO_PROC) if s < self.members else NO_PROC for s in range(self.slots))
+        state = State(EMPTY_GROUP, procs, 0)
+        state = settle(self, state)
+        return state._replace(faults_left=self.max_faults)
+
+    @staticmethod
+    def live_members(state: State) -> set:
+        """Member ids whose connection belongs to a running process that still holds
+        (or, mid-JoinGroup, is being given) that id; the others are silent."""
+        live = set()
+        procs = state.procs
+        for m in state.group.members:
+            p = procs[slot_of(m.conn)]
+            if (p.status == RUNNING and p.epoch == m.conn & 255
+                    and (p.consumer.member_id == m.member_id or p.consumer.member_id == NO_MEMBER_ID)):
+                live.add(m.member_id)
+        return live
+
+    def successors(self, state: State) -> list:
+        """``[(Action, State), ...]`` in a fixed order."""
+        out = []
+        group, procs = state.group, state.procs
+        for s, p in enumerate(procs):
+            if p.requests:
+                req = p.requests[0]
+                ps = list(procs)
+                ps[s] = p._replace(requests=p.requests[1:])
+                out.append((Action("deliver", s, req),
+                            self.coordinator_event(state, Receive(connection(s, p.epoch), req), ps)))
+            if p.status != RUNNING:
+                continue
+            c = p.consumer
+            if p.responses:
+                resp = p.responses[0]
+                c2, outs = self.step_member(c, resp)
+                ps = list(procs)
+                ps[s] = p._replace(consumer=c2, responses=p.responses[1:],
+                                   requests=p.requests + self.requests_of(outs))
+                out.append((Action("reply", s, resp), State(group, tuple(ps), state.faults_left)))
+            elif c.phase == MemberPhase.STABLE and not c.heartbeat_inflight and not p.requests:
+                c2, outs = self.step_member(c, HeartbeatDue())
+                req = outs[0].request
+                g2, replies = self.coord(group, Receive(connection(s, p.epoch), req))
+                if g2 != group or replies[0].response.error != Error.NONE:
+                    ps = list(procs)
+                    ps[s] = p._replace(consumer=c2, requests=(req,))
+                    out.append((Action("heartbeat", s, req), State(group, tuple(ps), state.faults_left)))
+        out.extend(self.timer_successors(state))
+        out.extend(self.fault_successors(state))
+        return out
+
+    def timer_successors(self, state: State) -> list:
+        group = state.group
+        if not group.members:
+            return []
+        live = self.live_members(state)
+        out = []
+        for m in group.members:
+            if m.member_id not in live and not (m.awaiting_join or m.awaiting_sync):
+                ev = SessionTimeout(m.member_id)
+                out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
+        # a barrier's deadline passes only once every live member has had its turn:
+        # it fires when all the members it is waiting for are silent
+        if group.phase == Phase.PREPARING_REBALANCE:
+            waiting = [m.member_id for m in group.members if not m.awaiting_join]
+            if waiting and live.isdisjoint(waiting):
+                ev = RebalanceTimeout()
+                out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
+        elif group.phase in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
+            waiting = [m.member_id for m in group.members if m.pending_sync]
+            if waiting and live.isdisjoint(waiting):
+                ev = SyncTimeout()
+                out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
+        return out
+
+    def fault_successors(self, state: State) -> list:
+        out = []
+        faults = self.faults
+        budget = state.faults_left
+        for s, p in enumerate(state.procs):
+            if p.status == PAUSED:
+                out.append((Action("resume", s, None), _with_proc(state, s, p._replace(status=RUNNING), 0)))
+            if budget <= 0:
+                continue
+            if p.status == ABSENT and not p.requests and "join" in faults:
+                out.append((Action("join", s, None), _with_proc(state, s, self.start(p), 1)))
+            elif p.status == RUNNING:
+                if "leave" in faults:
+                    c2, outs = self.step_member(p.consumer, Leave())
+                    q = Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())
+                    out.append((Action("leave", s, None), _with_proc(state, s, q, 1)))
+                if "pause" in faults:
+                    out.append((Action("pause", s, None), _with_proc(state, s, p._replace(status=PAUSED), 1)))
+            elif p.status == CRASHED and "restart" in faults:
+                out.append((Action("restart", s, None), _with_proc(state, s, self.start(p), 1)))
+            if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
+                q = Proc(CRASHED, p.epoch, None, (), ())
+                out.append((Action("crash", s, None), _with_proc(state, s, q, 1)))
+        return out
+
+
+def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
+    procs = list(state.procs)
+    procs[s] = proc
+    return State(state.group, tuple(procs), state.faults_left - cost)
+
+
+SCHEDULE_LIMIT = 10_000
+
+
+def settle(system: System, state: State, trace: list | None = None) -> State:
+    """Run the deterministic schedule (the first enabled non-fault action, in
+    successor order) until nothing but faults is enabled. Appends ``(Action,
+    State)`` to ``trace`` if given. Raises RuntimeError if it does not settle
+    within SCHEDULE_LIMIT steps (a livelock in the model)."""
+    for _ in range(SCHEDULE_LIMIT):
+        nexts = [(a, n) for a, n in system.successors(state._replace(faults_left=0)) if a.kind != "resume"]
+        if not nexts:
+            return state
+        action, nxt = nexts[0]
+        state = nxt._replace(faults_left=state.faults_left)
+        if trace is not None:
+            trace.append((action, state))
+    raise RuntimeError(f"the group did not settle within {SCHEDULE_LIMIT} steps")

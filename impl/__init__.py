@@ -1,0 +1,1 @@
+"""The shipped implementation (asyncio coordinator and member runtime); see its issue."""

@@ -1,0 +1,129 @@
+"""Partition assignors: pure functions of the leader's view of the group.
+
+``assign(cfg, members) -> ((member_id, Assignment), ...)`` where ``members`` is
+the JoinGroup response's member list ``((member_id, Subscription), ...)`` ordered
+by member id. Every member subscribes to every topic of ``cfg.topics``.
+
+* ``range`` (RangeAssignor): per topic, contiguous ranges; the first
+  (partitions mod members) members get one more.
+* ``roundrobin`` (RoundRobinAssignor): all partitions dealt in turn.
+* ``sticky`` (StickyAssignor): balanced (loads within one), keeping as many
+  owned partitions in place as balance allows.
+* ``cooperative-sticky`` (CooperativeStickyAssignor): ``sticky``, then the
+  cooperative adjustment of seed 000, Design I (leader process): a partition whose
+  owner changes is left out of its new owner's assignment until the owner has
+  revoked it and rejoined (the follow-up round).
+
+Owned-partition claims are weighed by generation (KIP-792; AbstractStickyAssignor
+since KAFKA-14639): of several members claiming a partition, the one with the
+highest generation keeps the claim; claims tied at the highest generation are
+dropped from all of them.
+"""
+from __future__ import annotations
+
+from .config import GroupConfig
+from .protocol import Assignment
+
+
+def resolve_claims(cfg: GroupConfig, members) -> dict:
+    """Owner of each claimed partition: ``{partition: member_id}``.
+
+    Mutation ``ignore-owned-generation``: claims made in an older generation than
+    the newest claim in the group are ignored instead of weighed, so their
+    partitions count as unowned (AbstractStickyAssignor before KAFKA-14639, which
+    used the generation of KAFKA-12984 as a filter).
+    """
+    best: dict = {}  # partition -> (generation, member_id or None when tied)
+    newest = None
+    if "ignore-owned-generation" in cfg.mutations:
+        newest = max((sub.generation for _, sub in members if sub.owned), default=None)
+    for mid, sub in members:
+        owned, gen = sub.owned, sub.generation
+        if newest is not None and gen < newest:
+            continue
+        p = 0
+        while owned:
+            if owned & 1:
+                prev = best.get(p)
+                if prev is None or gen > prev[0]:
+                    best[p] = (gen, mid)
+                elif gen == prev[0]:
+                    best[p] = (gen, None)
+            owned >>= 1
+            p += 1
+    return {p: mid for p, (_, mid) in best.items() if mid is not None}
+
+
+def _range(cfg: GroupConfig, mids) -> dict:
+    out = {mid: 0 for mid in mids}
+    n = len(mids)
+    base = 0
+    for _, count in cfg.topics:
+        per, extra = divmod(count, n)
+        start = base
+        for i, mid in enumerate(mids):
+            size = per + (1 if i < extra else 0)
+            for p in range(start, start + size):
+                out[mid] |= 1 << p
+            start += size
+        base += count
+    return out
+
+
+def _roundrobin(cfg: GroupConfig, mids) -> dict:
+    out = {mid: 0 for mid in mids}
+    for p in range(cfg.num_partitions):
+        out[mids[p % len(mids)]] |= 1 << p
+    return out
+
+
+def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
+    """Balanced assignment keeping owners in place where balance allows."""
+    total = cfg.num_partitions
+    base, extra = divmod(total, len(mids))
+    claimed = {mid: [] for mid in mids}
+    for p in sorted(owners):
+        claimed[owners[p]].append(p)
+    # the members with the most claims get the `extra` larger quotas
+    order = sorted(mids, key=lambda m: (-len(claimed[m]), m))
+    quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}
+    out = {}
+    load = {}
+    taken = 0
+    for m in mids:
+        keep = claimed[m][: quota[m]]
+        mask = 0
+        for p in keep:
+            mask |= 1 << p
+        out[m] = mask
+        load[m] = len(keep)
+        taken |= mask
+    for p in range(total):
+        if not taken >> p & 1:
+            m = min((m for m in mids if load[m] < quota[m]), key=lambda m: (load[m], m))
+            out[m] |= 1 << p
+            load[m] += 1
+    return out
+
+
+def assign(cfg: GroupConfig, members) -> tuple:
+    """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
+
+    ``members``: ((member_id, Subscription), ...), non-empty, ordered by member id.
+    Mutation ``assign-before-revoke``: the cooperative adjustment is skipped.
+    """
+    mids = [mid for mid, _ in members]
+    if cfg.assignor == "range":
+        out = _range(cfg, mids)
+    elif cfg.assignor == "roundrobin":
+        out = _roundrobin(cfg, mids)
+    else:
+        owners = resolve_claims(cfg, members)
+        out = _sticky(cfg, mids, owners)
+        if cfg.assignor == "cooperative-sticky" and "assign-before-revoke" not in cfg.mutations:
+            for p, owner in owners.items():
+                bit = 1 << p
+                if not out[owner] & bit:  # moving: withhold from the new owner
+                    for m in mids:
+                        out[m] &= ~bit
+    return tuple((mid, Assignment(out[mid])) for mid in mids)

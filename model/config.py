@@ -1,0 +1,85 @@
+"""The static configuration the handlers read: protocol, assignor, topics, mutations."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PROTOCOLS = ("eager", "cooperative")
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+# name -> (what it switches on, source of the behaviour)
+MUTATIONS = {
+    "assign-before-revoke": (
+        "the cooperative assignor hands a moving partition to its new owner in the same round",
+        "seed 000, Design I (the leader withholds revoked partitions)",
+    ),
+    "ignore-owned-generation": (
+        "the sticky assignor ignores owned-partition claims from an older generation than "
+        "the newest claim, instead of weighing them",
+        "KAFKA-12984 / KAFKA-14639 (AbstractStickyAssignor)",
+    ),
+    "keep-owned-on-rebalance-in-progress": (
+        "a member answered REBALANCE_IN_PROGRESS on SyncGroup claims its owned partitions "
+        "with the generation of the round it failed to complete",
+        "KAFKA-13419",
+    ),
+    "no-commit-fencing": (
+        "the coordinator accepts offset commits from stale member ids and generations",
+        "GroupCoordinator.handleCommitOffsets",
+    ),
+}
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names it."""
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """What the pure handlers need to know about the group.
+
+    ``topics``: ((name, partition count), ...); the group's partitions are numbered
+    0..P-1 in this order. ``protocol``: "eager" or "cooperative" (the
+    RebalanceProtocol the members use). ``assignor``: the leader's partition
+    assignor. ``mutations``: known-bad behaviours switched on (see MUTATIONS).
+
+    Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
+    that does not support the protocol, or a topic without partitions.
+    """
+
+    topics: tuple = (("t", 4),)
+    protocol: str = "cooperative"
+    assignor: str = "cooperative-sticky"
+    mutations: frozenset = field(default_factory=frozenset)
+
+    def __post_init__(self):
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"unknown protocol {self.protocol!r} (expected one of {', '.join(PROTOCOLS)})")
+        if self.assignor not in ASSIGNORS:
+            raise ConfigError(f"unknown assignor {self.assignor!r} (expected one of {', '.join(ASSIGNORS)})")
+        if self.protocol == "cooperative" and self.assignor != "cooperative-sticky":
+            raise ConfigError(f"assignor {self.assignor!r} does not support the cooperative protocol "
+                              "(only cooperative-sticky does)")
+        for name in self.mutations:
+            if name not in MUTATIONS:
+                raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(MUTATIONS)})")
+        if not self.topics:
+            raise ConfigError("no topics: the group needs at least one topic")
+        for name, count in self.topics:
+            if not isinstance(count, int) or count < 1:
+                raise ConfigError(f"topic {name!r} needs a positive partition count, got {count!r}")
+
+    @property
+    def num_partitions(self) -> int:
+        return sum(count for _, count in self.topics)
+
+    @property
+    def cooperative(self) -> bool:
+        return self.protocol == "cooperative"
+
+    def partition_name(self, index: int) -> str:
+        """``topic-partition`` for a partition index, e.g. ``t-3``."""
+        for name, count in self.topics:
+            if index < count:
+                return f"{name}-{index}"
+            index -= count
+        raise IndexError(index)

@@ -1,0 +1,318 @@
+"""The group coordinator: an immutable ``Group`` and the pure handler ``handle``.
+
+``handle(cfg, group, input) -> (group', outputs)``; inputs are ``Receive(conn,
+request)`` and the timer firings ``SessionTimeout``, ``RebalanceTimeout``,
+``SyncTimeout``, plus the admin ``DeleteGroup``; outputs are ``Reply(conn,
+response)``. Rule tags (R..) refer to spec/SPEC.md.
+
+Behaviour after Kafka's classic coordinator (kafka.coordinator.group.GroupCoordinator:
+handleJoinGroup, handleSyncGroup, handleHeartbeat, handleLeaveGroup,
+handleCommitOffsets, onCompleteJoin, onExpireHeartbeat, onExpirePendingSync) and
+seed 004 (JoinGroup barrier, leader election, SyncGroup, Heartbeat).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .config import GroupConfig
+from .protocol import (
+    EMPTY_ASSIGNMENT, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
+    Heartbeat, HeartbeatResponse, JoinGroup, JoinGroupResponse, LeaveGroup,
+    LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, Phase, RebalanceTimeout,
+    Receive, Reply, SessionTimeout, Subscription, SyncGroup, SyncGroupResponse,
+    SyncTimeout, member_id, slot_of,
+)
+
+
+class MemberMetadata(NamedTuple):
+    """The coordinator's record of one member (kafka.coordinator.group.MemberMetadata).
+
+    ``conn``: the connection of its latest request (where deferred replies go).
+    ``awaiting_join``: its JoinGroup is held at the barrier. ``awaiting_sync``: its
+    SyncGroup is held until the leader's assignment. ``pending_sync``: it got a
+    JoinGroup response and has not sent SyncGroup yet (KAFKA-12890).
+    """
+
+    member_id: int
+    conn: int
+    subscription: Subscription
+    assignment: Assignment
+    awaiting_join: bool
+    awaiting_sync: bool
+    pending_sync: bool
+
+
+class Group(NamedTuple):
+    """Coordinator state. ``members`` is ordered by member id; ``leader`` and
+    ``first_joiner`` are member ids (0 = none); ``issued`` is
+    ((client slot, member ids handed out), ...), the fresh-id generator."""
+
+    phase: Phase
+    generation: int
+    leader: int
+    members: tuple
+    first_joiner: int
+    issued: tuple
+
+
+EMPTY_GROUP = Group(Phase.EMPTY, 0, NO_MEMBER_ID, (), NO_MEMBER_ID, ())
+
+
+def find(group: Group, mid: int):
+    """The member's metadata, or None if ``mid`` is not a member."""
+    for m in group.members:
+        if m.member_id == mid:
+            return m
+    return None
+
+
+def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) -> bool:
+    """Whether an OffsetCommit from (member id, generation) is accepted (R9):
+    the member is known, its generation is current, and the group is not in
+    CompletingRebalance (GroupCoordinator.handleCommitOffsets). Mutation
+    ``no-commit-fencing`` accepts every commit."""
+    if "no-commit-fencing" in cfg.mutations:
+        return True
+    return (group.phase in (Phase.STABLE, Phase.PREPARING_REBALANCE)
+            and generation == group.generation and find(group, mid) is not None)
+
+
+def _replace(group: Group, m: MemberMetadata) -> tuple:
+    return tuple(m if x.member_id == m.member_id else x for x in group.members)
+
+
+def _without(group: Group, mid: int) -> tuple:
+    return tuple(x for x in group.members if x.member_id != mid)
+
+
+def _prepare_rebalance(group: Group, out: list) -> Group:
+    """Enter PreparingRebalance (R3). Held SyncGroups are answered REBALANCE_IN_PROGRESS
+    (GroupCoordinator.prepareRebalance / resetAndPropagateAssignmentError); stored
+    assignments are cleared."""
+    members = []
+    for m in group.members:
+        if m.awaiting_sync:
+            out.append(Reply(m.conn, SyncGroupResponse(Error.REBALANCE_IN_PROGRESS, EMPTY_ASSIGNMENT)))
+        members.append(m._replace(assignment=EMPTY_ASSIGNMENT, awaiting_sync=False, pending_sync=False))
+    return group._replace(phase=Phase.PREPARING_REBALANCE, members=tuple(members), first_joiner=NO_MEMBER_ID)
+
+
+def _join_response(group: Group, m: MemberMetadata) -> Reply:
+    leader = m.member_id == group.leader
+    members = tuple((x.member_id, x.subscription) for x in group.members) if leader else ()
+    return Reply(m.conn, JoinGroupResponse(Error.NONE, m.member_id, group.generation, group.leader, members))
+
+
+def _maybe_complete_join(group: Group, out: list) -> Group:
+    """Complete the JoinGroup barrier once every member has rejoined (R4, R5)."""
+    if group.phase != Phase.PREPARING_REBALANCE:
+        return group
+    for m in group.members:
+        if not m.awaiting_join:
+            return group
+    generation = group.generation + 1
+    if not group.members:
+        return group._replace(phase=Phase.EMPTY, generation=generation, leader=NO_MEMBER_ID,
+                              first_joiner=NO_MEMBER_ID)
+    leader = group.leader
+    if find(group, leader) is None:  # R5: the old leader did not rejoin
+        leader = group.first_joiner if find(group, group.first_joiner) else group.members[0].member_id
+    members = tuple(m._replace(awaiting_join=False, pending_sync=True) for m in group.members)
+    group = Group(Phase.COMPLETING_REBALANCE, generation, leader, members, NO_MEMBER_ID, group.issued)
+    for m in members:
+        out.append(_join_response(group, m))
+    return group
+
+
+def _remove(group: Group, mid: int, out: list) -> Group:
+    """Remove a member and move the group on (GroupCoordinator.removeMemberAndUpdateGroup, R7)."""
+    group = group._replace(members=_without(group, mid))
+    if group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
+        group = _prepare_rebalance(group, out)
+    return _maybe_complete_join(group, out)
+
+
+def _fresh_member_id(group: Group, slot: int):
+    issued = dict(group.issued)
+    k = issued.get(slot, 0) + 1
+    issued[slot] = k
+    return member_id(slot, k), tuple(sorted(issued.items()))
+
+
+def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) -> Group:
+    if group.phase == Phase.DEAD:
+        out.append(Reply(conn, JoinGroupResponse(Error.COORDINATOR_NOT_AVAILABLE, req.member_id,
+                                                 NO_GENERATION, NO_MEMBER_ID, ())))
+        return group
+    if req.member_id == NO_MEMBER_ID:  # R2: a new member gets a fresh member id
+        mid, issued = _fresh_member_id(group, slot_of(conn))
+        m = MemberMetadata(mid, conn, req.subscription, EMPTY_ASSIGNMENT, True, False, False)
+        members = tuple(sorted(group.members + (m,)))
+        group = group._replace(members=members, issued=issued,
+                               leader=group.leader or mid)
+        if group.phase != Phase.PREPARING_REBALANCE:  # R3
+            group = _prepare_rebalance(group, out)
+        if not group.first_joiner:
+            group = group._replace(first_joiner=mid)
+        return _maybe_complete_join(group, out)
+    m = find(group, req.member_id)
+    if m is None:
+        out.append(Reply(conn, JoinGroupResponse(Error.UNKNOWN_MEMBER_ID, NO_MEMBER_ID,
+                                                 NO_GENERATION, NO_MEMBER_ID, ())))
+        return group
+    changed = req.subscription != m.subscription
+    if group.phase == Phase.COMPLETING_REBALANCE and not changed:
+        # R6: the member missed its JoinGroup response; repeat it
+        m = m._replace(conn=conn)
+        out.append(_join_response(group, m))
+        return group._replace(members=_replace(group, m))
+    if group.phase == Phase.STABLE and not changed and m.member_id != group.leader:
+        # R6: a follower rejoining with unchanged metadata causes no rebalance
+        m = m._replace(conn=conn)
+        out.append(_join_response(group, m))
+        return group._replace(members=_replace(group, m))
+    if group.phase != Phase.PREPARING_REBALANCE:  # R3: leader rejoin or changed metadata
+        group = _prepare_rebalance(group, out)
+    m = find(group, req.member_id)._replace(conn=conn, subscription=req.subscription, awaiting_join=True)
+    group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or m.member_id)
+    return _maybe_complete_join(group, out)
+
+
+def _sync(cfg: GroupConfig, group: Group, conn: int, req: SyncGroup, out: list) -> Group:
+    m = find(group, req.member_id)
+    if m is None:
+        error = Error.COORDINATOR_NOT_AVAILABLE if group.phase == Phase.DEAD else Error.UNKNOWN_MEMBER_ID
+        out.append(Reply(conn, SyncGroupResponse(error, EMPTY_ASSIGNMENT)))
+        return group
+    if req.generation != group.generation:
+        out.append(Reply(conn, SyncGroupResponse(Error.ILLEGAL_GENERATION, EMPTY_ASSIGNMENT)))
+        return group
+    if group.phase == Phase.PREPARING_REBALANCE:
+        out.append(Reply(conn, SyncGroupResponse(Error.REBALANCE_IN_PROGRESS, EMPTY_ASSIGNMENT)))
+        return group
+    if group.phase == Phase.STABLE:  # R8: late SyncGroup gets the stored assignment
+        m = m._replace(conn=conn, pending_sync=False)
+        out.append(Reply(conn, SyncGroupResponse(Error.NONE, m.assignment)))
+        return group._replace(members=_replace(group, m))
+    # CompletingRebalance: hold the SyncGroup until the leader's assignment (R8)
+    m = m._replace(conn=conn, awaiting_sync=True, pending_sync=False)
+    group = group._replace(members=_replace(group, m))
+    if m.member_id != group.leader:
+        return group
+    given = dict(req.assignments)
+    members = []
+    for x in group.members:
+        x = x._replace(assignment=given.get(x.member_id, EMPTY_ASSIGNMENT))
+        if x.awaiting_sync:
+            out.append(Reply(x.conn, SyncGroupResponse(Error.NONE, x.assignment)))
+            x = x._replace(awaiting_sync=False)
+        members.append(x)
+    return group._replace(phase=Phase.STABLE, members=tuple(members))
+
+
+def _heartbeat(group: Group, conn: int, req: Heartbeat, out: list) -> Group:
+    """R10 (GroupCoordinator.handleHeartbeat)."""
+    if group.phase == Phase.DEAD:
+        error = Error.COORDINATOR_NOT_AVAILABLE
+    elif find(group, req.member_id) is None:
+        error = Error.UNKNOWN_MEMBER_ID
+    elif req.generation != group.generation:
+        error = Error.ILLEGAL_GENERATION
+    elif group.phase == Phase.PREPARING_REBALANCE:
+        error = Error.REBALANCE_IN_PROGRESS
+    else:
+        error = Error.NONE
+    out.append(Reply(conn, HeartbeatResponse(error)))
+    return group
+
+
+def _leave(group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
+    """R7 (GroupCoordinator.handleLeaveGroup)."""
+    if find(group, req.member_id) is None:
+        out.append(Reply(conn, LeaveGroupResponse(Error.UNKNOWN_MEMBER_ID)))
+        return group
+    out.append(Reply(conn, LeaveGroupResponse(Error.NONE)))
+    return _remove(group, req.member_id, out)
+
+
+def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: list) -> Group:
+    """R9 (GroupCoordinator.handleCommitOffsets)."""
+    if commit_allowed(cfg, group, req.member_id, req.generation):
+        error = Error.NONE
+    elif find(group, req.member_id) is None:
+        error = Error.UNKNOWN_MEMBER_ID
+    elif req.generation != group.generation:
+        error = Error.ILLEGAL_GENERATION
+    else:
+        error = Error.REBALANCE_IN_PROGRESS
+    out.append(Reply(conn, OffsetCommitResponse(error)))
+    return group
+
+
+def _session_timeout(group: Group, mid: int, out: list) -> Group:
+    """R11: a member that is not held at a barrier expires (onExpireHeartbeat;
+    MemberMetadata.shouldKeepAlive keeps members awaiting join or sync)."""
+    m = find(group, mid)
+    if m is None or m.awaiting_join or m.awaiting_sync:
+        return group
+    return _remove(group, mid, out)
+
+
+def _rebalance_timeout(group: Group, out: list) -> Group:
+    """R4: the barrier's deadline removes members that did not rejoin (onCompleteJoin)."""
+    if group.phase != Phase.PREPARING_REBALANCE:
+        return group
+    group = group._replace(members=tuple(m for m in group.members if m.awaiting_join))
+    return _maybe_complete_join(group, out)
+
+
+def _sync_timeout(group: Group, out: list) -> Group:
+    """R12: members that did not send SyncGroup in time are removed (KAFKA-12890,
+    GroupCoordinator.onExpirePendingSync)."""
+    if group.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
+        return group
+    late = [m.member_id for m in group.members if m.pending_sync]
+    if not late:
+        return group
+    group = group._replace(members=tuple(m for m in group.members if not m.pending_sync))
+    group = _prepare_rebalance(group, out)
+    return _maybe_complete_join(group, out)
+
+
+def _delete(group: Group, out: list) -> Group:
+    """Only an Empty group can be deleted; it becomes Dead (GroupCoordinator.handleDeleteGroups)."""
+    if group.phase == Phase.EMPTY:
+        return group._replace(phase=Phase.DEAD)
+    return group
+
+
+def handle(cfg: GroupConfig, group: Group, event) -> tuple:
+    """One coordinator step: ``(group', (Reply, ...))``. Unknown inputs raise TypeError."""
+    out: list = []
+    kind = type(event)
+    if kind is Receive:
+        conn, req = event.conn, event.request
+        rk = type(req)
+        if rk is JoinGroup:
+            group = _join(cfg, group, conn, req, out)
+        elif rk is SyncGroup:
+            group = _sync(cfg, group, conn, req, out)
+        elif rk is Heartbeat:
+            group = _heartbeat(group, conn, req, out)
+        elif rk is LeaveGroup:
+            group = _leave(group, conn, req, out)
+        elif rk is OffsetCommit:
+            group = _commit(cfg, group, conn, req, out)
+        else:
+            raise TypeError(f"coordinator cannot handle request {req!r}")
+    elif kind is SessionTimeout:
+        group = _session_timeout(group, event.member_id, out)
+    elif kind is RebalanceTimeout:
+        group = _rebalance_timeout(group, out)
+    elif kind is SyncTimeout:
+        group = _sync_timeout(group, out)
+    elif kind is DeleteGroup:
+        group = _delete(group, out)
+    else:
+        raise TypeError(f"coordinator cannot handle input {event!r}")
+    return group, tuple(out)

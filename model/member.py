@@ -1,0 +1,160 @@
+"""A group member running the consumer embedded protocol: an immutable ``Consumer``
+and the pure handler ``handle``.
+
+``handle(cfg, consumer, input) -> (consumer', outputs)``; inputs are the local
+commands ``Start``, ``HeartbeatDue``, ``Leave`` and the coordinator's responses;
+outputs are ``Send(request)`` and ``Callback(kind, partitions)``
+(ConsumerRebalanceListener: revoked / assigned / lost). A member has at most one
+request outstanding. Rule tags (R..) refer to spec/SPEC.md.
+
+Behaviour after Kafka's AbstractCoordinator and ConsumerCoordinator
+(onJoinPrepare, onJoinComplete, the Join/Sync/Heartbeat response handlers) and
+seed 000, Design I (member process): eager members revoke everything before
+rejoining; cooperative members keep what they own, revoke owned − assigned and
+rejoin at once; partitions are lost, not revoked, when membership is lost.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+from .assignors import assign
+from .config import GroupConfig
+from .protocol import (
+    NO_GENERATION, NO_MEMBER_ID, Callback, Error, Heartbeat, HeartbeatDue,
+    HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
+    LeaveGroupResponse, Send, Start, Subscription, SyncGroup, SyncGroupResponse,
+    EMPTY_SUBSCRIPTION,
+)
+
+
+class MemberPhase(IntEnum):
+    """Where the member is in the protocol (AbstractCoordinator.MemberState, refined)."""
+
+    UNJOINED = 0
+    JOINING = 1   # JoinGroup outstanding
+    SYNCING = 2   # SyncGroup outstanding
+    STABLE = 3
+    LEFT = 4
+
+
+class Consumer(NamedTuple):
+    """Member state. ``owned``: bitmask of the partitions it owns (and processes);
+    ``owned_generation``: the generation in which they were assigned;
+    ``heartbeat_inflight``: a Heartbeat is outstanding."""
+
+    phase: MemberPhase
+    member_id: int
+    generation: int
+    leader: bool
+    owned: int
+    owned_generation: int
+    heartbeat_inflight: bool
+
+
+NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_GENERATION, False, 0, NO_GENERATION, False)
+
+
+def subscription(cfg: GroupConfig, c: Consumer) -> Subscription:
+    """R13: the JoinGroup metadata: owned partitions with their generation
+    (cooperative); eager members have revoked everything and claim nothing."""
+    if not c.owned:
+        return EMPTY_SUBSCRIPTION
+    return Subscription(c.owned, c.owned_generation)
+
+
+def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
+    """Send JoinGroup (R14: eager revokes everything first, onJoinPrepare)."""
+    if not cfg.cooperative and c.owned:
+        out.append(Callback("revoked", c.owned))
+        c = c._replace(owned=0, owned_generation=NO_GENERATION)
+    out.append(Send(JoinGroup(c.member_id, subscription(cfg, c))))
+    return c._replace(phase=MemberPhase.JOINING, leader=False, heartbeat_inflight=False)
+
+
+def _lose(c: Consumer, out: list, reset_member_id: bool) -> Consumer:
+    """R15: membership lost: owned partitions are lost, not revoked."""
+    if c.owned:
+        out.append(Callback("lost", c.owned))
+    return c._replace(owned=0, owned_generation=NO_GENERATION, generation=NO_GENERATION,
+                      member_id=NO_MEMBER_ID if reset_member_id else c.member_id)
+
+
+def _on_membership_error(cfg: GroupConfig, c: Consumer, error: Error, out: list) -> Consumer:
+    if error == Error.UNKNOWN_MEMBER_ID:
+        c = _lose(c, out, reset_member_id=True)
+    elif error == Error.ILLEGAL_GENERATION:
+        c = _lose(c, out, reset_member_id=False)
+    return _rejoin(cfg, c, out)
+
+
+def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: list) -> Consumer:
+    if c.phase != MemberPhase.JOINING:
+        return c
+    if r.error != Error.NONE:
+        return _on_membership_error(cfg, c, r.error, out)
+    leader = r.leader == r.member_id
+    assignments = assign(cfg, r.members) if leader else ()  # R16: the leader assigns
+    out.append(Send(SyncGroup(r.member_id, r.generation, assignments)))
+    return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
+
+
+def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: list) -> Consumer:
+    if c.phase != MemberPhase.SYNCING:
+        return c
+    if r.error == Error.REBALANCE_IN_PROGRESS:
+        # R17: rejoin keeping what it owns, claimed with the generation it was assigned in
+        if "keep-owned-on-rebalance-in-progress" in cfg.mutations and c.owned:
+            c = c._replace(owned_generation=c.generation)
+        return _rejoin(cfg, c, out)
+    if r.error != Error.NONE:
+        return _on_membership_error(cfg, c, r.error, out)
+    assigned = r.assignment.partitions
+    revoked = c.owned & ~assigned
+    added = assigned & ~c.owned
+    if revoked:
+        out.append(Callback("revoked", revoked))
+    out.append(Callback("assigned", added))
+    c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION)
+    if revoked:  # R18: after revoking, rejoin at once (Design I)
+        return _rejoin(cfg, c, out)
+    return c._replace(phase=MemberPhase.STABLE)
+
+
+def _heartbeat_response(cfg: GroupConfig, c: Consumer, r: HeartbeatResponse, out: list) -> Consumer:
+    c = c._replace(heartbeat_inflight=False)
+    if c.phase != MemberPhase.STABLE or r.error == Error.NONE:
+        return c
+    # R19: a rebalance is discovered through Heartbeat
+    return _on_membership_error(cfg, c, r.error, out)
+
+
+def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
+    """One member step: ``(consumer', (Send | Callback, ...))``. Unknown inputs raise TypeError."""
+    out: list = []
+    kind = type(event)
+    if kind is JoinGroupResponse:
+        c = _join_response(cfg, c, event, out)
+    elif kind is SyncGroupResponse:
+        c = _sync_response(cfg, c, event, out)
+    elif kind is HeartbeatResponse:
+        c = _heartbeat_response(cfg, c, event, out)
+    elif kind is LeaveGroupResponse:
+        pass
+    elif kind is Start:
+        if c.phase == MemberPhase.UNJOINED:
+            c = _rejoin(cfg, c, out)
+    elif kind is HeartbeatDue:
+        if c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+            out.append(Send(Heartbeat(c.member_id, c.generation)))
+            c = c._replace(heartbeat_inflight=True)
+    elif kind is Leave:
+        # R20: graceful shutdown revokes and sends LeaveGroup (onLeavePrepare)
+        if c.owned:
+            out.append(Callback("revoked", c.owned))
+        if c.member_id != NO_MEMBER_ID:
+            out.append(Send(LeaveGroup(c.member_id)))
+        c = c._replace(phase=MemberPhase.LEFT, owned=0, owned_generation=NO_GENERATION)
+    else:
+        raise TypeError(f"member cannot handle input {event!r}")
+    return c, tuple(out)

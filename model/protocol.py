@@ -1,0 +1,269 @@
+"""Messages, error codes and identifiers of the classic group membership protocol.
+
+Every value here is an immutable tuple (``typing.NamedTuple``) or an ``IntEnum``
+so that actor states built from them are canonical, hashable and picklable.
+
+Identifiers are small ints, not Kafka's strings, so that states stay compact:
+
+* a *client slot* is a process position 0..N-1 (Kafka's client.id);
+* a *connection* is ``(slot << 8) | epoch``: the epoch counts the processes
+  started on that slot, so replies addressed to a dead process's connection are
+  recognisably stale (Kafka matches replies to requests per TCP connection);
+* a *member id* is ``(slot << 8) | k`` with k = 1, 2, ...: the k-th member.id the
+  coordinator handed out to that client. Kafka's member.id is
+  ``client.id + "-" + UUID`` (GroupCoordinator.doNewMemberJoinGroup); the
+  per-client counter models the UUID's freshness. ``NO_MEMBER_ID`` (0) is the
+  empty member.id a new member sends.
+
+Every message and input class ends with a ``tag`` field (a distinct int, for
+requests and responses 2 x Kafka's ApiKey, + 1 for a response): tuples compare by
+content, so without it ``HeartbeatResponse(NONE)`` would equal
+``LeaveGroupResponse(NONE)``.
+
+Partitions are bits of an int (bit i = the i-th partition of the group's topics,
+in configuration order): sets of partitions are bitmasks.
+
+Sources: Kafka's JoinGroup/SyncGroup/Heartbeat/LeaveGroup/OffsetCommit request
+and response schemas (clients/src/main/resources/common/message/*.json), error
+codes from org.apache.kafka.common.protocol.Errors; seed 004 (classic protocol
+notes) and seed 000, Design I (Subscription and Assignment of the embedded
+protocol).
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+NO_MEMBER_ID = 0
+NO_GENERATION = -1
+
+
+class Error(IntEnum):
+    """Kafka error codes used by the group protocol (org.apache.kafka.common.protocol.Errors)."""
+
+    NONE = 0
+    COORDINATOR_NOT_AVAILABLE = 15
+    ILLEGAL_GENERATION = 22
+    UNKNOWN_MEMBER_ID = 25
+    REBALANCE_IN_PROGRESS = 27
+    NON_EMPTY_GROUP = 68
+
+
+class Phase(IntEnum):
+    """Coordinator group states (kafka.coordinator.group.GroupState)."""
+
+    EMPTY = 0
+    PREPARING_REBALANCE = 1
+    COMPLETING_REBALANCE = 2
+    STABLE = 3
+    DEAD = 4
+
+
+def slot_of(ident: int) -> int:
+    """The client slot of a member id or a connection."""
+    return ident >> 8
+
+
+def member_id(slot: int, k: int) -> int:
+    """The k-th member id (k >= 1) handed out to client ``slot``."""
+    return (slot << 8) | k
+
+
+def connection(slot: int, epoch: int) -> int:
+    """The connection of the ``epoch``-th process started on ``slot``."""
+    return (slot << 8) | epoch
+
+
+def member_name(mid: int) -> str:
+    """Readable member id: client letter and counter, e.g. ``A1``; ``-`` for none."""
+    if mid == NO_MEMBER_ID:
+        return "-"
+    return f"{chr(65 + (mid >> 8))}{mid & 255}"
+
+
+def partitions_of(mask: int) -> tuple[int, ...]:
+    """The partition indices set in a bitmask, ascending."""
+    out = []
+    i = 0
+    while mask:
+        if mask & 1:
+            out.append(i)
+        mask >>= 1
+        i += 1
+    return tuple(out)
+
+
+def mask_of(partitions) -> int:
+    """The bitmask of an iterable of partition indices."""
+    mask = 0
+    for p in partitions:
+        mask |= 1 << p
+    return mask
+
+
+# --- the consumer embedded protocol (seed 000, Design I) ---------------------
+
+
+class Subscription(NamedTuple):
+    """What a member sends in JoinGroup: the partitions it owns (AssignedTopicPartitions,
+    a bitmask) and the generation in which it was last assigned them (KIP-792's
+    generationId; ``NO_GENERATION`` when it owns nothing)."""
+
+    owned: int
+    generation: int
+
+
+EMPTY_SUBSCRIPTION = Subscription(0, NO_GENERATION)
+
+
+class Assignment(NamedTuple):
+    """What the leader computes for one member: the assigned partitions (a bitmask).
+    Revoked partitions are not sent: a member revokes owned − assigned
+    (ConsumerCoordinator.onJoinComplete)."""
+
+    partitions: int
+
+
+EMPTY_ASSIGNMENT = Assignment(0)
+
+
+# --- requests (member -> coordinator) -----------------------------------------
+
+
+class JoinGroup(NamedTuple):
+    member_id: int
+    subscription: Subscription
+    tag: int = 22
+
+
+class SyncGroup(NamedTuple):
+    member_id: int
+    generation: int
+    assignments: tuple  # ((member_id, Assignment), ...) from the leader, () otherwise
+    tag: int = 28
+
+
+class Heartbeat(NamedTuple):
+    member_id: int
+    generation: int
+    tag: int = 24
+
+
+class LeaveGroup(NamedTuple):
+    member_id: int
+    tag: int = 26
+
+
+class OffsetCommit(NamedTuple):
+    member_id: int
+    generation: int
+    partitions: int
+    tag: int = 16
+
+
+# --- responses (coordinator -> member) ----------------------------------------
+
+
+class JoinGroupResponse(NamedTuple):
+    error: Error
+    member_id: int
+    generation: int
+    leader: int
+    members: tuple  # ((member_id, Subscription), ...) for the leader, () otherwise
+    tag: int = 23
+
+
+class SyncGroupResponse(NamedTuple):
+    error: Error
+    assignment: Assignment
+    tag: int = 29
+
+
+class HeartbeatResponse(NamedTuple):
+    error: Error
+    tag: int = 25
+
+
+class LeaveGroupResponse(NamedTuple):
+    error: Error
+    tag: int = 27
+
+
+class OffsetCommitResponse(NamedTuple):
+    error: Error
+    tag: int = 17
+
+
+# --- coordinator inputs ---------------------------------------------------------
+
+
+class Receive(NamedTuple):
+    """A request arriving on a connection."""
+
+    conn: int
+    request: tuple
+    tag: int = 101
+
+
+class SessionTimeout(NamedTuple):
+    """session.timeout.ms passed without a heartbeat from ``member_id``."""
+
+    member_id: int
+    tag: int = 102
+
+
+class RebalanceTimeout(NamedTuple):
+    """The JoinGroup barrier's deadline (the rebalance timeout) passed."""
+    tag: int = 103
+
+
+class SyncTimeout(NamedTuple):
+    """Members that got a JoinGroup response did not send SyncGroup in time (KAFKA-12890)."""
+    tag: int = 104
+
+
+class DeleteGroup(NamedTuple):
+    """Admin deletion of the group (DeleteGroups API)."""
+    tag: int = 105
+
+
+# --- member local commands --------------------------------------------------------
+
+
+class Start(NamedTuple):
+    """The process starts and joins the group."""
+    tag: int = 110
+
+
+class HeartbeatDue(NamedTuple):
+    """heartbeat.interval.ms elapsed."""
+    tag: int = 111
+
+
+class Leave(NamedTuple):
+    """The application closes the consumer (graceful shutdown)."""
+    tag: int = 112
+
+
+# --- outputs ----------------------------------------------------------------------
+
+
+class Reply(NamedTuple):
+    """Coordinator output: send ``response`` on connection ``conn``."""
+
+    conn: int
+    response: tuple
+
+
+class Send(NamedTuple):
+    """Member output: send ``request`` to the coordinator."""
+
+    request: tuple
+
+
+class Callback(NamedTuple):
+    """Member output: invoke a ConsumerRebalanceListener method.
+    ``kind`` is "revoked", "assigned" or "lost"; ``partitions`` a bitmask."""
+
+    kind: str
+    partitions: int

@@ -1,0 +1,1 @@
+"""The specification: SPEC.md and its machine-checked parts."""
