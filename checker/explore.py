@@ -40,6 +40,7 @@ class Result:
     violations: list = field(default_factory=list)  # [Violation], in the order found
     actions_fired: Counter = field(default_factory=Counter)
     limit: str | None = None
+    covers: dict = field(default_factory=dict)  # cover name -> reached
 
 
 def _path(states: list, parents: array, labels: list, i: int) -> list:
@@ -53,15 +54,16 @@ def _path(states: list, parents: array, labels: list, i: int) -> list:
 
 def explore(system: System, properties, initial: State | None = None,
             max_states: int | None = None, max_depth: int | None = None,
-            progress=None, stop_at_first: bool = False) -> Result:
+            progress=None, stop_on=frozenset(), covers=()) -> Result:
     """Explore from ``initial`` (default ``system.initial()``).
 
     A violated property is recorded with its shortest counterexample and no longer
-    checked; exploration goes on (unless ``stop_at_first``) so that every other
-    property gets a definite status. ``max_states`` / ``max_depth`` bound the run
+    checked; exploration stops if its name is in ``stop_on``, otherwise it goes on
+    so that every other property gets a definite status. ``max_states`` / ``max_depth`` bound the run
     (None: unbounded); hitting one makes the unviolated properties "incomplete".
     ``progress``, if given, is called as ``progress(distinct, transitions, frontier,
-    depth)`` after each level and every 20,000 states.
+    depth)`` after each level and every 20,000 states. ``covers`` are checked on
+    every step until reached.
     """
     t0 = time.perf_counter()
     state_checks = [(p.name, p.check) for p in properties if p.kind == "invariant"]
@@ -74,6 +76,8 @@ def explore(system: System, properties, initial: State | None = None,
     labels: list = [None]
     fired: Counter = Counter()
     violations: list = []
+    pending = list(covers)
+    reached: dict = {}
     transitions = 0
     depth = 0
     frontier = [0]
@@ -82,7 +86,7 @@ def explore(system: System, properties, initial: State | None = None,
     def record(name, why, i, checks):
         violations.append(Violation(name, why, _path(states, parents, labels, i)))
         checks[:] = [c for c in checks if c[0] != name]
-        return stop_at_first
+        return name in stop_on
 
     stop = False
     for name, check in list(state_checks):
@@ -113,6 +117,11 @@ def explore(system: System, properties, initial: State | None = None,
                         parents.append(i)
                         labels.append(action)
                         stop = record(name, why, j, step_checks) or stop
+                if pending:
+                    for cover in pending:
+                        if cover.reached(system, s, action, n):
+                            reached[cover.name] = True
+                    pending = [c for c in pending if c.name not in reached]
                 if known is not None:
                     continue
                 j = len(states)
@@ -152,4 +161,4 @@ def explore(system: System, properties, initial: State | None = None,
                 for p in properties}
     verdict = "violated" if violations else ("holds" if complete else "incomplete")
     return Result(verdict, len(index), transitions, depth, time.perf_counter() - t0,
-                  statuses, violations, fired, limit)
+                  statuses, violations, fired, limit, {c.name: c.name in reached for c in covers})

@@ -13,7 +13,10 @@ from typing import Callable, NamedTuple
 
 from rebalance.model.coordinator import commit_allowed
 from rebalance.model.member import MemberPhase
-from rebalance.model.protocol import Phase, member_name, partitions_of
+from rebalance.model.protocol import (
+    NO_GENERATION, Error, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
+    member_name, partitions_of,
+)
 
 from .system import PAUSED, RUNNING, State, System
 
@@ -145,3 +148,62 @@ PROPERTIES = (
 
 def applicable(system: System) -> tuple:
     return tuple(p for p in PROPERTIES if p.applies(system))
+
+
+# --- covers: named situations whose reaching shows a pass is not a pass over nothing ---
+
+
+class Cover(NamedTuple):
+    name: str
+    description: str
+    reached: Callable  # (System, State, Action, State) -> bool, on every step
+
+
+def _reply(action, kind, error=None) -> bool:
+    return (action.kind == "reply" and type(action.detail) is kind
+            and (error is None or action.detail.error == error))
+
+
+def _consumer(state: State, slot: int):
+    return state.procs[slot].consumer
+
+
+def _revoked_and_rejoined(system, s, a, n) -> bool:
+    if not _reply(a, SyncGroupResponse, Error.NONE):
+        return False
+    before, after = _consumer(s, a.slot), _consumer(n, a.slot)
+    return bool(before.owned & ~after.owned) and after.phase == MemberPhase.JOINING
+
+
+def _lost(system, s, a, n) -> bool:
+    if a.kind != "reply":
+        return False
+    before, after = _consumer(s, a.slot), _consumer(n, a.slot)
+    return before.owned != 0 and after.owned == 0 and after.generation == NO_GENERATION
+
+
+def _zombie_fenced(system, s, a, n) -> bool:
+    for p in n.procs:
+        if p.status == PAUSED and p.consumer.owned and not commit_allowed(
+                system.cfg, n.group, p.consumer.member_id, p.consumer.generation):
+            return True
+    return False
+
+
+def _timer(kind):
+    return lambda system, s, a, n: a.kind == "timer" and type(a.detail) is kind
+
+
+COVERS = (
+    Cover("leader_change", "a generation completed with a new leader",
+          lambda system, s, a, n: bool(s.group.leader and n.group.leader and s.group.leader != n.group.leader)),
+    Cover("revoked_and_rejoined", "a member revoked partitions on an assignment and rejoined (Design I)",
+          _revoked_and_rejoined),
+    Cover("sync_rebalance_in_progress", "a SyncGroup was answered REBALANCE_IN_PROGRESS",
+          lambda system, s, a, n: _reply(a, SyncGroupResponse, Error.REBALANCE_IN_PROGRESS)),
+    Cover("partitions_lost", "a member lost its partitions with its membership", _lost),
+    Cover("session_timeout", "a silent member expired", _timer(SessionTimeout)),
+    Cover("rebalance_timeout", "the JoinGroup barrier's deadline removed members", _timer(RebalanceTimeout)),
+    Cover("sync_timeout", "members that did not send SyncGroup were removed", _timer(SyncTimeout)),
+    Cover("zombie_fenced", "a paused member still owns partitions its commits are refused for", _zombie_fenced),
+)

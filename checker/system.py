@@ -18,10 +18,10 @@ from typing import NamedTuple
 
 from rebalance.model import coordinator, member
 from rebalance.model.config import GroupConfig
-from rebalance.model.coordinator import EMPTY_GROUP, Group
+from rebalance.model.coordinator import EMPTY_GROUP, Group, MemberMetadata
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase
 from rebalance.model.protocol import (
-    NO_MEMBER_ID, Error, HeartbeatDue, Leave, Phase, RebalanceTimeout, Receive, Send, SessionTimeout,
+    EMPTY_SUBSCRIPTION, NO_GENERATION, NO_MEMBER_ID, Assignment, Error, Subscription, member_id, HeartbeatDue, Leave, Phase, RebalanceTimeout, Receive, Send, SessionTimeout,
     Start, SyncTimeout, connection, slot_of,
 )
 
@@ -129,6 +129,22 @@ class System:
         state = settle(self, state)
         return state._replace(faults_left=self.max_faults)
 
+    def stable(self, owned: dict, generation: int, leader_slot: int) -> State:
+        """A Stable group at ``generation`` in which each slot of ``owned`` ({slot:
+        bitmask}) runs its first member (id ``member_id(slot, 1)``) owning those
+        partitions: a scenario's initial state (no faults left)."""
+        members, procs = [], list(NO_PROC for _ in range(self.slots))
+        for slot, mask in sorted(owned.items()):
+            mid, conn = member_id(slot, 1), connection(slot, 1)
+            sub = Subscription(mask, generation) if mask else EMPTY_SUBSCRIPTION
+            members.append(MemberMetadata(mid, conn, sub, Assignment(mask), False, False, False))
+            consumer = Consumer(MemberPhase.STABLE, mid, generation, slot == leader_slot, mask,
+                                generation if mask else NO_GENERATION, False)
+            procs[slot] = Proc(RUNNING, 1, consumer, (), ())
+        group = Group(Phase.STABLE, generation, member_id(leader_slot, 1), tuple(members), NO_MEMBER_ID,
+                      tuple((slot, 1) for slot in sorted(owned)))
+        return State(group, tuple(procs), 0)
+
     @staticmethod
     def live_members(state: State) -> set:
         """Member ids whose connection belongs to a running process that still holds
@@ -231,20 +247,78 @@ def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
     return State(state.group, tuple(procs), state.faults_left - cost)
 
 
+def queue_changes(before: State, action: Action | None, after: State):
+    """What a step did to each slot's channels: yields ``(slot, dropped, new_requests,
+    new_responses)`` where ``dropped`` is "all" (a new or dead connection: nothing
+    in flight survives), "responses" (the process left: replies to it are lost) or
+    None, and the counts are messages appended by this step."""
+    for s, (p0, p1) in enumerate(zip(before.procs, after.procs)):
+        popped_req = action is not None and action.kind == "deliver" and action.slot == s
+        popped_resp = action is not None and action.kind == "reply" and action.slot == s
+        dropped = None
+        if p1.epoch != p0.epoch or (p1.status != p0.status and p1.status == CRASHED):
+            dropped = "all"
+        elif p1.status != p0.status and p1.status == ABSENT:
+            dropped = "responses"
+        new_req = len(p1.requests) - (0 if dropped == "all" else len(p0.requests) - popped_req)
+        new_resp = len(p1.responses) - (0 if dropped else len(p0.responses) - popped_resp)
+        yield s, dropped, max(new_req, 0), max(new_resp, 0)
+
+
+class SendOrder:
+    """Tracks, along one execution, the order in which the messages in flight were
+    sent: ``head(kind, slot)`` is the sequence number of the oldest message on a
+    channel (kind "deliver": requests, "reply": responses), ``tag`` names it."""
+
+    def __init__(self, initial: State, tag=None):
+        self.queues = {(k, s): [] for k in ("deliver", "reply") for s in range(len(initial.procs))}
+        self.count = 0
+        self.step(State(initial.group, tuple(NO_PROC for _ in initial.procs), 0), None, initial, tag)
+
+    def step(self, before: State, action: Action | None, after: State, tag=None) -> object:
+        """Record a step; returns the tag of the message it delivered (None if none)."""
+        delivered = None
+        if action is not None and action.kind in ("deliver", "reply"):
+            q = self.queues[(action.kind, action.slot)]
+            delivered = q.pop(0) if q else None
+            delivered = delivered and delivered[1]
+        for s, dropped, new_req, new_resp in queue_changes(before, action, after):
+            if dropped == "all":
+                self.queues[("deliver", s)].clear()
+            if dropped:
+                self.queues[("reply", s)].clear()
+            for kind, n in (("deliver", new_req), ("reply", new_resp)):
+                for _ in range(n):
+                    self.count += 1
+                    self.queues[(kind, s)].append((self.count, tag))
+        return delivered
+
+    def head(self, kind: str, slot: int) -> int | None:
+        q = self.queues.get((kind, slot))
+        return q[0][0] if q else None
+
+
 SCHEDULE_LIMIT = 10_000
+NOT_A_MESSAGE = float("inf")
 
 
 def settle(system: System, state: State, trace: list | None = None) -> State:
-    """Run the deterministic schedule (the first enabled non-fault action, in
-    successor order) until nothing but faults is enabled. Appends ``(Action,
-    State)`` to ``trace`` if given. Raises RuntimeError if it does not settle
-    within SCHEDULE_LIMIT steps (a livelock in the model)."""
+    """Run the deterministic schedule until nothing but faults is enabled: the
+    network delivers messages in the order they were sent (oldest first, across
+    all connections); heartbeats come when no message is in flight, then timers.
+    Appends ``(Action, State)`` to ``trace`` if given. Raises RuntimeError if it
+    does not settle within SCHEDULE_LIMIT steps (a livelock in the model)."""
+    order = SendOrder(state)
+    rank = {"heartbeat": NOT_A_MESSAGE, "timer": NOT_A_MESSAGE + 1}
     for _ in range(SCHEDULE_LIMIT):
-        nexts = [(a, n) for a, n in system.successors(state._replace(faults_left=0)) if a.kind != "resume"]
+        nexts = [(a, n) for a, n in system.successors(state._replace(faults_left=0)) if a.kind in
+                 ("deliver", "reply", "heartbeat", "timer")]
         if not nexts:
             return state
-        action, nxt = nexts[0]
-        state = nxt._replace(faults_left=state.faults_left)
+        action, nxt = min(nexts, key=lambda an: order.head(an[0].kind, an[0].slot) or rank[an[0].kind])
+        nxt = nxt._replace(faults_left=state.faults_left)
+        order.step(state, action, nxt)
+        state = nxt
         if trace is not None:
             trace.append((action, state))
     raise RuntimeError(f"the group did not settle within {SCHEDULE_LIMIT} steps")

@@ -1,0 +1,163 @@
+"""Counterexamples as files a reviewer can read without running anything.
+
+* JSON: every step's action, what changed (per lane) and the full final state;
+* DOT and SVG (graphviz): a sequence diagram with one lane per client and one for
+  the coordinator, messages drawn as arrows from where they were sent to where
+  they were delivered, faults and timers marked;
+* text: a numbered trace for the terminal.
+
+Files are written to a temporary name and renamed, so none is ever half-written.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import graphviz
+
+from rebalance.model.config import GroupConfig
+
+from .explore import Violation
+from .render import action_text, changes, lane, state_view
+from .system import SendOrder
+
+FAULT_KINDS = {"join", "leave", "crash", "restart", "pause", "resume"}
+
+
+def to_json(cfg: GroupConfig, v: Violation) -> dict:
+    steps = []
+    prev = None
+    for i, (action, state) in enumerate(v.path):
+        view = state_view(cfg, state)
+        step = {"step": i, "action": None if action is None else {
+            "kind": action.kind, "lane": "coordinator" if action.slot < 0 or action.kind == "deliver"
+            else lane(action.slot), "text": action_text(cfg, action)}}
+        step["changes"] = view if prev is None else changes(prev, view)
+        steps.append(step)
+        prev = view
+    return {"property": v.property, "reason": v.reason, "length": len(v.path) - 1,
+            "steps": steps, "final_state": prev}
+
+
+def text_trace(cfg: GroupConfig, v: Violation) -> str:
+    lines = [f"counterexample to {v.property}: {v.reason} ({len(v.path) - 1} steps)"]
+    for i, (action, state) in enumerate(v.path):
+        if action is None:
+            lines.append("  0. initial state: group " + _group_line(cfg, state))
+            continue
+        lines.append(f"{i:3d}. {action_text(cfg, action)}")
+    final = v.path[-1][1]
+    lines.append("     final: group " + _group_line(cfg, final))
+    for slot, p in enumerate(final.procs):
+        view = state_view(cfg, final)[lane(slot)]
+        if "member_id" in view:
+            lines.append(f"       {lane(slot)} ({view['process']}) {view['member_id']} gen {view['generation']} "
+                         f"{view['phase']} owns [{', '.join(view['owned'])}]")
+        else:
+            lines.append(f"       {lane(slot)} ({view['process']})")
+    return "\n".join(lines)
+
+
+def _group_line(cfg: GroupConfig, state) -> str:
+    c = state_view(cfg, state)["coordinator"]
+    members = ", ".join(f"{m}:[{', '.join(x['assignment'])}]" for m, x in c["members"].items())
+    return f"{c['phase']} gen {c['generation']} leader {c['leader']} {{{members}}}"
+
+
+def to_dot(cfg: GroupConfig, v: Violation) -> str:
+    """The sequence diagram as DOT source."""
+    slots = len(v.path[0][1].procs)
+    lanes = ["coordinator"] + [lane(s) for s in range(slots)]
+    g = graphviz.Digraph("counterexample", graph_attr={
+        "rankdir": "TB", "nodesep": "0.6", "ranksep": "0.25", "fontname": "Helvetica",
+        "label": f"{v.property} violated: {v.reason}", "labelloc": "t", "fontsize": "16"},
+        node_attr={"fontname": "Helvetica", "fontsize": "10"}, edge_attr={"fontname": "Helvetica", "fontsize": "9"})
+    for name in lanes:
+        g.node(f"{name}_h", name, shape="box", style="filled,bold", fillcolor="lightgrey")
+    order = SendOrder(v.path[0][1], tag="coordinator_0")
+    arrows = []
+    rows = []
+    prev_state = None
+    for i, (action, state) in enumerate(v.path):
+        events = {}
+        if action is not None:
+            actor = "coordinator" if action.kind in ("deliver", "timer") else lane(action.slot)
+            node = f"{actor}_{i}"
+            text = action_text(cfg, action).split(": ", 1)[-1]
+            style = {"shape": "box", "style": "rounded,filled", "fillcolor": "white"}
+            if action.kind in FAULT_KINDS:
+                style.update(fillcolor="mistyrose", color="red", shape="octagon")
+                text = action.kind
+            elif action.kind == "timer":
+                style.update(fillcolor="lightyellow", shape="note")
+            events[actor] = (node, text, style)
+            sender = order.step(prev_state, action, state, tag=node)
+            if sender:
+                arrows.append((sender, node, "blue" if action.kind == "deliver" else "darkgreen"))
+        rows.append(events)
+        prev_state = state
+    final = state_view(cfg, v.path[-1][1])
+    for i, events in enumerate(rows):
+        with g.subgraph() as row:
+            row.attr(rank="same")
+            for name in lanes:
+                if name in events:
+                    node, text, style = events[name]
+                    row.node(node, f"{i}. {text}", **style)
+                else:
+                    row.node(f"{name}_{i}", "", shape="point", width="0.02", color="grey")
+    for name in lanes:
+        chain = [f"{name}_h"] + [f"{name}_{i}" for i in range(len(rows))]
+        for a, b in zip(chain, chain[1:]):
+            g.edge(a, b, dir="none", color="grey", weight="100")
+    for a, b, color in arrows:
+        g.edge(a, b, color=color, constraint="false")
+    summary = []
+    for name in lanes[1:]:
+        view = final[name]
+        owned = ", ".join(view.get("owned", []))
+        summary.append(f"{name}: {view['process']} {view.get('member_id', '')} gen {view.get('generation', '')} "
+                       f"owns [{owned}]")
+    c = final["coordinator"]
+    summary.insert(0, f"coordinator: {c['phase']} gen {c['generation']} leader {c['leader']}")
+    g.node("final", "\\l".join(summary) + "\\l", shape="note", style="filled", fillcolor="lightyellow")
+    g.edge(f"coordinator_{len(rows) - 1}", "final", style="invis")
+    return g.source
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write(cfg: GroupConfig, v: Violation, out_dir: str | Path, extra: dict | None = None) -> dict:
+    """Write ``<property>.json``, ``.dot`` and ``.svg`` under ``out_dir`` (created if
+    missing). Returns ``{"json": path, "dot": path, "svg": path or None}``; svg is
+    None (with the reason in ``"svg_error"``) if graphviz's ``dot`` is missing."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / v.property
+    doc = to_json(cfg, v)
+    if extra:
+        doc["configuration"] = extra
+    paths = {"json": str(stem.with_suffix(".json")), "dot": str(stem.with_suffix(".dot")), "svg": None}
+    _atomic_write(Path(paths["json"]), json.dumps(doc, indent=2).encode())
+    dot = to_dot(cfg, v)
+    _atomic_write(Path(paths["dot"]), dot.encode())
+    try:
+        svg = graphviz.Source(dot).pipe(format="svg")
+    except graphviz.ExecutableNotFound:
+        paths["svg_error"] = "graphviz's dot program is not installed (Debian package graphviz)"
+        return paths
+    paths["svg"] = str(stem.with_suffix(".svg"))
+    _atomic_write(Path(paths["svg"]), svg)
+    return paths

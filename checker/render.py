@@ -1,0 +1,134 @@
+"""Readable renderings of model values: messages, actor states, actions.
+
+Member ids print as client letter + counter (``A1``), partitions as
+``topic-partition`` lists, errors by name; the ``tag`` field is omitted.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+from rebalance.model.config import GroupConfig
+from rebalance.model.coordinator import Group
+from rebalance.model.protocol import NO_GENERATION, member_name, partitions_of
+
+from .system import STATUS_NAMES, Action, Proc, State
+
+MEMBER_FIELDS = {"member_id", "leader"}
+MASK_FIELDS = {"owned", "partitions"}
+
+
+def lane(slot: int) -> str:
+    """The name of a client slot's lane: ``A``, ``B``, ..."""
+    return chr(65 + slot)
+
+
+def partitions(cfg: GroupConfig, mask: int) -> list:
+    return [cfg.partition_name(p) for p in partitions_of(mask)]
+
+
+def value(cfg: GroupConfig, name: str, v):
+    """A JSON-ready rendering of one field value."""
+    if name in MEMBER_FIELDS and isinstance(v, int) and not isinstance(v, bool):
+        return member_name(v)
+    if name in MASK_FIELDS and isinstance(v, int):
+        return partitions(cfg, v)
+    if isinstance(v, IntEnum):
+        return v.name
+    if hasattr(v, "_fields"):
+        return {f: value(cfg, f, x) for f, x in zip(v._fields, v) if f != "tag"}
+    if name in ("members", "assignments") and isinstance(v, tuple):
+        return {member_name(mid): value(cfg, "", x) for mid, x in v}
+    return v
+
+
+def message(cfg: GroupConfig, msg) -> str:
+    """One-line text of a message or timer input, e.g. ``SyncGroup(A1, gen 6)``."""
+    name = type(msg).__name__
+    parts = []
+    for f, x in zip(msg._fields, msg):
+        if f == "tag":
+            continue
+        if f == "error":
+            parts.append(x.name)
+        elif f in MEMBER_FIELDS:
+            parts.append(("leader " if f == "leader" else "") + member_name(x))
+        elif f == "generation":
+            parts.append(f"gen {x}")
+        elif f == "subscription":
+            if x.owned:
+                parts.append(f"owns [{', '.join(partitions(cfg, x.owned))}]@{x.generation}")
+        elif f == "assignment":
+            parts.append(f"[{', '.join(partitions(cfg, x.partitions))}]")
+        elif f == "assignments" and x:
+            parts.append("; ".join(f"{member_name(m)}:[{', '.join(partitions(cfg, a.partitions))}]" for m, a in x))
+        elif f == "members" and x:
+            parts.append("members " + ",".join(member_name(m) for m, _ in x))
+        elif f == "partitions":
+            parts.append(f"[{', '.join(partitions(cfg, x))}]")
+    return f"{name}({', '.join(parts)})"
+
+
+def coordinator_view(cfg: GroupConfig, g: Group) -> dict:
+    members = {}
+    for m in g.members:
+        flags = [f for f in ("awaiting_join", "awaiting_sync", "pending_sync") if getattr(m, f)]
+        members[member_name(m.member_id)] = {
+            "assignment": partitions(cfg, m.assignment.partitions),
+            "claims": partitions(cfg, m.subscription.owned),
+            "flags": flags,
+        }
+    return {"phase": g.phase.name, "generation": g.generation, "leader": member_name(g.leader),
+            "members": members}
+
+
+def member_view(cfg: GroupConfig, p: Proc) -> dict:
+    view = {"process": STATUS_NAMES[p.status]}
+    c = p.consumer
+    if c is not None:
+        view.update({
+            "member_id": member_name(c.member_id),
+            "phase": c.phase.name,
+            "generation": c.generation,
+            "leader": c.leader,
+            "owned": partitions(cfg, c.owned),
+            "owned_generation": None if c.owned_generation == NO_GENERATION else c.owned_generation,
+        })
+    view["to_coordinator"] = [message(cfg, r) for r in p.requests]
+    view["to_member"] = [message(cfg, r) for r in p.responses]
+    return view
+
+
+def state_view(cfg: GroupConfig, s: State) -> dict:
+    """``{"coordinator": {...}, "A": {...}, ..., "faults_left": n}``."""
+    view = {"coordinator": coordinator_view(cfg, s.group)}
+    for slot, p in enumerate(s.procs):
+        view[lane(slot)] = member_view(cfg, p)
+    view["faults_left"] = s.faults_left
+    return view
+
+
+def action_text(cfg: GroupConfig, a: Action) -> str:
+    """One line describing a transition."""
+    if a.kind == "deliver":
+        return f"coordinator <- {lane(a.slot)}: {message(cfg, a.detail)}"
+    if a.kind == "reply":
+        return f"{lane(a.slot)} <- coordinator: {message(cfg, a.detail)}"
+    if a.kind == "heartbeat":
+        return f"{lane(a.slot)} sends {message(cfg, a.detail)}"
+    if a.kind == "timer":
+        return f"coordinator timer: {message(cfg, a.detail)}"
+    return f"{lane(a.slot)}: {a.kind}"
+
+
+def changes(before: dict, after: dict) -> dict:
+    """Per lane, the fields whose rendering changed: ``{lane: {field: [old, new]}}``."""
+    out = {}
+    for name, new in after.items():
+        old = before.get(name)
+        if isinstance(new, dict):
+            diff = {k: [old.get(k) if old else None, v] for k, v in new.items() if not old or old.get(k) != v}
+            if diff:
+                out[name] = diff
+        elif old != new:
+            out[name] = [old, new]
+    return out

@@ -1,0 +1,173 @@
+"""Scripted scenarios, run deterministically (``rebalance replay``).
+
+A scenario file (TOML)::
+
+    name = "Design I: member joins"
+    source = "seed 000, Design I, Example: Member joins"
+    [group]                       # as in a check configuration
+    protocol = "cooperative"
+    topics = { T = 4 }
+    [initial]
+    generation = 1
+    leader = "A"
+    owned = { A = ["T-0", "T-3"], B = ["T-1"], C = ["T-2"] }
+    [[events]]
+    action = "join"               # join | leave | crash | restart | pause | resume
+    member = "D"
+    settle = true                 # run the group to quiescence afterwards (default)
+
+Members are client slots named A, B, C, ...; ``initial.owned`` lists the ones
+running at the start; any other letter up to the highest named is a slot that
+``join`` can start. After an event the deterministic schedule (the first enabled
+non-fault action, see ``system.settle``) runs until nothing but faults is enabled.
+
+Raises ConfigError for a malformed scenario (the message names the key).
+"""
+from __future__ import annotations
+
+from rebalance.model.config import ConfigError, GroupConfig
+from rebalance.model.protocol import Error, SyncGroupResponse, member_name
+
+from .render import lane, partitions
+from .settings import parse_toml, resolve
+from .system import FAULTS, STATUS_NAMES, State, System, settle
+
+EVENTS = FAULTS + ("resume",)
+
+
+def _slot(name) -> int:
+    if not (isinstance(name, str) and len(name) == 1 and name.isalpha() and name.isupper()):
+        raise ConfigError(f"member names are single capital letters (A, B, ...), got {name!r}")
+    return ord(name) - 65
+
+
+def _mask(cfg: GroupConfig, names, where: str) -> int:
+    index = {cfg.partition_name(p): p for p in range(cfg.num_partitions)}
+    mask = 0
+    for n in names:
+        if n not in index:
+            raise ConfigError(f"{where}: unknown partition {n!r} (partitions are {', '.join(index)})")
+        mask |= 1 << index[n]
+    return mask
+
+
+def load(path: str) -> dict:
+    """Parse and validate a scenario file into ``{name, source, system, initial, events}``."""
+    data = parse_toml(path, "scenario file")
+    unknown = set(data) - {"name", "source", "group", "initial", "events"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} "
+                          "(expected name, source, group, initial, events)")
+    group_data = {"group": data.get("group", {})}
+    cfg = resolve(group_data).group
+    initial = data.get("initial", {})
+    owned_names = initial.get("owned")
+    if not isinstance(owned_names, dict) or not owned_names:
+        raise ConfigError(f"{path}: [initial] needs owned = {{ A = [...], ... }} naming the running members")
+    owned = {_slot(m): _mask(cfg, ps, f"initial.owned.{m}") for m, ps in owned_names.items()}
+    claimed = 0
+    for mask in owned.values():
+        if claimed & mask:
+            raise ConfigError(f"{path}: initial.owned gives a partition to two members")
+        claimed |= mask
+    events = data.get("events", [])
+    if not isinstance(events, list):
+        raise ConfigError(f"{path}: events must be an array of tables ([[events]])")
+    slots = set(owned)
+    parsed = []
+    for i, ev in enumerate(events):
+        action = ev.get("action")
+        if action not in EVENTS:
+            raise ConfigError(f"{path}: events[{i}].action must be one of {', '.join(EVENTS)}, got {action!r}")
+        slot = _slot(ev.get("member"))
+        slots.add(slot)
+        parsed.append((action, slot, bool(ev.get("settle", True))))
+    generation = initial.get("generation", 1)
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
+        raise ConfigError(f"{path}: initial.generation must be a positive whole number")
+    leader = _slot(initial.get("leader", lane(min(owned))))
+    if leader not in owned:
+        raise ConfigError(f"{path}: initial.leader {lane(leader)} is not a running member")
+    system = System(cfg, members=0, joiners=max(slots) + 1, faults=FAULTS, max_faults=0)
+    return {"name": data.get("name", path), "source": data.get("source"), "system": system,
+            "initial": system.stable(owned, generation, leader), "events": parsed}
+
+
+def _apply(system: System, state: State, action: str, slot: int) -> State:
+    for a, nxt in system.fault_successors(state._replace(faults_left=1)):
+        if a.kind == action and a.slot == slot:
+            return nxt._replace(faults_left=0)
+    raise ConfigError(f"event {action} {lane(slot)} is not possible here "
+                      f"(the member is {_status(state, slot)})")
+
+
+def _status(state: State, slot: int) -> str:
+    return STATUS_NAMES[state.procs[slot].status]
+
+
+def _ownership(cfg: GroupConfig, state: State) -> dict:
+    return {lane(s): partitions(cfg, p.consumer.owned) for s, p in enumerate(state.procs)
+            if p.consumer is not None}
+
+
+def run(scenario: dict) -> dict:
+    """Play the events; return ``{name, source, initial, events, rounds, rebalances, final}``.
+
+    ``rounds``: one entry per completed SyncGroup generation, ``{generation, leader,
+    members: {lane: {member_id, assigned, revoked}}}`` where ``assigned`` is what the
+    member was given and ``revoked`` what it gave up on receiving it.
+    """
+    system, state = scenario["system"], scenario["initial"]
+    cfg = system.cfg
+    report = {"name": scenario["name"], "source": scenario["source"],
+              "initial": {"generation": state.group.generation, "ownership": _ownership(cfg, state)},
+              "events": [], "rounds": []}
+    rounds: dict = {}
+    start_generation = state.group.generation
+    for action, slot, do_settle in scenario["events"]:
+        state = _apply(system, state, action, slot)
+        report["events"].append(f"{lane(slot)} {action}")
+        if not do_settle:
+            continue
+        trace: list = []
+        prev = state
+        state = settle(system, state, trace)
+        for a, nxt in trace:
+            if a.kind == "reply" and type(a.detail) is SyncGroupResponse and a.detail.error == Error.NONE:
+                before = prev.procs[a.slot].consumer
+                gen = before.generation
+                r = rounds.setdefault(gen, {"generation": gen, "leader": member_name(nxt.group.leader)
+                                            if nxt.group.generation == gen else None, "members": {}})
+                assigned = a.detail.assignment.partitions
+                r["members"][lane(a.slot)] = {"member_id": member_name(before.member_id),
+                                              "assigned": partitions(cfg, assigned),
+                                              "revoked": partitions(cfg, before.owned & ~assigned)}
+            prev = nxt
+    report["rounds"] = [rounds[g] for g in sorted(rounds)]
+    report["rebalances"] = state.group.generation - start_generation
+    report["final"] = {"generation": state.group.generation, "phase": state.group.phase.name,
+                       "ownership": _ownership(cfg, state)}
+    return report
+
+
+def text(report: dict) -> str:
+    """The report as lines for a terminal."""
+    lines = [f"scenario: {report['name']}"]
+    if report["source"]:
+        lines.append(f"source: {report['source']}")
+    init = report["initial"]
+    lines.append(f"initial (generation {init['generation']}): " + _owners(init["ownership"]))
+    lines.append("events: " + ", ".join(report["events"]))
+    for r in report["rounds"]:
+        lines.append(f"round at generation {r['generation']} (leader {r['leader']}):")
+        for name, m in sorted(r["members"].items()):
+            lines.append(f"  {name} ({m['member_id']}): assigned [{', '.join(m['assigned'])}] "
+                         f"revoked [{', '.join(m['revoked'])}]")
+    fin = report["final"]
+    lines.append(f"final (generation {fin['generation']}, {fin['phase']}): " + _owners(fin["ownership"]))
+    lines.append(f"rebalances: {report['rebalances']}")
+    return "\n".join(lines)
+
+
+def _owners(ownership: dict) -> str:
+    return ", ".join(f"{m}({', '.join(ps)})" for m, ps in sorted(ownership.items()))

@@ -1,0 +1,145 @@
+"""Check configuration: a TOML file (examples/default.toml documents every key)
+overridden by command-line options, validated into ``CheckSettings``.
+
+Errors raise ``ConfigError`` with a message naming the key and the problem.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rebalance.model.config import ConfigError, GroupConfig
+
+from .system import FAULTS
+
+ALL_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental", "streams")
+DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky"}
+ENGINES = ("local", "spark")
+
+# key -> allowed keys, for unknown-key errors
+SCHEMA = {
+    "group": {"protocol", "assignor", "topics"},
+    "members": {"initial", "joiners"},
+    "faults": {"kinds", "budget"},
+    "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue"},
+}
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """Everything one ``rebalance check`` run needs. ``max_states`` / ``max_depth``:
+    None = unbounded. ``expect_violated``: properties documented as broken in this
+    configuration (they do not fail the run); by default exclusive_processing when
+    the ``pause`` fault (zombies) is enabled."""
+
+    group: GroupConfig
+    members: int = 3
+    joiners: int = 1
+    faults: tuple = FAULTS
+    budget: int = 2
+    max_states: int | None = None
+    max_depth: int | None = None
+    expect_violated: frozenset = field(default_factory=frozenset)
+    keep_going: bool = False
+    engine: str = "local"
+
+
+def parse_toml(path: str | Path, what: str = "configuration file") -> dict:
+    """Parse a TOML file. Raises ConfigError naming the file and the TOML error."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (FileNotFoundError, IsADirectoryError):
+        raise ConfigError(f"{what} {path} not found") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: malformed TOML: {e}") from None
+
+
+def load_toml(path: str | Path) -> dict:
+    """Parse a check configuration and reject unknown sections and keys (ConfigError)."""
+    data = parse_toml(path)
+    for section, values in data.items():
+        if section not in SCHEMA:
+            raise ConfigError(f"{path}: unknown section [{section}] (expected {', '.join(SCHEMA)})")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: [{section}] must be a table")
+        for key in values:
+            if key not in SCHEMA[section]:
+                raise ConfigError(f"{path}: unknown key {section}.{key} "
+                                  f"(expected {', '.join(sorted(SCHEMA[section]))})")
+    return data
+
+
+def _count(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be a whole number, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _limit(name: str, value) -> int | None:
+    """0 or absent means unbounded."""
+    if value is None:
+        return None
+    value = _count(name, value, 0)
+    return value or None
+
+
+def _names(name: str, value, allowed) -> tuple:
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{name} must be a list of names, got {value!r}")
+    for v in value:
+        if v not in allowed:
+            raise ConfigError(f"{name}: unknown name {v!r} (expected one of {', '.join(allowed)})")
+    return tuple(dict.fromkeys(value))
+
+
+def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
+            faults=None, budget=None, mutations=(), engine=None, max_states=None,
+            max_depth=None, keep_going=None) -> CheckSettings:
+    """Merge a parsed file (``data``) with command-line overrides (None = not given)."""
+    g, m, f, c = (data.get(k, {}) for k in ("group", "members", "faults", "check"))
+    proto = protocol or g.get("protocol", "cooperative")
+    if proto not in ALL_PROTOCOLS:
+        raise ConfigError(f"unknown protocol {proto!r} (expected one of {', '.join(ALL_PROTOCOLS)})")
+    if proto not in DEFAULT_ASSIGNOR:
+        raise ConfigError(f"protocol {proto!r} is specified but not implemented in this version "
+                          f"(implemented: {', '.join(DEFAULT_ASSIGNOR)})")
+    # a protocol given on the command line brings its own default assignor
+    assignor = assignor or (g.get("assignor") if protocol is None else None) or DEFAULT_ASSIGNOR[proto]
+    if partitions is not None:
+        topics = (("t", _count("--partitions", partitions, 1)),)
+    else:
+        raw = g.get("topics", {"t": 4})
+        if not isinstance(raw, dict) or not raw:
+            raise ConfigError("group.topics must be a table of topic = partition count, e.g. { t = 4 }")
+        topics = tuple((str(k), _count(f"group.topics.{k}", v, 1)) for k, v in raw.items())
+    muts = tuple(c.get("mutations", ())) + tuple(mutations)
+    group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts))
+    engine = engine or "local"
+    if engine not in ENGINES:
+        raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
+    if engine == "spark":
+        raise ConfigError("engine 'spark' is not available in this version (use --engine local)")
+    from .properties import PROPERTIES
+    names = tuple(p.name for p in PROPERTIES)
+    fault_kinds = _names("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)
+    # a paused member is a zombie that keeps processing: exclusive_processing is
+    # expected to break (generation fencing keeps exclusive_ownership), DESIGN.md
+    zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
+    return CheckSettings(
+        group=group,
+        members=_count("members", members if members is not None else m.get("initial", 3), 1),
+        joiners=_count("members.joiners", m.get("joiners", 1), 0),
+        faults=fault_kinds,
+        budget=_count("faults.budget", budget if budget is not None else f.get("budget", 2), 0),
+        max_states=_limit("max_states", max_states if max_states is not None else c.get("max_states")),
+        max_depth=_limit("max_depth", max_depth if max_depth is not None else c.get("max_depth")),
+        expect_violated=frozenset(_names("check.expect_violated", c.get("expect_violated", zombie_default), names)),
+        keep_going=bool(keep_going if keep_going is not None else c.get("continue", False)),
+        engine=engine,
+    )

@@ -1,0 +1,209 @@
+"""The ``rebalance`` command line.
+
+Exit codes (DESIGN.md): 0 every property holds (or breaks only where the
+configuration expects it to), 1 a property is violated (counterexample written),
+2 bad input (the message names the problem), 3 incomplete (a limit was hit).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import click
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rebalance.checker import counterexample, replay as replaying
+from rebalance.checker.explore import explore
+from rebalance.checker.properties import COVERS, applicable
+from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
+from rebalance.checker.system import FAULTS, System
+from rebalance.model.config import MUTATIONS, ConfigError
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+err = Console(stderr=True)
+out = Console(soft_wrap=True)
+
+
+class Group(click.Group):
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except ConfigError as e:
+            err.print(f"[bold red]error:[/] {e}", highlight=False)
+            ctx.exit(EXIT_BAD_INPUT)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rebalance")
+def main():
+    """Kafka-style group rebalancing: specification, model checker, reference.
+
+    \b
+    rebalance check                      model-check the default bound
+    rebalance check examples/default.toml
+    rebalance check --protocol eager --faults join,leave,crash --json
+    rebalance replay examples/design1_member_joins.toml
+    """
+
+
+def _progress_callback(progress: Progress, task):
+    t0 = time.perf_counter()
+
+    def update(distinct, transitions, frontier, depth):
+        rate = distinct / max(time.perf_counter() - t0, 1e-9)
+        progress.update(task, description=(
+            f"{distinct:,} states  {rate:,.0f} states/s  {transitions:,} transitions  "
+            f"frontier {frontier:,}  depth {depth}"))
+    return update
+
+
+def _summary(settings: CheckSettings, result, props, files) -> dict:
+    expected = settings.expect_violated
+    unexpected = [v for v in result.violations if v.property not in expected]
+    if unexpected:
+        verdict = "violated"
+    elif result.limit:
+        verdict = "incomplete"
+    else:
+        verdict = "holds"
+    chosen = (unexpected or result.violations or [None])[0]
+    return {
+        "verdict": verdict,
+        "distinct_states": result.distinct_states,
+        "transitions": result.transitions,
+        "max_depth": result.max_depth,
+        "seconds": round(result.seconds, 3),
+        "limit": result.limit,
+        "properties": [{"name": p.name, "kind": p.kind, "status": result.statuses[p.name],
+                        "expected": "violated" if p.name in expected else "holds"} for p in props],
+        "actions_fired": dict(sorted(result.actions_fired.items())),
+        "covers": [{"name": c.name, "description": c.description, "reached": result.covers.get(c.name, False)}
+                   for c in COVERS],
+        "counterexample": None if chosen is None else {
+            "property": chosen.property, "reason": chosen.reason, "length": len(chosen.path) - 1,
+            "files": files[chosen.property]},
+        "counterexamples": [{"property": v.property, "length": len(v.path) - 1, "files": files[v.property]}
+                            for v in result.violations],
+        "configuration": _config_summary(settings),
+    }
+
+
+def _config_summary(s: CheckSettings) -> dict:
+    return {"protocol": s.group.protocol, "assignor": s.group.assignor,
+            "topics": dict(s.group.topics), "members": s.members, "joiners": s.joiners,
+            "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
+            "max_states": s.max_states, "max_depth": s.max_depth}
+
+
+def _print_report(settings: CheckSettings, summary: dict, result, show_trace) -> None:
+    c = summary["configuration"]
+    out.print(f"[bold]rebalance check[/]: {c['protocol']} ({c['assignor']}), {c['members']} members + "
+              f"{c['joiners']} joiner(s), topics {c['topics']}, faults {','.join(c['faults']) or 'none'} "
+              f"(budget {c['budget']})" + (f", mutations {','.join(c['mutations'])}" if c["mutations"] else ""),
+              highlight=False)
+    table = Table(show_edge=False)
+    for col in ("property", "kind", "status", "expected"):
+        table.add_column(col)
+    colors = {"holds": "green", "violated": "red", "incomplete": "yellow"}
+    for p in summary["properties"]:
+        status = p["status"]
+        table.add_row(p["name"], p["kind"], f"[{colors[status]}]{status}[/]", p["expected"])
+    out.print(table)
+    rate = result.distinct_states / max(result.seconds, 1e-9)
+    out.print(f"{result.distinct_states:,} distinct states, {result.transitions:,} transitions, "
+              f"depth {result.max_depth}, {result.seconds:.1f} s ({rate:,.0f} states/s)", highlight=False)
+    out.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in summary["actions_fired"].items()),
+              highlight=False)
+    out.print("covers: " + ", ".join(f"{c['name']} [{'green' if c['reached'] else 'yellow'}]"
+                                    f"{'reached' if c['reached'] else 'not reached'}[/]" for c in summary["covers"]))
+    if result.limit:
+        out.print(f"[yellow]incomplete:[/] stopped at {result.limit}", highlight=False)
+    for v in result.violations:
+        files = next(x["files"] for x in summary["counterexamples"] if x["property"] == v.property)
+        if show_trace:
+            out.print(counterexample.text_trace(settings.group, v), highlight=False, markup=False)
+        out.print(f"counterexample files: {files['json']} {files['dot']} {files.get('svg') or ''}",
+                  highlight=False)
+        if files.get("svg_error"):
+            err.print(f"[yellow]warning:[/] no SVG: {files['svg_error']}")
+    verdict = summary["verdict"]
+    out.print(f"verdict: [bold {colors[verdict]}]{verdict}[/]")
+
+
+@main.command()
+@click.argument("config", required=False, type=click.Path(dir_okay=False))
+@click.option("--protocol", type=click.Choice(ALL_PROTOCOLS), help="Rebalance protocol (default: the file's, else cooperative).")
+@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky.")
+@click.option("--members", type=int, help="Members running at the start (default 3).")
+@click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
+@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all).")
+@click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+              help="Switch on a known-bad behaviour (repeatable).")
+@click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True)
+@click.option("--max-states", type=int, help="Stop after this many distinct states (0: no limit).")
+@click.option("--max-depth", type=int, help="Explore at most this many steps deep (0: no limit).")
+@click.option("--continue", "keep_going", is_flag=True, default=None,
+              help="Keep exploring after a violation, so every property gets a definite status.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
+              help="Where counterexample files go.")
+def check(config, protocol, assignor, members, partitions, faults, budget, mutations, engine,
+          max_states, max_depth, keep_going, as_json, out_dir):
+    """Model-check every interleaving within the bound.
+
+    Explores, breadth first, every interleaving of message deliveries, heartbeats,
+    coordinator timers and faults (join, leave, crash, restart, pause/resume)
+    within the fault budget, checking exclusive_ownership, exclusive_processing,
+    single_leader, revoke_before_assign (cooperative) and quiescent_balance. A
+    violation's shortest counterexample is written under --out as JSON, DOT and SVG.
+
+    \b
+    Exit codes: 0 holds, 1 violated, 2 bad input, 3 incomplete (a limit was hit).
+    """
+    data = load_toml(config) if config else {}
+    settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
+                       faults=faults, budget=budget, mutations=mutations, engine=engine,
+                       max_states=max_states, max_depth=max_depth, keep_going=keep_going)
+    system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget)
+    props = applicable(system)
+    stop_on = frozenset() if settings.keep_going else frozenset(
+        p.name for p in props if p.name not in settings.expect_violated)
+    kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on, covers=COVERS)
+    if err.is_terminal:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=err, transient=True) as progress:
+            task = progress.add_task("exploring", total=None)
+            result = explore(system, props, progress=_progress_callback(progress, task), **kwargs)
+    else:
+        result = explore(system, props, **kwargs)
+    files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
+             for v in result.violations}
+    summary = _summary(settings, result, props, files)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        _print_report(settings, summary, result, show_trace=True)
+    sys.exit({"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[summary["verdict"]])
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def replay(scenario, as_json):
+    """Run one scripted scenario deterministically.
+
+    The scenario (TOML) gives the group, the members with the partitions they own
+    and the generation they own them in, and a list of events (join, leave,
+    crash, restart, pause, resume, settle). Prints every rebalance round with
+    each member's assigned and revoked partitions, and the final ownership.
+    """
+    report = replaying.run(replaying.load(scenario))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        out.print(replaying.text(report), highlight=False, markup=False)
