@@ -74,8 +74,12 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
         "rankdir": "TB", "nodesep": "0.6", "ranksep": "0.25", "fontname": "Helvetica",
         "label": f"{v.property} violated: {v.reason}", "labelloc": "t", "fontsize": "16"},
         node_attr={"fontname": "Helvetica", "fontsize": "10"}, edge_attr={"fontname": "Helvetica", "fontsize": "9"})
-    for name in lanes:
-        g.node(f"{name}_h", name, shape="box", style="filled,bold", fillcolor="lightgrey")
+    with g.subgraph() as heads:  # lane headers in a row, in lane order
+        heads.attr(rank="same")
+        for name in lanes:
+            heads.node(f"{name}_h", name, shape="box", style="filled,bold", fillcolor="lightgrey")
+        for a, b in zip(lanes, lanes[1:]):
+            heads.edge(f"{a}_h", f"{b}_h", style="invis")
     order = SendOrder(v.path[0][1], tag="coordinator_0")
     arrows = []
     rows = []

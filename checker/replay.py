@@ -26,7 +26,7 @@ Raises ConfigError for a malformed scenario (the message names the key).
 from __future__ import annotations
 
 from rebalance.model.config import ConfigError, GroupConfig
-from rebalance.model.protocol import Error, SyncGroupResponse, member_name
+from rebalance.model.protocol import Callback, Error, SyncGroupResponse, member_name
 
 from .render import lane, partitions
 from .settings import parse_toml, resolve
@@ -113,9 +113,10 @@ def _ownership(cfg: GroupConfig, state: State) -> dict:
 def run(scenario: dict) -> dict:
     """Play the events; return ``{name, source, initial, events, rounds, rebalances, final}``.
 
-    ``rounds``: one entry per completed SyncGroup generation, ``{generation, leader,
-    members: {lane: {member_id, assigned, revoked}}}`` where ``assigned`` is what the
-    member was given and ``revoked`` what it gave up on receiving it.
+    ``rounds``: one entry per generation whose SyncGroup completed, ``{generation,
+    leader, members: {lane: {member_id, assigned, revoked, lost}}}``: what the member
+    was given, and what it revoked or lost (ConsumerRebalanceListener callbacks)
+    since its previous assignment.
     """
     system, state = scenario["system"], scenario["initial"]
     cfg = system.cfg
@@ -123,6 +124,7 @@ def run(scenario: dict) -> dict:
               "initial": {"generation": state.group.generation, "ownership": _ownership(cfg, state)},
               "events": [], "rounds": []}
     rounds: dict = {}
+    pending: dict = {}  # slot -> partitions revoked / lost since its last assignment
     start_generation = state.group.generation
     for action, slot, do_settle in scenario["events"]:
         state = _apply(system, state, action, slot)
@@ -133,15 +135,24 @@ def run(scenario: dict) -> dict:
         prev = state
         state = settle(system, state, trace)
         for a, nxt in trace:
-            if a.kind == "reply" and type(a.detail) is SyncGroupResponse and a.detail.error == Error.NONE:
+            if a.kind == "reply":
                 before = prev.procs[a.slot].consumer
-                gen = before.generation
-                r = rounds.setdefault(gen, {"generation": gen, "leader": member_name(nxt.group.leader)
-                                            if nxt.group.generation == gen else None, "members": {}})
-                assigned = a.detail.assignment.partitions
-                r["members"][lane(a.slot)] = {"member_id": member_name(before.member_id),
-                                              "assigned": partitions(cfg, assigned),
-                                              "revoked": partitions(cfg, before.owned & ~assigned)}
+                _, outputs = system.step_member(before, a.detail)
+                gave_up = pending.setdefault(a.slot, {"revoked": 0, "lost": 0})
+                for o in outputs:
+                    if type(o) is Callback and o.kind in gave_up:
+                        gave_up[o.kind] |= o.partitions
+                if type(a.detail) is SyncGroupResponse and a.detail.error == Error.NONE:
+                    gen = before.generation
+                    r = rounds.setdefault(gen, {"generation": gen, "leader": None, "members": {}})
+                    if before.leader:
+                        r["leader"] = member_name(before.member_id)
+                    r["members"][lane(a.slot)] = {
+                        "member_id": member_name(before.member_id),
+                        "assigned": partitions(cfg, a.detail.assignment.partitions),
+                        "revoked": partitions(cfg, gave_up["revoked"]),
+                        "lost": partitions(cfg, gave_up["lost"])}
+                    del pending[a.slot]
             prev = nxt
     report["rounds"] = [rounds[g] for g in sorted(rounds)]
     report["rebalances"] = state.group.generation - start_generation
@@ -161,8 +172,9 @@ def text(report: dict) -> str:
     for r in report["rounds"]:
         lines.append(f"round at generation {r['generation']} (leader {r['leader']}):")
         for name, m in sorted(r["members"].items()):
+            lost = f" lost [{', '.join(m['lost'])}]" if m["lost"] else ""
             lines.append(f"  {name} ({m['member_id']}): assigned [{', '.join(m['assigned'])}] "
-                         f"revoked [{', '.join(m['revoked'])}]")
+                         f"revoked [{', '.join(m['revoked'])}]{lost}")
     fin = report["final"]
     lines.append(f"final (generation {fin['generation']}, {fin['phase']}): " + _owners(fin["ownership"]))
     lines.append(f"rebalances: {report['rebalances']}")

@@ -1,0 +1,35 @@
+# `make run`: set up and run the main job; `make test`: set up and pass the tests.
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-slow bench setup dot clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP) dot
+
+# graphviz's `dot` renders counterexamples as SVG (Debian package graphviz)
+dot:
+	@command -v dot >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq graphviz >/dev/null; fi; }
+
+run: setup
+	$(VENV)/bin/rebalance check examples/default.toml
+
+test: setup
+	$(PY) -m pytest -q
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow
+
+bench: setup
+	$(PY) benchmarks/explore.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

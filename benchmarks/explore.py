@@ -1,0 +1,49 @@
+"""Exploration speed on the default configuration: distinct states/s and bytes of
+memory per distinct state (growth of peak RSS over the run, divided by states).
+
+    python benchmarks/explore.py [CONFIG.toml] [--repeat N]
+"""
+from __future__ import annotations
+
+import argparse
+import pickle
+import resource
+import sys
+from pathlib import Path
+
+from rebalance.checker.explore import explore
+from rebalance.checker.properties import COVERS, applicable
+from rebalance.checker.settings import load_toml, resolve
+from rebalance.checker.system import System
+
+DEFAULT = Path(__file__).resolve().parent.parent / "examples" / "default.toml"
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config", nargs="?", default=str(DEFAULT))
+    ap.add_argument("--repeat", type=int, default=1, help="runs (a fresh process is fairer for memory)")
+    args = ap.parse_args()
+    settings = resolve(load_toml(args.config))
+    print(f"configuration: {args.config}")
+    for i in range(args.repeat):
+        system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget)
+        before = peak_rss()
+        r = explore(system, applicable(system), covers=COVERS)
+        grown = peak_rss() - before
+        sample = system.initial()
+        print(f"run {i + 1}: {r.distinct_states:,} distinct states, {r.transitions:,} transitions, "
+              f"{r.seconds:.2f} s -> {r.distinct_states / r.seconds:,.0f} distinct states/s, "
+              f"{r.transitions / r.seconds:,.0f} transitions/s")
+        if i == 0:
+            print(f"memory: peak RSS grew {grown / 2**20:,.0f} MiB -> {grown / r.distinct_states:,.0f} bytes "
+                  f"per distinct state (pickled state: {len(pickle.dumps(sample))} bytes)")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

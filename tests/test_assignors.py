@@ -1,0 +1,90 @@
+from hypothesis import given, settings, strategies as st
+
+from rebalance.model.assignors import assign, resolve_claims
+from rebalance.model.config import GroupConfig
+from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, partitions_of
+
+
+def loads(result):
+    return sorted(bin(a.partitions).count("1") for _, a in result)
+
+
+def union_exactly_once(result, total):
+    seen = 0
+    for _, a in result:
+        assert not seen & a.partitions, "a partition assigned twice"
+        seen |= a.partitions
+    return seen == (1 << total) - 1
+
+
+def test_range_gives_contiguous_ranges_per_topic():
+    cfg = GroupConfig(topics=(("t", 5), ("u", 2)), protocol="eager", assignor="range")
+    members = tuple((m, EMPTY_SUBSCRIPTION) for m in (1, 257))
+    out = dict(assign(cfg, members))
+    # t: 0,1,2 -> first, 3,4 -> second; u (5,6): 5 -> first, 6 -> second
+    assert partitions_of(out[1].partitions) == (0, 1, 2, 5)
+    assert partitions_of(out[257].partitions) == (3, 4, 6)
+
+
+def test_roundrobin_deals_in_turn():
+    cfg = GroupConfig(topics=(("t", 5),), protocol="eager", assignor="roundrobin")
+    out = dict(assign(cfg, tuple((m, EMPTY_SUBSCRIPTION) for m in (1, 257))))
+    assert partitions_of(out[1].partitions) == (0, 2, 4)
+    assert partitions_of(out[257].partitions) == (1, 3)
+
+
+def test_claims_higher_generation_wins_and_ties_drop():
+    cfg = GroupConfig()
+    members = ((1, Subscription(0b0011, 5)), (257, Subscription(0b0110, 6)), (513, Subscription(0b1000, 6)),
+               (769, Subscription(0b1000, 6)))
+    owners = resolve_claims(cfg, members)
+    assert owners == {0: 1, 1: 257, 2: 257}  # partition 1: gen 6 beats gen 5; partition 3: tie, dropped
+
+
+def test_cooperative_withholds_moving_partition_seed_design1():
+    # seed 000, Design I, member joins: A(T1,T4) B(T2) C(T3), D joins
+    cfg = GroupConfig()
+    members = ((1, Subscription(0b1001, 1)), (257, Subscription(0b0010, 1)), (513, Subscription(0b0100, 1)),
+               (769, EMPTY_SUBSCRIPTION))
+    out = dict(assign(cfg, members))
+    assert out[1].partitions == 0b0001 and out[257].partitions == 0b0010 and out[513].partitions == 0b0100
+    assert out[769].partitions == 0  # T4 withheld until A has revoked it
+
+
+def test_assign_before_revoke_mutation_hands_it_over_at_once():
+    cfg = GroupConfig(mutations=frozenset({"assign-before-revoke"}))
+    members = ((1, Subscription(0b1001, 1)), (257, Subscription(0b0010, 1)), (513, Subscription(0b0100, 1)),
+               (769, EMPTY_SUBSCRIPTION))
+    assert dict(assign(cfg, members))[769].partitions == 0b1000
+
+
+def test_ignore_owned_generation_mutation_drops_older_claims():
+    cfg = GroupConfig(mutations=frozenset({"ignore-owned-generation"}))
+    members = ((1, Subscription(0b0001, 4)), (257, Subscription(0b0010, 5)))
+    assert resolve_claims(cfg, members) == {1: 257}
+    assert resolve_claims(GroupConfig(), members) == {0: 1, 1: 257}
+
+
+claims = st.lists(st.tuples(st.integers(0, 1023), st.integers(-1, 6)), min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(claims=claims, partitions=st.integers(1, 10), assignor=st.sampled_from(
+    ["range", "roundrobin", "sticky", "cooperative-sticky"]))
+def test_every_partition_once_and_balanced(claims, partitions, assignor):
+    protocol = "cooperative" if assignor == "cooperative-sticky" else "eager"
+    cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol, assignor=assignor)
+    mask = (1 << partitions) - 1
+    members = tuple(((i + 1) << 8 | 1, Subscription(o & mask, g) if o & mask else EMPTY_SUBSCRIPTION)
+                    for i, (o, g) in enumerate(claims))
+    out = assign(cfg, members)
+    assert [m for m, _ in out] == [m for m, _ in members]
+    if assignor != "cooperative-sticky":
+        assert union_exactly_once(out, partitions)
+        assert loads(out)[-1] - loads(out)[0] <= 1
+        return
+    union_exactly_once(out, partitions)  # no partition twice, some may be withheld
+    owners = resolve_claims(cfg, members)
+    given_to = {p: m for m, a in out for p in partitions_of(a.partitions)}
+    for p, owner in owners.items():  # never assigned while another member owns it
+        assert given_to.get(p, owner) == owner

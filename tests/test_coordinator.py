@@ -1,0 +1,134 @@
+"""The coordinator handler against Kafka's GroupCoordinator behaviour."""
+from rebalance.model import coordinator
+from rebalance.model.config import GroupConfig
+from rebalance.model.coordinator import EMPTY_GROUP, commit_allowed, find
+from rebalance.model.protocol import (
+    EMPTY_SUBSCRIPTION, Assignment, DeleteGroup, Error, Heartbeat, JoinGroup, JoinGroupResponse,
+    LeaveGroup, OffsetCommit, Phase, RebalanceTimeout, Receive, SessionTimeout, Subscription, SyncGroup,
+    SyncTimeout, connection, member_id,
+)
+
+CFG = GroupConfig()
+A, B = member_id(0, 1), member_id(1, 1)
+CA, CB = connection(0, 1), connection(1, 1)
+
+
+def step(group, conn, req, cfg=CFG):
+    return coordinator.handle(cfg, group, Receive(conn, req))
+
+
+
+
+def formed():
+    g, out1 = step(EMPTY_GROUP, CA, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    # A alone completes the barrier at once
+    assert g.phase == Phase.COMPLETING_REBALANCE and g.generation == 1 and g.leader == A
+    (reply,) = out1
+    assert reply.conn == CA and reply.response.member_id == A and reply.response.members
+    g, out = step(g, CA, SyncGroup(A, 1, ((A, Assignment(0b1111)),)))
+    assert g.phase == Phase.STABLE and out[0].response.assignment == Assignment(0b1111)
+    return g
+
+
+def test_new_member_gets_fresh_id_and_triggers_rebalance():
+    g = formed()
+    g, out = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    assert g.phase == Phase.PREPARING_REBALANCE and find(g, B).awaiting_join and out == ()
+    # A learns through Heartbeat, rejoins; the barrier completes: generation 2, leader A
+    g, out = step(g, CA, Heartbeat(A, 1))
+    assert out[0].response.error == Error.REBALANCE_IN_PROGRESS
+    g, out = step(g, CA, JoinGroup(A, Subscription(0b1111, 1)))
+    assert g.phase == Phase.COMPLETING_REBALANCE and g.generation == 2 and g.leader == A
+    by_conn = {r.conn: r.response for r in out}
+    assert by_conn[CA].members and by_conn[CB].members == ()  # only the leader gets the member list
+
+
+def test_follower_rejoin_in_stable_with_same_metadata_causes_no_rebalance():
+    g = formed()
+    g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    g, _ = step(g, CA, JoinGroup(A, Subscription(0b1111, 1)))
+    g, _ = step(g, CA, SyncGroup(A, 2, ((A, Assignment(0b0011)), (B, Assignment(0b1100)))))
+    g, _ = step(g, CB, SyncGroup(B, 2, ()))
+    assert g.phase == Phase.STABLE
+    g2, out = step(g, CB, JoinGroup(B, EMPTY_SUBSCRIPTION))
+    assert g2.phase == Phase.STABLE and g2.generation == 2 and out[0].response.generation == 2
+    g3, _ = step(g, CA, JoinGroup(A, Subscription(0b1111, 1)))  # the leader's rejoin forces one
+    assert g3.phase == Phase.PREPARING_REBALANCE
+
+
+def test_sync_errors():
+    g = formed()
+    _, out = step(g, CB, SyncGroup(B, 1, ()))
+    assert out[0].response.error == Error.UNKNOWN_MEMBER_ID
+    _, out = step(g, CA, SyncGroup(A, 7, ()))
+    assert out[0].response.error == Error.ILLEGAL_GENERATION
+    g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    _, out = step(g, CA, SyncGroup(A, 1, ()))
+    assert out[0].response.error == Error.REBALANCE_IN_PROGRESS
+
+
+def test_held_sync_answered_rebalance_in_progress_when_a_rebalance_starts():
+    g = formed()
+    g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    g, _ = step(g, CA, JoinGroup(A, Subscription(0b1111, 1)))
+    g, out = step(g, CB, SyncGroup(B, 2, ()))  # follower first: held
+    assert out == () and find(g, B).awaiting_sync
+    g, out = step(g, CA, LeaveGroup(A))  # the leader leaves before assigning
+    errors = {r.conn: r.response.error for r in out}
+    assert errors[CB] == Error.REBALANCE_IN_PROGRESS and errors[CA] == Error.NONE
+    assert g.phase == Phase.PREPARING_REBALANCE
+
+
+def test_session_timeout_spares_members_held_at_a_barrier():
+    g = formed()
+    g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    g2, _ = coordinator.handle(CFG, g, SessionTimeout(B))
+    assert g2 == g  # B awaits its JoinGroup response
+    g3, out = coordinator.handle(CFG, g, SessionTimeout(A))  # A has not rejoined: expired
+    assert find(g3, A) is None and g3.phase == Phase.COMPLETING_REBALANCE and g3.leader == B
+    assert out[0].response.members  # B is the new leader
+
+
+def test_rebalance_timeout_removes_members_that_did_not_rejoin():
+    g = formed()
+    g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    g, out = coordinator.handle(CFG, g, RebalanceTimeout())
+    assert [m.member_id for m in g.members] == [B] and g.generation == 2 and g.leader == B
+
+
+def test_sync_timeout_removes_members_that_never_synced():
+    g = formed()
+    g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    g, _ = step(g, CA, JoinGroup(A, Subscription(0b1111, 1)))
+    g, _ = step(g, CA, SyncGroup(A, 2, ((A, Assignment(0b0011)), (B, Assignment(0b1100)))))
+    g, _ = coordinator.handle(CFG, g, SyncTimeout())  # B never sent SyncGroup (KAFKA-12890)
+    assert find(g, B) is None and g.phase == Phase.PREPARING_REBALANCE  # A must rejoin
+
+
+def test_commit_fencing_and_mutation():
+    g = formed()
+    assert commit_allowed(CFG, g, A, 1)
+    assert not commit_allowed(CFG, g, A, 0) and not commit_allowed(CFG, g, B, 1)
+    _, out = step(g, CA, OffsetCommit(A, 0, 1))
+    assert out[0].response.error == Error.ILLEGAL_GENERATION
+    loose = GroupConfig(mutations=frozenset({"no-commit-fencing"}))
+    assert commit_allowed(loose, g, B, 0)
+
+
+def test_last_member_leaving_empties_the_group_and_only_empty_groups_die():
+    g = formed()
+    g2, _ = coordinator.handle(CFG, g, DeleteGroup())
+    assert g2 == g
+    g, _ = step(g, CA, LeaveGroup(A))
+    assert g.phase == Phase.EMPTY and g.generation == 2 and not g.members
+    g, _ = coordinator.handle(CFG, g, DeleteGroup())
+    assert g.phase == Phase.DEAD
+    _, out = step(g, CA, JoinGroup(0, EMPTY_SUBSCRIPTION))
+    assert out[0].response.error == Error.COORDINATOR_NOT_AVAILABLE
+
+
+def test_messages_of_different_types_never_compare_equal():
+    from rebalance.model.protocol import HeartbeatResponse, LeaveGroupResponse, Start, Leave
+    assert HeartbeatResponse(Error.NONE) != LeaveGroupResponse(Error.NONE)
+    assert Start() != Leave()
+    assert JoinGroupResponse(Error.NONE, A, 1, A, ()) != JoinGroup(A, EMPTY_SUBSCRIPTION)

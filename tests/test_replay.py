@@ -1,0 +1,64 @@
+"""The seeds' worked examples, replayed as the seeds describe them."""
+import json
+
+from conftest import EXAMPLES, run_cli
+from rebalance.checker import replay
+
+
+def play(name):
+    return replay.run(replay.load(str(EXAMPLES / name)))
+
+
+def member(round_, lane):
+    return round_["members"][lane]
+
+
+def test_design1_member_joins():
+    # seed 000, Design I: A(T1,T4) B(T2) C(T3), D joins
+    r = play("design1_member_joins.toml")
+    first, second = r["rounds"]
+    assert member(first, "A")["revoked"] == ["T-3"] and member(first, "A")["assigned"] == ["T-0"]
+    assert member(first, "D")["assigned"] == []
+    assert member(second, "D")["assigned"] == ["T-3"]
+    for lane in "BC":  # B and C never stop
+        assert all(member(x, lane)["revoked"] == [] for x in r["rounds"])
+    assert r["rebalances"] == 2
+    assert r["final"]["ownership"] == {"A": ["T-0"], "B": ["T-1"], "C": ["T-2"], "D": ["T-3"]}
+
+
+def test_design1_member_leaves():
+    r = play("design1_member_leaves.toml")
+    (only,) = r["rounds"]
+    assert member(only, "A")["assigned"] == ["T-0", "T-3"] and r["rebalances"] == 1
+    assert all(m["revoked"] == [] for m in only["members"].values())
+
+
+def test_design1_member_bounces():
+    # one rebalance when D leaves, two when it comes back
+    r = play("design1_member_bounces.toml")
+    assert r["rebalances"] == 3
+    assert member(r["rounds"][1], "A")["revoked"] == ["T-3"]
+    assert member(r["rounds"][2], "D")["assigned"] == ["T-3"]
+
+
+def test_eager_member_joins_stops_the_world():
+    r = play("eager_member_joins.toml")
+    (only,) = r["rounds"]
+    assert r["rebalances"] == 1
+    for lane, owned in (("A", ["T-0", "T-3"]), ("B", ["T-1"]), ("C", ["T-2"])):
+        assert member(only, lane)["revoked"] == owned  # everyone revokes everything
+
+
+def test_replay_cli_json_and_text():
+    code, out, err = run_cli("replay", EXAMPLES / "design1_member_joins.toml", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rebalances"] == 2
+    code, out, _ = run_cli("replay", EXAMPLES / "design1_member_joins.toml")
+    assert code == 0 and "revoked [T-3]" in out and "rebalances: 2" in out
+
+
+def test_replay_bad_scenario(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[initial]\nowned = { A = ["X-9"] }\n')
+    code, _, err = run_cli("replay", bad)
+    assert code == 2 and "unknown partition 'X-9'" in err
