@@ -26,7 +26,7 @@ from .protocol import Assignment
 
 
 def resolve_claims(cfg: GroupConfig, members) -> dict:
-    """Owner of each claimed partition: ``{partition: member_id}``.
+    """Owner of each claimed partition: ``{partition: member_id}`` (R22).
 
     Mutation ``ignore-owned-generation``: claims made in an older generation than
     the newest claim in the group are ignored instead of weighed, so their
@@ -123,7 +123,7 @@ def assign(cfg: GroupConfig, members) -> tuple:
         if cfg.assignor == "cooperative-sticky" and "assign-before-revoke" not in cfg.mutations:
             for p, owner in owners.items():
                 bit = 1 << p
-                if not out[owner] & bit:  # moving: withhold from the new owner
+                if not out[owner] & bit:  # R23: moving, withheld from the new owner
                     for m in mids:
                         out[m] &= ~bit
     return tuple((mid, Assignment(out[mid])) for mid in mids)

@@ -43,7 +43,7 @@ class MemberMetadata(NamedTuple):
 
 
 class Group(NamedTuple):
-    """Coordinator state. ``members`` is ordered by member id; ``leader`` and
+    """Coordinator state (R1). ``members`` is ordered by member id; ``leader`` and
     ``first_joiner`` are member ids (0 = none); ``issued`` is
     ((client slot, member ids handed out), ...), the fresh-id generator."""
 
