@@ -58,14 +58,24 @@ def _processing(state: State):
 
 def exclusive_ownership(system: System, state: State):
     cfg, group = system.cfg, state.group
-    owners = [(c.member_id, c.owned) for c in _processing(state)
-              if c.owned and commit_allowed(cfg, group, c.member_id, c.generation)]
-    why = _overlap(system, owners)
-    return why and why + ", both able to commit"
+    acc = 0
+    for c in _processing(state):
+        if c.owned and commit_allowed(cfg, group, c.member_id, c.generation):
+            if acc & c.owned:
+                owners = [(x.member_id, x.owned) for x in _processing(state)
+                          if x.owned and commit_allowed(cfg, group, x.member_id, x.generation)]
+                return _overlap(system, owners) + ", both able to commit"
+            acc |= c.owned
+    return None
 
 
 def exclusive_processing(system: System, state: State):
-    return _overlap(system, [(c.member_id, c.owned) for c in _processing(state) if c.owned])
+    acc = 0
+    for c in _processing(state):
+        if acc & c.owned:
+            return _overlap(system, [(x.member_id, x.owned) for x in _processing(state) if x.owned])
+        acc |= c.owned
+    return None
 
 
 def single_leader(system: System, state: State):

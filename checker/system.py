@@ -80,6 +80,7 @@ class System:
         self.max_faults = max_faults
         self._coord: dict = {}
         self._member: dict = {}
+        self._local: dict = {}
 
     # -- memoised handlers -------------------------------------------------------
     def coord(self, group: Group, event) -> tuple:
@@ -105,7 +106,7 @@ class System:
             s = slot_of(conn)
             p = procs[s]
             if p.epoch == conn & 255 and (p.status == RUNNING or p.status == PAUSED):
-                procs[s] = p._replace(responses=p.responses + (response,))
+                procs[s] = Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,))
 
     @staticmethod
     def requests_of(outputs) -> tuple:
@@ -158,36 +159,50 @@ class System:
                 live.add(m.member_id)
         return live
 
+    def local_steps(self, s: int, p: Proc) -> tuple:
+        """The running process's own steps, memoised per process value:
+        ``(reply, heartbeat)``, each None or ``(Action, Proc')``."""
+        key = (s, p)
+        hit = self._local.get(key)
+        if hit is not None:
+            return hit
+        reply = heartbeat = None
+        c = p.consumer
+        if p.responses:
+            resp = p.responses[0]
+            c2, outs = self.step_member(c, resp)
+            reply = (Action("reply", s, resp),
+                     Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:]))
+        elif c.phase == MemberPhase.STABLE and not c.heartbeat_inflight and not p.requests:
+            c2, outs = self.step_member(c, HeartbeatDue())
+            req = outs[0].request
+            heartbeat = (Action("heartbeat", s, req), Proc(RUNNING, p.epoch, c2, (req,), ()))
+        hit = self._local[key] = (reply, heartbeat)
+        return hit
+
     def successors(self, state: State) -> list:
         """``[(Action, State), ...]`` in a fixed order."""
         out = []
-        group, procs = state.group, state.procs
+        group, procs, left = state.group, state.procs, state.faults_left
         for s, p in enumerate(procs):
             if p.requests:
                 req = p.requests[0]
                 ps = list(procs)
-                ps[s] = p._replace(requests=p.requests[1:])
+                ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses)
                 out.append((Action("deliver", s, req),
                             self.coordinator_event(state, Receive(connection(s, p.epoch), req), ps)))
             if p.status != RUNNING:
                 continue
-            c = p.consumer
-            if p.responses:
-                resp = p.responses[0]
-                c2, outs = self.step_member(c, resp)
-                ps = list(procs)
-                ps[s] = p._replace(consumer=c2, responses=p.responses[1:],
-                                   requests=p.requests + self.requests_of(outs))
-                out.append((Action("reply", s, resp), State(group, tuple(ps), state.faults_left)))
-            elif c.phase == MemberPhase.STABLE and not c.heartbeat_inflight and not p.requests:
-                c2, outs = self.step_member(c, HeartbeatDue())
-                req = outs[0].request
-                g2, replies = self.coord(group, Receive(connection(s, p.epoch), req))
+            reply, heartbeat = self.local_steps(s, p)
+            if reply is not None:
+                out.append((reply[0], State(group, procs[:s] + (reply[1],) + procs[s + 1:], left)))
+            elif heartbeat is not None:
+                action, q = heartbeat
+                g2, replies = self.coord(group, Receive(connection(s, p.epoch), action.detail))
                 if g2 != group or replies[0].response.error != Error.NONE:
-                    ps = list(procs)
-                    ps[s] = p._replace(consumer=c2, requests=(req,))
-                    out.append((Action("heartbeat", s, req), State(group, tuple(ps), state.faults_left)))
-        out.extend(self.timer_successors(state))
+                    out.append((action, State(group, procs[:s] + (q,) + procs[s + 1:], left)))
+        if group.members:
+            out.extend(self.timer_successors(state))
         out.extend(self.fault_successors(state))
         return out
 
