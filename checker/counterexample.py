@@ -38,7 +38,7 @@ def to_json(cfg: GroupConfig, v: Violation) -> dict:
         steps.append(step)
         prev = view
     return {"property": v.property, "reason": v.reason, "length": len(v.path) - 1,
-            "steps": steps, "final_state": prev}
+            "loop_start": v.loop_start, "steps": steps, "final_state": prev}
 
 
 def text_trace(cfg: GroupConfig, v: Violation) -> str:
@@ -48,6 +48,11 @@ def text_trace(cfg: GroupConfig, v: Violation) -> str:
             lines.append("  0. initial state: group " + _group_line(cfg, state))
             continue
         lines.append(f"{i:3d}. {action_text(cfg, action)}")
+        if i == v.loop_start:
+            lines.append("     -- the loop starts here --")
+    if v.loop_start is not None:
+        lines.append(f"     -- back to step {v.loop_start}, forever --" if v.loop_start < len(v.path) - 1
+                     else "     -- stays here forever (stuttering) --")
     final = v.path[-1][1]
     lines.append("     final: group " + _group_line(cfg, final))
     for slot, p in enumerate(final.procs):
@@ -118,6 +123,10 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
             g.edge(a, b, dir="none", color="grey", weight="100")
     for a, b, color in arrows:
         g.edge(a, b, color=color, constraint="false")
+    if v.loop_start is not None:  # the lasso's loop, drawn back on the coordinator's lane
+        last = len(rows) - 1
+        g.edge(f"coordinator_{last}", f"coordinator_{v.loop_start}", color="red", penwidth="2",
+               constraint="false", label=f"loop back to {v.loop_start}" if v.loop_start < last else "forever")
     summary = []
     for name in lanes[1:]:
         view = final[name]

@@ -13,17 +13,44 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .system import State, System
+from .liveness import Graph, find_lasso
+from .system import Action, State, System
 
 
 @dataclass
 class Violation:
     """``property`` broke at the last state of ``path``: ``[(Action | None, State), ...]``
-    from the initial state (its action None)."""
+    from the initial state (its action None). For a liveness property the path is a
+    lasso: from index ``loop_start`` on it repeats forever (a stutter when
+    ``loop_start`` is the last index)."""
 
     property: str
     reason: str
     path: list
+    loop_start: int | None = None
+
+
+FAULT_KINDS = frozenset({"join", "leave", "crash", "restart", "pause", "resume"})
+
+
+def fairness_class(action: Action) -> tuple:
+    """The same action of the same actor: a channel's deliveries, a member's
+    heartbeats, one timer (a session timeout per member id)."""
+    if action.kind == "timer":
+        return ("timer", type(action.detail).__name__, getattr(action.detail, "member_id", None))
+    return (action.kind, action.slot)
+
+
+def _lasso_violation(system, name, lasso, graph, states, parents, labels) -> Violation:
+    stem_end, cycle, reason = lasso
+    path = _path(states, parents, labels, stem_end)
+    loop_start = len(path) - 1
+    for k in cycle:
+        src, dst = states[graph.src[k]], states[graph.dst[k]]
+        key = graph.names[graph.cls[k]]
+        action = next(a for a, n in system.successors(src) if n == dst and fairness_class(a) == key)
+        path.append((action, dst))
+    return Violation(name, reason, path, loop_start)
 
 
 @dataclass
@@ -54,7 +81,7 @@ def _path(states: list, parents: array, labels: list, i: int) -> list:
 
 def explore(system: System, properties, initial: State | None = None,
             max_states: int | None = None, max_depth: int | None = None,
-            progress=None, stop_on=frozenset(), covers=()) -> Result:
+            progress=None, stop_on=frozenset(), covers=(), fair=None) -> Result:
     """Explore from ``initial`` (default ``system.initial()``).
 
     A violated property is recorded with its shortest counterexample and no longer
@@ -63,12 +90,17 @@ def explore(system: System, properties, initial: State | None = None,
     (None: unbounded); hitting one makes the unviolated properties "incomplete".
     ``progress``, if given, is called as ``progress(distinct, transitions, frontier,
     depth)`` after each level and every 20,000 states. ``covers`` are checked on
-    every step until reached.
+    every step until reached. Liveness properties (kind "liveness", their ``check``
+    returning None on goal states) are decided after a complete exploration under
+    weak fairness of the action classes for which ``fair(class key)`` is true
+    (default: all), see ``liveness``.
     """
     t0 = time.perf_counter()
     state_checks = [(p.name, p.check) for p in properties if p.kind == "invariant"]
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
+    live_props = [p for p in properties if p.kind == "liveness"]
+    graph = Graph() if live_props else None
     init = system.initial() if initial is None else initial
     states = [init]
     index = {init: 0}
@@ -83,8 +115,11 @@ def explore(system: System, properties, initial: State | None = None,
     frontier = [0]
     limit = None
 
-    def record(name, why, i, checks):
-        violations.append(Violation(name, why, _path(states, parents, labels, i)))
+    def record(name, why, i, checks, last=None):
+        path = _path(states, parents, labels, i)
+        if last is not None:
+            path.append(last)
+        violations.append(Violation(name, why, path))
         checks[:] = [c for c in checks if c[0] != name]
         return name in stop_on
 
@@ -106,22 +141,22 @@ def explore(system: System, properties, initial: State | None = None,
             for action, n in successors(s):
                 transitions += 1
                 if n == s:
+                    if graph is not None and action.kind not in FAULT_KINDS:
+                        graph.add(i, i, fairness_class(action))
                     continue
                 moved = True
                 known = index.get(n)
                 for name, step in step_checks:
                     why = step(system, s, n)
                     if why:
-                        j = len(states)
-                        states.append(n)
-                        parents.append(i)
-                        labels.append(action)
-                        stop = record(name, why, j, step_checks) or stop
+                        stop = record(name, why, i, step_checks, last=(action, n)) or stop
                 if pending:
                     for cover in pending:
                         if cover.reached(system, s, action, n):
                             reached[cover.name] = True
                     pending = [c for c in pending if c.name not in reached]
+                if graph is not None and action.kind not in FAULT_KINDS:
+                    graph.add(i, len(states) if known is None else known, fairness_class(action))
                 if known is not None:
                     continue
                 j = len(states)
@@ -154,6 +189,14 @@ def explore(system: System, properties, initial: State | None = None,
             depth += 1
         if progress is not None:
             progress(len(index), transitions, len(frontier), depth)
+
+    if live_props and limit is None and not stop:
+        goal_of = {p.name: p.check for p in live_props}
+        for p in live_props:
+            goal = bytearray(0 if goal_of[p.name](system, x) else 1 for x in states)
+            lasso = find_lasso(len(index), graph, goal, fair or (lambda key: True))
+            if lasso:
+                violations.append(_lasso_violation(system, p.name, lasso, graph, states, parents, labels))
 
     broken = {v.property for v in violations}
     complete = limit is None and not stop

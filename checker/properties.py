@@ -109,7 +109,9 @@ def revoke_before_assign(system: System, state: State):
     return None
 
 
-def quiescent_balance(system: System, state: State):
+def balanced(system: System, state: State):
+    """None when the group is Stable (or Empty with no running member), every
+    partition owned by exactly one running member and loads within one; else why not."""
     live = [p.consumer for p in state.procs if p.status == RUNNING]
     group = state.group
     if not live:
@@ -152,7 +154,9 @@ PROPERTIES = (
              _cooperative, revoke_before_assign),
     Property("quiescent_balance", "quiescent",
              "when nothing is enabled the group is Stable, every partition owned once, loads within one",
-             _always, quiescent_balance),
+             _always, balanced),
+    Property("eventual_balance", "liveness",
+             "once faults stop, every fair execution reaches a balanced Stable group", _always, balanced),
 )
 
 

@@ -22,7 +22,7 @@ SCHEMA = {
     "group": {"protocol", "assignor", "topics"},
     "members": {"initial", "joiners"},
     "faults": {"kinds", "budget"},
-    "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue"},
+    "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
 }
 
 
@@ -31,7 +31,8 @@ class CheckSettings:
     """Everything one ``rebalance check`` run needs. ``max_states`` / ``max_depth``:
     None = unbounded. ``expect_violated``: properties documented as broken in this
     configuration (they do not fail the run); by default exclusive_processing when
-    the ``pause`` fault (zombies) is enabled."""
+    the ``pause`` fault (zombies) is enabled. ``timer_fairness``: whether the
+    coordinator's timers are under weak fairness for eventual_balance."""
 
     group: GroupConfig
     members: int = 3
@@ -43,6 +44,7 @@ class CheckSettings:
     expect_violated: frozenset = field(default_factory=frozenset)
     keep_going: bool = False
     engine: str = "local"
+    timer_fairness: bool = True
 
 
 def parse_toml(path: str | Path, what: str = "configuration file") -> dict:
@@ -100,7 +102,7 @@ def _names(name: str, value, allowed) -> tuple:
 
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, max_states=None,
-            max_depth=None, keep_going=None) -> CheckSettings:
+            max_depth=None, keep_going=None, timer_fairness=None) -> CheckSettings:
     """Merge a parsed file (``data``) with command-line overrides (None = not given)."""
     g, m, f, c = (data.get(k, {}) for k in ("group", "members", "faults", "check"))
     proto = protocol or g.get("protocol", "cooperative")
@@ -142,4 +144,5 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         expect_violated=frozenset(_names("check.expect_violated", c.get("expect_violated", zombie_default), names)),
         keep_going=bool(keep_going if keep_going is not None else c.get("continue", False)),
         engine=engine,
+        timer_fairness=bool(timer_fairness if timer_fairness is not None else c.get("timer_fairness", True)),
     )

@@ -85,7 +85,7 @@ def _summary(settings: CheckSettings, result, props, files) -> dict:
                    for c in COVERS],
         "counterexample": None if chosen is None else {
             "property": chosen.property, "reason": chosen.reason, "length": len(chosen.path) - 1,
-            "files": files[chosen.property]},
+            "loop_start": chosen.loop_start, "files": files[chosen.property]},
         "counterexamples": [{"property": v.property, "length": len(v.path) - 1, "files": files[v.property]}
                             for v in result.violations],
         "configuration": _config_summary(settings),
@@ -96,6 +96,7 @@ def _config_summary(s: CheckSettings) -> dict:
     return {"protocol": s.group.protocol, "assignor": s.group.assignor,
             "topics": dict(s.group.topics), "members": s.members, "joiners": s.joiners,
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
+            "timer_fairness": s.timer_fairness,
             "max_states": s.max_states, "max_depth": s.max_depth}
 
 
@@ -149,18 +150,22 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--max-depth", type=int, help="Explore at most this many steps deep (0: no limit).")
 @click.option("--continue", "keep_going", is_flag=True, default=None,
               help="Keep exploring after a violation, so every property gets a definite status.")
+@click.option("--no-timer-fairness", "timer_fairness", flag_value=False, default=None,
+              help="Drop weak fairness on the coordinator's timers (eventual_balance then fails by stuttering).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
 def check(config, protocol, assignor, members, partitions, faults, budget, mutations, engine,
-          max_states, max_depth, keep_going, as_json, out_dir):
+          max_states, max_depth, keep_going, timer_fairness, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
     coordinator timers and faults (join, leave, crash, restart, pause/resume)
     within the fault budget, checking exclusive_ownership, exclusive_processing,
-    single_leader, revoke_before_assign (cooperative) and quiescent_balance. A
-    violation's shortest counterexample is written under --out as JSON, DOT and SVG.
+    single_leader, revoke_before_assign (cooperative), quiescent_balance and,
+    under weak fairness once faults stop, eventual_balance. A violation's shortest
+    counterexample (a lasso for eventual_balance) is written under --out as JSON,
+    DOT and SVG.
 
     \b
     Exit codes: 0 holds, 1 violated, 2 bad input, 3 incomplete (a limit was hit).
@@ -168,12 +173,15 @@ def check(config, protocol, assignor, members, partitions, faults, budget, mutat
     data = load_toml(config) if config else {}
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
-                       max_states=max_states, max_depth=max_depth, keep_going=keep_going)
+                       max_states=max_states, max_depth=max_depth, keep_going=keep_going,
+                       timer_fairness=timer_fairness)
     system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget)
     props = applicable(system)
     stop_on = frozenset() if settings.keep_going else frozenset(
         p.name for p in props if p.name not in settings.expect_violated)
-    kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on, covers=COVERS)
+    fair = None if settings.timer_fairness else (lambda key: key[0] != "timer")
+    kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on,
+                  covers=COVERS, fair=fair)
     if err.is_terminal:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=err, transient=True) as progress:

@@ -96,3 +96,12 @@ def test_default_configuration_main_job(tmp_path):
     code, out, err = run_cli("check", EXAMPLES / "default.toml", "--out", tmp_path / "o", cwd=tmp_path)
     assert code == 0, out + err
     assert "verdict: holds" in out and "exclusive_ownership" in out
+
+
+def test_without_timer_fairness_eventual_balance_fails_by_stuttering(check_json):
+    code, s = check_json("--faults", "crash", "--max-faults", "1", "--no-timer-fairness")
+    assert code == 1
+    cx = s["counterexample"]
+    assert cx["property"] == "eventual_balance" and cx["loop_start"] == cx["length"]  # a stutter
+    code, s = check_json("--faults", "crash", "--max-faults", "1")
+    assert code == 0 and {p["name"]: p["status"] for p in s["properties"]}["eventual_balance"] == "holds"
