@@ -9,7 +9,7 @@ from enum import IntEnum
 
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import Group
-from rebalance.model.protocol import NO_GENERATION, member_name, partitions_of
+from rebalance.model.protocol import NO_GENERATION, instance_name, member_name, partitions_of
 
 from .system import STATUS_NAMES, Action, Proc, State
 
@@ -37,7 +37,7 @@ def value(cfg: GroupConfig, name: str, v):
     if hasattr(v, "_fields"):
         return {f: value(cfg, f, x) for f, x in zip(v._fields, v) if f != "tag"}
     if name in ("members", "assignments") and isinstance(v, tuple):
-        return {member_name(mid): value(cfg, "", x) for mid, x in v}
+        return {member_name(x[0]): [value(cfg, "", y) for y in x[1:]] for x in v}
     return v
 
 
@@ -62,7 +62,11 @@ def message(cfg: GroupConfig, msg) -> str:
         elif f == "assignments" and x:
             parts.append("; ".join(f"{member_name(m)}:[{', '.join(partitions(cfg, a.partitions))}]" for m, a in x))
         elif f == "members" and x:
-            parts.append("members " + ",".join(member_name(m) for m, _ in x))
+            parts.append("members " + ",".join(member_name(m[0]) for m in x))
+        elif f == "group_instance_id" and x:
+            parts.append(instance_name(x))
+        elif f == "skip_assignment" and x:
+            parts.append("skip_assignment")
         elif f == "partitions":
             parts.append(f"[{', '.join(partitions(cfg, x))}]")
     return f"{name}({', '.join(parts)})"

@@ -21,7 +21,8 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, MemberMetadata
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase
 from rebalance.model.protocol import (
-    EMPTY_SUBSCRIPTION, NO_GENERATION, NO_MEMBER_ID, Assignment, Error, Subscription, member_id, HeartbeatDue, Leave, Phase, RebalanceTimeout, Receive, Send, SessionTimeout,
+    EMPTY_SUBSCRIPTION, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Assignment, Error, Subscription,
+    instance_id, member_id, HeartbeatDue, Leave, Phase, RebalanceTimeout, Receive, Send, SessionTimeout,
     Start, SyncTimeout, connection, slot_of,
 )
 
@@ -69,11 +70,15 @@ class System:
     they are pure, and actor states recur across many global states.
 
     ``members``: slots running at the start; ``joiners``: further slots a ``join``
-    fault may start; ``faults``: the fault kinds enabled; ``max_faults``: the budget.
+    fault may start; ``faults``: the fault kinds enabled; ``max_faults``: the budget;
+    ``static``: the slots whose processes are static members (group.instance.id
+    ``instance_id(slot)``, kept across restarts).
     """
 
-    def __init__(self, cfg: GroupConfig, members: int, joiners: int, faults, max_faults: int):
+    def __init__(self, cfg: GroupConfig, members: int, joiners: int, faults, max_faults: int,
+                 static=frozenset()):
         self.cfg = cfg
+        self.static = frozenset(static)
         self.members = members
         self.slots = members + joiners
         self.faults = frozenset(faults)
@@ -112,8 +117,9 @@ class System:
     def requests_of(outputs) -> tuple:
         return tuple(o.request for o in outputs if type(o) is Send)
 
-    def start(self, proc: Proc) -> Proc:
-        c, out = self.step_member(NEW_CONSUMER, Start())
+    def start(self, slot: int, proc: Proc) -> Proc:
+        iid = instance_id(slot) if slot in self.static else NO_INSTANCE_ID
+        c, out = self.step_member(NEW_CONSUMER, Start(iid))
         return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), ())
 
     def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
@@ -125,7 +131,7 @@ class System:
     def initial(self) -> State:
         """The configured members started from an empty group and run, deterministically,
         to a quiescent Stable group: the state exploration starts from."""
-        procs = tuple(self.start(NO_PROC) if s < self.members else NO_PROC for s in range(self.slots))
+        procs = tuple(self.start(s, NO_PROC) if s < self.members else NO_PROC for s in range(self.slots))
         state = State(EMPTY_GROUP, procs, 0)
         state = settle(self, state)
         return state._replace(faults_left=self.max_faults)
@@ -137,9 +143,10 @@ class System:
         members, procs = [], list(NO_PROC for _ in range(self.slots))
         for slot, mask in sorted(owned.items()):
             mid, conn = member_id(slot, 1), connection(slot, 1)
+            iid = instance_id(slot) if slot in self.static else NO_INSTANCE_ID
             sub = Subscription(mask, generation) if mask else EMPTY_SUBSCRIPTION
-            members.append(MemberMetadata(mid, conn, sub, Assignment(mask), False, False, False))
-            consumer = Consumer(MemberPhase.STABLE, mid, generation, slot == leader_slot, mask,
+            members.append(MemberMetadata(mid, iid, conn, sub, Assignment(mask), False, False, False))
+            consumer = Consumer(MemberPhase.STABLE, mid, iid, generation, slot == leader_slot, mask,
                                 generation if mask else NO_GENERATION, False)
             procs[slot] = Proc(RUNNING, 1, consumer, (), ())
         group = Group(Phase.STABLE, generation, member_id(leader_slot, 1), tuple(members), NO_MEMBER_ID,
@@ -240,7 +247,7 @@ class System:
             if budget <= 0:
                 continue
             if p.status == ABSENT and not p.requests and "join" in faults:
-                out.append((Action("join", s, None), _with_proc(state, s, self.start(p), 1)))
+                out.append((Action("join", s, None), _with_proc(state, s, self.start(s, p), 1)))
             elif p.status == RUNNING:
                 if "leave" in faults:
                     c2, outs = self.step_member(p.consumer, Leave())
@@ -249,7 +256,7 @@ class System:
                 if "pause" in faults:
                     out.append((Action("pause", s, None), _with_proc(state, s, p._replace(status=PAUSED), 1)))
             elif p.status == CRASHED and "restart" in faults:
-                out.append((Action("restart", s, None), _with_proc(state, s, self.start(p), 1)))
+                out.append((Action("restart", s, None), _with_proc(state, s, self.start(s, p), 1)))
             if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
                 q = Proc(CRASHED, p.epoch, None, (), ())
                 out.append((Action("crash", s, None), _with_proc(state, s, q, 1)))

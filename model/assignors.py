@@ -1,8 +1,8 @@
 """Partition assignors: pure functions of the leader's view of the group.
 
 ``assign(cfg, members) -> ((member_id, Assignment), ...)`` where ``members`` is
-the JoinGroup response's member list ``((member_id, Subscription), ...)`` ordered
-by member id. Every member subscribes to every topic of ``cfg.topics``.
+the JoinGroup response's member list ``((member_id, group_instance_id,
+Subscription), ...)``. Every member subscribes to every topic of ``cfg.topics``.
 
 * ``range`` (RangeAssignor): per topic, contiguous ranges; the first
   (partitions mod members) members get one more.
@@ -36,8 +36,8 @@ def resolve_claims(cfg: GroupConfig, members) -> dict:
     best: dict = {}  # partition -> (generation, member_id or None when tied)
     newest = None
     if "ignore-owned-generation" in cfg.mutations:
-        newest = max((sub.generation for _, sub in members if sub.owned), default=None)
-    for mid, sub in members:
+        newest = max((sub.generation for _, _, sub in members if sub.owned), default=None)
+    for mid, _, sub in members:
         owned, gen = sub.owned, sub.generation
         if newest is not None and gen < newest:
             continue
@@ -81,11 +81,12 @@ def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
     """Balanced assignment keeping owners in place where balance allows."""
     total = cfg.num_partitions
     base, extra = divmod(total, len(mids))
+    rank = {m: i for i, m in enumerate(mids)}
     claimed = {mid: [] for mid in mids}
     for p in sorted(owners):
         claimed[owners[p]].append(p)
     # the members with the most claims get the `extra` larger quotas
-    order = sorted(mids, key=lambda m: (-len(claimed[m]), m))
+    order = sorted(mids, key=lambda m: (-len(claimed[m]), rank[m]))
     quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}
     out = {}
     load = {}
@@ -100,7 +101,7 @@ def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
         taken |= mask
     for p in range(total):
         if not taken >> p & 1:
-            m = min((m for m in mids if load[m] < quota[m]), key=lambda m: (load[m], m))
+            m = min((m for m in mids if load[m] < quota[m]), key=lambda m: (load[m], rank[m]))
             out[m] |= 1 << p
             load[m] += 1
     return out
@@ -109,10 +110,14 @@ def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
 def assign(cfg: GroupConfig, members) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
-    ``members``: ((member_id, Subscription), ...), non-empty, ordered by member id.
-    Mutation ``assign-before-revoke``: the cooperative adjustment is skipped.
+    ``members``: ((member_id, group_instance_id, Subscription), ...), non-empty.
+    Members are ordered static first by group.instance.id, then dynamic by member
+    id (R29; AbstractPartitionAssignor.MemberInfo, KIP-345), so a restarted static
+    member with a new member id keeps its place. Mutation ``assign-before-revoke``:
+    the cooperative adjustment is skipped.
     """
-    mids = [mid for mid, _ in members]
+    order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
+    mids = [mid for mid, _, _ in order]
     if cfg.assignor == "range":
         out = _range(cfg, mids)
     elif cfg.assignor == "roundrobin":
@@ -126,4 +131,4 @@ def assign(cfg: GroupConfig, members) -> tuple:
                 if not out[owner] & bit:  # R23: moving, withheld from the new owner
                     for m in mids:
                         out[m] &= ~bit
-    return tuple((mid, Assignment(out[mid])) for mid in mids)
+    return tuple((mid, Assignment(out[mid])) for mid, _, _ in members)

@@ -27,6 +27,8 @@ from .protocol import (
 class MemberMetadata(NamedTuple):
     """The coordinator's record of one member (kafka.coordinator.group.MemberMetadata).
 
+    ``instance_id``: its group.instance.id (static members, KIP-345; 0 if dynamic);
+    the members' instance ids are the coordinator's static map.
     ``conn``: the connection of its latest request (where deferred replies go).
     ``awaiting_join``: its JoinGroup is held at the barrier. ``awaiting_sync``: its
     SyncGroup is held until the leader's assignment. ``pending_sync``: it got a
@@ -34,6 +36,7 @@ class MemberMetadata(NamedTuple):
     """
 
     member_id: int
+    instance_id: int
     conn: int
     subscription: Subscription
     assignment: Assignment
@@ -66,6 +69,25 @@ def find(group: Group, mid: int):
     return None
 
 
+def find_instance(group: Group, iid: int):
+    """The member holding group.instance.id ``iid``, or None."""
+    for m in group.members:
+        if m.instance_id == iid:
+            return m
+    return None
+
+
+def member_error(group: Group, mid: int, iid: int) -> Error:
+    """Who may speak for a member (R24, GroupCoordinator.validateCurrentMember):
+    FENCED_INSTANCE_ID if ``iid`` belongs to another member id, UNKNOWN_MEMBER_ID if
+    ``mid`` is not a member, else NONE."""
+    if iid:
+        holder = find_instance(group, iid)
+        if holder is not None and holder.member_id != mid:
+            return Error.FENCED_INSTANCE_ID
+    return Error.NONE if find(group, mid) is not None else Error.UNKNOWN_MEMBER_ID
+
+
 def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) -> bool:
     """Whether an OffsetCommit from (member id, generation) is accepted (R9):
     the member is known, its generation is current, and the group is not in
@@ -81,10 +103,6 @@ def _replace(group: Group, m: MemberMetadata) -> tuple:
     return tuple(m if x.member_id == m.member_id else x for x in group.members)
 
 
-def _without(group: Group, mid: int) -> tuple:
-    return tuple(x for x in group.members if x.member_id != mid)
-
-
 def _prepare_rebalance(group: Group, out: list) -> Group:
     """Enter PreparingRebalance (R3). Held SyncGroups are answered REBALANCE_IN_PROGRESS
     (GroupCoordinator.prepareRebalance / resetAndPropagateAssignmentError); stored
@@ -97,10 +115,11 @@ def _prepare_rebalance(group: Group, out: list) -> Group:
     return group._replace(phase=Phase.PREPARING_REBALANCE, members=tuple(members), first_joiner=NO_MEMBER_ID)
 
 
-def _join_response(group: Group, m: MemberMetadata) -> Reply:
+def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = False) -> Reply:
     leader = m.member_id == group.leader
-    members = tuple((x.member_id, x.subscription) for x in group.members) if leader else ()
-    return Reply(m.conn, JoinGroupResponse(Error.NONE, m.member_id, group.generation, group.leader, members))
+    members = tuple((x.member_id, x.instance_id, x.subscription) for x in group.members) if leader else ()
+    return Reply(m.conn, JoinGroupResponse(Error.NONE, m.member_id, group.generation, group.leader, members,
+                                           skip_assignment))
 
 
 def _maybe_complete_join(group: Group, out: list) -> Group:
@@ -124,9 +143,11 @@ def _maybe_complete_join(group: Group, out: list) -> Group:
     return group
 
 
-def _remove(group: Group, mid: int, out: list) -> Group:
-    """Remove a member and move the group on (GroupCoordinator.removeMemberAndUpdateGroup, R7)."""
-    group = group._replace(members=_without(group, mid))
+def _remove(group: Group, mids, out: list) -> Group:
+    """Remove members and move the group on (GroupCoordinator.removeMemberAndUpdateGroup, R7)."""
+    if not mids:
+        return group
+    group = group._replace(members=tuple(x for x in group.members if x.member_id not in mids))
     if group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
         group = _prepare_rebalance(group, out)
     return _maybe_complete_join(group, out)
@@ -140,26 +161,22 @@ def _fresh_member_id(group: Group, slot: int):
 
 
 def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) -> Group:
+    mid, iid = req.member_id, req.group_instance_id
     if group.phase == Phase.DEAD:
-        out.append(Reply(conn, JoinGroupResponse(Error.COORDINATOR_NOT_AVAILABLE, req.member_id,
+        out.append(Reply(conn, JoinGroupResponse(Error.COORDINATOR_NOT_AVAILABLE, mid,
                                                  NO_GENERATION, NO_MEMBER_ID, ())))
         return group
-    if req.member_id == NO_MEMBER_ID:  # R2: a new member gets a fresh member id
-        mid, issued = _fresh_member_id(group, slot_of(conn))
-        m = MemberMetadata(mid, conn, req.subscription, EMPTY_ASSIGNMENT, True, False, False)
-        members = tuple(sorted(group.members + (m,)))
-        group = group._replace(members=members, issued=issued,
-                               leader=group.leader or mid)
-        if group.phase != Phase.PREPARING_REBALANCE:  # R3
-            group = _prepare_rebalance(group, out)
-        if not group.first_joiner:
-            group = group._replace(first_joiner=mid)
-        return _maybe_complete_join(group, out)
-    m = find(group, req.member_id)
-    if m is None:
-        out.append(Reply(conn, JoinGroupResponse(Error.UNKNOWN_MEMBER_ID, NO_MEMBER_ID,
+    if mid == NO_MEMBER_ID:
+        holder = find_instance(group, iid) if iid else None
+        if holder is not None and "no-fencing-on-duplicate-instance" not in cfg.mutations:
+            return _replace_static(group, holder, conn, req, out)
+        return _new_member(group, conn, req, out)
+    error = member_error(group, mid, iid)
+    if error != Error.NONE:
+        out.append(Reply(conn, JoinGroupResponse(error, NO_MEMBER_ID if error == Error.UNKNOWN_MEMBER_ID else mid,
                                                  NO_GENERATION, NO_MEMBER_ID, ())))
         return group
+    m = find(group, mid)
     changed = req.subscription != m.subscription
     if group.phase == Phase.COMPLETING_REBALANCE and not changed:
         # R6: the member missed its JoinGroup response; repeat it
@@ -173,17 +190,59 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
         return group._replace(members=_replace(group, m))
     if group.phase != Phase.PREPARING_REBALANCE:  # R3: leader rejoin or changed metadata
         group = _prepare_rebalance(group, out)
-    m = find(group, req.member_id)._replace(conn=conn, subscription=req.subscription, awaiting_join=True)
+    m = find(group, mid)._replace(conn=conn, subscription=req.subscription, awaiting_join=True)
     group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or m.member_id)
     return _maybe_complete_join(group, out)
 
 
+def _new_member(group: Group, conn: int, req: JoinGroup, out: list) -> Group:
+    """R2: a new member gets a fresh member id (and, if static, enters the static map)."""
+    mid, issued = _fresh_member_id(group, slot_of(conn))
+    m = MemberMetadata(mid, req.group_instance_id, conn, req.subscription, EMPTY_ASSIGNMENT, True, False, False)
+    group = group._replace(members=tuple(sorted(group.members + (m,))), issued=issued,
+                           leader=group.leader or mid)
+    if group.phase != Phase.PREPARING_REBALANCE:  # R3
+        group = _prepare_rebalance(group, out)
+    if not group.first_joiner:
+        group = group._replace(first_joiner=mid)
+    return _maybe_complete_join(group, out)
+
+
+def _replace_static(group: Group, old: MemberMetadata, conn: int, req: JoinGroup, out: list) -> Group:
+    """R25: a known group.instance.id joins with an unknown member id: it gets a new
+    member id in the old one's place, and the old one's held JoinGroup or SyncGroup
+    is answered FENCED_INSTANCE_ID (GroupCoordinator.doStaticMemberJoinGroup,
+    GroupMetadata.replaceStaticMember). In Stable no rebalance: the member gets the
+    current generation and, through SyncGroup, the stored assignment (R26)."""
+    if old.awaiting_join:
+        out.append(Reply(old.conn, JoinGroupResponse(Error.FENCED_INSTANCE_ID, old.member_id,
+                                                     NO_GENERATION, NO_MEMBER_ID, ())))
+    if old.awaiting_sync:
+        out.append(Reply(old.conn, SyncGroupResponse(Error.FENCED_INSTANCE_ID, EMPTY_ASSIGNMENT)))
+    mid, issued = _fresh_member_id(group, slot_of(conn))
+    m = old._replace(member_id=mid, conn=conn, subscription=req.subscription,
+                     awaiting_join=False, awaiting_sync=False)
+    leader = mid if group.leader == old.member_id else group.leader
+    first = mid if group.first_joiner == old.member_id else group.first_joiner
+    members = tuple(sorted(x for x in group.members if x.member_id != old.member_id) + [m])
+    group = group._replace(members=members, issued=issued, leader=leader, first_joiner=first)
+    if group.phase == Phase.STABLE:
+        out.append(_join_response(group, m, skip_assignment=mid == leader))
+        return group
+    if group.phase == Phase.COMPLETING_REBALANCE:
+        group = _prepare_rebalance(group, out)
+    m = find(group, mid)._replace(awaiting_join=True)
+    group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or mid)
+    return _maybe_complete_join(group, out)
+
+
 def _sync(cfg: GroupConfig, group: Group, conn: int, req: SyncGroup, out: list) -> Group:
-    m = find(group, req.member_id)
-    if m is None:
-        error = Error.COORDINATOR_NOT_AVAILABLE if group.phase == Phase.DEAD else Error.UNKNOWN_MEMBER_ID
+    error = member_error(group, req.member_id, req.group_instance_id)
+    if group.phase == Phase.DEAD or error != Error.NONE:
+        error = Error.COORDINATOR_NOT_AVAILABLE if group.phase == Phase.DEAD else error
         out.append(Reply(conn, SyncGroupResponse(error, EMPTY_ASSIGNMENT)))
         return group
+    m = find(group, req.member_id)
     if req.generation != group.generation:
         out.append(Reply(conn, SyncGroupResponse(Error.ILLEGAL_GENERATION, EMPTY_ASSIGNMENT)))
         return group
@@ -214,8 +273,8 @@ def _heartbeat(group: Group, conn: int, req: Heartbeat, out: list) -> Group:
     """R10 (GroupCoordinator.handleHeartbeat)."""
     if group.phase == Phase.DEAD:
         error = Error.COORDINATOR_NOT_AVAILABLE
-    elif find(group, req.member_id) is None:
-        error = Error.UNKNOWN_MEMBER_ID
+    elif member_error(group, req.member_id, req.group_instance_id) != Error.NONE:
+        error = member_error(group, req.member_id, req.group_instance_id)
     elif req.generation != group.generation:
         error = Error.ILLEGAL_GENERATION
     elif group.phase == Phase.PREPARING_REBALANCE:
@@ -227,17 +286,29 @@ def _heartbeat(group: Group, conn: int, req: Heartbeat, out: list) -> Group:
 
 
 def _leave(group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
-    """R7 (GroupCoordinator.handleLeaveGroup)."""
-    if find(group, req.member_id) is None:
-        out.append(Reply(conn, LeaveGroupResponse(Error.UNKNOWN_MEMBER_ID)))
-        return group
-    out.append(Reply(conn, LeaveGroupResponse(Error.NONE)))
-    return _remove(group, req.member_id, out)
+    """R7: batch LeaveGroup with per-member errors (GroupCoordinator.handleLeaveGroup,
+    KIP-345). An entry with NO_MEMBER_ID and an instance id is an admin removal."""
+    results = []
+    gone = []
+    for mid, iid in req.members:
+        if iid and mid == NO_MEMBER_ID:
+            holder = find_instance(group, iid)
+            error = Error.NONE if holder is not None else Error.UNKNOWN_MEMBER_ID
+            mid = holder.member_id if holder is not None else mid
+        else:
+            error = member_error(group, mid, iid)
+        results.append((mid, iid, error))
+        if error == Error.NONE:
+            gone.append(mid)
+    out.append(Reply(conn, LeaveGroupResponse(Error.NONE, tuple(results))))
+    return _remove(group, gone, out)
 
 
 def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: list) -> Group:
     """R9 (GroupCoordinator.handleCommitOffsets)."""
-    if commit_allowed(cfg, group, req.member_id, req.generation):
+    if member_error(group, req.member_id, req.group_instance_id) == Error.FENCED_INSTANCE_ID:
+        error = Error.FENCED_INSTANCE_ID
+    elif commit_allowed(cfg, group, req.member_id, req.generation):
         error = Error.NONE
     elif find(group, req.member_id) is None:
         error = Error.UNKNOWN_MEMBER_ID
@@ -255,14 +326,15 @@ def _session_timeout(group: Group, mid: int, out: list) -> Group:
     m = find(group, mid)
     if m is None or m.awaiting_join or m.awaiting_sync:
         return group
-    return _remove(group, mid, out)
+    return _remove(group, (mid,), out)
 
 
 def _rebalance_timeout(group: Group, out: list) -> Group:
-    """R4: the barrier's deadline removes members that did not rejoin (onCompleteJoin)."""
+    """R4: the barrier's deadline removes dynamic members that did not rejoin
+    (onCompleteJoin); static members stay until their session times out (R27)."""
     if group.phase != Phase.PREPARING_REBALANCE:
         return group
-    group = group._replace(members=tuple(m for m in group.members if m.awaiting_join))
+    group = group._replace(members=tuple(m for m in group.members if m.awaiting_join or m.instance_id))
     return _maybe_complete_join(group, out)
 
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from .assignors import assign
 from .config import GroupConfig
 from .protocol import (
-    NO_GENERATION, NO_MEMBER_ID, Callback, Error, Heartbeat, HeartbeatDue,
+    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Callback, Error, Heartbeat, HeartbeatDue,
     HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
     LeaveGroupResponse, Send, Start, Subscription, SyncGroup, SyncGroupResponse,
     EMPTY_SUBSCRIPTION,
@@ -45,6 +45,7 @@ class Consumer(NamedTuple):
 
     phase: MemberPhase
     member_id: int
+    group_instance_id: int
     generation: int
     leader: bool
     owned: int
@@ -52,10 +53,11 @@ class Consumer(NamedTuple):
     heartbeat_inflight: bool
 
 
-NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_GENERATION, False, 0, NO_GENERATION, False)
+NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
+                        NO_GENERATION, False)
 
 
-def subscription(cfg: GroupConfig, c: Consumer) -> Subscription:
+def subscription(c: Consumer) -> Subscription:
     """R13: the JoinGroup metadata: owned partitions with their generation
     (cooperative); eager members have revoked everything and claim nothing."""
     if not c.owned:
@@ -68,7 +70,7 @@ def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
     if not cfg.cooperative and c.owned:
         out.append(Callback("revoked", c.owned))
         c = c._replace(owned=0, owned_generation=NO_GENERATION)
-    out.append(Send(JoinGroup(c.member_id, subscription(cfg, c))))
+    out.append(Send(JoinGroup(c.member_id, subscription(c), c.group_instance_id)))
     return c._replace(phase=MemberPhase.JOINING, leader=False, heartbeat_inflight=False)
 
 
@@ -81,6 +83,10 @@ def _lose(c: Consumer, out: list, reset_member_id: bool) -> Consumer:
 
 
 def _on_membership_error(cfg: GroupConfig, c: Consumer, error: Error, out: list) -> Consumer:
+    if error == Error.FENCED_INSTANCE_ID:
+        # R28: another process holds our group.instance.id: fatal (FencedInstanceIdException)
+        c = _lose(c, out, reset_member_id=True)
+        return c._replace(phase=MemberPhase.LEFT, heartbeat_inflight=False)
     if error == Error.UNKNOWN_MEMBER_ID:
         c = _lose(c, out, reset_member_id=True)
     elif error == Error.ILLEGAL_GENERATION:
@@ -94,8 +100,9 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
     if r.error != Error.NONE:
         return _on_membership_error(cfg, c, r.error, out)
     leader = r.leader == r.member_id
-    assignments = assign(cfg, r.members) if leader else ()  # R16: the leader assigns
-    out.append(Send(SyncGroup(r.member_id, r.generation, assignments)))
+    # R16: the leader assigns, unless it rejoined a Stable group as a static member (R26)
+    assignments = assign(cfg, r.members) if leader and not r.skip_assignment else ()
+    out.append(Send(SyncGroup(r.member_id, r.generation, assignments, c.group_instance_id)))
     return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
 
 
@@ -143,17 +150,18 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         pass
     elif kind is Start:
         if c.phase == MemberPhase.UNJOINED:
-            c = _rejoin(cfg, c, out)
+            c = _rejoin(cfg, c._replace(group_instance_id=event.group_instance_id), out)
     elif kind is HeartbeatDue:
         if c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
-            out.append(Send(Heartbeat(c.member_id, c.generation)))
+            out.append(Send(Heartbeat(c.member_id, c.generation, c.group_instance_id)))
             c = c._replace(heartbeat_inflight=True)
     elif kind is Leave:
-        # R20: graceful shutdown revokes and sends LeaveGroup (onLeavePrepare)
+        # R20: graceful shutdown revokes and sends LeaveGroup (onLeavePrepare);
+        # a static member sends none (KIP-345): it stays until its session times out
         if c.owned:
             out.append(Callback("revoked", c.owned))
-        if c.member_id != NO_MEMBER_ID:
-            out.append(Send(LeaveGroup(c.member_id)))
+        if c.member_id != NO_MEMBER_ID and not c.group_instance_id:
+            out.append(Send(LeaveGroup(((c.member_id, NO_INSTANCE_ID),))))
         c = c._replace(phase=MemberPhase.LEFT, owned=0, owned_generation=NO_GENERATION)
     else:
         raise TypeError(f"member cannot handle input {event!r}")

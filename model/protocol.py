@@ -9,6 +9,8 @@ Identifiers are small ints, not Kafka's strings, so that states stay compact:
 * a *connection* is ``(slot << 8) | epoch``: the epoch counts the processes
   started on that slot, so replies addressed to a dead process's connection are
   recognisably stale (Kafka matches replies to requests per TCP connection);
+* a *group.instance.id* (KIP-345 static membership) is ``slot + 1``: a static
+  client keeps it across restarts; ``NO_INSTANCE_ID`` (0) for a dynamic member;
 * a *member id* is ``(slot << 8) | k`` with k = 1, 2, ...: the k-th member.id the
   coordinator handed out to that client. Kafka's member.id is
   ``client.id + "-" + UUID`` (GroupCoordinator.doNewMemberJoinGroup); the
@@ -36,6 +38,7 @@ from typing import NamedTuple
 
 NO_MEMBER_ID = 0
 NO_GENERATION = -1
+NO_INSTANCE_ID = 0
 
 
 class Error(IntEnum):
@@ -47,6 +50,7 @@ class Error(IntEnum):
     UNKNOWN_MEMBER_ID = 25
     REBALANCE_IN_PROGRESS = 27
     NON_EMPTY_GROUP = 68
+    FENCED_INSTANCE_ID = 82
 
 
 class Phase(IntEnum):
@@ -72,6 +76,16 @@ def member_id(slot: int, k: int) -> int:
 def connection(slot: int, epoch: int) -> int:
     """The connection of the ``epoch``-th process started on ``slot``."""
     return (slot << 8) | epoch
+
+
+def instance_id(slot: int) -> int:
+    """The group.instance.id of client ``slot`` when it is static (KIP-345)."""
+    return slot + 1
+
+
+def instance_name(iid: int) -> str:
+    """Readable group.instance.id, e.g. ``i-A``; ``-`` for none."""
+    return "-" if iid == NO_INSTANCE_ID else f"i-{chr(64 + iid)}"
 
 
 def member_name(mid: int) -> str:
@@ -133,6 +147,7 @@ EMPTY_ASSIGNMENT = Assignment(0)
 class JoinGroup(NamedTuple):
     member_id: int
     subscription: Subscription
+    group_instance_id: int = NO_INSTANCE_ID
     tag: int = 22
 
 
@@ -140,17 +155,22 @@ class SyncGroup(NamedTuple):
     member_id: int
     generation: int
     assignments: tuple  # ((member_id, Assignment), ...) from the leader, () otherwise
+    group_instance_id: int = NO_INSTANCE_ID
     tag: int = 28
 
 
 class Heartbeat(NamedTuple):
     member_id: int
     generation: int
+    group_instance_id: int = NO_INSTANCE_ID
     tag: int = 24
 
 
 class LeaveGroup(NamedTuple):
-    member_id: int
+    """Batch LeaveGroup (v3+): ``members`` is ((member_id, group_instance_id), ...).
+    An admin removal names static members by instance id with NO_MEMBER_ID (KIP-345)."""
+
+    members: tuple
     tag: int = 26
 
 
@@ -158,6 +178,7 @@ class OffsetCommit(NamedTuple):
     member_id: int
     generation: int
     partitions: int
+    group_instance_id: int = NO_INSTANCE_ID
     tag: int = 16
 
 
@@ -165,11 +186,16 @@ class OffsetCommit(NamedTuple):
 
 
 class JoinGroupResponse(NamedTuple):
+    """``members``: ((member_id, group_instance_id, Subscription), ...) for the leader,
+    () otherwise. ``skip_assignment``: a static leader rejoined a Stable group; it
+    keeps the current assignment (JoinGroup v9, KIP-814)."""
+
     error: Error
     member_id: int
     generation: int
     leader: int
-    members: tuple  # ((member_id, Subscription), ...) for the leader, () otherwise
+    members: tuple
+    skip_assignment: bool = False
     tag: int = 23
 
 
@@ -185,7 +211,10 @@ class HeartbeatResponse(NamedTuple):
 
 
 class LeaveGroupResponse(NamedTuple):
+    """``members``: per-member errors, ((member_id, group_instance_id, Error), ...)."""
+
     error: Error
+    members: tuple = ()
     tag: int = 27
 
 
@@ -231,7 +260,9 @@ class DeleteGroup(NamedTuple):
 
 
 class Start(NamedTuple):
-    """The process starts and joins the group."""
+    """The process starts and joins the group, static if ``group_instance_id`` is set."""
+
+    group_instance_id: int = NO_INSTANCE_ID
     tag: int = 110
 
 

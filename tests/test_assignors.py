@@ -19,7 +19,7 @@ def union_exactly_once(result, total):
 
 def test_range_gives_contiguous_ranges_per_topic():
     cfg = GroupConfig(topics=(("t", 5), ("u", 2)), protocol="eager", assignor="range")
-    members = tuple((m, EMPTY_SUBSCRIPTION) for m in (1, 257))
+    members = tuple((m, 0, EMPTY_SUBSCRIPTION) for m in (1, 257))
     out = dict(assign(cfg, members))
     # t: 0,1,2 -> first, 3,4 -> second; u (5,6): 5 -> first, 6 -> second
     assert partitions_of(out[1].partitions) == (0, 1, 2, 5)
@@ -28,15 +28,15 @@ def test_range_gives_contiguous_ranges_per_topic():
 
 def test_roundrobin_deals_in_turn():
     cfg = GroupConfig(topics=(("t", 5),), protocol="eager", assignor="roundrobin")
-    out = dict(assign(cfg, tuple((m, EMPTY_SUBSCRIPTION) for m in (1, 257))))
+    out = dict(assign(cfg, tuple((m, 0, EMPTY_SUBSCRIPTION) for m in (1, 257))))
     assert partitions_of(out[1].partitions) == (0, 2, 4)
     assert partitions_of(out[257].partitions) == (1, 3)
 
 
 def test_claims_higher_generation_wins_and_ties_drop():
     cfg = GroupConfig()
-    members = ((1, Subscription(0b0011, 5)), (257, Subscription(0b0110, 6)), (513, Subscription(0b1000, 6)),
-               (769, Subscription(0b1000, 6)))
+    members = ((1, 0, Subscription(0b0011, 5)), (257, 0, Subscription(0b0110, 6)), (513, 0, Subscription(0b1000, 6)),
+               (769, 0, Subscription(0b1000, 6)))
     owners = resolve_claims(cfg, members)
     assert owners == {0: 1, 1: 257, 2: 257}  # partition 1: gen 6 beats gen 5; partition 3: tie, dropped
 
@@ -44,8 +44,8 @@ def test_claims_higher_generation_wins_and_ties_drop():
 def test_cooperative_withholds_moving_partition_seed_design1():
     # seed 000, Design I, member joins: A(T1,T4) B(T2) C(T3), D joins
     cfg = GroupConfig()
-    members = ((1, Subscription(0b1001, 1)), (257, Subscription(0b0010, 1)), (513, Subscription(0b0100, 1)),
-               (769, EMPTY_SUBSCRIPTION))
+    members = ((1, 0, Subscription(0b1001, 1)), (257, 0, Subscription(0b0010, 1)), (513, 0, Subscription(0b0100, 1)),
+               (769, 0, EMPTY_SUBSCRIPTION))
     out = dict(assign(cfg, members))
     assert out[1].partitions == 0b0001 and out[257].partitions == 0b0010 and out[513].partitions == 0b0100
     assert out[769].partitions == 0  # T4 withheld until A has revoked it
@@ -53,14 +53,14 @@ def test_cooperative_withholds_moving_partition_seed_design1():
 
 def test_assign_before_revoke_mutation_hands_it_over_at_once():
     cfg = GroupConfig(mutations=frozenset({"assign-before-revoke"}))
-    members = ((1, Subscription(0b1001, 1)), (257, Subscription(0b0010, 1)), (513, Subscription(0b0100, 1)),
-               (769, EMPTY_SUBSCRIPTION))
+    members = ((1, 0, Subscription(0b1001, 1)), (257, 0, Subscription(0b0010, 1)), (513, 0, Subscription(0b0100, 1)),
+               (769, 0, EMPTY_SUBSCRIPTION))
     assert dict(assign(cfg, members))[769].partitions == 0b1000
 
 
 def test_ignore_owned_generation_mutation_drops_older_claims():
     cfg = GroupConfig(mutations=frozenset({"ignore-owned-generation"}))
-    members = ((1, Subscription(0b0001, 4)), (257, Subscription(0b0010, 5)))
+    members = ((1, 0, Subscription(0b0001, 4)), (257, 0, Subscription(0b0010, 5)))
     assert resolve_claims(cfg, members) == {1: 257}
     assert resolve_claims(GroupConfig(), members) == {0: 1, 1: 257}
 
@@ -75,10 +75,10 @@ def test_every_partition_once_and_balanced(claims, partitions, assignor):
     protocol = "cooperative" if assignor == "cooperative-sticky" else "eager"
     cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol, assignor=assignor)
     mask = (1 << partitions) - 1
-    members = tuple(((i + 1) << 8 | 1, Subscription(o & mask, g) if o & mask else EMPTY_SUBSCRIPTION)
+    members = tuple(((i + 1) << 8 | 1, 0, Subscription(o & mask, g) if o & mask else EMPTY_SUBSCRIPTION)
                     for i, (o, g) in enumerate(claims))
     out = assign(cfg, members)
-    assert [m for m, _ in out] == [m for m, _ in members]
+    assert [m for m, _ in out] == [m for m, _, _ in members]
     if assignor != "cooperative-sticky":
         assert union_exactly_once(out, partitions)
         assert loads(out)[-1] - loads(out)[0] <= 1
@@ -88,3 +88,13 @@ def test_every_partition_once_and_balanced(claims, partitions, assignor):
     given_to = {p: m for m, a in out for p in partitions_of(a.partitions)}
     for p, owner in owners.items():  # never assigned while another member owns it
         assert given_to.get(p, owner) == owner
+
+
+def test_static_members_are_ordered_by_instance_id():
+    # KIP-345's range example: a restarted static member (new member id) keeps its range
+    cfg = GroupConfig(topics=(("t", 4),), protocol="eager", assignor="range")
+    before = dict(assign(cfg, ((1, 1, EMPTY_SUBSCRIPTION), (257, 2, EMPTY_SUBSCRIPTION))))
+    after = dict(assign(cfg, ((2, 1, EMPTY_SUBSCRIPTION), (257, 2, EMPTY_SUBSCRIPTION))))  # A restarted
+    assert before[1] == after[2] and before[257] == after[257]
+    mixed = dict(assign(cfg, ((1, 0, EMPTY_SUBSCRIPTION), (257, 2, EMPTY_SUBSCRIPTION))))
+    assert partitions_of(mixed[257].partitions) == (0, 1)  # static before dynamic

@@ -73,7 +73,7 @@ def test_held_sync_answered_rebalance_in_progress_when_a_rebalance_starts():
     g, _ = step(g, CA, JoinGroup(A, Subscription(0b1111, 1)))
     g, out = step(g, CB, SyncGroup(B, 2, ()))  # follower first: held
     assert out == () and find(g, B).awaiting_sync
-    g, out = step(g, CA, LeaveGroup(A))  # the leader leaves before assigning
+    g, out = step(g, CA, LeaveGroup(((A, 0),)))  # the leader leaves before assigning
     errors = {r.conn: r.response.error for r in out}
     assert errors[CB] == Error.REBALANCE_IN_PROGRESS and errors[CA] == Error.NONE
     assert g.phase == Phase.PREPARING_REBALANCE
@@ -119,7 +119,7 @@ def test_last_member_leaving_empties_the_group_and_only_empty_groups_die():
     g = formed()
     g2, _ = coordinator.handle(CFG, g, DeleteGroup())
     assert g2 == g
-    g, _ = step(g, CA, LeaveGroup(A))
+    g, _ = step(g, CA, LeaveGroup(((A, 0),)))
     assert g.phase == Phase.EMPTY and g.generation == 2 and not g.members
     g, _ = coordinator.handle(CFG, g, DeleteGroup())
     assert g.phase == Phase.DEAD

@@ -27,7 +27,7 @@ def test_start_sends_join_with_empty_member_id():
 
 def test_leader_assigns_in_sync_group():
     c, _ = member.handle(COOP, NEW_CONSUMER, Start())
-    c, out = member.handle(COOP, c, JoinGroupResponse(Error.NONE, A, 1, A, ((A, Subscription(0, -1)),)))
+    c, out = member.handle(COOP, c, JoinGroupResponse(Error.NONE, A, 1, A, ((A, 0, Subscription(0, -1)),)))
     assert c.leader and out == (Send(SyncGroup(A, 1, ((A, Assignment(0b1111)),))),)
 
 
@@ -80,5 +80,5 @@ def test_rebalance_in_progress_on_sync_keeps_claims_with_their_generation():
 def test_leave_revokes_and_sends_leave_group():
     c = stable(COOP)
     c, out = member.handle(COOP, c, Leave())
-    assert out == (Callback("revoked", 0b0011), Send(LeaveGroup(A)))
+    assert out == (Callback("revoked", 0b0011), Send(LeaveGroup(((A, 0),))))
     assert c.phase == MemberPhase.LEFT and c.owned == 0
