@@ -146,8 +146,22 @@ def explore(system: System, properties, initial: State | None = None,
                     continue
                 moved = True
                 known = index.get(n)
+                if known is None:
+                    known = len(states)
+                    index[n] = known
+                    states.append(n)
+                    parents.append(i)
+                    labels.append(action)
+                    fired[action.kind] += 1
+                    for name, check in state_checks:
+                        why = check(system, n)
+                        if why:
+                            stop = record(name, why, known, state_checks) or stop
+                    nxt_frontier.append(known)
+                    if progress is not None and known % 20000 == 0:
+                        progress(len(index), transitions, len(nxt_frontier), depth + 1)
                 for name, step in step_checks:
-                    why = step(system, s, n)
+                    why = step(system, s, action, n)
                     if why:
                         stop = record(name, why, i, step_checks, last=(action, n)) or stop
                 if pending:
@@ -156,22 +170,7 @@ def explore(system: System, properties, initial: State | None = None,
                             reached[cover.name] = True
                     pending = [c for c in pending if c.name not in reached]
                 if graph is not None and action.kind not in FAULT_KINDS:
-                    graph.add(i, len(states) if known is None else known, fairness_class(action))
-                if known is not None:
-                    continue
-                j = len(states)
-                index[n] = j
-                states.append(n)
-                parents.append(i)
-                labels.append(action)
-                fired[action.kind] += 1
-                for name, check in state_checks:
-                    why = check(system, n)
-                    if why:
-                        stop = record(name, why, j, state_checks) or stop
-                nxt_frontier.append(j)
-                if progress is not None and j % 20000 == 0:
-                    progress(len(index), transitions, len(nxt_frontier), depth + 1)
+                    graph.add(i, known, fairness_class(action))
             if not moved:
                 for name, check in list(quiescent):
                     why = check(system, s)

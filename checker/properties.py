@@ -2,7 +2,7 @@
 
 Each property is a ``Property(name, kind, description, applies, check)``:
 ``check(system, state)`` returns None when it holds, otherwise a one-line
-explanation; ``step(system, state, successor)``, where given, is checked on every
+explanation; ``step(system, state, action, successor)``, where given, is checked on every
 explored transition. ``kind`` is "invariant" (every reachable state and step) or
 "quiescent" (states where nothing is enabled). Commit rights come from the model
 (``coordinator.commit_allowed``), never recomputed here.
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from rebalance.model.coordinator import commit_allowed
+from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
-    NO_GENERATION, Error, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
-    member_name, partitions_of,
+    NO_GENERATION, NO_MEMBER_ID, Error, JoinGroup, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
+    instance_name, member_name, partitions_of,
 )
 
 from .system import PAUSED, RUNNING, State, System
@@ -27,7 +27,7 @@ class Property(NamedTuple):
     description: str
     applies: Callable  # (System) -> bool
     check: Callable  # (System, State) -> None | str
-    step: Callable | None = None  # (System, State, State) -> None | str, on every transition
+    step: Callable | None = None  # (System, State, Action, State) -> None | str, on every transition
 
 
 def _names(system: System, mask: int) -> str:
@@ -89,7 +89,7 @@ def single_leader(system: System, state: State):
     return None
 
 
-def generations_grow(system: System, state: State, nxt: State):
+def generations_grow(system: System, state: State, action, nxt: State):
     if nxt.group.generation < state.group.generation:
         return f"generation went from {state.group.generation} to {nxt.group.generation}"
     return None
@@ -133,12 +133,52 @@ def balanced(system: System, state: State):
     return None
 
 
+def unique_instance(system: System, state: State):
+    seen = set()
+    for m in state.group.members:
+        if m.instance_id:
+            if m.instance_id in seen:
+                holders = [member_name(x.member_id) for x in state.group.members if x.instance_id == m.instance_id]
+                return f"{instance_name(m.instance_id)} held by {' and '.join(holders)}"
+            seen.add(m.instance_id)
+    return None
+
+
+def static_restart_no_rebalance(system: System, state: State, action, nxt: State):
+    """A static member rejoining a Stable group under a new process (its old member
+    id not yet expired) gets the current generation and its assignment back (R26)."""
+    old = _static_rejoin(state, action)
+    if old is None:
+        return None
+    new = find_instance(nxt.group, old.instance_id)
+    if (nxt.group.phase == Phase.STABLE and nxt.group.generation == state.group.generation
+            and new is not None and new.assignment == old.assignment):
+        return None
+    return (f"{instance_name(old.instance_id)} restarted and the group went to "
+            f"{nxt.group.phase.name} generation {nxt.group.generation}")
+
+
+def _static_rejoin(state: State, action):
+    """The old member record, if ``action`` delivers a JoinGroup from a restarted
+    static member (unknown member id, known instance id) to a Stable group."""
+    if action.kind != "deliver" or type(action.detail) is not JoinGroup or state.group.phase != Phase.STABLE:
+        return None
+    req = action.detail
+    if req.member_id != NO_MEMBER_ID or not req.group_instance_id:
+        return None
+    return find_instance(state.group, req.group_instance_id)
+
+
 def _always(system: System) -> bool:
     return True
 
 
 def _cooperative(system: System) -> bool:
     return system.cfg.cooperative
+
+
+def _static(system: System) -> bool:
+    return bool(system.static)
 
 
 PROPERTIES = (
@@ -152,6 +192,11 @@ PROPERTIES = (
     Property("revoke_before_assign", "invariant",
              "a partition is never assigned to a member while another member still owns it",
              _cooperative, revoke_before_assign),
+    Property("unique_instance", "invariant",
+             "at most one member per group.instance.id (a duplicate is fenced)", _static, unique_instance),
+    Property("static_restart_no_rebalance", "invariant",
+             "a static member restarting within session.timeout.ms causes no rebalance and gets its "
+             "assignment back", _static, lambda system, state: None, static_restart_no_rebalance),
     Property("quiescent_balance", "quiescent",
              "when nothing is enabled the group is Stable, every partition owned once, loads within one",
              _always, balanced),
@@ -171,6 +216,7 @@ class Cover(NamedTuple):
     name: str
     description: str
     reached: Callable  # (System, State, Action, State) -> bool, on every step
+    applies: Callable = _always
 
 
 def _reply(action, kind, error=None) -> bool:
@@ -220,4 +266,10 @@ COVERS = (
     Cover("rebalance_timeout", "the JoinGroup barrier's deadline removed members", _timer(RebalanceTimeout)),
     Cover("sync_timeout", "members that did not send SyncGroup were removed", _timer(SyncTimeout)),
     Cover("zombie_fenced", "a paused member still owns partitions its commits are refused for", _zombie_fenced),
+    Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
+          lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
 )
+
+
+def applicable_covers(system: System) -> tuple:
+    return tuple(c for c in COVERS if c.applies(system))

@@ -11,6 +11,7 @@ A scenario file (TOML)::
     generation = 1
     leader = "A"
     owned = { A = ["T-0", "T-3"], B = ["T-1"], C = ["T-2"] }
+    static = false                # true, or a list of letters: static members (KIP-345)
     [[events]]
     action = "join"               # join | leave | crash | restart | pause | resume
     member = "D"
@@ -29,7 +30,7 @@ from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.protocol import Callback, Error, SyncGroupResponse, member_name
 
 from .render import lane, partitions
-from .settings import parse_toml, resolve
+from .settings import static_slots, parse_toml, resolve
 from .system import FAULTS, STATUS_NAMES, State, System, settle
 
 EVENTS = FAULTS + ("resume",)
@@ -88,7 +89,8 @@ def load(path: str) -> dict:
     leader = _slot(initial.get("leader", lane(min(owned))))
     if leader not in owned:
         raise ConfigError(f"{path}: initial.leader {lane(leader)} is not a running member")
-    system = System(cfg, members=0, joiners=max(slots) + 1, faults=FAULTS, max_faults=0)
+    static = static_slots(initial.get("static", False), max(slots) + 1)
+    system = System(cfg, members=0, joiners=max(slots) + 1, faults=FAULTS, max_faults=0, static=static)
     return {"name": data.get("name", path), "source": data.get("source"), "system": system,
             "initial": system.stable(owned, generation, leader), "events": parsed}
 

@@ -20,7 +20,7 @@ ENGINES = ("local", "spark")
 # key -> allowed keys, for unknown-key errors
 SCHEMA = {
     "group": {"protocol", "assignor", "topics"},
-    "members": {"initial", "joiners"},
+    "members": {"initial", "joiners", "static"},
     "faults": {"kinds", "budget"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
 }
@@ -37,6 +37,7 @@ class CheckSettings:
     group: GroupConfig
     members: int = 3
     joiners: int = 1
+    static: frozenset = field(default_factory=frozenset)  # client slots with a group.instance.id
     faults: tuple = FAULTS
     budget: int = 2
     max_states: int | None = None
@@ -100,9 +101,24 @@ def _names(name: str, value, allowed) -> tuple:
     return tuple(dict.fromkeys(value))
 
 
+def static_slots(value, slots: int) -> frozenset:
+    """``true``: every client is static; a list of letters: those clients; ``false``: none."""
+    if value is True:
+        return frozenset(range(slots))
+    if value is False:
+        return frozenset()
+    if not isinstance(value, list) or not all(isinstance(v, str) and len(v) == 1 and "A" <= v <= "Z"
+                                              for v in value):
+        raise ConfigError(f"members.static must be true, false or a list of client letters, got {value!r}")
+    out = frozenset(ord(v) - 65 for v in value)
+    if max(out, default=0) >= slots:
+        raise ConfigError(f"members.static names a client beyond the {slots} configured")
+    return out
+
+
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, max_states=None,
-            max_depth=None, keep_going=None, timer_fairness=None) -> CheckSettings:
+            max_depth=None, keep_going=None, timer_fairness=None, static=None) -> CheckSettings:
     """Merge a parsed file (``data``) with command-line overrides (None = not given)."""
     g, m, f, c = (data.get(k, {}) for k in ("group", "members", "faults", "check"))
     proto = protocol or g.get("protocol", "cooperative")
@@ -133,10 +149,13 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     # a paused member is a zombie that keeps processing: exclusive_processing is
     # expected to break (generation fencing keeps exclusive_ownership), DESIGN.md
     zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
+    n_members = _count("members", members if members is not None else m.get("initial", 3), 1)
+    n_joiners = _count("members.joiners", m.get("joiners", 1), 0)
     return CheckSettings(
         group=group,
-        members=_count("members", members if members is not None else m.get("initial", 3), 1),
-        joiners=_count("members.joiners", m.get("joiners", 1), 0),
+        members=n_members,
+        joiners=n_joiners,
+        static=static_slots(static if static else m.get("static", False), n_members + n_joiners),
         faults=fault_kinds,
         budget=_count("faults.budget", budget if budget is not None else f.get("budget", 2), 0),
         max_states=_limit("max_states", max_states if max_states is not None else c.get("max_states")),

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from rebalance.checker import counterexample, replay as replaying
 from rebalance.checker.explore import explore
-from rebalance.checker.properties import COVERS, applicable
+from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
 from rebalance.model.config import MUTATIONS, ConfigError
@@ -61,7 +61,7 @@ def _progress_callback(progress: Progress, task):
     return update
 
 
-def _summary(settings: CheckSettings, result, props, files) -> dict:
+def _summary(settings: CheckSettings, result, props, covers, files) -> dict:
     expected = settings.expect_violated
     unexpected = [v for v in result.violations if v.property not in expected]
     if unexpected:
@@ -82,7 +82,7 @@ def _summary(settings: CheckSettings, result, props, files) -> dict:
                         "expected": "violated" if p.name in expected else "holds"} for p in props],
         "actions_fired": dict(sorted(result.actions_fired.items())),
         "covers": [{"name": c.name, "description": c.description, "reached": result.covers.get(c.name, False)}
-                   for c in COVERS],
+                   for c in covers],
         "counterexample": None if chosen is None else {
             "property": chosen.property, "reason": chosen.reason, "length": len(chosen.path) - 1,
             "loop_start": chosen.loop_start, "files": files[chosen.property]},
@@ -95,6 +95,7 @@ def _summary(settings: CheckSettings, result, props, files) -> dict:
 def _config_summary(s: CheckSettings) -> dict:
     return {"protocol": s.group.protocol, "assignor": s.group.assignor,
             "topics": dict(s.group.topics), "members": s.members, "joiners": s.joiners,
+            "static": sorted(chr(65 + x) for x in s.static),
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
             "timer_fairness": s.timer_fairness,
             "max_states": s.max_states, "max_depth": s.max_depth}
@@ -141,6 +142,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky.")
 @click.option("--members", type=int, help="Members running at the start (default 3).")
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
+@click.option("--static", "static", is_flag=True, default=None,
+              help="Every member is static (KIP-345 group.instance.id).")
 @click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all).")
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
@@ -155,7 +158,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, faults, budget, mutations, engine,
+def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, engine,
           max_states, max_depth, keep_going, timer_fairness, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
@@ -174,14 +177,16 @@ def check(config, protocol, assignor, members, partitions, faults, budget, mutat
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
-                       timer_fairness=timer_fairness)
-    system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget)
+                       timer_fairness=timer_fairness, static=static)
+    system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget,
+                    settings.static)
     props = applicable(system)
+    covers = applicable_covers(system)
     stop_on = frozenset() if settings.keep_going else frozenset(
         p.name for p in props if p.name not in settings.expect_violated)
     fair = None if settings.timer_fairness else (lambda key: key[0] != "timer")
     kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on,
-                  covers=COVERS, fair=fair)
+                  covers=covers, fair=fair)
     if err.is_terminal:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=err, transient=True) as progress:
@@ -191,7 +196,7 @@ def check(config, protocol, assignor, members, partitions, faults, budget, mutat
         result = explore(system, props, **kwargs)
     files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
              for v in result.violations}
-    summary = _summary(settings, result, props, files)
+    summary = _summary(settings, result, props, covers, files)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

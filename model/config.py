@@ -22,6 +22,11 @@ MUTATIONS = {
         "with the generation of the round it failed to complete",
         "KAFKA-13419",
     ),
+    "no-fencing-on-duplicate-instance": (
+        "a known group.instance.id joining with an unknown member id is added as another "
+        "member instead of replacing (and fencing) the old one",
+        "KIP-345, GroupCoordinator.doStaticMemberJoinGroup",
+    ),
     "no-commit-fencing": (
         "the coordinator accepts offset commits from stale member ids and generations",
         "GroupCoordinator.handleCommitOffsets",

@@ -79,12 +79,14 @@ def find_instance(group: Group, iid: int):
 
 def member_error(group: Group, mid: int, iid: int) -> Error:
     """Who may speak for a member (R24, GroupCoordinator.validateCurrentMember):
-    FENCED_INSTANCE_ID if ``iid`` belongs to another member id, UNKNOWN_MEMBER_ID if
-    ``mid`` is not a member, else NONE."""
+    with an instance id, FENCED_INSTANCE_ID if it belongs to another member id and
+    UNKNOWN_MEMBER_ID if nobody holds it; without, UNKNOWN_MEMBER_ID if ``mid`` is
+    not a member; else NONE."""
     if iid:
         holder = find_instance(group, iid)
-        if holder is not None and holder.member_id != mid:
-            return Error.FENCED_INSTANCE_ID
+        if holder is None:
+            return Error.UNKNOWN_MEMBER_ID
+        return Error.NONE if holder.member_id == mid else Error.FENCED_INSTANCE_ID
     return Error.NONE if find(group, mid) is not None else Error.UNKNOWN_MEMBER_ID
 
 
