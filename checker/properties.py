@@ -14,7 +14,7 @@ from typing import Callable, NamedTuple
 from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
-    NO_GENERATION, NO_MEMBER_ID, Error, JoinGroup, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
+    NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
     instance_name, member_name, partitions_of,
 )
 
@@ -265,6 +265,8 @@ COVERS = (
     Cover("session_timeout", "a silent member expired", _timer(SessionTimeout)),
     Cover("rebalance_timeout", "the JoinGroup barrier's deadline removed members", _timer(RebalanceTimeout)),
     Cover("sync_timeout", "members that did not send SyncGroup were removed", _timer(SyncTimeout)),
+    Cover("initial_rebalance_delay", "an emptied group waited group.initial.rebalance.delay.ms (KIP-134)",
+          _timer(InitialRebalanceDelay)),
     Cover("zombie_fenced", "a paused member still owns partitions its commits are refused for", _zombie_fenced),
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),

@@ -21,9 +21,9 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, MemberMetadata
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase
 from rebalance.model.protocol import (
-    EMPTY_SUBSCRIPTION, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Assignment, Error, Subscription,
-    instance_id, member_id, HeartbeatDue, Leave, Phase, RebalanceTimeout, Receive, Send, SessionTimeout,
-    Start, SyncTimeout, connection, slot_of,
+    EMPTY_SUBSCRIPTION, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Assignment, Error, HeartbeatDue,
+    InitialRebalanceDelay, Leave, Phase, RebalanceTimeout, Receive, Send, SessionTimeout, Start,
+    Subscription, SyncTimeout, connection, instance_id, member_id, slot_of,
 )
 
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
@@ -229,6 +229,9 @@ class System:
             waiting = [m.member_id for m in group.members if not m.awaiting_join]
             if waiting and live.isdisjoint(waiting):
                 ev = RebalanceTimeout()
+                out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
+            if group.initial_delay:  # group.initial.rebalance.delay.ms may pass at any time (KIP-134)
+                ev = InitialRebalanceDelay()
                 out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
         elif group.phase in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
             waiting = [m.member_id for m in group.members if m.pending_sync]

@@ -46,6 +46,8 @@ class GroupConfig:
     0..P-1 in this order. ``protocol``: "eager" or "cooperative" (the
     RebalanceProtocol the members use). ``assignor``: the leader's partition
     assignor. ``mutations``: known-bad behaviours switched on (see MUTATIONS).
+    ``initial_rebalance_delay``: whether group.initial.rebalance.delay.ms is
+    positive (KIP-134; the broker's default is 3000 ms).
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, or a topic without partitions.
@@ -55,6 +57,7 @@ class GroupConfig:
     protocol: str = "cooperative"
     assignor: str = "cooperative-sticky"
     mutations: frozenset = field(default_factory=frozenset)
+    initial_rebalance_delay: bool = True
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:

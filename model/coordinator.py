@@ -2,7 +2,7 @@
 
 ``handle(cfg, group, input) -> (group', outputs)``; inputs are ``Receive(conn,
 request)`` and the timer firings ``SessionTimeout``, ``RebalanceTimeout``,
-``SyncTimeout``, plus the admin ``DeleteGroup``; outputs are ``Reply(conn,
+``SyncTimeout``, ``InitialRebalanceDelay``, plus the admin ``DeleteGroup``; outputs are ``Reply(conn,
 response)``. Rule tags (R..) refer to spec/SPEC.md.
 
 Behaviour after Kafka's classic coordinator (kafka.coordinator.group.GroupCoordinator:
@@ -17,7 +17,7 @@ from typing import NamedTuple
 from .config import GroupConfig
 from .protocol import (
     EMPTY_ASSIGNMENT, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
-    Heartbeat, HeartbeatResponse, JoinGroup, JoinGroupResponse, LeaveGroup,
+    Heartbeat, HeartbeatResponse, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, LeaveGroup,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, Phase, RebalanceTimeout,
     Receive, Reply, SessionTimeout, Subscription, SyncGroup, SyncGroupResponse,
     SyncTimeout, member_id, slot_of,
@@ -48,7 +48,8 @@ class MemberMetadata(NamedTuple):
 class Group(NamedTuple):
     """Coordinator state (R1). ``members`` is ordered by member id; ``leader`` and
     ``first_joiner`` are member ids (0 = none); ``issued`` is
-    ((client slot, member ids handed out), ...), the fresh-id generator."""
+    ((client slot, member ids handed out), ...), the fresh-id generator;
+    ``initial_delay``: the barrier waits for group.initial.rebalance.delay.ms (R30)."""
 
     phase: Phase
     generation: int
@@ -56,6 +57,7 @@ class Group(NamedTuple):
     members: tuple
     first_joiner: int
     issued: tuple
+    initial_delay: bool = False
 
 
 EMPTY_GROUP = Group(Phase.EMPTY, 0, NO_MEMBER_ID, (), NO_MEMBER_ID, ())
@@ -105,7 +107,7 @@ def _replace(group: Group, m: MemberMetadata) -> tuple:
     return tuple(m if x.member_id == m.member_id else x for x in group.members)
 
 
-def _prepare_rebalance(group: Group, out: list) -> Group:
+def _prepare_rebalance(cfg: GroupConfig, group: Group, out: list) -> Group:
     """Enter PreparingRebalance (R3). Held SyncGroups are answered REBALANCE_IN_PROGRESS
     (GroupCoordinator.prepareRebalance / resetAndPropagateAssignmentError); stored
     assignments are cleared."""
@@ -114,7 +116,9 @@ def _prepare_rebalance(group: Group, out: list) -> Group:
         if m.awaiting_sync:
             out.append(Reply(m.conn, SyncGroupResponse(Error.REBALANCE_IN_PROGRESS, EMPTY_ASSIGNMENT)))
         members.append(m._replace(assignment=EMPTY_ASSIGNMENT, awaiting_sync=False, pending_sync=False))
-    return group._replace(phase=Phase.PREPARING_REBALANCE, members=tuple(members), first_joiner=NO_MEMBER_ID)
+    delay = cfg.initial_rebalance_delay and group.phase == Phase.EMPTY  # R30, KIP-134
+    return group._replace(phase=Phase.PREPARING_REBALANCE, members=tuple(members), first_joiner=NO_MEMBER_ID,
+                          initial_delay=delay)
 
 
 def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = False) -> Reply:
@@ -124,9 +128,10 @@ def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = Fals
                                            skip_assignment))
 
 
-def _maybe_complete_join(group: Group, out: list) -> Group:
-    """Complete the JoinGroup barrier once every member has rejoined (R4, R5)."""
-    if group.phase != Phase.PREPARING_REBALANCE:
+def _maybe_complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
+    """Complete the JoinGroup barrier once every member has rejoined (R4, R5) and no
+    initial rebalance delay is pending (R30)."""
+    if group.phase != Phase.PREPARING_REBALANCE or group.initial_delay:
         return group
     for m in group.members:
         if not m.awaiting_join:
@@ -145,14 +150,14 @@ def _maybe_complete_join(group: Group, out: list) -> Group:
     return group
 
 
-def _remove(group: Group, mids, out: list) -> Group:
+def _remove(cfg: GroupConfig, group: Group, mids, out: list) -> Group:
     """Remove members and move the group on (GroupCoordinator.removeMemberAndUpdateGroup, R7)."""
     if not mids:
         return group
     group = group._replace(members=tuple(x for x in group.members if x.member_id not in mids))
     if group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
-        group = _prepare_rebalance(group, out)
-    return _maybe_complete_join(group, out)
+        group = _prepare_rebalance(cfg, group, out)
+    return _maybe_complete_join(cfg, group, out)
 
 
 def _fresh_member_id(group: Group, slot: int):
@@ -171,8 +176,8 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
     if mid == NO_MEMBER_ID:
         holder = find_instance(group, iid) if iid else None
         if holder is not None and "no-fencing-on-duplicate-instance" not in cfg.mutations:
-            return _replace_static(group, holder, conn, req, out)
-        return _new_member(group, conn, req, out)
+            return _replace_static(cfg, group, holder, conn, req, out)
+        return _new_member(cfg, group, conn, req, out)
     error = member_error(group, mid, iid)
     if error != Error.NONE:
         out.append(Reply(conn, JoinGroupResponse(error, NO_MEMBER_ID if error == Error.UNKNOWN_MEMBER_ID else mid,
@@ -191,26 +196,26 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
         out.append(_join_response(group, m))
         return group._replace(members=_replace(group, m))
     if group.phase != Phase.PREPARING_REBALANCE:  # R3: leader rejoin or changed metadata
-        group = _prepare_rebalance(group, out)
+        group = _prepare_rebalance(cfg, group, out)
     m = find(group, mid)._replace(conn=conn, subscription=req.subscription, awaiting_join=True)
     group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or m.member_id)
-    return _maybe_complete_join(group, out)
+    return _maybe_complete_join(cfg, group, out)
 
 
-def _new_member(group: Group, conn: int, req: JoinGroup, out: list) -> Group:
+def _new_member(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) -> Group:
     """R2: a new member gets a fresh member id (and, if static, enters the static map)."""
     mid, issued = _fresh_member_id(group, slot_of(conn))
     m = MemberMetadata(mid, req.group_instance_id, conn, req.subscription, EMPTY_ASSIGNMENT, True, False, False)
     group = group._replace(members=tuple(sorted(group.members + (m,))), issued=issued,
                            leader=group.leader or mid)
     if group.phase != Phase.PREPARING_REBALANCE:  # R3
-        group = _prepare_rebalance(group, out)
+        group = _prepare_rebalance(cfg, group, out)
     if not group.first_joiner:
         group = group._replace(first_joiner=mid)
-    return _maybe_complete_join(group, out)
+    return _maybe_complete_join(cfg, group, out)
 
 
-def _replace_static(group: Group, old: MemberMetadata, conn: int, req: JoinGroup, out: list) -> Group:
+def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: int, req: JoinGroup, out: list) -> Group:
     """R25: a known group.instance.id joins with an unknown member id: it gets a new
     member id in the old one's place, and the old one's held JoinGroup or SyncGroup
     is answered FENCED_INSTANCE_ID (GroupCoordinator.doStaticMemberJoinGroup,
@@ -232,10 +237,10 @@ def _replace_static(group: Group, old: MemberMetadata, conn: int, req: JoinGroup
         out.append(_join_response(group, m, skip_assignment=mid == leader))
         return group
     if group.phase == Phase.COMPLETING_REBALANCE:
-        group = _prepare_rebalance(group, out)
+        group = _prepare_rebalance(cfg, group, out)
     m = find(group, mid)._replace(awaiting_join=True)
     group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or mid)
-    return _maybe_complete_join(group, out)
+    return _maybe_complete_join(cfg, group, out)
 
 
 def _sync(cfg: GroupConfig, group: Group, conn: int, req: SyncGroup, out: list) -> Group:
@@ -287,7 +292,7 @@ def _heartbeat(group: Group, conn: int, req: Heartbeat, out: list) -> Group:
     return group
 
 
-def _leave(group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
+def _leave(cfg: GroupConfig, group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
     """R7: batch LeaveGroup with per-member errors (GroupCoordinator.handleLeaveGroup,
     KIP-345). An entry with NO_MEMBER_ID and an instance id is an admin removal."""
     results = []
@@ -303,7 +308,7 @@ def _leave(group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
         if error == Error.NONE:
             gone.append(mid)
     out.append(Reply(conn, LeaveGroupResponse(Error.NONE, tuple(results))))
-    return _remove(group, gone, out)
+    return _remove(cfg, group, gone, out)
 
 
 def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: list) -> Group:
@@ -322,25 +327,25 @@ def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: l
     return group
 
 
-def _session_timeout(group: Group, mid: int, out: list) -> Group:
+def _session_timeout(cfg: GroupConfig, group: Group, mid: int, out: list) -> Group:
     """R11: a member that is not held at a barrier expires (onExpireHeartbeat;
     MemberMetadata.shouldKeepAlive keeps members awaiting join or sync)."""
     m = find(group, mid)
     if m is None or m.awaiting_join or m.awaiting_sync:
         return group
-    return _remove(group, (mid,), out)
+    return _remove(cfg, group, (mid,), out)
 
 
-def _rebalance_timeout(group: Group, out: list) -> Group:
+def _rebalance_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
     """R4: the barrier's deadline removes dynamic members that did not rejoin
     (onCompleteJoin); static members stay until their session times out (R27)."""
     if group.phase != Phase.PREPARING_REBALANCE:
         return group
     group = group._replace(members=tuple(m for m in group.members if m.awaiting_join or m.instance_id))
-    return _maybe_complete_join(group, out)
+    return _maybe_complete_join(cfg, group, out)
 
 
-def _sync_timeout(group: Group, out: list) -> Group:
+def _sync_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
     """R12: members that did not send SyncGroup in time are removed (KAFKA-12890,
     GroupCoordinator.onExpirePendingSync)."""
     if group.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
@@ -349,8 +354,17 @@ def _sync_timeout(group: Group, out: list) -> Group:
     if not late:
         return group
     group = group._replace(members=tuple(m for m in group.members if not m.pending_sync))
-    group = _prepare_rebalance(group, out)
-    return _maybe_complete_join(group, out)
+    group = _prepare_rebalance(cfg, group, out)
+    return _maybe_complete_join(cfg, group, out)
+
+
+def _initial_delay_over(cfg: GroupConfig, group: Group, out: list) -> Group:
+    """R30 (KIP-134, InitialDelayedJoin): group.initial.rebalance.delay.ms has passed
+    with no more members arriving (or the rebalance timeout capped it): the barrier
+    completes as at the rebalance timeout."""
+    if not group.initial_delay:
+        return group
+    return _rebalance_timeout(cfg, group._replace(initial_delay=False), out)
 
 
 def _delete(group: Group, out: list) -> Group:
@@ -374,17 +388,19 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
         elif rk is Heartbeat:
             group = _heartbeat(group, conn, req, out)
         elif rk is LeaveGroup:
-            group = _leave(group, conn, req, out)
+            group = _leave(cfg, group, conn, req, out)
         elif rk is OffsetCommit:
             group = _commit(cfg, group, conn, req, out)
         else:
             raise TypeError(f"coordinator cannot handle request {req!r}")
     elif kind is SessionTimeout:
-        group = _session_timeout(group, event.member_id, out)
+        group = _session_timeout(cfg, group, event.member_id, out)
     elif kind is RebalanceTimeout:
-        group = _rebalance_timeout(group, out)
+        group = _rebalance_timeout(cfg, group, out)
     elif kind is SyncTimeout:
-        group = _sync_timeout(group, out)
+        group = _sync_timeout(cfg, group, out)
+    elif kind is InitialRebalanceDelay:
+        group = _initial_delay_over(cfg, group, out)
     elif kind is DeleteGroup:
         group = _delete(group, out)
     else:

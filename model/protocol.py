@@ -251,6 +251,12 @@ class SyncTimeout(NamedTuple):
     tag: int = 104
 
 
+class InitialRebalanceDelay(NamedTuple):
+    """group.initial.rebalance.delay.ms passed for a group that left Empty (KIP-134)."""
+
+    tag: int = 106
+
+
 class DeleteGroup(NamedTuple):
     """Admin deletion of the group (DeleteGroups API)."""
     tag: int = 105

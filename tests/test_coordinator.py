@@ -8,7 +8,7 @@ from rebalance.model.protocol import (
     SyncTimeout, connection, member_id,
 )
 
-CFG = GroupConfig()
+CFG = GroupConfig(initial_rebalance_delay=False)  # KIP-134 tested on its own
 A, B = member_id(0, 1), member_id(1, 1)
 CA, CB = connection(0, 1), connection(1, 1)
 
@@ -132,3 +132,17 @@ def test_messages_of_different_types_never_compare_equal():
     assert HeartbeatResponse(Error.NONE) != LeaveGroupResponse(Error.NONE)
     assert Start() != Leave()
     assert JoinGroupResponse(Error.NONE, A, 1, A, ()) != JoinGroup(A, EMPTY_SUBSCRIPTION)
+
+
+def test_initial_rebalance_delay_holds_the_first_barrier():
+    # KIP-134: an Empty group waits group.initial.rebalance.delay.ms for more members
+    from rebalance.model.protocol import InitialRebalanceDelay
+    cfg = GroupConfig()
+    g, out = step(EMPTY_GROUP, CA, JoinGroup(0, EMPTY_SUBSCRIPTION), cfg)
+    assert g.phase == Phase.PREPARING_REBALANCE and g.initial_delay and out == ()
+    g, out = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION), cfg)  # arrives during the delay
+    assert g.phase == Phase.PREPARING_REBALANCE and out == ()
+    g, out = coordinator.handle(cfg, g, InitialRebalanceDelay())
+    assert g.phase == Phase.COMPLETING_REBALANCE and g.generation == 1 and len(out) == 2
+    g, _ = step(g, CA, LeaveGroup(((A, 0),)), cfg)  # not Empty: no delay on later rebalances
+    assert not g.initial_delay

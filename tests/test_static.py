@@ -10,7 +10,7 @@ from rebalance.model.protocol import (
     OffsetCommit, Phase, RebalanceTimeout, Receive, SessionTimeout, SyncGroup, connection, member_id,
 )
 
-CFG = GroupConfig()
+CFG = GroupConfig(initial_rebalance_delay=False)  # KIP-134 tested on its own
 IA, IB = 1, 2  # group.instance.ids
 A1, B1, A2 = member_id(0, 1), member_id(1, 1), member_id(0, 2)
 CA1, CB, CA2 = connection(0, 1), connection(1, 1), connection(0, 2)
