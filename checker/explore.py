@@ -84,10 +84,13 @@ def explore(system: System, properties, initial: State | None = None,
             progress=None, stop_on=frozenset(), covers=(), fair=None) -> Result:
     """Explore from ``initial`` (default ``system.initial()``).
 
-    A violated property is recorded with its shortest counterexample and no longer
-    checked; exploration stops if its name is in ``stop_on``, otherwise it goes on
-    so that every other property gets a definite status. ``max_states`` / ``max_depth`` bound the run
-    (None: unbounded); hitting one makes the unviolated properties "incomplete".
+    Exploration goes level by level (breadth first). A violated property is
+    recorded with its shortest counterexample and no longer checked; if its name is
+    in ``stop_on`` the run stops at the end of the level, otherwise it goes on so
+    that every other property gets a definite status. ``max_states`` (checked at
+    the end of each level) and ``max_depth`` bound the run (None: unbounded);
+    hitting one makes the unviolated properties "incomplete". Stopping only at
+    level ends makes the counts the same for every engine.
     ``progress``, if given, is called as ``progress(distinct, transitions, frontier,
     depth)`` after each level and every 20,000 states. ``covers`` are checked on
     every step until reached. Liveness properties (kind "liveness", their ``check``
@@ -130,7 +133,7 @@ def explore(system: System, properties, initial: State | None = None,
             stop = record(name, why, 0, state_checks) or stop
 
     successors = system.successors
-    while frontier and not stop:
+    while frontier:
         if max_depth is not None and depth >= max_depth:
             limit = f"max_depth {max_depth}"
             break
@@ -176,18 +179,16 @@ def explore(system: System, properties, initial: State | None = None,
                     why = check(system, s)
                     if why:
                         stop = record(name, why, i, quiescent) or stop
-            if stop:
-                break
-            if max_states is not None and len(index) >= max_states:
-                limit = f"max_states {max_states}"
-                break
-        if limit or stop:
-            break
         frontier = nxt_frontier
         if frontier:
             depth += 1
         if progress is not None:
             progress(len(index), transitions, len(frontier), depth)
+        if stop:
+            break
+        if max_states is not None and len(index) >= max_states and frontier:
+            limit = f"max_states {max_states}"
+            break
 
     if live_props and limit is None and not stop:
         goal_of = {p.name: p.check for p in live_props}
