@@ -18,8 +18,8 @@ MUTATIONS = {
         "KAFKA-12984 / KAFKA-14639 (AbstractStickyAssignor)",
     ),
     "keep-owned-on-rebalance-in-progress": (
-        "a member answered REBALANCE_IN_PROGRESS on SyncGroup claims its owned partitions "
-        "with the generation of the round it failed to complete",
+        "a member answered REBALANCE_IN_PROGRESS on SyncGroup rejoins claiming its old partitions "
+        "with the old generation (the one they were assigned in) instead of the generation it joined",
         "KAFKA-13419",
     ),
     "no-fencing-on-duplicate-instance": (

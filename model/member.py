@@ -110,8 +110,11 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     if c.phase != MemberPhase.SYNCING:
         return c
     if r.error == Error.REBALANCE_IN_PROGRESS:
-        # R17: rejoin keeping what it owns, claimed with the generation it was assigned in
-        if "keep-owned-on-rebalance-in-progress" in cfg.mutations and c.owned:
+        # R17: rejoin keeping what it owns, claimed with the generation it joined
+        # (KIP-792: the subscription carries the member's current generation).
+        # Mutation: the claim keeps the generation the partitions were assigned in
+        # (KAFKA-13419: onAssignment never ran for the failed round).
+        if c.owned and "keep-owned-on-rebalance-in-progress" not in cfg.mutations:
             c = c._replace(owned_generation=c.generation)
         return _rejoin(cfg, c, out)
     if r.error != Error.NONE:

@@ -65,16 +65,16 @@ def test_partitions_are_lost_not_revoked_when_membership_is_lost():
     assert out[1] == Send(JoinGroup(0, Subscription(0, -1)))
 
 
-def test_rebalance_in_progress_on_sync_keeps_claims_with_their_generation():
+def test_rebalance_in_progress_on_sync_claims_owned_with_the_joined_generation():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
     c, _ = member.handle(COOP, c, HeartbeatResponse(Error.REBALANCE_IN_PROGRESS))
     c, _ = member.handle(COOP, c, JoinGroupResponse(Error.NONE, A, 4, 2, ()))
     c2, out = member.handle(COOP, c, SyncGroupResponse(Error.REBALANCE_IN_PROGRESS, EMPTY_ASSIGNMENT))
-    assert out == (Send(JoinGroup(A, Subscription(0b0011, 3))),)
+    assert out == (Send(JoinGroup(A, Subscription(0b0011, 4))),)  # KIP-792: the current generation
     mutated = GroupConfig(mutations=frozenset({"keep-owned-on-rebalance-in-progress"}))
     _, out = member.handle(mutated, c, SyncGroupResponse(Error.REBALANCE_IN_PROGRESS, EMPTY_ASSIGNMENT))
-    assert out == (Send(JoinGroup(A, Subscription(0b0011, 4))),)
+    assert out == (Send(JoinGroup(A, Subscription(0b0011, 3))),)  # KAFKA-13419: the old one
 
 
 def test_leave_revokes_and_sends_leave_group():

@@ -1,0 +1,283 @@
+"""Level-synchronous breadth-first exploration on Spark (``--engine spark``).
+
+Each level's frontier is an RDD of ``(fingerprint, state bytes)`` partitioned by
+fingerprint; executors expand it with the model's handlers (``System.successors``,
+the same code as the local engine) and check the same properties. A state's
+fingerprint is the first 8 bytes of BLAKE2b over its pickle (64 bits: with a
+million states the chance of a collision is about 3e-8). Deduplication keeps the
+visited set partitioned on the executors (``subtractByKey`` against an RDD with the
+same partitioner): nothing but counters, violations and, for liveness, the
+transition graph comes back to the driver. The visited set and the frontier are
+checkpointed every ``CHECKPOINT_EVERY`` levels so the lineage stays short and a
+lost executor costs at most that many levels.
+
+Counts (distinct states, transitions, depth) and verdicts equal the local
+engine's: both stop only at the end of a level. Within a level the parent kept
+for a state reached twice is the smallest (parent fingerprint, successor index),
+so counterexamples are shortest and the same from run to run, though not always
+the local engine's (which keeps the first found).
+
+Spark runs in local mode by default (``local[*]``) or on any master URL; its UI,
+console progress bar and INFO logs are off (``log4j2.properties`` beside this file).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from .explore import FAULT_KINDS, Result, Violation, _lasso_violation_from, fairness_class
+from .liveness import Graph, find_lasso
+from .system import State, System
+
+CHECKPOINT_EVERY = 10
+LOG4J = Path(__file__).with_name("log4j2.properties")
+_SYSTEMS: dict = {}  # executor-side cache: system key -> System
+
+
+def fingerprint(blob: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), "big", signed=True)
+
+
+def encode(state: State) -> bytes:
+    return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _system(key) -> System:
+    system = _SYSTEMS.get(key)
+    if system is None:
+        cfg, members, joiners, faults, budget, static = key
+        system = _SYSTEMS[key] = System(cfg, members, joiners, faults, budget, static)
+    return system
+
+
+def _checks(system: System, names) -> tuple:
+    from .properties import PROPERTIES, COVERS
+    props = [p for p in PROPERTIES if p.name in names]
+    covers = [c for c in COVERS if c.name in names]
+    return props, covers
+
+
+def _expand(key, names, with_graph, partition):
+    """Executor side: expand a frontier partition. Yields tagged records:
+    ("succ", dst_fp, (src_fp, index, dst_bytes)), ("edge", src_fp, dst_fp, class),
+    ("stat", transitions, covers reached, fired kinds are counted later),
+    ("bad", property, reason, src_fp, index) for step and quiescent violations."""
+    system = _system(key)
+    props, covers = _checks(system, names)
+    steps = [p for p in props if p.kind == "invariant" and p.step]
+    quiescent = [p for p in props if p.kind == "quiescent"]
+    transitions = 0
+    reached = set()
+    for fp, blob in partition:
+        s = pickle.loads(blob)
+        moved = False
+        for idx, (action, n) in enumerate(system.successors(s)):
+            transitions += 1
+            nblob = blob if n == s else encode(n)
+            nfp = fp if n == s else fingerprint(nblob)
+            if with_graph and action.kind not in FAULT_KINDS:
+                yield ("edge", fp, nfp, fairness_class(action))
+            if n == s:
+                continue
+            moved = True
+            yield ("succ", nfp, (fp, idx, nblob))
+            for p in steps:
+                why = p.step(system, s, action, n)
+                if why:
+                    yield ("bad", p.name, why, fp, idx)
+            for c in covers:
+                if c.name not in reached and c.reached(system, s, action, n):
+                    reached.add(c.name)
+        if not moved:
+            for p in quiescent:
+                why = p.check(system, s)
+                if why:
+                    yield ("bad", p.name, why, fp, -1)
+    yield ("stat", transitions, tuple(sorted(reached)))
+
+
+def _check_new(key, names, partition):
+    """Executor side: state invariants on newly discovered states."""
+    system = _system(key)
+    props, _ = _checks(system, names)
+    invariants = [p for p in props if p.kind == "invariant"]
+    for fp, (parent, idx, blob) in partition:
+        s = pickle.loads(blob)
+        for p in invariants:
+            why = p.check(system, s)
+            if why:
+                yield (p.name, why, fp)
+
+
+def _earlier(a, b):
+    return a if (a[0], a[1]) <= (b[0], b[1]) else b
+
+
+def session(master: str = "local[*]"):
+    """A quiet SparkSession (no UI, no console progress, errors-only logging)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+    cores = os.cpu_count() or 2
+    java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J}"
+    spark = (SparkSession.builder.master(master).appName("rebalance-check")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(cores))
+             .config("spark.default.parallelism", str(cores))
+             .config("spark.driver.extraJavaOptions", java_opts)
+             .config("spark.executor.extraJavaOptions", java_opts)
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def explore_spark(system: System, properties, covers=(), max_states=None, max_depth=None,
+                  stop_on=frozenset(), fair=None, master: str = "local[*]", progress=None) -> Result:
+    """The same contract as ``explore.explore``, run on Spark."""
+    t0 = time.perf_counter()
+    spark = session(master)
+    sc = spark.sparkContext
+    parts = max(2, sc.defaultParallelism)
+    checkpoint_dir = tempfile.mkdtemp(prefix="rebalance-spark-")
+    sc.setCheckpointDir(checkpoint_dir)
+    key = (system.cfg, system.members, system.slots - system.members, tuple(sorted(system.faults)),
+           system.max_faults, tuple(sorted(system.static)))
+    live_props = [p for p in properties if p.kind == "liveness"]
+    names = frozenset(p.name for p in properties if p.kind != "liveness") | {c.name for c in covers}
+    with_graph = bool(live_props)
+    try:
+        init = system.initial()
+        blob = encode(init)
+        fp0 = fingerprint(blob)
+        frontier = sc.parallelize([(fp0, blob)], 1).partitionBy(parts)
+        visited = sc.parallelize([(fp0, (None, -1))], 1).partitionBy(parts).persist()
+        violations: dict = {}  # property -> (reason, fp, (src_fp, idx) for a step)
+        for name, why, fp in _check_new(key, names, [(fp0, (None, -1, blob))]):
+            violations.setdefault(name, (why, fp, None))
+        edges = []
+        reached: set = set()
+        transitions = 0
+        depth = 0
+        distinct = 1
+        limit = None
+        stop = any(n in stop_on for n in violations)
+        level = 0
+        while not stop:
+            if max_depth is not None and depth >= max_depth:
+                limit = f"max_depth {max_depth}"
+                break
+            out = frontier.mapPartitions(lambda it: _expand(key, names, with_graph, it)).persist()
+            stats = out.filter(lambda r: r[0] == "stat").map(lambda r: (r[1], r[2])).collect()
+            transitions += sum(t for t, _ in stats)
+            for _, rs in stats:
+                reached.update(rs)
+            for _, name, why, src, idx in sorted(out.filter(lambda r: r[0] == "bad").collect(),
+                                                 key=lambda r: (r[3], r[4], r[1])):
+                if name not in violations:
+                    violations[name] = (why, src, idx)
+            if with_graph:
+                edges.extend(out.filter(lambda r: r[0] == "edge").map(lambda r: r[1:]).collect())
+            cands = out.filter(lambda r: r[0] == "succ").map(lambda r: (r[1], r[2]))
+            new = cands.reduceByKey(_earlier, parts).subtractByKey(visited).persist()
+            for name, why, fp in sorted(new.mapPartitions(lambda it: _check_new(key, names, it)).collect(),
+                                        key=lambda r: (r[2], r[0])):
+                if name not in violations:
+                    violations[name] = (why, fp, None)
+            count = new.count()
+            out.unpersist()
+            old_visited = visited
+            visited = visited.union(new.mapValues(lambda v: (v[0], v[1]))).persist()
+            frontier = new.mapValues(lambda v: v[2])
+            level += 1
+            if level % CHECKPOINT_EVERY == 0:
+                visited.checkpoint()
+                frontier = frontier.persist()
+                frontier.checkpoint()
+            visited.count()
+            old_visited.unpersist()
+            distinct += count
+            if count:
+                depth += 1
+            if progress is not None:
+                progress(distinct, transitions, count, depth)
+            stop = any(n in stop_on for n in violations)
+            if not count:
+                break
+            if max_states is not None and distinct >= max_states:
+                limit = f"max_states {max_states}"
+                break
+        found = [_violation(system, sc, visited, init, fp0, name, *v) for name, v in violations.items()]
+        complete = limit is None and not stop
+        if live_props and complete:
+            found.extend(_liveness(system, sc, visited, init, fp0, live_props, edges, fair))
+    finally:
+        spark.stop()
+    broken = {v.property for v in found}
+    statuses = {p.name: "violated" if p.name in broken else ("holds" if complete else "incomplete")
+                for p in properties}
+    verdict = "violated" if found else ("holds" if complete else "incomplete")
+    return Result(verdict, distinct, transitions, depth, time.perf_counter() - t0, statuses, found,
+                  Counter(), limit, {c.name: c.name in reached for c in covers})
+
+
+def _route(sc, visited, fp0, fp) -> list:
+    """The (parent fingerprint, successor index) chain from the initial state to ``fp``."""
+    chain = []
+    while fp != fp0:
+        parent, idx = visited.lookup(fp)[0]
+        chain.append(idx)
+        fp = parent
+    return chain[::-1]
+
+
+def _replay(system: System, init: State, chain) -> list:
+    path = [(None, init)]
+    s = init
+    for idx in chain:
+        action, s = system.successors(s)[idx]
+        path.append((action, s))
+    return path
+
+
+def _violation(system, sc, visited, init, fp0, name, why, fp, idx) -> Violation:
+    path = _replay(system, init, _route(sc, visited, fp0, fp))
+    if idx is not None and idx >= 0:  # a step violation: one more transition
+        path.append(system.successors(path[-1][1])[idx])
+    return Violation(name, why, path)
+
+
+def _liveness(system, sc, visited, init, fp0, live_props, edges, fair) -> list:
+    """Decide liveness on the driver over the collected transition graph."""
+    order = sorted(visited.keys().collect())
+    index = {fp: i for i, fp in enumerate(order)}
+    graph = Graph()
+    for src, dst, cls in sorted(edges, key=lambda e: (index[e[0]], index[e[1]], repr(e[2]))):
+        graph.add(index[src], index[dst], cls)
+    found = []
+    states_cache: dict = {}
+
+    def state_at(i):
+        if i not in states_cache:
+            states_cache[i] = _replay(system, init, _route(sc, visited, fp0, order[i]))[-1][1]
+        return states_cache[i]
+
+    for p in live_props:
+        goal = bytearray(0 if p.check(system, state_at_fp) else 1 for state_at_fp in
+                         (_state(system, sc, visited, init, fp0, fp) for fp in order))
+        lasso = find_lasso(len(order), graph, goal, fair or (lambda key: True))
+        if lasso:
+            stem = _replay(system, init, _route(sc, visited, fp0, order[lasso[0]]))
+            found.append(_lasso_violation_from(system, p.name, lasso, graph, stem, state_at))
+    return found
+
+
+def _state(system, sc, visited, init, fp0, fp) -> State:
+    return _replay(system, init, _route(sc, visited, fp0, fp))[-1][1]
