@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
 setup: $(STAMP) dot
@@ -30,6 +30,7 @@ test-slow: setup
 
 bench: setup
 	$(PY) benchmarks/explore.py
+	$(PY) benchmarks/spark_explore.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -41,12 +41,15 @@ def fairness_class(action: Action) -> tuple:
     return (action.kind, action.slot)
 
 
-def _lasso_violation(system, name, lasso, graph, states, parents, labels) -> Violation:
-    stem_end, cycle, reason = lasso
-    path = _path(states, parents, labels, stem_end)
+def lasso_violation(system, name: str, lasso, graph, stem: list, state_at) -> Violation:
+    """A Violation from ``find_lasso``'s answer: ``stem`` is the path to the lasso's
+    stem state, ``state_at(i)`` gives graph state ``i``; the cycle's actions are
+    found again among the successors (the graph keeps only classes)."""
+    _, cycle, reason = lasso
+    path = list(stem)
     loop_start = len(path) - 1
     for k in cycle:
-        src, dst = states[graph.src[k]], states[graph.dst[k]]
+        src, dst = state_at(graph.src[k]), state_at(graph.dst[k])
         key = graph.names[graph.cls[k]]
         action = next(a for a, n in system.successors(src) if n == dst and fairness_class(a) == key)
         path.append((action, dst))
@@ -196,7 +199,8 @@ def explore(system: System, properties, initial: State | None = None,
             goal = bytearray(0 if goal_of[p.name](system, x) else 1 for x in states)
             lasso = find_lasso(len(index), graph, goal, fair or (lambda key: True))
             if lasso:
-                violations.append(_lasso_violation(system, p.name, lasso, graph, states, parents, labels))
+                stem = _path(states, parents, labels, lasso[0])
+                violations.append(lasso_violation(system, p.name, lasso, graph, stem, states.__getitem__))
 
     broken = {v.property for v in violations}
     complete = limit is None and not stop

@@ -141,8 +141,6 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     engine = engine or "local"
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
-    if engine == "spark":
-        raise ConfigError("engine 'spark' is not available in this version (use --engine local)")
     from .properties import PROPERTIES
     names = tuple(p.name for p in PROPERTIES)
     fault_kinds = _names("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)

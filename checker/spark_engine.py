@@ -3,8 +3,8 @@
 Each level's frontier is an RDD of ``(fingerprint, state bytes)`` partitioned by
 fingerprint; executors expand it with the model's handlers (``System.successors``,
 the same code as the local engine) and check the same properties. A state's
-fingerprint is the first 8 bytes of BLAKE2b over its pickle (64 bits: with a
-million states the chance of a collision is about 3e-8). Deduplication keeps the
+fingerprint is 64 bits of BLAKE2b over its canonical form (with a million states
+the chance of a collision is about 3e-8); states travel as pickles. Deduplication keeps the
 visited set partitioned on the executors (``subtractByKey`` against an RDD with the
 same partitioner): nothing but counters, violations and, for liveness, the
 transition graph comes back to the driver. The visited set and the frontier are
@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .explore import FAULT_KINDS, Result, Violation, _lasso_violation_from, fairness_class
+from .explore import FAULT_KINDS, Result, Violation, fairness_class, lasso_violation
 from .liveness import Graph, find_lasso
 from .system import State, System
 
@@ -40,8 +40,25 @@ LOG4J = Path(__file__).with_name("log4j2.properties")
 _SYSTEMS: dict = {}  # executor-side cache: system key -> System
 
 
-def fingerprint(blob: bytes) -> int:
-    return int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), "big", signed=True)
+def _canonical(obj, out: list) -> None:
+    """Flatten a state to ints and brackets: equal states give equal lists (pickle
+    does not: it shares repeated objects by identity)."""
+    if type(obj) is tuple or isinstance(obj, tuple):
+        out.append("(")
+        for x in obj:
+            _canonical(x, out)
+        out.append(")")
+    elif obj is None:
+        out.append("N")
+    else:
+        out.append(int(obj))
+
+
+def fingerprint(state: State) -> int:
+    """64 bits of BLAKE2b over the state's canonical form."""
+    flat: list = []
+    _canonical(state, flat)
+    return int.from_bytes(hashlib.blake2b(repr(flat).encode(), digest_size=8).digest(), "big", signed=True)
 
 
 def encode(state: State) -> bytes:
@@ -80,7 +97,7 @@ def _expand(key, names, with_graph, partition):
         for idx, (action, n) in enumerate(system.successors(s)):
             transitions += 1
             nblob = blob if n == s else encode(n)
-            nfp = fp if n == s else fingerprint(nblob)
+            nfp = fp if n == s else fingerprint(n)
             if with_graph and action.kind not in FAULT_KINDS:
                 yield ("edge", fp, nfp, fairness_class(action))
             if n == s:
@@ -102,17 +119,32 @@ def _expand(key, names, with_graph, partition):
     yield ("stat", transitions, tuple(sorted(reached)))
 
 
-def _check_new(key, names, partition):
-    """Executor side: state invariants on newly discovered states."""
+def _check_new(key, names, goals, partition):
+    """Executor side, on newly discovered states: ("bad", property, reason, fp) for
+    state invariants, and ("goal", fp, parent, index, bits) recording each state
+    with its parent and whether it is a goal of each liveness property in ``goals``."""
     system = _system(key)
-    props, _ = _checks(system, names)
+    props, _ = _checks(system, names | set(goals))
     invariants = [p for p in props if p.kind == "invariant"]
+    goal_checks = [p.check for name in goals for p in props if p.name == name]
     for fp, (parent, idx, blob) in partition:
         s = pickle.loads(blob)
         for p in invariants:
             why = p.check(system, s)
             if why:
-                yield (p.name, why, fp)
+                yield ("bad", p.name, why, fp)
+        yield ("seen", fp, parent, idx, tuple(not g(system, s) for g in goal_checks))
+
+
+def _summarize(partition):
+    """Executor side: the violations of a checked partition and how many states it had."""
+    n = 0
+    for r in partition:
+        if r[0] == "bad":
+            yield r
+        else:
+            n += 1
+    yield ("count", n)
 
 
 def _earlier(a, b):
@@ -122,9 +154,14 @@ def _earlier(a, b):
 def session(master: str = "local[*]"):
     """A quiet SparkSession (no UI, no console progress, errors-only logging)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYTHONHASHSEED", "0")  # RDD.lookup's partitioner insists
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        from rebalance.model.config import ConfigError
+        raise ConfigError("--engine spark needs pyspark: pip install 'rebalance[spark]' (make setup does)") from None
     cores = os.cpu_count() or 2
     java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J}"
     spark = (SparkSession.builder.master(master).appName("rebalance-check")
@@ -134,6 +171,7 @@ def session(master: str = "local[*]"):
              .config("spark.default.parallelism", str(cores))
              .config("spark.driver.extraJavaOptions", java_opts)
              .config("spark.executor.extraJavaOptions", java_opts)
+             .config("spark.executorEnv.PYTHONHASHSEED", "0")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -153,15 +191,19 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
     live_props = [p for p in properties if p.kind == "liveness"]
     names = frozenset(p.name for p in properties if p.kind != "liveness") | {c.name for c in covers}
     with_graph = bool(live_props)
+    goals = tuple(p.name for p in live_props)
     try:
         init = system.initial()
         blob = encode(init)
-        fp0 = fingerprint(blob)
+        fp0 = fingerprint(init)
+        violations: dict = {}  # property -> (reason, fp, successor index for a step violation)
+        first = list(_check_new(key, names, goals, [(fp0, (None, -1, blob))]))
+        for r in first:
+            if r[0] == "bad":
+                violations.setdefault(r[1], (r[2], r[3], None))
+        seen0 = next(r for r in first if r[0] == "seen")
         frontier = sc.parallelize([(fp0, blob)], 1).partitionBy(parts)
-        visited = sc.parallelize([(fp0, (None, -1))], 1).partitionBy(parts).persist()
-        violations: dict = {}  # property -> (reason, fp, (src_fp, idx) for a step)
-        for name, why, fp in _check_new(key, names, [(fp0, (None, -1, blob))]):
-            violations.setdefault(name, (why, fp, None))
+        visited = sc.parallelize([(fp0, seen0[2:])], 1).partitionBy(parts).persist()
         edges = []
         reached: set = set()
         transitions = 0
@@ -170,39 +212,43 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
         limit = None
         stop = any(n in stop_on for n in violations)
         level = 0
+        stale: list = []  # cached RDDs the next level no longer needs
         while not stop:
             if max_depth is not None and depth >= max_depth:
                 limit = f"max_depth {max_depth}"
                 break
             out = frontier.mapPartitions(lambda it: _expand(key, names, with_graph, it)).persist()
-            stats = out.filter(lambda r: r[0] == "stat").map(lambda r: (r[1], r[2])).collect()
-            transitions += sum(t for t, _ in stats)
-            for _, rs in stats:
-                reached.update(rs)
-            for _, name, why, src, idx in sorted(out.filter(lambda r: r[0] == "bad").collect(),
+            small = out.filter(lambda r: r[0] != "succ").collect()  # counters, violations, edges
+            transitions += sum(r[1] for r in small if r[0] == "stat")
+            for r in small:
+                if r[0] == "stat":
+                    reached.update(r[2])
+            for _, name, why, src, idx in sorted((r for r in small if r[0] == "bad"),
                                                  key=lambda r: (r[3], r[4], r[1])):
-                if name not in violations:
-                    violations[name] = (why, src, idx)
+                violations.setdefault(name, (why, src, idx))
             if with_graph:
-                edges.extend(out.filter(lambda r: r[0] == "edge").map(lambda r: r[1:]).collect())
+                edges.extend(r[1:] for r in small if r[0] == "edge")
+            del small
             cands = out.filter(lambda r: r[0] == "succ").map(lambda r: (r[1], r[2]))
             new = cands.reduceByKey(_earlier, parts).subtractByKey(visited).persist()
-            for name, why, fp in sorted(new.mapPartitions(lambda it: _check_new(key, names, it)).collect(),
-                                        key=lambda r: (r[2], r[0])):
-                if name not in violations:
-                    violations[name] = (why, fp, None)
-            count = new.count()
-            out.unpersist()
+            checked = new.mapPartitions(lambda it: _check_new(key, names, goals, it)).persist()
+            report = checked.mapPartitions(_summarize).collect()  # violations and counts
+            count = sum(r[1] for r in report if r[0] == "count")
+            for _, name, why, fp in sorted((r for r in report if r[0] == "bad"), key=lambda r: (r[3], r[1])):
+                violations.setdefault(name, (why, fp, None))
+            added = checked.filter(lambda r: r[0] == "seen").map(lambda r: (r[1], r[2:])).partitionBy(parts)
             old_visited = visited
-            visited = visited.union(new.mapValues(lambda v: (v[0], v[1]))).persist()
-            frontier = new.mapValues(lambda v: v[2])
+            visited = visited.union(added).persist()
+            frontier = new.mapValues(lambda v: v[2]).persist()
             level += 1
             if level % CHECKPOINT_EVERY == 0:
                 visited.checkpoint()
-                frontier = frontier.persist()
                 frontier.checkpoint()
-            visited.count()
-            old_visited.unpersist()
+                visited.count()
+                frontier.count()
+            for rdd in stale:
+                rdd.unpersist()
+            stale = [out, old_visited, new, checked]
             distinct += count
             if count:
                 depth += 1
@@ -214,10 +260,10 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
             if max_states is not None and distinct >= max_states:
                 limit = f"max_states {max_states}"
                 break
-        found = [_violation(system, sc, visited, init, fp0, name, *v) for name, v in violations.items()]
+        found = [_violation(system, visited, init, fp0, name, *v) for name, v in violations.items()]
         complete = limit is None and not stop
         if live_props and complete:
-            found.extend(_liveness(system, sc, visited, init, fp0, live_props, edges, fair))
+            found.extend(_liveness(system, visited, init, fp0, live_props, edges, fair))
     finally:
         spark.stop()
     broken = {v.property for v in found}
@@ -228,11 +274,11 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
                   Counter(), limit, {c.name: c.name in reached for c in covers})
 
 
-def _route(sc, visited, fp0, fp) -> list:
-    """The (parent fingerprint, successor index) chain from the initial state to ``fp``."""
+def _route(visited, fp0, fp) -> list:
+    """The successor indices leading from the initial state to ``fp``."""
     chain = []
     while fp != fp0:
-        parent, idx = visited.lookup(fp)[0]
+        parent, idx, _ = visited.lookup(fp)[0]
         chain.append(idx)
         fp = parent
     return chain[::-1]
@@ -247,37 +293,33 @@ def _replay(system: System, init: State, chain) -> list:
     return path
 
 
-def _violation(system, sc, visited, init, fp0, name, why, fp, idx) -> Violation:
-    path = _replay(system, init, _route(sc, visited, fp0, fp))
+def _violation(system, visited, init, fp0, name, why, fp, idx) -> Violation:
+    path = _replay(system, init, _route(visited, fp0, fp))
     if idx is not None and idx >= 0:  # a step violation: one more transition
         path.append(system.successors(path[-1][1])[idx])
     return Violation(name, why, path)
 
 
-def _liveness(system, sc, visited, init, fp0, live_props, edges, fair) -> list:
-    """Decide liveness on the driver over the collected transition graph."""
-    order = sorted(visited.keys().collect())
-    index = {fp: i for i, fp in enumerate(order)}
+def _liveness(system, visited, init, fp0, live_props, edges, fair) -> list:
+    """Decide liveness on the driver over the collected transition graph, numbering
+    states by fingerprint order."""
+    rows = sorted(visited.map(lambda kv: (kv[0], kv[1][2])).collect())
+    index = {fp: i for i, (fp, _) in enumerate(rows)}
     graph = Graph()
     for src, dst, cls in sorted(edges, key=lambda e: (index[e[0]], index[e[1]], repr(e[2]))):
         graph.add(index[src], index[dst], cls)
-    found = []
-    states_cache: dict = {}
+    cache: dict = {}
 
     def state_at(i):
-        if i not in states_cache:
-            states_cache[i] = _replay(system, init, _route(sc, visited, fp0, order[i]))[-1][1]
-        return states_cache[i]
+        if i not in cache:
+            cache[i] = _replay(system, init, _route(visited, fp0, rows[i][0]))[-1][1]
+        return cache[i]
 
-    for p in live_props:
-        goal = bytearray(0 if p.check(system, state_at_fp) else 1 for state_at_fp in
-                         (_state(system, sc, visited, init, fp0, fp) for fp in order))
-        lasso = find_lasso(len(order), graph, goal, fair or (lambda key: True))
+    found = []
+    for k, p in enumerate(live_props):
+        goal = bytearray(1 if bits[k] else 0 for _, bits in rows)
+        lasso = find_lasso(len(rows), graph, goal, fair or (lambda key: True))
         if lasso:
-            stem = _replay(system, init, _route(sc, visited, fp0, order[lasso[0]]))
-            found.append(_lasso_violation_from(system, p.name, lasso, graph, stem, state_at))
+            stem = _replay(system, init, _route(visited, fp0, rows[lasso[0]][0]))
+            found.append(lasso_violation(system, p.name, lasso, graph, stem, state_at))
     return found
-
-
-def _state(system, sc, visited, init, fp0, fp) -> State:
-    return _replay(system, init, _route(sc, visited, fp0, fp))[-1][1]

@@ -97,7 +97,7 @@ def _config_summary(s: CheckSettings) -> dict:
             "topics": dict(s.group.topics), "members": s.members, "joiners": s.joiners,
             "static": sorted(chr(65 + x) for x in s.static),
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
-            "timer_fairness": s.timer_fairness,
+            "timer_fairness": s.timer_fairness, "engine": s.engine,
             "max_states": s.max_states, "max_depth": s.max_depth}
 
 
@@ -148,7 +148,10 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
               help="Switch on a known-bad behaviour (repeatable).")
-@click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True)
+@click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
+              help="local: one process; spark: level-synchronous BFS on Spark (same counts and verdicts).")
+@click.option("--spark-master", default="local[*]", show_default=True,
+              help="Spark master URL for --engine spark (local mode by default).")
 @click.option("--max-states", type=int, help="Stop after this many distinct states (0: no limit).")
 @click.option("--max-depth", type=int, help="Explore at most this many steps deep (0: no limit).")
 @click.option("--continue", "keep_going", is_flag=True, default=None,
@@ -158,7 +161,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, engine,
+def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, engine, spark_master,
           max_states, max_depth, keep_going, timer_fairness, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
@@ -187,13 +190,18 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     fair = None if settings.timer_fairness else (lambda key: key[0] != "timer")
     kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on,
                   covers=covers, fair=fair)
+    if settings.engine == "spark":
+        from rebalance.checker.spark_engine import explore_spark
+        engine = lambda **more: explore_spark(system, props, master=spark_master, **kwargs, **more)  # noqa: E731
+    else:
+        engine = lambda **more: explore(system, props, **kwargs, **more)  # noqa: E731
     if err.is_terminal:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                       console=err, transient=True) as progress:
             task = progress.add_task("exploring", total=None)
-            result = explore(system, props, progress=_progress_callback(progress, task), **kwargs)
+            result = engine(progress=_progress_callback(progress, task))
     else:
-        result = explore(system, props, **kwargs)
+        result = engine()
     files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
              for v in result.violations}
     summary = _summary(settings, result, props, covers, files)
