@@ -57,16 +57,13 @@ def _processing(state: State):
 
 
 def exclusive_ownership(system: System, state: State):
+    if exclusive_processing(system, state) is None:  # no partition held twice at all
+        return None
     cfg, group = system.cfg, state.group
-    acc = 0
-    for c in _processing(state):
-        if c.owned and commit_allowed(cfg, group, c.member_id, c.generation):
-            if acc & c.owned:
-                owners = [(x.member_id, x.owned) for x in _processing(state)
-                          if x.owned and commit_allowed(cfg, group, x.member_id, x.generation)]
-                return _overlap(system, owners) + ", both able to commit"
-            acc |= c.owned
-    return None
+    owners = [(c.member_id, c.owned) for c in _processing(state)
+              if c.owned and commit_allowed(cfg, group, c.member_id, c.generation)]
+    why = _overlap(system, owners)
+    return why and why + ", both able to commit"
 
 
 def exclusive_processing(system: System, state: State):
