@@ -33,6 +33,7 @@ def test_roundrobin_deals_in_turn():
     assert partitions_of(out[257].partitions) == (1, 3)
 
 
+# spec: R22
 def test_claims_higher_generation_wins_and_ties_drop():
     cfg = GroupConfig()
     members = ((1, 0, Subscription(0b0011, 5)), (257, 0, Subscription(0b0110, 6)), (513, 0, Subscription(0b1000, 6)),
@@ -41,6 +42,7 @@ def test_claims_higher_generation_wins_and_ties_drop():
     assert owners == {0: 1, 1: 257, 2: 257}  # partition 1: gen 6 beats gen 5; partition 3: tie, dropped
 
 
+# spec: R23
 def test_cooperative_withholds_moving_partition_seed_design1():
     # seed 000, Design I, member joins: A(T1,T4) B(T2) C(T3), D joins
     cfg = GroupConfig()
@@ -90,6 +92,7 @@ def test_every_partition_once_and_balanced(claims, partitions, assignor):
         assert given_to.get(p, owner) == owner
 
 
+# spec: R29
 def test_static_members_are_ordered_by_instance_id():
     # KIP-345's range example: a restarted static member (new member id) keeps its range
     cfg = GroupConfig(topics=(("t", 4),), protocol="eager", assignor="range")

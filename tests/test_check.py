@@ -102,6 +102,7 @@ def test_default_configuration_main_job(tmp_path):
     assert "verdict: holds" in out and "exclusive_ownership" in out
 
 
+# spec: R21
 def test_without_timer_fairness_eventual_balance_fails_by_stuttering(check_json):
     code, s = check_json("--faults", "crash", "--max-faults", "1", "--no-timer-fairness")
     assert code == 1

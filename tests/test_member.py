@@ -20,17 +20,20 @@ def stable(cfg, owned=0b0011, generation=3):
     return c
 
 
+# spec: R13
 def test_start_sends_join_with_empty_member_id():
     c, out = member.handle(COOP, NEW_CONSUMER, Start())
     assert c.phase == MemberPhase.JOINING and out == (Send(JoinGroup(0, Subscription(0, -1))),)
 
 
+# spec: R16
 def test_leader_assigns_in_sync_group():
     c, _ = member.handle(COOP, NEW_CONSUMER, Start())
     c, out = member.handle(COOP, c, JoinGroupResponse(Error.NONE, A, 1, A, ((A, 0, Subscription(0, -1)),)))
     assert c.leader and out == (Send(SyncGroup(A, 1, ((A, Assignment(0b1111)),))),)
 
 
+# spec: R14 R19
 def test_eager_revokes_everything_before_rejoining():
     c = stable(EAGER)
     c, out = member.handle(EAGER, c, HeartbeatDue())
@@ -39,6 +42,7 @@ def test_eager_revokes_everything_before_rejoining():
     assert out[1] == Send(JoinGroup(A, Subscription(0, -1)))
 
 
+# spec: R13 R19
 def test_cooperative_keeps_owned_while_rejoining_and_claims_them():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
@@ -46,6 +50,7 @@ def test_cooperative_keeps_owned_while_rejoining_and_claims_them():
     assert c.owned == 0b0011 and out == (Send(JoinGroup(A, Subscription(0b0011, 3))),)
 
 
+# spec: R18
 def test_cooperative_revokes_owned_minus_assigned_and_rejoins_at_once():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
@@ -57,6 +62,7 @@ def test_cooperative_revokes_owned_minus_assigned_and_rejoins_at_once():
     assert out[2] == Send(JoinGroup(A, Subscription(0b0110, 4)))
 
 
+# spec: R15
 def test_partitions_are_lost_not_revoked_when_membership_is_lost():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
@@ -65,6 +71,7 @@ def test_partitions_are_lost_not_revoked_when_membership_is_lost():
     assert out[1] == Send(JoinGroup(0, Subscription(0, -1)))
 
 
+# spec: R17
 def test_rebalance_in_progress_on_sync_claims_owned_with_the_joined_generation():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
@@ -77,6 +84,7 @@ def test_rebalance_in_progress_on_sync_claims_owned_with_the_joined_generation()
     assert out == (Send(JoinGroup(A, Subscription(0b0011, 3))),)  # KAFKA-13419: the old one
 
 
+# spec: R20
 def test_leave_revokes_and_sends_leave_group():
     c = stable(COOP)
     c, out = member.handle(COOP, c, Leave())
