@@ -68,7 +68,7 @@ class Result:
     seconds: float
     statuses: dict  # property name -> "holds" | "violated" | "incomplete"
     violations: list = field(default_factory=list)  # [Violation], in the order found
-    actions_fired: Counter = field(default_factory=Counter)
+    actions_fired: Counter = field(default_factory=Counter)  # action kind -> transitions of that kind
     limit: str | None = None
     covers: dict = field(default_factory=dict)  # cover name -> reached
 
@@ -102,7 +102,7 @@ def explore(system: System, properties, initial: State | None = None,
     (default: all), see ``liveness``.
     """
     t0 = time.perf_counter()
-    state_checks = [(p.name, p.check) for p in properties if p.kind == "invariant"]
+    state_checks = [(p.name, p.check) for p in properties if p.kind == "invariant" and p.check]
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
     live_props = [p for p in properties if p.kind == "liveness"]
@@ -130,13 +130,13 @@ def explore(system: System, properties, initial: State | None = None,
         return name in stop_on
 
     stop = False
-    for name, check in list(state_checks):
+    for name, check in tuple(state_checks):
         why = check(system, init)
         if why:
             stop = record(name, why, 0, state_checks) or stop
 
     successors = system.successors
-    while frontier:
+    while frontier and not stop:
         if max_depth is not None and depth >= max_depth:
             limit = f"max_depth {max_depth}"
             break
@@ -146,6 +146,7 @@ def explore(system: System, properties, initial: State | None = None,
             moved = False
             for action, n in successors(s):
                 transitions += 1
+                fired[action.kind] += 1
                 if n == s:
                     if graph is not None and action.kind not in FAULT_KINDS:
                         graph.add(i, i, fairness_class(action))
@@ -158,15 +159,14 @@ def explore(system: System, properties, initial: State | None = None,
                     states.append(n)
                     parents.append(i)
                     labels.append(action)
-                    fired[action.kind] += 1
-                    for name, check in state_checks:
+                    for name, check in tuple(state_checks):
                         why = check(system, n)
                         if why:
                             stop = record(name, why, known, state_checks) or stop
                     nxt_frontier.append(known)
                     if progress is not None and known % 20000 == 0:
                         progress(len(index), transitions, len(nxt_frontier), depth + 1)
-                for name, step in step_checks:
+                for name, step in tuple(step_checks):
                     why = step(system, s, action, n)
                     if why:
                         stop = record(name, why, i, step_checks, last=(action, n)) or stop

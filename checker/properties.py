@@ -26,7 +26,7 @@ class Property(NamedTuple):
     kind: str
     description: str
     applies: Callable  # (System) -> bool
-    check: Callable  # (System, State) -> None | str
+    check: Callable | None  # (System, State) -> None | str; None for a step-only property
     step: Callable | None = None  # (System, State, Action, State) -> None | str, on every transition
 
 
@@ -193,7 +193,7 @@ PROPERTIES = (
              "at most one member per group.instance.id (a duplicate is fenced)", _static, unique_instance),
     Property("static_restart_no_rebalance", "invariant",
              "a static member restarting within session.timeout.ms causes no rebalance and gets its "
-             "assignment back", _static, lambda system, state: None, static_restart_no_rebalance),
+             "assignment back", _static, None, static_restart_no_rebalance),
     Property("quiescent_balance", "quiescent",
              "when nothing is enabled the group is Stable, every partition owned once, loads within one",
              _always, balanced),

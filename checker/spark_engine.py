@@ -83,19 +83,21 @@ def _checks(system: System, names) -> tuple:
 def _expand(key, names, with_graph, partition):
     """Executor side: expand a frontier partition. Yields tagged records:
     ("succ", dst_fp, (src_fp, index, dst_bytes)), ("edge", src_fp, dst_fp, class),
-    ("stat", transitions, covers reached, fired kinds are counted later),
+    ("stat", transitions, covers reached, transitions per action kind),
     ("bad", property, reason, src_fp, index) for step and quiescent violations."""
     system = _system(key)
     props, covers = _checks(system, names)
     steps = [p for p in props if p.kind == "invariant" and p.step]
     quiescent = [p for p in props if p.kind == "quiescent"]
     transitions = 0
+    fired = Counter()
     reached = set()
     for fp, blob in partition:
         s = pickle.loads(blob)
         moved = False
         for idx, (action, n) in enumerate(system.successors(s)):
             transitions += 1
+            fired[action.kind] += 1
             nblob = blob if n == s else encode(n)
             nfp = fp if n == s else fingerprint(n)
             if with_graph and action.kind not in FAULT_KINDS:
@@ -116,16 +118,17 @@ def _expand(key, names, with_graph, partition):
                 why = p.check(system, s)
                 if why:
                     yield ("bad", p.name, why, fp, -1)
-    yield ("stat", transitions, tuple(sorted(reached)))
+    yield ("stat", transitions, tuple(sorted(reached)), tuple(fired.items()))
 
 
 def _check_new(key, names, goals, partition):
     """Executor side, on newly discovered states: ("bad", property, reason, fp) for
-    state invariants, and ("goal", fp, parent, index, bits) recording each state
-    with its parent and whether it is a goal of each liveness property in ``goals``."""
+    state invariants, and a record of each state
+    with its parent and whether it is a goal of each liveness property in ``goals``
+    ("seen", fp, parent fp, successor index, goal bits)."""
     system = _system(key)
     props, _ = _checks(system, names | set(goals))
-    invariants = [p for p in props if p.kind == "invariant"]
+    invariants = [p for p in props if p.kind == "invariant" and p.check]
     goal_checks = [p.check for name in goals for p in props if p.name == name]
     for fp, (parent, idx, blob) in partition:
         s = pickle.loads(blob)
@@ -205,6 +208,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
         frontier = sc.parallelize([(fp0, blob)], 1).partitionBy(parts)
         visited = sc.parallelize([(fp0, seen0[2:])], 1).partitionBy(parts).persist()
         edges = []
+        fired: Counter = Counter()
         reached: set = set()
         transitions = 0
         depth = 0
@@ -223,6 +227,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
             for r in small:
                 if r[0] == "stat":
                     reached.update(r[2])
+                    fired.update(dict(r[3]))
             for _, name, why, src, idx in sorted((r for r in small if r[0] == "bad"),
                                                  key=lambda r: (r[3], r[4], r[1])):
                 violations.setdefault(name, (why, src, idx))
@@ -271,7 +276,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
                 for p in properties}
     verdict = "violated" if found else ("holds" if complete else "incomplete")
     return Result(verdict, distinct, transitions, depth, time.perf_counter() - t0, statuses, found,
-                  Counter(), limit, {c.name: c.name in reached for c in covers})
+                  fired, limit, {c.name: c.name in reached for c in covers})
 
 
 def _route(visited, fp0, fp) -> list:

@@ -18,12 +18,11 @@ from typing import NamedTuple
 
 from rebalance.model import coordinator, member
 from rebalance.model.config import GroupConfig
-from rebalance.model.coordinator import EMPTY_GROUP, Group, MemberMetadata
-from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase
+from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
+from rebalance.model.member import NEW_CONSUMER, Consumer, assigned_consumer
 from rebalance.model.protocol import (
-    EMPTY_SUBSCRIPTION, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Assignment, Error, HeartbeatDue,
-    InitialRebalanceDelay, Leave, Phase, RebalanceTimeout, Receive, Send, SessionTimeout, Start,
-    Subscription, SyncTimeout, connection, instance_id, member_id, slot_of,
+    NO_INSTANCE_ID, NO_MEMBER_ID, Error, HeartbeatDue, Leave, Receive, Send, Start, connection, epoch_of,
+    instance_id, member_id, slot_of,
 )
 
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
@@ -110,7 +109,7 @@ class System:
         for conn, response in replies:
             s = slot_of(conn)
             p = procs[s]
-            if p.epoch == conn & 255 and (p.status == RUNNING or p.status == PAUSED):
+            if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
                 procs[s] = Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,))
 
     @staticmethod
@@ -142,16 +141,11 @@ class System:
         partitions: a scenario's initial state (no faults left)."""
         members, procs = [], list(NO_PROC for _ in range(self.slots))
         for slot, mask in sorted(owned.items()):
-            mid, conn = member_id(slot, 1), connection(slot, 1)
+            mid = member_id(slot, 1)
             iid = instance_id(slot) if slot in self.static else NO_INSTANCE_ID
-            sub = Subscription(mask, generation) if mask else EMPTY_SUBSCRIPTION
-            members.append(MemberMetadata(mid, iid, conn, sub, Assignment(mask), False, False, False))
-            consumer = Consumer(MemberPhase.STABLE, mid, iid, generation, slot == leader_slot, mask,
-                                generation if mask else NO_GENERATION, False)
-            procs[slot] = Proc(RUNNING, 1, consumer, (), ())
-        group = Group(Phase.STABLE, generation, member_id(leader_slot, 1), tuple(members), NO_MEMBER_ID,
-                      tuple((slot, 1) for slot in sorted(owned)))
-        return State(group, tuple(procs), 0)
+            members.append((mid, iid, connection(slot, 1), mask))
+            procs[slot] = Proc(RUNNING, 1, assigned_consumer(mid, iid, generation, slot == leader_slot, mask), (), ())
+        return State(formed_group(members, generation, member_id(leader_slot, 1)), tuple(procs), 0)
 
     @staticmethod
     def live_members(state: State) -> set:
@@ -161,7 +155,7 @@ class System:
         procs = state.procs
         for m in state.group.members:
             p = procs[slot_of(m.conn)]
-            if (p.status == RUNNING and p.epoch == m.conn & 255
+            if (p.status == RUNNING and p.epoch == epoch_of(m.conn)
                     and (p.consumer.member_id == m.member_id or p.consumer.member_id == NO_MEMBER_ID)):
                 live.add(m.member_id)
         return live
@@ -180,10 +174,11 @@ class System:
             c2, outs = self.step_member(c, resp)
             reply = (Action("reply", s, resp),
                      Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:]))
-        elif c.phase == MemberPhase.STABLE and not c.heartbeat_inflight and not p.requests:
+        elif not p.requests:
             c2, outs = self.step_member(c, HeartbeatDue())
-            req = outs[0].request
-            heartbeat = (Action("heartbeat", s, req), Proc(RUNNING, p.epoch, c2, (req,), ()))
+            sent = self.requests_of(outs)
+            if sent:
+                heartbeat = (Action("heartbeat", s, sent[0]), Proc(RUNNING, p.epoch, c2, sent, ()))
         hit = self._local[key] = (reply, heartbeat)
         return hit
 
@@ -206,7 +201,7 @@ class System:
             elif heartbeat is not None:
                 action, q = heartbeat
                 g2, replies = self.coord(group, Receive(connection(s, p.epoch), action.detail))
-                if g2 != group or replies[0].response.error != Error.NONE:
+                if g2 != group or replies[0].response.error != Error.NONE:  # else a stutter
                     out.append((action, State(group, procs[:s] + (q,) + procs[s + 1:], left)))
         if group.members:
             out.extend(self.timer_successors(state))
@@ -214,31 +209,11 @@ class System:
         return out
 
     def timer_successors(self, state: State) -> list:
-        group = state.group
-        if not group.members:
-            return []
+        """R21: an armed coordinator timer fires once every member it waits for is
+        silent (a live member would have heartbeated, rejoined or synced in time)."""
         live = self.live_members(state)
-        out = []
-        for m in group.members:
-            if m.member_id not in live and not (m.awaiting_join or m.awaiting_sync):
-                ev = SessionTimeout(m.member_id)
-                out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
-        # a barrier's deadline passes only once every live member has had its turn:
-        # it fires when all the members it is waiting for are silent
-        if group.phase == Phase.PREPARING_REBALANCE:
-            waiting = [m.member_id for m in group.members if not m.awaiting_join]
-            if waiting and live.isdisjoint(waiting):
-                ev = RebalanceTimeout()
-                out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
-            if group.initial_delay:  # group.initial.rebalance.delay.ms may pass at any time (KIP-134)
-                ev = InitialRebalanceDelay()
-                out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
-        elif group.phase in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
-            waiting = [m.member_id for m in group.members if m.pending_sync]
-            if waiting and live.isdisjoint(waiting):
-                ev = SyncTimeout()
-                out.append((Action("timer", -1, ev), self.coordinator_event(state, ev)))
-        return out
+        return [(Action("timer", -1, ev), self.coordinator_event(state, ev))
+                for ev, waiting in armed_timers(state.group) if live.isdisjoint(waiting)]
 
     def fault_successors(self, state: State) -> list:
         out = []
@@ -324,7 +299,6 @@ class SendOrder:
 
 
 SCHEDULE_LIMIT = 10_000
-NOT_A_MESSAGE = float("inf")
 
 
 def settle(system: System, state: State, trace: list | None = None) -> State:
@@ -334,13 +308,13 @@ def settle(system: System, state: State, trace: list | None = None) -> State:
     Appends ``(Action, State)`` to ``trace`` if given. Raises RuntimeError if it
     does not settle within SCHEDULE_LIMIT steps (a livelock in the model)."""
     order = SendOrder(state)
-    rank = {"heartbeat": NOT_A_MESSAGE, "timer": NOT_A_MESSAGE + 1}
+    rank = {"deliver": 0, "reply": 0, "heartbeat": 1, "timer": 2}
     for _ in range(SCHEDULE_LIMIT):
         nexts = [(a, n) for a, n in system.successors(state._replace(faults_left=0)) if a.kind in
                  ("deliver", "reply", "heartbeat", "timer")]
         if not nexts:
             return state
-        action, nxt = min(nexts, key=lambda an: order.head(an[0].kind, an[0].slot) or rank[an[0].kind])
+        action, nxt = min(nexts, key=lambda an: (rank[an[0].kind], order.head(an[0].kind, an[0].slot) or 0))
         nxt = nxt._replace(faults_left=state.faults_left)
         order.step(state, action, nxt)
         state = nxt

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from .config import GroupConfig
 from .protocol import (
-    EMPTY_ASSIGNMENT, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
+    EMPTY_ASSIGNMENT, EMPTY_SUBSCRIPTION, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
     Heartbeat, HeartbeatResponse, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, LeaveGroup,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, Phase, RebalanceTimeout,
     Receive, Reply, SessionTimeout, Subscription, SyncGroup, SyncGroupResponse,
@@ -48,7 +48,7 @@ class MemberMetadata(NamedTuple):
 class Group(NamedTuple):
     """Coordinator state (R1). ``members`` is ordered by member id; ``leader`` and
     ``first_joiner`` are member ids (0 = none); ``issued`` is
-    ((client slot, member ids handed out), ...), the fresh-id generator;
+    ((client slot, number of member ids handed out), ...), the fresh-id generator;
     ``initial_delay``: the barrier waits for group.initial.rebalance.delay.ms (R30)."""
 
     phase: Phase
@@ -101,6 +101,37 @@ def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) ->
         return True
     return (group.phase in (Phase.STABLE, Phase.PREPARING_REBALANCE)
             and generation == group.generation and find(group, mid) is not None)
+
+
+def armed_timers(group: Group) -> list:
+    """The coordinator's timers that could fire now, with the members whose silence
+    they wait for: ``[(timer input, (member_id, ...)), ...]``. A session timeout
+    waits for its member unless it is held at a barrier (R11); the rebalance
+    timeout for the members that have not rejoined (R4); the pending-sync timeout
+    for those that have not synced (R12); the initial delay for nobody (R30)."""
+    out = [(SessionTimeout(m.member_id), (m.member_id,)) for m in group.members
+           if not (m.awaiting_join or m.awaiting_sync)]
+    if group.phase == Phase.PREPARING_REBALANCE:
+        waiting = tuple(m.member_id for m in group.members if not m.awaiting_join)
+        if waiting:
+            out.append((RebalanceTimeout(), waiting))
+        if group.initial_delay:
+            out.append((InitialRebalanceDelay(), ()))
+    elif group.phase in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
+        waiting = tuple(m.member_id for m in group.members if m.pending_sync)
+        if waiting:
+            out.append((SyncTimeout(), waiting))
+    return out
+
+
+def formed_group(members, generation: int, leader: int) -> Group:
+    """A Stable group at ``generation`` whose members ((member_id, instance_id, conn,
+    owned bitmask), ...) own what they were assigned: a scenario's starting point."""
+    metas = tuple(sorted(
+        MemberMetadata(mid, iid, conn, Subscription(owned, generation) if owned else EMPTY_SUBSCRIPTION,
+                       Assignment(owned), False, False, False) for mid, iid, conn, owned in members))
+    issued = tuple(sorted((slot_of(mid), mid & 255) for mid, _, _, _ in members))
+    return Group(Phase.STABLE, generation, leader, metas, NO_MEMBER_ID, issued)
 
 
 def _replace(group: Group, m: MemberMetadata) -> tuple:

@@ -57,6 +57,12 @@ NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_G
                         NO_GENERATION, False)
 
 
+def assigned_consumer(mid: int, iid: int, generation: int, leader: bool, owned: int) -> Consumer:
+    """A Stable member of ``generation`` owning what it was assigned (a scenario's start)."""
+    return Consumer(MemberPhase.STABLE, mid, iid, generation, leader, owned,
+                    generation if owned else NO_GENERATION, False)
+
+
 def subscription(c: Consumer) -> Subscription:
     """R13: the JoinGroup metadata: owned partitions with their generation
     (cooperative); eager members have revoked everything and claim nothing."""

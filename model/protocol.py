@@ -49,7 +49,6 @@ class Error(IntEnum):
     ILLEGAL_GENERATION = 22
     UNKNOWN_MEMBER_ID = 25
     REBALANCE_IN_PROGRESS = 27
-    NON_EMPTY_GROUP = 68
     FENCED_INSTANCE_ID = 82
 
 
@@ -88,6 +87,11 @@ def instance_name(iid: int) -> str:
     return "-" if iid == NO_INSTANCE_ID else f"i-{chr(64 + iid)}"
 
 
+def epoch_of(conn: int) -> int:
+    """The process epoch of a connection."""
+    return conn & 255
+
+
 def member_name(mid: int) -> str:
     """Readable member id: client letter and counter, e.g. ``A1``; ``-`` for none."""
     if mid == NO_MEMBER_ID:
@@ -105,14 +109,6 @@ def partitions_of(mask: int) -> tuple[int, ...]:
         mask >>= 1
         i += 1
     return tuple(out)
-
-
-def mask_of(partitions) -> int:
-    """The bitmask of an iterable of partition indices."""
-    mask = 0
-    for p in partitions:
-        mask |= 1 << p
-    return mask
 
 
 # --- the consumer embedded protocol (seed 000, Design I) ---------------------
