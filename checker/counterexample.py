@@ -19,11 +19,10 @@ import graphviz
 
 from rebalance.model.config import GroupConfig
 
-from .explore import Violation
+from .explore import FAULT_KINDS, Violation
 from .render import action_text, changes, lane, state_view
 from .system import SendOrder
 
-FAULT_KINDS = {"join", "leave", "crash", "restart", "pause", "resume"}
 
 
 def to_json(cfg: GroupConfig, v: Violation) -> dict:

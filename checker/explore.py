@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .liveness import Graph, find_lasso
-from .system import Action, State, System
+from .system import FAULTS, Action, State, System
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Violation:
     loop_start: int | None = None
 
 
-FAULT_KINDS = frozenset({"join", "leave", "crash", "restart", "pause", "resume"})
+FAULT_KINDS = frozenset(FAULTS) | {"resume"}  # the environment's actions: no fairness
 
 
 def fairness_class(action: Action) -> tuple:

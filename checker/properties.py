@@ -1,10 +1,11 @@
-"""The properties checked on every explored state (names as in DESIGN.md and spec/SPEC.md).
+"""The properties checked on every explored state (names as in spec/SPEC.md, section 7).
 
 Each property is a ``Property(name, kind, description, applies, check)``:
 ``check(system, state)`` returns None when it holds, otherwise a one-line
 explanation; ``step(system, state, action, successor)``, where given, is checked on every
-explored transition. ``kind`` is "invariant" (every reachable state and step) or
-"quiescent" (states where nothing is enabled). Commit rights come from the model
+explored transition. ``kind`` is "invariant" (every reachable state and step),
+"quiescent" (states where nothing is enabled) or "liveness" (``check`` is then
+the goal: None on goal states; see checker/liveness.py). Commit rights come from the model
 (``coordinator.commit_allowed``), never recomputed here.
 """
 from __future__ import annotations
@@ -57,6 +58,8 @@ def _processing(state: State):
 
 
 def exclusive_ownership(system: System, state: State):
+    """No partition owned by two members whose commits the coordinator would accept
+    (R9; the guarantee generation fencing gives, GroupCoordinator.handleCommitOffsets)."""
     if exclusive_processing(system, state) is None:  # no partition held twice at all
         return None
     cfg, group = system.cfg, state.group
@@ -67,6 +70,7 @@ def exclusive_ownership(system: System, state: State):
 
 
 def exclusive_processing(system: System, state: State):
+    """No partition owned by two running or paused processes (breaks with zombies)."""
     acc = 0
     for c in _processing(state):
         if acc & c.owned:
@@ -76,6 +80,7 @@ def exclusive_processing(system: System, state: State):
 
 
 def single_leader(system: System, state: State):
+    """At most one member believes it leads each generation (R5)."""
     leaders = {}
     for c in _processing(state):
         if c.leader and c.phase in (MemberPhase.SYNCING, MemberPhase.STABLE):
@@ -93,6 +98,8 @@ def generations_grow(system: System, state: State, action, nxt: State):
 
 
 def revoke_before_assign(system: System, state: State):
+    """In a Stable group no member is assigned a partition another group member still
+    owns (R23; seed 000, Design I)."""
     group = state.group
     if group.phase != Phase.STABLE:
         return None
@@ -131,6 +138,7 @@ def balanced(system: System, state: State):
 
 
 def unique_instance(system: System, state: State):
+    """At most one member per group.instance.id (R25; KIP-345)."""
     seen = set()
     for m in state.group.members:
         if m.instance_id:

@@ -5,8 +5,6 @@ Member ids print as client letter + counter (``A1``), partitions as
 """
 from __future__ import annotations
 
-from enum import IntEnum
-
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import Group
 from rebalance.model.protocol import NO_GENERATION, instance_name, member_name, partitions_of
@@ -14,7 +12,6 @@ from rebalance.model.protocol import NO_GENERATION, instance_name, member_name, 
 from .system import STATUS_NAMES, Action, Proc, State
 
 MEMBER_FIELDS = {"member_id", "leader"}
-MASK_FIELDS = {"owned", "partitions"}
 
 
 def lane(slot: int) -> str:
@@ -24,21 +21,6 @@ def lane(slot: int) -> str:
 
 def partitions(cfg: GroupConfig, mask: int) -> list:
     return [cfg.partition_name(p) for p in partitions_of(mask)]
-
-
-def value(cfg: GroupConfig, name: str, v):
-    """A JSON-ready rendering of one field value."""
-    if name in MEMBER_FIELDS and isinstance(v, int) and not isinstance(v, bool):
-        return member_name(v)
-    if name in MASK_FIELDS and isinstance(v, int):
-        return partitions(cfg, v)
-    if isinstance(v, IntEnum):
-        return v.name
-    if hasattr(v, "_fields"):
-        return {f: value(cfg, f, x) for f, x in zip(v._fields, v) if f != "tag"}
-    if name in ("members", "assignments") and isinstance(v, tuple):
-        return {member_name(x[0]): [value(cfg, "", y) for y in x[1:]] for x in v}
-    return v
 
 
 def message(cfg: GroupConfig, msg) -> str:

@@ -62,8 +62,11 @@ def load(path: str) -> dict:
     group_data = {"group": data.get("group", {})}
     cfg = resolve(group_data).group
     initial = data.get("initial", {})
+    if not isinstance(initial, dict):
+        raise ConfigError(f"{path}: [initial] must be a table")
     owned_names = initial.get("owned")
-    if not isinstance(owned_names, dict) or not owned_names:
+    if (not isinstance(owned_names, dict) or not owned_names
+            or not all(isinstance(v, list) for v in owned_names.values())):
         raise ConfigError(f"{path}: [initial] needs owned = {{ A = [...], ... }} naming the running members")
     owned = {_slot(m): _mask(cfg, ps, f"initial.owned.{m}") for m, ps in owned_names.items()}
     claimed = 0
@@ -77,6 +80,8 @@ def load(path: str) -> dict:
     slots = set(owned)
     parsed = []
     for i, ev in enumerate(events):
+        if not isinstance(ev, dict):
+            raise ConfigError(f"{path}: events[{i}] must be a table with action and member")
         action = ev.get("action")
         if action not in EVENTS:
             raise ConfigError(f"{path}: events[{i}].action must be one of {', '.join(EVENTS)}, got {action!r}")
@@ -99,12 +104,10 @@ def _apply(system: System, state: State, action: str, slot: int) -> State:
     for a, nxt in system.fault_successors(state._replace(faults_left=1)):
         if a.kind == action and a.slot == slot:
             return nxt._replace(faults_left=0)
-    raise ConfigError(f"event {action} {lane(slot)} is not possible here "
-                      f"(the member is {_status(state, slot)})")
-
-
-def _status(state: State, slot: int) -> str:
-    return STATUS_NAMES[state.procs[slot].status]
+    proc = state.procs[slot]
+    why = "its previous process still has a request in flight" if proc.requests else \
+        f"the member is {STATUS_NAMES[proc.status]}"
+    raise ConfigError(f"event {action} {lane(slot)} is not possible here ({why})")
 
 
 def _ownership(cfg: GroupConfig, state: State) -> dict:

@@ -19,7 +19,7 @@ ENGINES = ("local", "spark")
 
 # key -> allowed keys, for unknown-key errors
 SCHEMA = {
-    "group": {"protocol", "assignor", "topics"},
+    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay"},
     "members": {"initial", "joiners", "static"},
     "faults": {"kinds", "budget"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
@@ -82,6 +82,16 @@ def _count(name: str, value, minimum: int) -> int:
     return value
 
 
+MAX_BUDGET = 200  # process epochs and member-id counters are 8-bit (model/protocol.py)
+
+
+def _budget(value) -> int:
+    value = _count("faults.budget", value, 0)
+    if value > MAX_BUDGET:
+        raise ConfigError(f"faults.budget must be at most {MAX_BUDGET}, got {value}")
+    return value
+
+
 def _limit(name: str, value) -> int | None:
     """0 or absent means unbounded."""
     if value is None:
@@ -93,7 +103,7 @@ def _limit(name: str, value) -> int | None:
 def _names(name: str, value, allowed) -> tuple:
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
-    if not isinstance(value, (list, tuple)):
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{name} must be a list of names, got {value!r}")
     for v in value:
         if v not in allowed:
@@ -121,6 +131,12 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
             max_depth=None, keep_going=None, timer_fairness=None, static=None) -> CheckSettings:
     """Merge a parsed file (``data``) with command-line overrides (None = not given)."""
     g, m, f, c = (data.get(k, {}) for k in ("group", "members", "faults", "check"))
+    for name, table in (("group", g), ("members", m), ("faults", f), ("check", c)):
+        if not isinstance(table, dict):
+            raise ConfigError(f"[{name}] must be a table")
+        unknown = set(table) - SCHEMA[name]
+        if unknown:
+            raise ConfigError(f"unknown key {name}.{sorted(unknown)[0]} (expected {', '.join(sorted(SCHEMA[name]))})")
     proto = protocol or g.get("protocol", "cooperative")
     if proto not in ALL_PROTOCOLS:
         raise ConfigError(f"unknown protocol {proto!r} (expected one of {', '.join(ALL_PROTOCOLS)})")
@@ -137,7 +153,11 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
             raise ConfigError("group.topics must be a table of topic = partition count, e.g. { t = 4 }")
         topics = tuple((str(k), _count(f"group.topics.{k}", v, 1)) for k, v in raw.items())
     muts = tuple(c.get("mutations", ())) + tuple(mutations)
-    group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts))
+    delay = g.get("initial_rebalance_delay", True)
+    if not isinstance(delay, bool):
+        raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
+    group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
+                        initial_rebalance_delay=delay)
     engine = engine or "local"
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
@@ -145,7 +165,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     names = tuple(p.name for p in PROPERTIES)
     fault_kinds = _names("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)
     # a paused member is a zombie that keeps processing: exclusive_processing is
-    # expected to break (generation fencing keeps exclusive_ownership), DESIGN.md
+    # expected to break (generation fencing keeps exclusive_ownership; the design brief)
     zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
     n_members = _count("members", members if members is not None else m.get("initial", 3), 1)
     n_joiners = _count("members.joiners", m.get("joiners", 1), 0)
@@ -155,7 +175,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         joiners=n_joiners,
         static=static_slots(static if static else m.get("static", False), n_members + n_joiners),
         faults=fault_kinds,
-        budget=_count("faults.budget", budget if budget is not None else f.get("budget", 2), 0),
+        budget=_budget(budget if budget is not None else f.get("budget", 2)),
         max_states=_limit("max_states", max_states if max_states is not None else c.get("max_states")),
         max_depth=_limit("max_depth", max_depth if max_depth is not None else c.get("max_depth")),
         expect_violated=frozenset(_names("check.expect_violated", c.get("expect_violated", zombie_default), names)),

@@ -150,7 +150,7 @@ class System:
     @staticmethod
     def live_members(state: State) -> set:
         """Member ids whose connection belongs to a running process that still holds
-        (or, mid-JoinGroup, is being given) that id; the others are silent."""
+        (or, mid-JoinGroup, is being given) that id; the others are silent (R21)."""
         live = set()
         procs = state.procs
         for m in state.group.members:
@@ -216,6 +216,8 @@ class System:
                 for ev, waiting in armed_timers(state.group) if live.isdisjoint(waiting)]
 
     def fault_successors(self, state: State) -> list:
+        """The environment's actions (spec/SPEC.md section 6): resume (free) and, within
+        the budget, join, leave, crash, restart and pause."""
         out = []
         faults = self.faults
         budget = state.faults_left

@@ -1,6 +1,6 @@
 """The ``rebalance`` command line.
 
-Exit codes (DESIGN.md): 0 every property holds (or breaks only where the
+Exit codes (the design brief's command-line contract): 0 every property holds (or breaks only where the
 configuration expects it to), 1 a property is violated (counterexample written),
 2 bad input (the message names the problem), 3 incomplete (a limit was hit).
 """
@@ -220,8 +220,9 @@ def replay(scenario, as_json):
 
     The scenario (TOML) gives the group, the members with the partitions they own
     and the generation they own them in, and a list of events (join, leave,
-    crash, restart, pause, resume, settle). Prints every rebalance round with
-    each member's assigned and revoked partitions, and the final ownership.
+    crash, restart, pause, resume; each settles the group afterwards unless it
+    says settle = false). Prints every rebalance round with each member's
+    assigned and revoked partitions, and the final ownership.
     """
     report = replaying.run(replaying.load(scenario))
     if as_json:

@@ -9,6 +9,6 @@ Every actor is an immutable state plus a pure handler
 * ``protocol``: messages, errors and identifiers;
 * ``config``: the static ``GroupConfig`` and the named mutations.
 
-The checker (rebalance.checker) and the implementation (rebalance.impl) call these
-handlers; no other copy of the protocol logic exists.
+The checker (rebalance.checker) calls these handlers, and so will the shipped
+implementation (rebalance.impl); no other copy of the protocol logic exists.
 """

@@ -62,3 +62,17 @@ def test_replay_bad_scenario(tmp_path):
     bad.write_text('[initial]\nowned = { A = ["X-9"] }\n')
     code, _, err = run_cli("replay", bad)
     assert code == 2 and "unknown partition 'X-9'" in err
+
+
+def test_replay_rejects_malformed_scenarios(tmp_path):
+    cases = [
+        ('[initial]\nowned = { A = "t-0" }\n', "owned = { A = [...]"),
+        ('[group]\nprotcol = "eager"\n[initial]\nowned = { A = ["t-0"] }\n', "unknown key group.protcol"),
+        ('events = [1]\n[initial]\nowned = { A = ["t-0"] }\n', "events[0] must be a table"),
+        ('[initial]\nowned = { A = ["t-0"] }\n[[events]]\naction = "explode"\nmember = "A"\n', "action must be"),
+    ]
+    for text, message in cases:
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text)
+        code, _, err = run_cli("replay", bad)
+        assert code == 2 and message in err, (text, err)
