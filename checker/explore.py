@@ -112,7 +112,7 @@ def explore(system: System, properties, initial: State | None = None,
     index = {init: 0}
     parents = array("q", [-1])
     labels: list = [None]
-    fired: Counter = Counter()
+    kinds = dict.fromkeys(("deliver", "reply", "heartbeat", "timer") + tuple(FAULT_KINDS), 0)
     violations: list = []
     pending = list(covers)
     reached: dict = {}
@@ -146,7 +146,7 @@ def explore(system: System, properties, initial: State | None = None,
             moved = False
             for action, n in successors(s):
                 transitions += 1
-                fired[action.kind] += 1
+                kinds[action.kind] += 1
                 if n == s:
                     if graph is not None and action.kind not in FAULT_KINDS:
                         graph.add(i, i, fairness_class(action))
@@ -207,5 +207,6 @@ def explore(system: System, properties, initial: State | None = None,
     statuses = {p.name: "violated" if p.name in broken else ("holds" if complete else "incomplete")
                 for p in properties}
     verdict = "violated" if violations else ("holds" if complete else "incomplete")
+    fired = Counter({k: v for k, v in kinds.items() if v})
     return Result(verdict, len(index), transitions, depth, time.perf_counter() - t0,
                   statuses, violations, fired, limit, {c.name: c.name in reached for c in covers})

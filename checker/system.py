@@ -85,6 +85,7 @@ class System:
         self._coord: dict = {}
         self._member: dict = {}
         self._local: dict = {}
+        self._timers: dict = {}
 
     # -- memoised handlers -------------------------------------------------------
     def coord(self, group: Group, event) -> tuple:
@@ -211,9 +212,12 @@ class System:
     def timer_successors(self, state: State) -> list:
         """R21: an armed coordinator timer fires once every member it waits for is
         silent (a live member would have heartbeated, rejoined or synced in time)."""
+        armed = self._timers.get(state.group)
+        if armed is None:
+            armed = self._timers[state.group] = tuple(armed_timers(state.group))
         live = self.live_members(state)
         return [(Action("timer", -1, ev), self.coordinator_event(state, ev))
-                for ev, waiting in armed_timers(state.group) if live.isdisjoint(waiting)]
+                for ev, waiting in armed if live.isdisjoint(waiting)]
 
     def fault_successors(self, state: State) -> list:
         """The environment's actions (spec/SPEC.md section 6): resume (free) and, within
