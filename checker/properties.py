@@ -174,6 +174,29 @@ def _static_rejoin(state: State, action):
     return find_instance(state.group, req.group_instance_id)
 
 
+def bounded_deferral(system: System, state: State):
+    """Once a member reports that the ScheduledRebalanceTimeout passed, the round it
+    triggers gives out every partition that was deferred (R33; seed 000, Design II):
+    untimed, the delay ends with the first report, and the partitions are owned
+    again one round later, whatever leader changes happened meanwhile."""
+    group = state.group
+    if group.phase != Phase.STABLE:
+        return None
+    deferred = given = 0
+    expired = False
+    for m in group.members:
+        sub = m.subscription
+        expired = expired or sub.expired
+        if sub.echo:
+            deferred |= sub.echo[2]
+        given |= m.assignment.partitions
+    still = deferred & ~given if expired else 0
+    if still:
+        return (f"{_names(system, still)} still deferred in generation {group.generation} "
+                f"after the ScheduledRebalanceTimeout passed")
+    return None
+
+
 def _always(system: System) -> bool:
     return True
 
@@ -184,6 +207,10 @@ def _cooperative(system: System) -> bool:
 
 def _static(system: System) -> bool:
     return bool(system.static)
+
+
+def _deferred(system: System) -> bool:
+    return system.cfg.deferred
 
 
 PROPERTIES = (
@@ -202,6 +229,9 @@ PROPERTIES = (
     Property("static_restart_no_rebalance", "invariant",
              "a static member restarting within session.timeout.ms causes no rebalance and gets its "
              "assignment back", _static, None, static_restart_no_rebalance),
+    Property("bounded_deferral", "invariant",
+             "a lost partition is owned again in the round after the ScheduledRebalanceTimeout passes, "
+             "whatever leader changes happen", _deferred, bounded_deferral),
     Property("quiescent_balance", "quiescent",
              "when nothing is enabled the group is Stable, every partition owned once, loads within one",
              _always, balanced),
@@ -273,9 +303,26 @@ COVERS = (
     Cover("initial_rebalance_delay", "an emptied group waited group.initial.rebalance.delay.ms (KIP-134)",
           _timer(InitialRebalanceDelay)),
     Cover("zombie_fenced", "a paused member still owns partitions its commits are refused for", _zombie_fenced),
+    Cover("deferral_started", "a leader held lost partitions back and scheduled a rebalance",
+          lambda system, s, a, n: any(m.assignment.scheduled for m in n.group.members), _deferred),
+    Cover("returning_member_recognised", "deferred partitions went to a member that came back with nothing",
+          lambda system, s, a, n: _returning(s, n), _deferred),
+    Cover("leader_change_during_deferral", "the leader changed while a rebalance was scheduled",
+          lambda system, s, a, n: bool(s.group.leader and n.group.leader != s.group.leader and any(
+              p.consumer is not None and p.consumer.scheduled for p in s.procs)), _deferred),
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
 )
+
+
+def _returning(s: State, n: State) -> bool:
+    if n.group.phase != Phase.STABLE or s.group.phase == Phase.STABLE:
+        return False
+    deferred = 0
+    for m in n.group.members:
+        if m.subscription.echo:
+            deferred |= m.subscription.echo[2]
+    return any(not m.subscription.owned and m.assignment.partitions & deferred for m in n.group.members)
 
 
 def applicable_covers(system: System) -> tuple:

@@ -39,8 +39,14 @@ def message(cfg: GroupConfig, msg) -> str:
         elif f == "subscription":
             if x.owned:
                 parts.append(f"owns [{', '.join(partitions(cfg, x.owned))}]@{x.generation}")
+            if x.echo and x.echo[2]:
+                parts.append(f"deferred [{', '.join(partitions(cfg, x.echo[2]))}]")
+            if x.expired:
+                parts.append("delay passed")
         elif f == "assignment":
             parts.append(f"[{', '.join(partitions(cfg, x.partitions))}]")
+            if x.scheduled:
+                parts.append(f"ScheduledRebalanceTimeout, deferred [{', '.join(partitions(cfg, x.echo[1]))}]")
         elif f == "assignments" and x:
             parts.append("; ".join(f"{member_name(m)}:[{', '.join(partitions(cfg, a.partitions))}]" for m, a in x))
         elif f == "members" and x:
@@ -103,6 +109,8 @@ def action_text(cfg: GroupConfig, a: Action) -> str:
         return f"{lane(a.slot)} sends {message(cfg, a.detail)}"
     if a.kind == "timer":
         return f"coordinator timer: {message(cfg, a.detail)}"
+    if a.kind == "scheduled":
+        return f"{lane(a.slot)}: ScheduledRebalanceTimeout passed"
     return f"{lane(a.slot)}: {a.kind}"
 
 

@@ -16,6 +16,7 @@ A scenario file (TOML)::
     action = "join"               # join | leave | crash | restart | pause | resume
     member = "D"
     settle = true                 # run the group to quiescence afterwards (default)
+    timers = true                 # ... letting timers fire (false: settle within the deadlines)
 
 Members are client slots named A, B, C, ...; ``initial.owned`` lists the ones
 running at the start; any other letter up to the highest named is a slot that
@@ -87,7 +88,7 @@ def load(path: str) -> dict:
             raise ConfigError(f"{path}: events[{i}].action must be one of {', '.join(EVENTS)}, got {action!r}")
         slot = _slot(ev.get("member"))
         slots.add(slot)
-        parsed.append((action, slot, bool(ev.get("settle", True))))
+        parsed.append((action, slot, bool(ev.get("settle", True)), bool(ev.get("timers", True))))
     generation = initial.get("generation", 1)
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
         raise ConfigError(f"{path}: initial.generation must be a positive whole number")
@@ -119,7 +120,8 @@ def run(scenario: dict) -> dict:
     """Play the events; return ``{name, source, initial, events, rounds, rebalances, final}``.
 
     ``rounds``: one entry per generation whose SyncGroup completed, ``{generation,
-    leader, members: {lane: {member_id, assigned, revoked, lost}}}``: what the member
+    leader, [deferred,] members: {lane: {member_id, assigned, revoked, lost}}}``
+    (``deferred``: partitions held back under a ScheduledRebalanceTimeout): what the member
     was given, and what it revoked or lost (ConsumerRebalanceListener callbacks)
     since its previous assignment.
     """
@@ -131,14 +133,14 @@ def run(scenario: dict) -> dict:
     rounds: dict = {}
     pending: dict = {}  # slot -> partitions revoked / lost since its last assignment
     start_generation = state.group.generation
-    for action, slot, do_settle in scenario["events"]:
+    for action, slot, do_settle, timers in scenario["events"]:
         state = _apply(system, state, action, slot)
         report["events"].append(f"{lane(slot)} {action}")
         if not do_settle:
             continue
         trace: list = []
         prev = state
-        state = settle(system, state, trace)
+        state = settle(system, state, trace, timers)
         for a, nxt in trace:
             if a.kind == "reply":
                 before = prev.procs[a.slot].consumer
@@ -152,6 +154,8 @@ def run(scenario: dict) -> dict:
                     r = rounds.setdefault(gen, {"generation": gen, "leader": None, "members": {}})
                     if before.leader:
                         r["leader"] = member_name(before.member_id)
+                    if a.detail.assignment.scheduled:  # Design II: a delay is pending
+                        r["deferred"] = partitions(cfg, a.detail.assignment.echo[1])
                     r["members"][lane(a.slot)] = {
                         "member_id": member_name(before.member_id),
                         "assigned": partitions(cfg, a.detail.assignment.partitions),
@@ -175,7 +179,8 @@ def text(report: dict) -> str:
     lines.append(f"initial (generation {init['generation']}): " + _owners(init["ownership"]))
     lines.append("events: " + ", ".join(report["events"]))
     for r in report["rounds"]:
-        lines.append(f"round at generation {r['generation']} (leader {r['leader']}):")
+        delay = f", ScheduledRebalanceTimeout, deferred [{', '.join(r['deferred'])}]" if r.get("deferred") else ""
+        lines.append(f"round at generation {r['generation']} (leader {r['leader']}{delay}):")
         for name, m in sorted(r["members"].items()):
             lost = f" lost [{', '.join(m['lost'])}]" if m["lost"] else ""
             lines.append(f"  {name} ({m['member_id']}): assigned [{', '.join(m['assigned'])}] "

@@ -14,7 +14,7 @@ from rebalance.model.config import ConfigError, GroupConfig
 from .system import FAULTS
 
 ALL_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental", "streams")
-DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky"}
+DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky"}
 ENGINES = ("local", "spark")
 
 # key -> allowed keys, for unknown-key errors

@@ -21,7 +21,8 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, assigned_consumer
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, Error, HeartbeatDue, Leave, Receive, Send, Start, connection, epoch_of,
+    NO_INSTANCE_ID, NO_MEMBER_ID, Error, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start,
+    connection, epoch_of,
     instance_id, member_id, slot_of,
 )
 
@@ -52,7 +53,8 @@ class State(NamedTuple):
 
 
 class Action(NamedTuple):
-    """A transition label: ``kind`` (deliver, reply, heartbeat, timer, or a fault:
+    """A transition label: ``kind`` (deliver, reply, heartbeat, timer, scheduled (a
+    member's ScheduledRebalanceTimeout), or a fault:
     join, leave, crash, restart, pause, resume), the client ``slot`` it concerns
     (-1 for the coordinator's timers) and the message or timer input (or None)."""
 
@@ -141,11 +143,15 @@ class System:
         bitmask}) runs its first member (id ``member_id(slot, 1)``) owning those
         partitions: a scenario's initial state (no faults left)."""
         members, procs = [], list(NO_PROC for _ in range(self.slots))
+        everything = 0
+        for mask in owned.values():
+            everything |= mask
         for slot, mask in sorted(owned.items()):
             mid = member_id(slot, 1)
             iid = instance_id(slot) if slot in self.static else NO_INSTANCE_ID
             members.append((mid, iid, connection(slot, 1), mask))
-            procs[slot] = Proc(RUNNING, 1, assigned_consumer(mid, iid, generation, slot == leader_slot, mask), (), ())
+            consumer = assigned_consumer(self.cfg, mid, iid, generation, slot == leader_slot, mask, everything)
+            procs[slot] = Proc(RUNNING, 1, consumer, (), ())
         return State(formed_group(members, generation, member_id(leader_slot, 1)), tuple(procs), 0)
 
     @staticmethod
@@ -163,12 +169,13 @@ class System:
 
     def local_steps(self, s: int, p: Proc) -> tuple:
         """The running process's own steps, memoised per process value:
-        ``(reply, heartbeat)``, each None or ``(Action, Proc')``."""
+        ``(reply, heartbeat, scheduled)``, each None or ``(Action, Proc')``: the next
+        response handled, a heartbeat sent, a ScheduledRebalanceTimeout passing."""
         key = (s, p)
         hit = self._local.get(key)
         if hit is not None:
             return hit
-        reply = heartbeat = None
+        reply = heartbeat = scheduled = None
         c = p.consumer
         if p.responses:
             resp = p.responses[0]
@@ -180,7 +187,13 @@ class System:
             sent = self.requests_of(outs)
             if sent:
                 heartbeat = (Action("heartbeat", s, sent[0]), Proc(RUNNING, p.epoch, c2, sent, ()))
-        hit = self._local[key] = (reply, heartbeat)
+            if c.scheduled:
+                due = ScheduledRebalanceDue()
+                c2, outs = self.step_member(c, due)
+                if c2 != c:
+                    scheduled = (Action("scheduled", s, due),
+                                 Proc(RUNNING, p.epoch, c2, self.requests_of(outs), ()))
+        hit = self._local[key] = (reply, heartbeat, scheduled)
         return hit
 
     def successors(self, state: State) -> list:
@@ -196,14 +209,16 @@ class System:
                             self.coordinator_event(state, Receive(connection(s, p.epoch), req), ps)))
             if p.status != RUNNING:
                 continue
-            reply, heartbeat = self.local_steps(s, p)
+            reply, heartbeat, scheduled = self.local_steps(s, p)
             if reply is not None:
                 out.append((reply[0], State(group, procs[:s] + (reply[1],) + procs[s + 1:], left)))
-            elif heartbeat is not None:
+            if heartbeat is not None:
                 action, q = heartbeat
                 g2, replies = self.coord(group, Receive(connection(s, p.epoch), action.detail))
                 if g2 != group or replies[0].response.error != Error.NONE:  # else a stutter
                     out.append((action, State(group, procs[:s] + (q,) + procs[s + 1:], left)))
+            if scheduled is not None:
+                out.append((scheduled[0], State(group, procs[:s] + (scheduled[1],) + procs[s + 1:], left)))
         if group.members:
             out.extend(self.timer_successors(state))
         out.extend(self.fault_successors(state))
@@ -307,17 +322,19 @@ class SendOrder:
 SCHEDULE_LIMIT = 10_000
 
 
-def settle(system: System, state: State, trace: list | None = None) -> State:
+def settle(system: System, state: State, trace: list | None = None, timers: bool = True) -> State:
     """Run the deterministic schedule until nothing but faults is enabled: the
     network delivers messages in the order they were sent (oldest first, across
     all connections); heartbeats come when no message is in flight, then timers.
+    With ``timers=False`` no timer fires (the group settles within its deadlines).
     Appends ``(Action, State)`` to ``trace`` if given. Raises RuntimeError if it
     does not settle within SCHEDULE_LIMIT steps (a livelock in the model)."""
     order = SendOrder(state)
-    rank = {"deliver": 0, "reply": 0, "heartbeat": 1, "timer": 2}
+    rank = {"deliver": 0, "reply": 0, "heartbeat": 1}
+    if timers:
+        rank.update(timer=2, scheduled=2)
     for _ in range(SCHEDULE_LIMIT):
-        nexts = [(a, n) for a, n in system.successors(state._replace(faults_left=0)) if a.kind in
-                 ("deliver", "reply", "heartbeat", "timer")]
+        nexts = [(a, n) for a, n in system.successors(state._replace(faults_left=0)) if a.kind in rank]
         if not nexts:
             return state
         action, nxt = min(nexts, key=lambda an: (rank[an[0].kind], order.head(an[0].kind, an[0].slot) or 0))

@@ -157,7 +157,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--continue", "keep_going", is_flag=True, default=None,
               help="Keep exploring after a violation, so every property gets a definite status.")
 @click.option("--no-timer-fairness", "timer_fairness", flag_value=False, default=None,
-              help="Drop weak fairness on the coordinator's timers (eventual_balance then fails by stuttering).")
+              help="Drop weak fairness on timers (eventual_balance then fails by stuttering).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
@@ -187,7 +187,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     covers = applicable_covers(system)
     stop_on = frozenset() if settings.keep_going else frozenset(
         p.name for p in props if p.name not in settings.expect_violated)
-    fair = None if settings.timer_fairness else (lambda key: key[0] != "timer")
+    fair = None if settings.timer_fairness else (lambda key: key[0] not in ("timer", "scheduled"))
     kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on,
                   covers=covers, fair=fair)
     if settings.engine == "spark":

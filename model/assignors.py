@@ -107,28 +107,89 @@ def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
     return out
 
 
-def assign(cfg: GroupConfig, members) -> tuple:
+def _cooperative_sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
+    out = _sticky(cfg, mids, owners)
+    if "assign-before-revoke" not in cfg.mutations:
+        for p, owner in owners.items():
+            bit = 1 << p
+            if not out[owner] & bit:  # R23: moving, withheld from the new owner
+                for m in mids:
+                    out[m] &= ~bit
+    return out
+
+
+def _deferring(cfg: GroupConfig, mids, owners: dict, held: int) -> dict:
+    """No revocations while a delay is pending (seed 000, Design II): everyone keeps
+    what it owns; unowned partitions other than the ``held`` ones go to the least
+    loaded members."""
+    out = {m: 0 for m in mids}
+    for p, m in owners.items():
+        out[m] |= 1 << p
+    taken = held
+    for mask in out.values():
+        taken |= mask
+    for p in range(cfg.num_partitions):
+        if not taken >> p & 1:
+            m = min(mids, key=lambda m: (bin(out[m]).count("1"), mids.index(m)))
+            out[m] |= 1 << p
+    return out
+
+
+def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
+    """The Design II decision (seed 000, Design II, Leader process; R31-R33):
+    ``(held, lost)`` — the lost partitions to keep deferred, and all lost ones.
+
+    Lost partitions were assigned last round (the newest ``echo``) or deferred,
+    and nobody claims them now. They are given out at once when a member with
+    nothing (a candidate: a returning member, IncrementalCooperativeAssignor) is
+    there, or, for those already deferred, once a member reports that the
+    ScheduledRebalanceTimeout passed; otherwise they are held and a delay starts.
+    Mutation ``leader-forgets-delay``: which delay is running comes from the
+    leader's own ``memory``, not from the echo, so a new leader that sees the
+    deferred partitions still lost starts the delay again.
+    """
+    echoes = [sub.echo for _, _, sub in members if sub.echo]
+    _, assigned_prev, deferred_prev = max(echoes) if echoes else (0, 0, 0)
+    claimed = 0
+    for p in owners:
+        claimed |= 1 << p
+    lost = (assigned_prev | deferred_prev) & ~claimed
+    if not lost or any(not sub.owned for _, _, sub in members):
+        return 0, lost
+    running = memory if "leader-forgets-delay" in cfg.mutations else deferred_prev
+    if any(sub.expired for _, _, sub in members):
+        return lost & ~running, lost
+    return lost, lost
+
+
+def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
     ``members``: ((member_id, group_instance_id, Subscription), ...), non-empty.
     Members are ordered static first by group.instance.id, then dynamic by member
     id (R29; AbstractPartitionAssignor.MemberInfo, KIP-345), so a restarted static
-    member with a new member id keeps its place. Mutation ``assign-before-revoke``:
-    the cooperative adjustment is skipped.
+    member with a new member id keeps its place. ``memory``: what this leader
+    deferred itself (used by the ``leader-forgets-delay`` mutation only).
+    Mutation ``assign-before-revoke``: the cooperative adjustment is skipped.
     """
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
+    held = 0
     if cfg.assignor == "range":
         out = _range(cfg, mids)
     elif cfg.assignor == "roundrobin":
         out = _roundrobin(cfg, mids)
+    elif cfg.assignor == "sticky":
+        out = _sticky(cfg, mids, resolve_claims(cfg, members))
     else:
         owners = resolve_claims(cfg, members)
-        out = _sticky(cfg, mids, owners)
-        if cfg.assignor == "cooperative-sticky" and "assign-before-revoke" not in cfg.mutations:
-            for p, owner in owners.items():
-                bit = 1 << p
-                if not out[owner] & bit:  # R23: moving, withheld from the new owner
-                    for m in mids:
-                        out[m] &= ~bit
-    return tuple((mid, Assignment(out[mid])) for mid, _, _ in members)
+        if cfg.deferred:
+            held, _ = deferral(cfg, members, owners, memory)
+        out = _deferring(cfg, mids, owners, held) if held else _cooperative_sticky(cfg, mids, owners)
+    if not cfg.deferred:
+        return tuple((mid, Assignment(out[mid])) for mid, _, _ in members)
+    given = 0
+    for mask in out.values():
+        given |= mask
+    echo = (given, held)
+    return tuple((mid, Assignment(out[mid], bool(held), echo)) for mid, _, _ in members)

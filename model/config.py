@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PROTOCOLS = ("eager", "cooperative")
+PROTOCOLS = ("eager", "cooperative", "deferred")
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
 # name -> (what it switches on, source of the behaviour)
@@ -21,6 +21,11 @@ MUTATIONS = {
         "a member answered REBALANCE_IN_PROGRESS on SyncGroup rejoins claiming its old partitions "
         "with the old generation (the one they were assigned in) instead of the generation it joined",
         "KAFKA-13419",
+    ),
+    "leader-forgets-delay": (
+        "the deferral lives only in the leader's memory (seed 000, Design II as written; Kafka "
+        "Connect): a new leader starts the delay again for partitions already deferred",
+        "seed 000, Design II; IncrementalCooperativeAssignor",
     ),
     "no-fencing-on-duplicate-instance": (
         "a known group.instance.id joining with an unknown member id is added as another "
@@ -64,7 +69,7 @@ class GroupConfig:
             raise ConfigError(f"unknown protocol {self.protocol!r} (expected one of {', '.join(PROTOCOLS)})")
         if self.assignor not in ASSIGNORS:
             raise ConfigError(f"unknown assignor {self.assignor!r} (expected one of {', '.join(ASSIGNORS)})")
-        if self.protocol == "cooperative" and self.assignor != "cooperative-sticky":
+        if self.cooperative and self.assignor != "cooperative-sticky":
             raise ConfigError(f"assignor {self.assignor!r} does not support the cooperative protocol "
                               "(only cooperative-sticky does)")
         for name in self.mutations:
@@ -82,7 +87,12 @@ class GroupConfig:
 
     @property
     def cooperative(self) -> bool:
-        return self.protocol == "cooperative"
+        """Members keep what they own while rejoining (Design I, and Design II on top)."""
+        return self.protocol in ("cooperative", "deferred")
+
+    @property
+    def deferred(self) -> bool:
+        return self.protocol == "deferred"
 
     def partition_name(self, index: int) -> str:
         """``topic-partition`` for a partition index, e.g. ``t-3``."""

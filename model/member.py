@@ -23,7 +23,7 @@ from .config import GroupConfig
 from .protocol import (
     NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Callback, Error, Heartbeat, HeartbeatDue,
     HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
-    LeaveGroupResponse, Send, Start, Subscription, SyncGroup, SyncGroupResponse,
+    LeaveGroupResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse,
     EMPTY_SUBSCRIPTION,
 )
 
@@ -41,7 +41,11 @@ class MemberPhase(IntEnum):
 class Consumer(NamedTuple):
     """Member state. ``owned``: bitmask of the partitions it owns (and processes);
     ``owned_generation``: the generation in which they were assigned;
-    ``heartbeat_inflight``: a Heartbeat is outstanding."""
+    ``heartbeat_inflight``: a Heartbeat is outstanding. Deferred protocol (seed 000,
+    Design II): ``scheduled``: a ScheduledRebalanceTimeout is pending; ``echo``: the
+    group-level part of its last assignment; ``expired``: it rejoins because the
+    timeout passed; ``memory``: what it deferred as leader (only kept under the
+    ``leader-forgets-delay`` mutation)."""
 
     phase: MemberPhase
     member_id: int
@@ -51,24 +55,31 @@ class Consumer(NamedTuple):
     owned: int
     owned_generation: int
     heartbeat_inflight: bool
+    scheduled: bool = False
+    echo: tuple = ()
+    expired: bool = False
+    memory: int = 0
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
                         NO_GENERATION, False)
 
 
-def assigned_consumer(mid: int, iid: int, generation: int, leader: bool, owned: int) -> Consumer:
-    """A Stable member of ``generation`` owning what it was assigned (a scenario's start)."""
+def assigned_consumer(cfg: GroupConfig, mid: int, iid: int, generation: int, leader: bool, owned: int,
+                      group_assigned: int) -> Consumer:
+    """A Stable member of ``generation`` owning what it was assigned, the group
+    having assigned ``group_assigned`` in all (a scenario's start)."""
+    echo = (generation, group_assigned, 0) if cfg.deferred else ()
     return Consumer(MemberPhase.STABLE, mid, iid, generation, leader, owned,
-                    generation if owned else NO_GENERATION, False)
+                    generation if owned else NO_GENERATION, False, echo=echo)
 
 
 def subscription(c: Consumer) -> Subscription:
     """R13: the JoinGroup metadata: owned partitions with their generation
     (cooperative); eager members have revoked everything and claim nothing."""
-    if not c.owned:
+    if not (c.owned or c.echo or c.expired):
         return EMPTY_SUBSCRIPTION
-    return Subscription(c.owned, c.owned_generation)
+    return Subscription(c.owned, c.owned_generation if c.owned else NO_GENERATION, c.echo, c.expired)
 
 
 def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
@@ -107,7 +118,9 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
         return _on_membership_error(cfg, c, r.error, out)
     leader = r.leader == r.member_id
     # R16: the leader assigns, unless it rejoined a Stable group as a static member (R26)
-    assignments = assign(cfg, r.members) if leader and not r.skip_assignment else ()
+    assignments = assign(cfg, r.members, c.memory) if leader and not r.skip_assignment else ()
+    if assignments and "leader-forgets-delay" in cfg.mutations:
+        c = c._replace(memory=assignments[0][1].echo[1])
     out.append(Send(SyncGroup(r.member_id, r.generation, assignments, c.group_instance_id)))
     return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
 
@@ -131,7 +144,9 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     if revoked:
         out.append(Callback("revoked", revoked))
     out.append(Callback("assigned", added))
-    c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION)
+    c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
+                   scheduled=r.assignment.scheduled, expired=False,
+                   echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
     if revoked:  # R18: after revoking, rejoin at once (Design I)
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)
@@ -164,6 +179,10 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         if c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             out.append(Send(Heartbeat(c.member_id, c.generation, c.group_instance_id)))
             c = c._replace(heartbeat_inflight=True)
+    elif kind is ScheduledRebalanceDue:
+        # R32: the ScheduledRebalanceTimeout passed: rejoin and say so
+        if c.scheduled and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+            c = _rejoin(cfg, c._replace(scheduled=False, expired=True), out)
     elif kind is Leave:
         # R20: graceful shutdown revokes and sends LeaveGroup (onLeavePrepare);
         # a static member sends none (KIP-345): it stays until its session times out

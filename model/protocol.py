@@ -117,10 +117,18 @@ def partitions_of(mask: int) -> tuple[int, ...]:
 class Subscription(NamedTuple):
     """What a member sends in JoinGroup: the partitions it owns (AssignedTopicPartitions,
     a bitmask) and the generation in which it was last assigned them (KIP-792's
-    generationId; ``NO_GENERATION`` when it owns nothing)."""
+    generationId; ``NO_GENERATION`` when it owns nothing).
+
+    Deferred protocol (seed 000, Design II) only: ``echo`` repeats the group-level
+    part of the member's last Assignment with its generation, ``(generation,
+    assigned, deferred)``, so that any leader, a new one too, knows what was
+    assigned and what is deferred (R31); ``expired``: the member rejoins because its ScheduledRebalanceTimeout
+    passed (R32)."""
 
     owned: int
     generation: int
+    echo: tuple = ()
+    expired: bool = False
 
 
 EMPTY_SUBSCRIPTION = Subscription(0, NO_GENERATION)
@@ -129,9 +137,16 @@ EMPTY_SUBSCRIPTION = Subscription(0, NO_GENERATION)
 class Assignment(NamedTuple):
     """What the leader computes for one member: the assigned partitions (a bitmask).
     Revoked partitions are not sent: a member revokes owned − assigned
-    (ConsumerCoordinator.onJoinComplete)."""
+    (ConsumerCoordinator.onJoinComplete).
+
+    Deferred protocol (seed 000, Design II): ``scheduled``: a
+    ScheduledRebalanceTimeout is pending, the member rejoins when it passes;
+    ``echo``: ``(assigned, deferred)``, every partition assigned this round and
+    the lost ones held back, for the member to send back (R31)."""
 
     partitions: int
+    scheduled: bool = False
+    echo: tuple = ()
 
 
 EMPTY_ASSIGNMENT = Assignment(0)
@@ -271,6 +286,12 @@ class Start(NamedTuple):
 class HeartbeatDue(NamedTuple):
     """heartbeat.interval.ms elapsed."""
     tag: int = 111
+
+
+class ScheduledRebalanceDue(NamedTuple):
+    """The member's ScheduledRebalanceTimeout passed (seed 000, Design II)."""
+
+    tag: int = 113
 
 
 class Leave(NamedTuple):

@@ -78,7 +78,7 @@ def test_limit_makes_the_run_incomplete(check_json):
     (("--members", "-2"), "members must be at least 1"),
     (("--max-faults", "-1"), "faults.budget must be at least 0"),
     (("--faults", "join,explode"), "unknown name 'explode'"),
-    (("--protocol", "deferred"), "not implemented in this version"),
+    (("--protocol", "incremental"), "not implemented in this version"),
 ])
 def test_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
     code, out, err = run_cli("check", *args, cwd=tmp_path)
@@ -110,3 +110,24 @@ def test_without_timer_fairness_eventual_balance_fails_by_stuttering(check_json)
     assert cx["property"] == "eventual_balance" and cx["loop_start"] == cx["length"]  # a stutter
     code, s = check_json("--faults", "crash", "--max-faults", "1")
     assert code == 0 and {p["name"]: p["status"] for p in s["properties"]}["eventual_balance"] == "holds"
+
+
+def test_deferred_holds_and_every_cover_is_reached(check_json):
+    code, s = check_json("--protocol", "deferred", "--members", "3", "--partitions", "4",
+                         "--faults", "join,leave,crash,restart")
+    status = {p["name"]: p["status"] for p in s["properties"]}
+    assert code == 0 and all(status[n] == "holds" for n in ("exclusive_ownership", "eventual_balance",
+                                                            "bounded_deferral"))
+    covers = {c["name"]: c["reached"] for c in s["covers"]}
+    assert covers["deferral_started"] and covers["returning_member_recognised"]
+    assert covers["leader_change_during_deferral"]
+
+
+def test_leader_forgets_delay_breaks_bounded_deferral(check_json, tmp_path):
+    code, s = check_json("--protocol", "deferred", "--faults", "join,leave,crash,restart",
+                         "--mutation", "leader-forgets-delay")
+    assert code == 1 and s["counterexample"]["property"] == "bounded_deferral"
+    doc = json.loads((tmp_path / "out" / "bounded_deferral.json").read_text())
+    texts = [st["action"]["text"] for st in doc["steps"][1:]]
+    assert any("leave" in t or "crash" in t for t in texts)  # the leader goes during the delay
+    assert any("ScheduledRebalanceTimeout passed" in t for t in texts)

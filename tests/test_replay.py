@@ -76,3 +76,23 @@ def test_replay_rejects_malformed_scenarios(tmp_path):
         bad.write_text(text)
         code, _, err = run_cli("replay", bad)
         assert code == 2 and message in err, (text, err)
+
+
+# spec: R31 R32 R33
+def test_design2_member_leaves_defers_then_assigns():
+    # seed 000, Design II: empty assignments with a delay, the lost partition after it
+    r = play("design2_member_leaves.toml")
+    first, second = r["rounds"]
+    assert first["deferred"] == ["T-3"] and all(m["assigned"] == [p] for m, p in zip(
+        (member(first, x) for x in "ABC"), ("T-0", "T-1", "T-2")))
+    assert all(m["revoked"] == [] for m in first["members"].values())
+    assert "deferred" not in second and member(second, "A")["assigned"] == ["T-0", "T-3"]
+
+
+# spec: R33
+def test_design2_member_bounces_gets_its_partition_back():
+    # D' back before the delay ends gets T4 (T-3 here) at once
+    r = play("design2_member_bounces.toml")
+    first, second = r["rounds"]
+    assert first["deferred"] == ["T-3"]
+    assert member(second, "D")["assigned"] == ["T-3"] and r["rebalances"] == 2
