@@ -46,7 +46,9 @@ def message(cfg: GroupConfig, msg) -> str:
         elif f == "assignment":
             parts.append(f"[{', '.join(partitions(cfg, x.partitions))}]")
             if x.scheduled:
-                parts.append(f"ScheduledRebalanceTimeout, deferred [{', '.join(partitions(cfg, x.echo[1]))}]")
+                parts.append("ScheduledRebalanceTimeout")
+            if x.echo and x.echo[1]:
+                parts.append(f"deferred [{', '.join(partitions(cfg, x.echo[1]))}]")
         elif f == "assignments" and x:
             parts.append("; ".join(f"{member_name(m)}:[{', '.join(partitions(cfg, a.partitions))}]" for m, a in x))
         elif f == "members" and x:

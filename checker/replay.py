@@ -120,8 +120,9 @@ def run(scenario: dict) -> dict:
     """Play the events; return ``{name, source, initial, events, rounds, rebalances, final}``.
 
     ``rounds``: one entry per generation whose SyncGroup completed, ``{generation,
-    leader, [deferred,] members: {lane: {member_id, assigned, revoked, lost}}}``
-    (``deferred``: partitions held back under a ScheduledRebalanceTimeout): what the member
+    leader, [scheduled, deferred,] members: {lane: {member_id, assigned, revoked,
+    lost}}}`` (``scheduled``: a ScheduledRebalanceTimeout was sent; ``deferred``:
+    lost partitions held back under it, Design II): what the member
     was given, and what it revoked or lost (ConsumerRebalanceListener callbacks)
     since its previous assignment.
     """
@@ -154,8 +155,10 @@ def run(scenario: dict) -> dict:
                     r = rounds.setdefault(gen, {"generation": gen, "leader": None, "members": {}})
                     if before.leader:
                         r["leader"] = member_name(before.member_id)
-                    if a.detail.assignment.scheduled:  # Design II: a delay is pending
-                        r["deferred"] = partitions(cfg, a.detail.assignment.echo[1])
+                    if a.detail.assignment.scheduled:  # Designs II and III: a rebalance is scheduled
+                        r["scheduled"] = True
+                        if a.detail.assignment.echo:
+                            r["deferred"] = partitions(cfg, a.detail.assignment.echo[1])
                     r["members"][lane(a.slot)] = {
                         "member_id": member_name(before.member_id),
                         "assigned": partitions(cfg, a.detail.assignment.partitions),
@@ -179,7 +182,9 @@ def text(report: dict) -> str:
     lines.append(f"initial (generation {init['generation']}): " + _owners(init["ownership"]))
     lines.append("events: " + ", ".join(report["events"]))
     for r in report["rounds"]:
-        delay = f", ScheduledRebalanceTimeout, deferred [{', '.join(r['deferred'])}]" if r.get("deferred") else ""
+        delay = ", ScheduledRebalanceTimeout" if r.get("scheduled") else ""
+        if r.get("deferred"):
+            delay += f", deferred [{', '.join(r['deferred'])}]"
         lines.append(f"round at generation {r['generation']} (leader {r['leader']}{delay}):")
         for name, m in sorted(r["members"].items()):
             lost = f" lost [{', '.join(m['lost'])}]" if m["lost"] else ""

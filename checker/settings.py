@@ -14,12 +14,13 @@ from rebalance.model.config import ConfigError, GroupConfig
 from .system import FAULTS
 
 ALL_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental", "streams")
-DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky"}
+DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
+                    "incremental": "cooperative-sticky"}
 ENGINES = ("local", "spark")
 
 # key -> allowed keys, for unknown-key errors
 SCHEMA = {
-    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay"},
+    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves"},
     "members": {"initial", "joiners", "static"},
     "faults": {"kinds", "budget"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
@@ -157,7 +158,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
-                        initial_rebalance_delay=delay)
+                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1))
     engine = engine or "local"
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")

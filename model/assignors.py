@@ -162,6 +162,18 @@ def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
     return lost, lost
 
 
+def _incremental(cfg: GroupConfig, mids, owners: dict) -> tuple:
+    """Design III (seed 000, Incremental Resolution of Imbalance; R34): of the
+    partitions the cooperative sticky target moves away from their owners, only
+    the first ``cfg.max_moves`` are revoked this round; the others stay, and a
+    rebalance is scheduled to move more. Returns ``(assignment, more to move)``."""
+    out = _cooperative_sticky(cfg, mids, owners)
+    moving = sorted(p for p, owner in owners.items() if not out[owner] >> p & 1)
+    for p in moving[cfg.max_moves:]:
+        out[owners[p]] |= 1 << p
+    return out, len(moving) > cfg.max_moves
+
+
 def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
@@ -181,6 +193,9 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
         out = _roundrobin(cfg, mids)
     elif cfg.assignor == "sticky":
         out = _sticky(cfg, mids, resolve_claims(cfg, members))
+    elif cfg.protocol == "incremental":
+        out, more = _incremental(cfg, mids, resolve_claims(cfg, members))
+        return tuple((mid, Assignment(out[mid], more)) for mid, _, _ in members)
     else:
         owners = resolve_claims(cfg, members)
         if cfg.deferred:

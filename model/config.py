@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PROTOCOLS = ("eager", "cooperative", "deferred")
+PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
 # name -> (what it switches on, source of the behaviour)
@@ -52,7 +52,8 @@ class GroupConfig:
     RebalanceProtocol the members use). ``assignor``: the leader's partition
     assignor. ``mutations``: known-bad behaviours switched on (see MUTATIONS).
     ``initial_rebalance_delay``: whether group.initial.rebalance.delay.ms is
-    positive (KIP-134; the broker's default is 3000 ms).
+    positive (KIP-134; the broker's default is 3000 ms). ``max_moves``: how many
+    owned partitions the incremental protocol moves per round (Design III).
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, or a topic without partitions.
@@ -63,6 +64,7 @@ class GroupConfig:
     assignor: str = "cooperative-sticky"
     mutations: frozenset = field(default_factory=frozenset)
     initial_rebalance_delay: bool = True
+    max_moves: int = 1
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -75,6 +77,8 @@ class GroupConfig:
         for name in self.mutations:
             if name not in MUTATIONS:
                 raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(MUTATIONS)})")
+        if not isinstance(self.max_moves, int) or isinstance(self.max_moves, bool) or self.max_moves < 1:
+            raise ConfigError(f"max_moves must be a positive whole number, got {self.max_moves!r}")
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:
@@ -88,7 +92,7 @@ class GroupConfig:
     @property
     def cooperative(self) -> bool:
         """Members keep what they own while rejoining (Design I, and Design II on top)."""
-        return self.protocol in ("cooperative", "deferred")
+        return self.protocol in ("cooperative", "deferred", "incremental")
 
     @property
     def deferred(self) -> bool:

@@ -78,7 +78,7 @@ def test_limit_makes_the_run_incomplete(check_json):
     (("--members", "-2"), "members must be at least 1"),
     (("--max-faults", "-1"), "faults.budget must be at least 0"),
     (("--faults", "join,explode"), "unknown name 'explode'"),
-    (("--protocol", "incremental"), "not implemented in this version"),
+    (("--protocol", "streams"), "not implemented in this version"),
 ])
 def test_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
     code, out, err = run_cli("check", *args, cwd=tmp_path)
@@ -131,3 +131,8 @@ def test_leader_forgets_delay_breaks_bounded_deferral(check_json, tmp_path):
     texts = [st["action"]["text"] for st in doc["steps"][1:]]
     assert any("leave" in t or "crash" in t for t in texts)  # the leader goes during the delay
     assert any("ScheduledRebalanceTimeout passed" in t for t in texts)
+
+
+def test_incremental_holds(check_json):
+    code, s = check_json("--protocol", "incremental", "--members", "3", "--partitions", "4", "--faults", "join,leave")
+    assert code == 0 and s["verdict"] == "holds"

@@ -96,3 +96,11 @@ def test_design2_member_bounces_gets_its_partition_back():
     first, second = r["rounds"]
     assert first["deferred"] == ["T-3"]
     assert member(second, "D")["assigned"] == ["T-3"] and r["rebalances"] == 2
+
+
+# spec: R34
+def test_design3_moves_one_partition_per_round():
+    r = play("design3_member_joins.toml")
+    moves = [sum(len(m["revoked"]) for m in x["members"].values()) for x in r["rounds"]]
+    assert moves == [1, 1, 0] and r["rounds"][0].get("scheduled")
+    assert sorted(len(v) for v in r["final"]["ownership"].values()) == [2, 2, 2, 2]
