@@ -104,3 +104,27 @@ def test_design3_moves_one_partition_per_round():
     moves = [sum(len(m["revoked"]) for m in x["members"].values()) for x in r["rounds"]]
     assert moves == [1, 1, 0] and r["rounds"][0].get("scheduled")
     assert sorted(len(v) for v in r["final"]["ownership"].values()) == [2, 2, 2, 2]
+
+
+def connect(name):
+    return play(f"connect/{name}.toml")
+
+
+# spec: R31 R33
+def test_connect_situations_on_the_deferred_protocol():
+    # after Kafka Connect's IncrementalCooperativeAssignorTest
+    joins = connect("worker_joins")
+    assert member(joins["rounds"][0], "C")["revoked"] == ["t-5"] and member(joins["rounds"][1], "D")["assigned"] == ["t-5"]
+    for name, back in (("worker_bounces", "C"), ("leader_bounces", "A")):
+        r = connect(name)  # the delay, then the returning worker gets its own back at once
+        assert r["rounds"][0]["deferred"] and r["rebalances"] == 2
+        assert r["final"]["ownership"] == r["initial"]["ownership"]
+    for name, gone in (("worker_leaves", "C"), ("leader_leaves", "A")):
+        r = connect(name)  # deferred, then spread over the others once the delay passed
+        first, second = r["rounds"]
+        assert first["deferred"] and "deferred" not in second
+        assert gone not in r["final"]["ownership"]
+        assert sorted(len(p) for p in r["final"]["ownership"].values()) == [3, 3]
+    r = connect("worker_joins_during_delay")
+    assert member(r["rounds"][1], "D")["assigned"] == ["t-4", "t-5"]
+    assert connect("leader_leaves")["rounds"][0]["leader"] == "B1"  # a new leader ran the deferral
