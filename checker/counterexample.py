@@ -20,7 +20,7 @@ import graphviz
 from rebalance.model.config import GroupConfig
 
 from .explore import FAULT_KINDS, Violation
-from .render import action_text, changes, lane, state_view
+from .render import action_text, bracket, changes, lane, state_view
 from .system import SendOrder
 
 
@@ -52,21 +52,29 @@ def text_trace(cfg: GroupConfig, v: Violation) -> str:
     if v.loop_start is not None:
         lines.append(f"     -- back to step {v.loop_start}, forever --" if v.loop_start < len(v.path) - 1
                      else "     -- stays here forever (stuttering) --")
-    final = v.path[-1][1]
-    lines.append("     final: group " + _group_line(cfg, final))
-    for slot, p in enumerate(final.procs):
-        view = state_view(cfg, final)[lane(slot)]
-        if "member_id" in view:
-            lines.append(f"       {lane(slot)} ({view['process']}) {view['member_id']} gen {view['generation']} "
-                         f"{view['phase']} owns [{', '.join(view['owned'])}]")
-        else:
-            lines.append(f"       {lane(slot)} ({view['process']})")
+    group, *members = _final_lines(cfg, v.path[-1][1])
+    lines.append("     final: " + group)
+    lines.extend("       " + line for line in members)
     return "\n".join(lines)
+
+
+def _final_lines(cfg: GroupConfig, state) -> list:
+    """The group, then one line per client: process, member id, generation, ownership."""
+    view = state_view(cfg, state)
+    lines = ["group " + _group_line(cfg, state)]
+    for slot in range(len(state.procs)):
+        p = view[lane(slot)]
+        if "member_id" in p:
+            lines.append(f"{lane(slot)} ({p['process']}) {p['member_id']} gen {p['generation']} "
+                         f"{p['phase']} owns {bracket(p['owned'])}")
+        else:
+            lines.append(f"{lane(slot)} ({p['process']})")
+    return lines
 
 
 def _group_line(cfg: GroupConfig, state) -> str:
     c = state_view(cfg, state)["coordinator"]
-    members = ", ".join(f"{m}:[{', '.join(x['assignment'])}]" for m, x in c["members"].items())
+    members = ", ".join(f"{m}:{bracket(x['assignment'])}" for m, x in c["members"].items())
     return f"{c['phase']} gen {c['generation']} leader {c['leader']} {{{members}}}"
 
 
@@ -106,7 +114,6 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
                 arrows.append((sender, node, "blue" if action.kind == "deliver" else "darkgreen"))
         rows.append(events)
         prev_state = state
-    final = state_view(cfg, v.path[-1][1])
     for i, events in enumerate(rows):
         with g.subgraph() as row:
             row.attr(rank="same")
@@ -126,14 +133,7 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
         last = len(rows) - 1
         g.edge(f"coordinator_{last}", f"coordinator_{v.loop_start}", color="red", penwidth="2",
                constraint="false", label=f"loop back to {v.loop_start}" if v.loop_start < last else "forever")
-    summary = []
-    for name in lanes[1:]:
-        view = final[name]
-        owned = ", ".join(view.get("owned", []))
-        summary.append(f"{name}: {view['process']} {view.get('member_id', '')} gen {view.get('generation', '')} "
-                       f"owns [{owned}]")
-    c = final["coordinator"]
-    summary.insert(0, f"coordinator: {c['phase']} gen {c['generation']} leader {c['leader']}")
+    summary = _final_lines(cfg, v.path[-1][1])
     g.node("final", "\\l".join(summary) + "\\l", shape="note", style="filled", fillcolor="lightyellow")
     g.edge(f"coordinator_{len(rows) - 1}", "final", style="invis")
     return g.source

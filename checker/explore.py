@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .liveness import Graph, find_lasso
-from .system import FAULTS, Action, State, System
+from .system import ACTION_KINDS, FAULTS, Action, State, System
 
 
 @dataclass
@@ -112,7 +112,7 @@ def explore(system: System, properties, initial: State | None = None,
     index = {init: 0}
     parents = array("q", [-1])
     labels: list = [None]
-    kinds = dict.fromkeys(("deliver", "reply", "heartbeat", "timer", "scheduled") + tuple(FAULT_KINDS), 0)
+    kinds = dict.fromkeys(ACTION_KINDS, 0)
     violations: list = []
     pending = list(covers)
     reached: dict = {}
@@ -194,19 +194,26 @@ def explore(system: System, properties, initial: State | None = None,
             break
 
     if live_props and limit is None and not stop:
-        goal_of = {p.name: p.check for p in live_props}
         for p in live_props:
-            goal = bytearray(0 if goal_of[p.name](system, x) else 1 for x in states)
+            goal = bytearray(0 if p.check(system, x) else 1 for x in states)
             lasso = find_lasso(len(index), graph, goal, fair or (lambda key: True))
             if lasso:
                 stem = _path(states, parents, labels, lasso[0])
                 violations.append(lasso_violation(system, p.name, lasso, graph, stem, states.__getitem__))
 
+    fired = Counter({k: v for k, v in kinds.items() if v})
+    return conclude(properties, violations, limit, stop, len(index), transitions, depth, t0, fired,
+                    {c.name: c.name in reached for c in covers})
+
+
+def conclude(properties, violations: list, limit, stopped: bool, distinct: int, transitions: int,
+             depth: int, t0: float, fired: Counter, covers: dict) -> Result:
+    """The Result of an exploration (either engine): a property is violated if it has
+    a counterexample, holds if the space was exhausted, and is incomplete otherwise."""
     broken = {v.property for v in violations}
-    complete = limit is None and not stop
+    complete = limit is None and not stopped
     statuses = {p.name: "violated" if p.name in broken else ("holds" if complete else "incomplete")
                 for p in properties}
     verdict = "violated" if violations else ("holds" if complete else "incomplete")
-    fired = Counter({k: v for k, v in kinds.items() if v})
-    return Result(verdict, len(index), transitions, depth, time.perf_counter() - t0,
-                  statuses, violations, fired, limit, {c.name: c.name in reached for c in covers})
+    return Result(verdict, distinct, transitions, depth, time.perf_counter() - t0, statuses, violations,
+                  fired, limit, covers)

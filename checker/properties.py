@@ -180,21 +180,25 @@ def bounded_deferral(system: System, state: State):
     untimed, the delay ends with the first report, and the partitions are owned
     again one round later, whatever leader changes happened meanwhile."""
     group = state.group
-    if group.phase != Phase.STABLE:
+    if group.phase != Phase.STABLE or not any(m.subscription.expired for m in group.members):
         return None
-    deferred = given = 0
-    expired = False
+    given = 0
     for m in group.members:
-        sub = m.subscription
-        expired = expired or sub.expired
-        if sub.echo:
-            deferred |= sub.echo[2]
         given |= m.assignment.partitions
-    still = deferred & ~given if expired else 0
+    still = _deferred_before(group) & ~given
     if still:
         return (f"{_names(system, still)} still deferred in generation {group.generation} "
                 f"after the ScheduledRebalanceTimeout passed")
     return None
+
+
+def _deferred_before(group) -> int:
+    """The partitions the members' subscriptions say were deferred (their echoes, R31)."""
+    deferred = 0
+    for m in group.members:
+        if m.subscription.echo:
+            deferred |= m.subscription.echo[2]
+    return deferred
 
 
 def _always(system: System) -> bool:
@@ -318,10 +322,7 @@ COVERS = (
 def _returning(s: State, n: State) -> bool:
     if n.group.phase != Phase.STABLE or s.group.phase == Phase.STABLE:
         return False
-    deferred = 0
-    for m in n.group.members:
-        if m.subscription.echo:
-            deferred |= m.subscription.echo[2]
+    deferred = _deferred_before(n.group)
     return any(not m.subscription.owned and m.assignment.partitions & deferred for m in n.group.members)
 
 

@@ -23,6 +23,11 @@ def partitions(cfg: GroupConfig, mask: int) -> list:
     return [cfg.partition_name(p) for p in partitions_of(mask)]
 
 
+def bracket(names) -> str:
+    """``[t-0, t-3]``"""
+    return f"[{', '.join(names)}]"
+
+
 def message(cfg: GroupConfig, msg) -> str:
     """One-line text of a message or timer input, e.g. ``SyncGroup(A1, gen 6)``."""
     name = type(msg).__name__
@@ -38,19 +43,19 @@ def message(cfg: GroupConfig, msg) -> str:
             parts.append(f"gen {x}")
         elif f == "subscription":
             if x.owned:
-                parts.append(f"owns [{', '.join(partitions(cfg, x.owned))}]@{x.generation}")
+                parts.append(f"owns {bracket(partitions(cfg, x.owned))}@{x.generation}")
             if x.echo and x.echo[2]:
-                parts.append(f"deferred [{', '.join(partitions(cfg, x.echo[2]))}]")
+                parts.append(f"deferred {bracket(partitions(cfg, x.echo[2]))}")
             if x.expired:
                 parts.append("delay passed")
         elif f == "assignment":
-            parts.append(f"[{', '.join(partitions(cfg, x.partitions))}]")
+            parts.append(bracket(partitions(cfg, x.partitions)))
             if x.scheduled:
                 parts.append("ScheduledRebalanceTimeout")
             if x.echo and x.echo[1]:
-                parts.append(f"deferred [{', '.join(partitions(cfg, x.echo[1]))}]")
+                parts.append(f"deferred {bracket(partitions(cfg, x.echo[1]))}")
         elif f == "assignments" and x:
-            parts.append("; ".join(f"{member_name(m)}:[{', '.join(partitions(cfg, a.partitions))}]" for m, a in x))
+            parts.append("; ".join(f"{member_name(m)}:{bracket(partitions(cfg, a.partitions))}" for m, a in x))
         elif f == "members" and x:
             parts.append("members " + ",".join(member_name(m[0]) for m in x))
         elif f == "group_instance_id" and x:
@@ -58,7 +63,7 @@ def message(cfg: GroupConfig, msg) -> str:
         elif f == "skip_assignment" and x:
             parts.append("skip_assignment")
         elif f == "partitions":
-            parts.append(f"[{', '.join(partitions(cfg, x))}]")
+            parts.append(bracket(partitions(cfg, x)))
     return f"{name}({', '.join(parts)})"
 
 

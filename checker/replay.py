@@ -30,8 +30,8 @@ from __future__ import annotations
 from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.protocol import Callback, Error, SyncGroupResponse, member_name
 
-from .render import lane, partitions
-from .settings import static_slots, parse_toml, resolve
+from .render import bracket, lane, partitions
+from .settings import parse_toml, resolve, static_slots, validate
 from .system import FAULTS, STATUS_NAMES, State, System, settle
 
 EVENTS = FAULTS + ("resume",)
@@ -60,8 +60,7 @@ def load(path: str) -> dict:
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} "
                           "(expected name, source, group, initial, events)")
-    group_data = {"group": data.get("group", {})}
-    cfg = resolve(group_data).group
+    cfg = resolve(validate({"group": data.get("group", {})}, path)).group
     initial = data.get("initial", {})
     if not isinstance(initial, dict):
         raise ConfigError(f"{path}: [initial] must be a table")
@@ -184,12 +183,12 @@ def text(report: dict) -> str:
     for r in report["rounds"]:
         delay = ", ScheduledRebalanceTimeout" if r.get("scheduled") else ""
         if r.get("deferred"):
-            delay += f", deferred [{', '.join(r['deferred'])}]"
+            delay += f", deferred {bracket(r['deferred'])}"
         lines.append(f"round at generation {r['generation']} (leader {r['leader']}{delay}):")
         for name, m in sorted(r["members"].items()):
-            lost = f" lost [{', '.join(m['lost'])}]" if m["lost"] else ""
-            lines.append(f"  {name} ({m['member_id']}): assigned [{', '.join(m['assigned'])}] "
-                         f"revoked [{', '.join(m['revoked'])}]{lost}")
+            lost = f" lost {bracket(m['lost'])}" if m["lost"] else ""
+            lines.append(f"  {name} ({m['member_id']}): assigned {bracket(m['assigned'])} "
+                         f"revoked {bracket(m['revoked'])}{lost}")
     fin = report["final"]
     lines.append(f"final (generation {fin['generation']}, {fin['phase']}): " + _owners(fin["ownership"]))
     lines.append(f"rebalances: {report['rebalances']}")

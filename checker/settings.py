@@ -60,19 +60,24 @@ def parse_toml(path: str | Path, what: str = "configuration file") -> dict:
         raise ConfigError(f"{path}: malformed TOML: {e}") from None
 
 
-def load_toml(path: str | Path) -> dict:
-    """Parse a check configuration and reject unknown sections and keys (ConfigError)."""
-    data = parse_toml(path)
+def validate(data: dict, where: str) -> dict:
+    """Reject unknown sections and keys, and sections that are not tables (ConfigError
+    naming ``where``, the file)."""
     for section, values in data.items():
         if section not in SCHEMA:
-            raise ConfigError(f"{path}: unknown section [{section}] (expected {', '.join(SCHEMA)})")
+            raise ConfigError(f"{where}: unknown section [{section}] (expected {', '.join(SCHEMA)})")
         if not isinstance(values, dict):
-            raise ConfigError(f"{path}: [{section}] must be a table")
+            raise ConfigError(f"{where}: [{section}] must be a table")
         for key in values:
             if key not in SCHEMA[section]:
-                raise ConfigError(f"{path}: unknown key {section}.{key} "
+                raise ConfigError(f"{where}: unknown key {section}.{key} "
                                   f"(expected {', '.join(sorted(SCHEMA[section]))})")
     return data
+
+
+def load_toml(path: str | Path) -> dict:
+    """Parse and validate a check configuration."""
+    return validate(parse_toml(path), str(path))
 
 
 def _count(name: str, value, minimum: int) -> int:
@@ -130,14 +135,9 @@ def static_slots(value, slots: int) -> frozenset:
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None) -> CheckSettings:
-    """Merge a parsed file (``data``) with command-line overrides (None = not given)."""
+    """Merge a validated file (``data``, see ``validate``) with command-line overrides
+    (None = not given)."""
     g, m, f, c = (data.get(k, {}) for k in ("group", "members", "faults", "check"))
-    for name, table in (("group", g), ("members", m), ("faults", f), ("check", c)):
-        if not isinstance(table, dict):
-            raise ConfigError(f"[{name}] must be a table")
-        unknown = set(table) - SCHEMA[name]
-        if unknown:
-            raise ConfigError(f"unknown key {name}.{sorted(unknown)[0]} (expected {', '.join(sorted(SCHEMA[name]))})")
     proto = protocol or g.get("protocol", "cooperative")
     if proto not in ALL_PROTOCOLS:
         raise ConfigError(f"unknown protocol {proto!r} (expected one of {', '.join(ALL_PROTOCOLS)})")

@@ -25,13 +25,14 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-from .explore import FAULT_KINDS, Result, Violation, fairness_class, lasso_violation
+from .explore import FAULT_KINDS, Result, Violation, conclude, fairness_class, lasso_violation
 from .liveness import Graph, find_lasso
 from .system import State, System
 
@@ -66,10 +67,10 @@ def encode(state: State) -> bytes:
 
 
 def _system(key) -> System:
+    """The executor's System for ``key`` (a ``System.spec``), built once per worker."""
     system = _SYSTEMS.get(key)
     if system is None:
-        cfg, members, joiners, faults, budget, static = key
-        system = _SYSTEMS[key] = System(cfg, members, joiners, faults, budget, static)
+        system = _SYSTEMS[key] = System(*key)
     return system
 
 
@@ -189,8 +190,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
     parts = max(2, sc.defaultParallelism)
     checkpoint_dir = tempfile.mkdtemp(prefix="rebalance-spark-")
     sc.setCheckpointDir(checkpoint_dir)
-    key = (system.cfg, system.members, system.slots - system.members, tuple(sorted(system.faults)),
-           system.max_faults, tuple(sorted(system.static)))
+    key = system.spec
     live_props = [p for p in properties if p.kind == "liveness"]
     names = frozenset(p.name for p in properties if p.kind != "liveness") | {c.name for c in covers}
     with_graph = bool(live_props)
@@ -271,12 +271,9 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
             found.extend(_liveness(system, visited, init, fp0, live_props, edges, fair))
     finally:
         spark.stop()
-    broken = {v.property for v in found}
-    statuses = {p.name: "violated" if p.name in broken else ("holds" if complete else "incomplete")
-                for p in properties}
-    verdict = "violated" if found else ("holds" if complete else "incomplete")
-    return Result(verdict, distinct, transitions, depth, time.perf_counter() - t0, statuses, found,
-                  fired, limit, {c.name: c.name in reached for c in covers})
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    return conclude(properties, found, limit, stop, distinct, transitions, depth, t0, fired,
+                    {c.name: c.name in reached for c in covers})
 
 
 def _route(visited, fp0, fp) -> list:

@@ -29,6 +29,8 @@ from rebalance.model.protocol import (
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
+# every Action kind: the system's own steps, then the environment's (faults, resume)
+ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer") + FAULTS + ("resume",)
 
 
 class Proc(NamedTuple):
@@ -81,6 +83,7 @@ class System:
         self.cfg = cfg
         self.static = frozenset(static)
         self.members = members
+        self.joiners = joiners
         self.slots = members + joiners
         self.faults = frozenset(faults)
         self.max_faults = max_faults
@@ -88,6 +91,17 @@ class System:
         self._member: dict = {}
         self._local: dict = {}
         self._timers: dict = {}
+
+    @property
+    def spec(self) -> tuple:
+        """The constructor's arguments: ``System(*system.spec)`` builds an equal system
+        (how the Spark engine rebuilds it on executors, without the caches)."""
+        return (self.cfg, self.members, self.joiners, tuple(sorted(self.faults)), self.max_faults,
+                tuple(sorted(self.static)))
+
+    def instance_of(self, slot: int) -> int:
+        """The group.instance.id of ``slot``'s processes (NO_INSTANCE_ID if dynamic)."""
+        return instance_id(slot) if slot in self.static else NO_INSTANCE_ID
 
     # -- memoised handlers -------------------------------------------------------
     def coord(self, group: Group, event) -> tuple:
@@ -120,8 +134,7 @@ class System:
         return tuple(o.request for o in outputs if type(o) is Send)
 
     def start(self, slot: int, proc: Proc) -> Proc:
-        iid = instance_id(slot) if slot in self.static else NO_INSTANCE_ID
-        c, out = self.step_member(NEW_CONSUMER, Start(iid))
+        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot)))
         return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), ())
 
     def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
@@ -147,8 +160,7 @@ class System:
         for mask in owned.values():
             everything |= mask
         for slot, mask in sorted(owned.items()):
-            mid = member_id(slot, 1)
-            iid = instance_id(slot) if slot in self.static else NO_INSTANCE_ID
+            mid, iid = member_id(slot, 1), self.instance_of(slot)
             members.append((mid, iid, connection(slot, 1), mask))
             consumer = assigned_consumer(self.cfg, mid, iid, generation, slot == leader_slot, mask, everything)
             procs[slot] = Proc(RUNNING, 1, consumer, (), ())
@@ -210,15 +222,13 @@ class System:
             if p.status != RUNNING:
                 continue
             reply, heartbeat, scheduled = self.local_steps(s, p)
-            if reply is not None:
-                out.append((reply[0], State(group, procs[:s] + (reply[1],) + procs[s + 1:], left)))
             if heartbeat is not None:
-                action, q = heartbeat
-                g2, replies = self.coord(group, Receive(connection(s, p.epoch), action.detail))
-                if g2 != group or replies[0].response.error != Error.NONE:  # else a stutter
-                    out.append((action, State(group, procs[:s] + (q,) + procs[s + 1:], left)))
-            if scheduled is not None:
-                out.append((scheduled[0], State(group, procs[:s] + (scheduled[1],) + procs[s + 1:], left)))
+                g2, replies = self.coord(group, Receive(connection(s, p.epoch), heartbeat[0].detail))
+                if g2 == group and replies[0].response.error == Error.NONE:
+                    heartbeat = None  # a stutter
+            for step in (reply, heartbeat, scheduled):
+                if step is not None:
+                    out.append((step[0], State(group, procs[:s] + (step[1],) + procs[s + 1:], left)))
         if group.members:
             out.extend(self.timer_successors(state))
         out.extend(self.fault_successors(state))
@@ -263,9 +273,9 @@ class System:
 
 
 def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
-    procs = list(state.procs)
-    procs[s] = proc
-    return State(state.group, tuple(procs), state.faults_left - cost)
+    """``state`` with slot ``s``'s process replaced, ``cost`` faults spent."""
+    procs = state.procs
+    return State(state.group, procs[:s] + (proc,) + procs[s + 1:], state.faults_left - cost)
 
 
 def queue_changes(before: State, action: Action | None, after: State):
@@ -330,7 +340,7 @@ def settle(system: System, state: State, trace: list | None = None, timers: bool
     Appends ``(Action, State)`` to ``trace`` if given. Raises RuntimeError if it
     does not settle within SCHEDULE_LIMIT steps (a livelock in the model)."""
     order = SendOrder(state)
-    rank = {"deliver": 0, "reply": 0, "heartbeat": 1}
+    rank = {"deliver": 0, "reply": 0, "heartbeat": 1}  # messages in send order, then heartbeats
     if timers:
         rank.update(timer=2, scheduled=2)
     for _ in range(SCHEDULE_LIMIT):

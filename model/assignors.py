@@ -77,10 +77,22 @@ def _roundrobin(cfg: GroupConfig, mids) -> dict:
     return out
 
 
+def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = None) -> dict:
+    """Give each partition not in ``taken`` to the least loaded member (ties: member
+    order) still under its ``quota`` (None: no quota)."""
+    rank = {m: i for i, m in enumerate(mids)}
+    load = {m: bin(out[m]).count("1") for m in mids}
+    for p in range(cfg.num_partitions):
+        if not taken >> p & 1:
+            m = min((m for m in mids if quota is None or load[m] < quota[m]), key=lambda m: (load[m], rank[m]))
+            out[m] |= 1 << p
+            load[m] += 1
+    return out
+
+
 def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
     """Balanced assignment keeping owners in place where balance allows."""
-    total = cfg.num_partitions
-    base, extra = divmod(total, len(mids))
+    base, extra = divmod(cfg.num_partitions, len(mids))
     rank = {m: i for i, m in enumerate(mids)}
     claimed = {mid: [] for mid in mids}
     for p in sorted(owners):
@@ -89,22 +101,14 @@ def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
     order = sorted(mids, key=lambda m: (-len(claimed[m]), rank[m]))
     quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}
     out = {}
-    load = {}
     taken = 0
     for m in mids:
-        keep = claimed[m][: quota[m]]
         mask = 0
-        for p in keep:
+        for p in claimed[m][: quota[m]]:
             mask |= 1 << p
         out[m] = mask
-        load[m] = len(keep)
         taken |= mask
-    for p in range(total):
-        if not taken >> p & 1:
-            m = min((m for m in mids if load[m] < quota[m]), key=lambda m: (load[m], rank[m]))
-            out[m] |= 1 << p
-            load[m] += 1
-    return out
+    return _fill(cfg, mids, out, taken, quota)
 
 
 def _cooperative_sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
@@ -128,16 +132,12 @@ def _deferring(cfg: GroupConfig, mids, owners: dict, held: int) -> dict:
     taken = held
     for mask in out.values():
         taken |= mask
-    for p in range(cfg.num_partitions):
-        if not taken >> p & 1:
-            m = min(mids, key=lambda m: (bin(out[m]).count("1"), mids.index(m)))
-            out[m] |= 1 << p
-    return out
+    return _fill(cfg, mids, out, taken)
 
 
-def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
-    """The Design II decision (seed 000, Design II, Leader process; R31-R33):
-    ``(held, lost)`` — the lost partitions to keep deferred, and all lost ones.
+def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> int:
+    """The Design II decision (seed 000, Design II, Leader process; R31-R33): the
+    bitmask of lost partitions to hold back this round.
 
     Lost partitions were assigned last round (the newest ``echo``) or deferred,
     and nobody claims them now. They are given out at once when a member with
@@ -155,11 +155,11 @@ def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
         claimed |= 1 << p
     lost = (assigned_prev | deferred_prev) & ~claimed
     if not lost or any(not sub.owned for _, _, sub in members):
-        return 0, lost
+        return 0
     running = memory if "leader-forgets-delay" in cfg.mutations else deferred_prev
     if any(sub.expired for _, _, sub in members):
-        return lost & ~running, lost
-    return lost, lost
+        return lost & ~running
+    return lost
 
 
 def _incremental(cfg: GroupConfig, mids, owners: dict) -> tuple:
@@ -199,7 +199,7 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     else:
         owners = resolve_claims(cfg, members)
         if cfg.deferred:
-            held, _ = deferral(cfg, members, owners, memory)
+            held = deferral(cfg, members, owners, memory)
         out = _deferring(cfg, mids, owners, held) if held else _cooperative_sticky(cfg, mids, owners)
     if not cfg.deferred:
         return tuple((mid, Assignment(out[mid])) for mid, _, _ in members)

@@ -215,20 +215,24 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
                                                  NO_GENERATION, NO_MEMBER_ID, ())))
         return group
     m = find(group, mid)
-    changed = req.subscription != m.subscription
-    if group.phase == Phase.COMPLETING_REBALANCE and not changed:
-        # R6: the member missed its JoinGroup response; repeat it
+    unchanged = req.subscription == m.subscription
+    if unchanged and (group.phase == Phase.COMPLETING_REBALANCE
+                      or (group.phase == Phase.STABLE and mid != group.leader)):
+        # R6: a member that missed its JoinGroup response, or a follower rejoining a
+        # Stable group with unchanged metadata, gets the current one: no rebalance
         m = m._replace(conn=conn)
         out.append(_join_response(group, m))
         return group._replace(members=_replace(group, m))
-    if group.phase == Phase.STABLE and not changed and m.member_id != group.leader:
-        # R6: a follower rejoining with unchanged metadata causes no rebalance
-        m = m._replace(conn=conn)
-        out.append(_join_response(group, m))
-        return group._replace(members=_replace(group, m))
-    if group.phase != Phase.PREPARING_REBALANCE:  # R3: leader rejoin or changed metadata
+    # R3: a leader's rejoin or changed metadata
+    return _await_join(cfg, group, m._replace(conn=conn, subscription=req.subscription), out)
+
+
+def _await_join(cfg: GroupConfig, group: Group, m: MemberMetadata, out: list) -> Group:
+    """Hold ``m``'s JoinGroup at the barrier (R3, R4): a rebalance starts unless one
+    is being prepared; the barrier completes if it was the last one awaited."""
+    if group.phase != Phase.PREPARING_REBALANCE:
         group = _prepare_rebalance(cfg, group, out)
-    m = find(group, mid)._replace(conn=conn, subscription=req.subscription, awaiting_join=True)
+    m = find(group, m.member_id)._replace(conn=m.conn, subscription=m.subscription, awaiting_join=True)
     group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or m.member_id)
     return _maybe_complete_join(cfg, group, out)
 
@@ -236,14 +240,10 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
 def _new_member(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) -> Group:
     """R2: a new member gets a fresh member id (and, if static, enters the static map)."""
     mid, issued = _fresh_member_id(group, slot_of(conn))
-    m = MemberMetadata(mid, req.group_instance_id, conn, req.subscription, EMPTY_ASSIGNMENT, True, False, False)
+    m = MemberMetadata(mid, req.group_instance_id, conn, req.subscription, EMPTY_ASSIGNMENT, False, False, False)
     group = group._replace(members=tuple(sorted(group.members + (m,))), issued=issued,
                            leader=group.leader or mid)
-    if group.phase != Phase.PREPARING_REBALANCE:  # R3
-        group = _prepare_rebalance(cfg, group, out)
-    if not group.first_joiner:
-        group = group._replace(first_joiner=mid)
-    return _maybe_complete_join(cfg, group, out)
+    return _await_join(cfg, group, m, out)
 
 
 def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: int, req: JoinGroup, out: list) -> Group:
@@ -267,17 +267,15 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     if group.phase == Phase.STABLE:
         out.append(_join_response(group, m, skip_assignment=mid == leader))
         return group
-    if group.phase == Phase.COMPLETING_REBALANCE:
-        group = _prepare_rebalance(cfg, group, out)
-    m = find(group, mid)._replace(awaiting_join=True)
-    group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or mid)
-    return _maybe_complete_join(cfg, group, out)
+    return _await_join(cfg, group, m, out)
 
 
 def _sync(cfg: GroupConfig, group: Group, conn: int, req: SyncGroup, out: list) -> Group:
-    error = member_error(group, req.member_id, req.group_instance_id)
-    if group.phase == Phase.DEAD or error != Error.NONE:
-        error = Error.COORDINATOR_NOT_AVAILABLE if group.phase == Phase.DEAD else error
+    if group.phase == Phase.DEAD:
+        error = Error.COORDINATOR_NOT_AVAILABLE
+    else:
+        error = member_error(group, req.member_id, req.group_instance_id)
+    if error != Error.NONE:
         out.append(Reply(conn, SyncGroupResponse(error, EMPTY_ASSIGNMENT)))
         return group
     m = find(group, req.member_id)
@@ -311,14 +309,12 @@ def _heartbeat(group: Group, conn: int, req: Heartbeat, out: list) -> Group:
     """R10 (GroupCoordinator.handleHeartbeat)."""
     if group.phase == Phase.DEAD:
         error = Error.COORDINATOR_NOT_AVAILABLE
-    elif member_error(group, req.member_id, req.group_instance_id) != Error.NONE:
-        error = member_error(group, req.member_id, req.group_instance_id)
-    elif req.generation != group.generation:
-        error = Error.ILLEGAL_GENERATION
-    elif group.phase == Phase.PREPARING_REBALANCE:
-        error = Error.REBALANCE_IN_PROGRESS
     else:
-        error = Error.NONE
+        error = member_error(group, req.member_id, req.group_instance_id)
+        if error == Error.NONE and req.generation != group.generation:
+            error = Error.ILLEGAL_GENERATION
+        elif error == Error.NONE and group.phase == Phase.PREPARING_REBALANCE:
+            error = Error.REBALANCE_IN_PROGRESS
     out.append(Reply(conn, HeartbeatResponse(error)))
     return group
 

@@ -79,7 +79,7 @@ def subscription(c: Consumer) -> Subscription:
     (cooperative); eager members have revoked everything and claim nothing."""
     if not (c.owned or c.echo or c.expired):
         return EMPTY_SUBSCRIPTION
-    return Subscription(c.owned, c.owned_generation if c.owned else NO_GENERATION, c.echo, c.expired)
+    return Subscription(c.owned, c.owned_generation, c.echo, c.expired)
 
 
 def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
