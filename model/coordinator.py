@@ -2,8 +2,8 @@
 
 ``handle(cfg, group, input) -> (group', outputs)``; inputs are ``Receive(conn,
 request)`` and the timer firings ``SessionTimeout``, ``RebalanceTimeout``,
-``SyncTimeout``, ``InitialRebalanceDelay``, plus the admin ``DeleteGroup``; outputs are ``Reply(conn,
-response)``. Rule tags (R..) refer to spec/SPEC.md.
+``SyncTimeout``, ``InitialRebalanceDelay``, ``PendingMemberTimeout``, plus the admin
+``DeleteGroup``; outputs are ``Reply(conn, response)``. Rule tags (R..) refer to spec/SPEC.md.
 
 Behaviour after Kafka's classic coordinator (kafka.coordinator.group.GroupCoordinator:
 handleJoinGroup, handleSyncGroup, handleHeartbeat, handleLeaveGroup,
@@ -18,9 +18,9 @@ from .config import GroupConfig
 from .protocol import (
     EMPTY_ASSIGNMENT, EMPTY_SUBSCRIPTION, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
     Heartbeat, HeartbeatResponse, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, LeaveGroup,
-    LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, Phase, RebalanceTimeout,
-    Receive, Reply, SessionTimeout, Subscription, SyncGroup, SyncGroupResponse,
-    SyncTimeout, member_id, slot_of,
+    LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, PendingMemberTimeout, Phase, Protocols,
+    RebalanceTimeout, Receive, Reply, SessionTimeout, Subscription, SyncGroup, SyncGroupResponse,
+    SyncTimeout, member_id, serial_of, slot_of,
 )
 
 
@@ -49,7 +49,10 @@ class Group(NamedTuple):
     """Coordinator state (R1). ``members`` is ordered by member id; ``leader`` and
     ``first_joiner`` are member ids (0 = none); ``issued`` is
     ((client slot, number of member ids handed out), ...), the fresh-id generator;
-    ``initial_delay``: the barrier waits for group.initial.rebalance.delay.ms (R30)."""
+    ``initial_delay``: the barrier waits for group.initial.rebalance.delay.ms (R30);
+    ``protocol``: the group protocol selected for this generation (R35; "" when the
+    members send no ``Protocols``); ``pending``: member ids handed out with
+    MEMBER_ID_REQUIRED, not yet used to join (R36)."""
 
     phase: Phase
     generation: int
@@ -58,6 +61,8 @@ class Group(NamedTuple):
     first_joiner: int
     issued: tuple
     initial_delay: bool = False
+    protocol: str = ""
+    pending: tuple = ()
 
 
 EMPTY_GROUP = Group(Phase.EMPTY, 0, NO_MEMBER_ID, (), NO_MEMBER_ID, ())
@@ -103,14 +108,82 @@ def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) ->
             and generation == group.generation and find(group, mid) is not None)
 
 
+def supported(group: Group, sub, mid: int) -> bool:
+    """Whether member ``mid`` may join with subscription ``sub`` (R35,
+    GroupMetadata.isProtocolTypeAndProtocolsSupported): with ``Protocols``, it names
+    a protocol type and at least one protocol, the type matches the other members'
+    and some protocol it lists is supported by every other member. Always True for
+    the checker's ``Subscription``."""
+    if type(sub) is not Protocols:
+        return True
+    names = {name for name, _ in sub.protocols}
+    if not sub.protocol_type:
+        return False
+    for m in group.members:
+        if m.member_id != mid:
+            if m.subscription.protocol_type != sub.protocol_type:
+                return False
+            names.intersection_update(name for name, _ in m.subscription.protocols)
+    return bool(names)
+
+
+def select_protocol(members) -> str:
+    """The group protocol for a new generation (R35, GroupMetadata.selectProtocol):
+    among the protocols every member supports, each member votes for the first in
+    its order of preference; the most votes win, a tie goes to the protocol the
+    earliest member (lowest member id) prefers (Kafka leaves ties to hash order).
+    "" when the members send no ``Protocols`` or share no protocol."""
+    if not members or type(members[0].subscription) is not Protocols:
+        return ""
+    candidates = {name for name, _ in members[0].subscription.protocols}
+    for m in members[1:]:
+        candidates.intersection_update(name for name, _ in m.subscription.protocols)
+    votes: dict = {}
+    for m in members:
+        vote = next((name for name, _ in m.subscription.protocols if name in candidates), None)
+        if vote is not None:
+            votes[vote] = votes.get(vote, 0) + 1
+    order = [name for name, _ in members[0].subscription.protocols if name in votes]
+    return max(order, key=votes.__getitem__, default="")
+
+
+def session_refreshed(request) -> int:
+    """The member whose session timer a request restarts, or NO_MEMBER_ID (R11):
+    JoinGroup, SyncGroup, Heartbeat and OffsetCommit name their member
+    (GroupCoordinator.completeAndScheduleNextHeartbeatExpiration). The checker's
+    untimed environment needs no such rule (R21); impl/ restarts the timer."""
+    rk = type(request)
+    if rk is JoinGroup or rk is SyncGroup or rk is Heartbeat or rk is OffsetCommit:
+        return request.member_id
+    return NO_MEMBER_ID
+
+
+def stored(group: Group):
+    """What the coordinator persists after a step (R37), or None to keep the last
+    record: a Stable or Empty group with what it owes nobody dropped (held
+    requests, pending member ids, the initial delay). Kafka writes the group to
+    __consumer_offsets when the leader's assignment arrives and when it empties
+    (GroupMetadataManager.storeGroup), and a loaded group is Stable or Empty
+    (GroupMetadataManager.loadGroup): a restarted coordinator resumes from it and
+    every member's session timer starts anew."""
+    if group.phase != Phase.STABLE and group.phase != Phase.EMPTY:
+        return None
+    return group._replace(members=tuple(m._replace(awaiting_join=False, awaiting_sync=False, pending_sync=False)
+                                        for m in group.members),
+                          first_joiner=NO_MEMBER_ID, initial_delay=False, pending=())
+
+
 def armed_timers(group: Group) -> list:
     """The coordinator's timers that could fire now, with the members whose silence
     they wait for: ``[(timer input, (member_id, ...)), ...]``. A session timeout
     waits for its member unless it is held at a barrier (R11); the rebalance
     timeout for the members that have not rejoined (R4); the pending-sync timeout
-    for those that have not synced (R12); the initial delay for nobody (R30)."""
+    for those that have not synced (R12); the initial delay for nobody (R30); a
+    pending member id's timeout for nobody (R36)."""
     out = [(SessionTimeout(m.member_id), (m.member_id,)) for m in group.members
            if not (m.awaiting_join or m.awaiting_sync)]
+    if group.pending:
+        out.extend((PendingMemberTimeout(mid), ()) for mid in group.pending)
     if group.phase == Phase.PREPARING_REBALANCE:
         waiting = tuple(m.member_id for m in group.members if not m.awaiting_join)
         if waiting:
@@ -130,7 +203,7 @@ def formed_group(members, generation: int, leader: int) -> Group:
     metas = tuple(sorted(
         MemberMetadata(mid, iid, conn, Subscription(owned, generation) if owned else EMPTY_SUBSCRIPTION,
                        Assignment(owned), False, False, False) for mid, iid, conn, owned in members))
-    issued = tuple(sorted((slot_of(mid), mid & 255) for mid, _, _, _ in members))
+    issued = tuple(sorted((slot_of(mid), serial_of(mid)) for mid, _, _, _ in members))
     return Group(Phase.STABLE, generation, leader, metas, NO_MEMBER_ID, issued)
 
 
@@ -154,9 +227,15 @@ def _prepare_rebalance(cfg: GroupConfig, group: Group, out: list) -> Group:
 
 def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = False) -> Reply:
     leader = m.member_id == group.leader
-    members = tuple((x.member_id, x.instance_id, x.subscription) for x in group.members) if leader else ()
+    members = ()
+    if leader:
+        if group.protocol:  # R35: each member's metadata for the selected protocol
+            members = tuple((x.member_id, x.instance_id, x.subscription.metadata(group.protocol))
+                            for x in group.members)
+        else:
+            members = tuple((x.member_id, x.instance_id, x.subscription) for x in group.members)
     return Reply(m.conn, JoinGroupResponse(Error.NONE, m.member_id, group.generation, group.leader, members,
-                                           skip_assignment))
+                                           skip_assignment, group.protocol))
 
 
 def _maybe_complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
@@ -170,12 +249,13 @@ def _maybe_complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
     generation = group.generation + 1
     if not group.members:
         return group._replace(phase=Phase.EMPTY, generation=generation, leader=NO_MEMBER_ID,
-                              first_joiner=NO_MEMBER_ID)
+                              first_joiner=NO_MEMBER_ID, protocol="")
     leader = group.leader
     if find(group, leader) is None:  # R5: the old leader did not rejoin
         leader = group.first_joiner if find(group, group.first_joiner) else group.members[0].member_id
     members = tuple(m._replace(awaiting_join=False, pending_sync=True) for m in group.members)
-    group = Group(Phase.COMPLETING_REBALANCE, generation, leader, members, NO_MEMBER_ID, group.issued)
+    group = Group(Phase.COMPLETING_REBALANCE, generation, leader, members, NO_MEMBER_ID, group.issued,
+                  protocol=select_protocol(members), pending=group.pending)
     for m in members:
         out.append(_join_response(group, m))
     return group
@@ -204,11 +284,23 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
         out.append(Reply(conn, JoinGroupResponse(Error.COORDINATOR_NOT_AVAILABLE, mid,
                                                  NO_GENERATION, NO_MEMBER_ID, ())))
         return group
+    if not supported(group, req.subscription, mid):  # R35
+        out.append(Reply(conn, JoinGroupResponse(Error.INCONSISTENT_GROUP_PROTOCOL, mid, NO_GENERATION,
+                                                 NO_MEMBER_ID, ())))
+        return group
     if mid == NO_MEMBER_ID:
         holder = find_instance(group, iid) if iid else None
         if holder is not None and "no-fencing-on-duplicate-instance" not in cfg.mutations:
             return _replace_static(cfg, group, holder, conn, req, out)
-        return _new_member(cfg, group, conn, req, out)
+        mid, issued = _fresh_member_id(group, slot_of(conn))
+        if req.require_known_member_id and not iid:  # R36 (KIP-394)
+            out.append(Reply(conn, JoinGroupResponse(Error.MEMBER_ID_REQUIRED, mid, NO_GENERATION,
+                                                     NO_MEMBER_ID, ())))
+            return group._replace(issued=issued, pending=group.pending + (mid,))
+        return _new_member(cfg, group._replace(issued=issued), conn, req, mid, out)
+    if mid in group.pending:  # R36: the second JoinGroup, with the handed-out id
+        return _new_member(cfg, group._replace(pending=tuple(x for x in group.pending if x != mid)),
+                           conn, req, mid, out)
     error = member_error(group, mid, iid)
     if error != Error.NONE:
         out.append(Reply(conn, JoinGroupResponse(error, NO_MEMBER_ID if error == Error.UNKNOWN_MEMBER_ID else mid,
@@ -237,12 +329,11 @@ def _await_join(cfg: GroupConfig, group: Group, m: MemberMetadata, out: list) ->
     return _maybe_complete_join(cfg, group, out)
 
 
-def _new_member(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) -> Group:
-    """R2: a new member gets a fresh member id (and, if static, enters the static map)."""
-    mid, issued = _fresh_member_id(group, slot_of(conn))
+def _new_member(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, mid: int, out: list) -> Group:
+    """R2: a new member joins under a fresh member id ``mid`` (and, if static,
+    enters the static map)."""
     m = MemberMetadata(mid, req.group_instance_id, conn, req.subscription, EMPTY_ASSIGNMENT, False, False, False)
-    group = group._replace(members=tuple(sorted(group.members + (m,))), issued=issued,
-                           leader=group.leader or mid)
+    group = group._replace(members=tuple(sorted(group.members + (m,))), leader=group.leader or mid)
     return _await_join(cfg, group, m, out)
 
 
@@ -394,6 +485,11 @@ def _initial_delay_over(cfg: GroupConfig, group: Group, out: list) -> Group:
     return _rebalance_timeout(cfg, group._replace(initial_delay=False), out)
 
 
+def _pending_timeout(group: Group, mid: int) -> Group:
+    """R36: an unused member id from MEMBER_ID_REQUIRED is forgotten."""
+    return group._replace(pending=tuple(x for x in group.pending if x != mid))
+
+
 def _delete(group: Group, out: list) -> Group:
     """Only an Empty group can be deleted; it becomes Dead (GroupCoordinator.handleDeleteGroups)."""
     if group.phase == Phase.EMPTY:
@@ -428,6 +524,8 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
         group = _sync_timeout(cfg, group, out)
     elif kind is InitialRebalanceDelay:
         group = _initial_delay_over(cfg, group, out)
+    elif kind is PendingMemberTimeout:
+        group = _pending_timeout(group, event.member_id)
     elif kind is DeleteGroup:
         group = _delete(group, out)
     else:

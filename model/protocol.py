@@ -6,16 +6,19 @@ so that actor states built from them are canonical, hashable and picklable.
 Identifiers are small ints, not Kafka's strings, so that states stay compact:
 
 * a *client slot* is a process position 0..N-1 (Kafka's client.id);
-* a *connection* is ``(slot << 8) | epoch``: the epoch counts the processes
+* a *connection* is ``(slot << ID_BITS) | epoch``: the epoch counts the processes
   started on that slot, so replies addressed to a dead process's connection are
   recognisably stale (Kafka matches replies to requests per TCP connection);
 * a *group.instance.id* (KIP-345 static membership) is ``slot + 1``: a static
   client keeps it across restarts; ``NO_INSTANCE_ID`` (0) for a dynamic member;
-* a *member id* is ``(slot << 8) | k`` with k = 1, 2, ...: the k-th member.id the
+* a *member id* is ``(slot << ID_BITS) | k`` with k = 1, 2, ...: the k-th member.id the
   coordinator handed out to that client. Kafka's member.id is
   ``client.id + "-" + UUID`` (GroupCoordinator.doNewMemberJoinGroup); the
   per-client counter models the UUID's freshness. ``NO_MEMBER_ID`` (0) is the
   empty member.id a new member sends.
+
+``ID_BITS`` (20) keeps every id below 2**30, a one-digit CPython int, for slots
+below 1024 (impl/ maps Kafka's client.id strings onto slots).
 
 Every message and input class ends with a ``tag`` field (a distinct int, for
 requests and responses 2 x Kafka's ApiKey, + 1 for a response): tuples compare by
@@ -39,6 +42,8 @@ from typing import NamedTuple
 NO_MEMBER_ID = 0
 NO_GENERATION = -1
 NO_INSTANCE_ID = 0
+ID_BITS = 20
+_SERIAL = (1 << ID_BITS) - 1
 
 
 class Error(IntEnum):
@@ -47,8 +52,10 @@ class Error(IntEnum):
     NONE = 0
     COORDINATOR_NOT_AVAILABLE = 15
     ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
     UNKNOWN_MEMBER_ID = 25
     REBALANCE_IN_PROGRESS = 27
+    MEMBER_ID_REQUIRED = 79
     FENCED_INSTANCE_ID = 82
 
 
@@ -64,17 +71,22 @@ class Phase(IntEnum):
 
 def slot_of(ident: int) -> int:
     """The client slot of a member id or a connection."""
-    return ident >> 8
+    return ident >> ID_BITS
+
+
+def serial_of(mid: int) -> int:
+    """k of the k-th member id handed out to a client slot."""
+    return mid & _SERIAL
 
 
 def member_id(slot: int, k: int) -> int:
     """The k-th member id (k >= 1) handed out to client ``slot``."""
-    return (slot << 8) | k
+    return (slot << ID_BITS) | k
 
 
 def connection(slot: int, epoch: int) -> int:
     """The connection of the ``epoch``-th process started on ``slot``."""
-    return (slot << 8) | epoch
+    return (slot << ID_BITS) | epoch
 
 
 def instance_id(slot: int) -> int:
@@ -89,14 +101,14 @@ def instance_name(iid: int) -> str:
 
 def epoch_of(conn: int) -> int:
     """The process epoch of a connection."""
-    return conn & 255
+    return conn & _SERIAL
 
 
 def member_name(mid: int) -> str:
     """Readable member id: client letter and counter, e.g. ``A1``; ``-`` for none."""
     if mid == NO_MEMBER_ID:
         return "-"
-    return f"{chr(65 + (mid >> 8))}{mid & 255}"
+    return f"{chr(65 + slot_of(mid))}{serial_of(mid)}"
 
 
 def partitions_of(mask: int) -> tuple[int, ...]:
@@ -134,6 +146,25 @@ class Subscription(NamedTuple):
 EMPTY_SUBSCRIPTION = Subscription(0, NO_GENERATION)
 
 
+class Protocols(NamedTuple):
+    """JoinGroup's protocol list in wire form, as impl/ sends it: the protocol type
+    (``consumer``) and ``((name, metadata bytes), ...)`` in the member's order of
+    preference (JoinGroupRequest.protocols). The coordinator keeps it as the member's
+    subscription, opaque as in Kafka, and selects the group protocol from these
+    lists (R35). The checker's members send one ``Subscription`` instead: a single
+    implicit protocol, nothing to select."""
+
+    protocol_type: str
+    protocols: tuple
+
+    def metadata(self, name: str) -> bytes:
+        """The metadata this member sent for protocol ``name``; KeyError if none."""
+        for n, data in self.protocols:
+            if n == name:
+                return data
+        raise KeyError(name)
+
+
 class Assignment(NamedTuple):
     """What the leader computes for one member: the assigned partitions (a bitmask).
     Revoked partitions are not sent: a member revokes owned − assigned
@@ -156,9 +187,14 @@ EMPTY_ASSIGNMENT = Assignment(0)
 
 
 class JoinGroup(NamedTuple):
+    """``subscription``: a ``Subscription`` (checker) or ``Protocols`` (wire form).
+    ``require_known_member_id``: JoinGroup v4+ (KIP-394): a new dynamic member is
+    first handed its member id with MEMBER_ID_REQUIRED (R36)."""
+
     member_id: int
-    subscription: Subscription
+    subscription: tuple
     group_instance_id: int = NO_INSTANCE_ID
+    require_known_member_id: bool = False
     tag: int = 22
 
 
@@ -197,9 +233,11 @@ class OffsetCommit(NamedTuple):
 
 
 class JoinGroupResponse(NamedTuple):
-    """``members``: ((member_id, group_instance_id, Subscription), ...) for the leader,
-    () otherwise. ``skip_assignment``: a static leader rejoined a Stable group; it
-    keeps the current assignment (JoinGroup v9, KIP-814)."""
+    """``members``: ((member_id, group_instance_id, metadata), ...) for the leader, ()
+    otherwise; the metadata is each member's ``Subscription``, or with ``Protocols``
+    its bytes for the selected ``protocol`` (R35; "" when there is nothing to
+    select). ``skip_assignment``: a static leader rejoined a Stable group; it keeps
+    the current assignment (JoinGroup v9, KIP-814)."""
 
     error: Error
     member_id: int
@@ -207,6 +245,7 @@ class JoinGroupResponse(NamedTuple):
     leader: int
     members: tuple
     skip_assignment: bool = False
+    protocol: str = ""
     tag: int = 23
 
 
@@ -266,6 +305,14 @@ class InitialRebalanceDelay(NamedTuple):
     """group.initial.rebalance.delay.ms passed for a group that left Empty (KIP-134)."""
 
     tag: int = 106
+
+
+class PendingMemberTimeout(NamedTuple):
+    """A member id handed out with MEMBER_ID_REQUIRED was not used to rejoin within
+    the session timeout (KIP-394, GroupCoordinator.removePendingMemberAndUpdateGroup)."""
+
+    member_id: int
+    tag: int = 107
 
 
 class DeleteGroup(NamedTuple):

@@ -2,7 +2,7 @@ from hypothesis import given, settings, strategies as st
 
 from rebalance.model.assignors import assign, resolve_claims
 from rebalance.model.config import GroupConfig
-from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, partitions_of
+from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, member_id, partitions_of
 
 
 def loads(result):
@@ -77,7 +77,7 @@ def test_every_partition_once_and_balanced(claims, partitions, assignor):
     protocol = "cooperative" if assignor == "cooperative-sticky" else "eager"
     cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol, assignor=assignor)
     mask = (1 << partitions) - 1
-    members = tuple(((i + 1) << 8 | 1, 0, Subscription(o & mask, g) if o & mask else EMPTY_SUBSCRIPTION)
+    members = tuple((member_id(i + 1, 1), 0, Subscription(o & mask, g) if o & mask else EMPTY_SUBSCRIPTION)
                     for i, (o, g) in enumerate(claims))
     out = assign(cfg, members)
     assert [m for m, _ in out] == [m for m, _, _ in members]
