@@ -229,3 +229,69 @@ def replay(scenario, as_json):
         click.echo(json.dumps(report, indent=2))
     else:
         out.print(replaying.text(report), highlight=False, markup=False)
+
+
+def _topic(ctx, param, values):
+    topics = []
+    for value in values:
+        name, _, count = value.rpartition(":")
+        if not name or not count.isdigit() or int(count) < 1:
+            raise click.BadParameter(f"{value!r}: expected NAME:PARTITIONS, e.g. orders:6", ctx, param)
+        topics.append((name, int(count)))
+    return tuple(topics)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
+@click.option("--port", default=9092, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: any free port, printed).")
+@click.option("--topic", "topics", multiple=True, required=True, callback=_topic, metavar="NAME:PARTITIONS",
+              help="A topic this broker serves (repeatable); its log is empty.")
+@click.option("--store", default="rebalance-coordinator.db", show_default=True, type=click.Path(dir_okay=False),
+              help="SQLite file for group metadata and committed offsets (':memory:' keeps nothing).")
+@click.option("--initial-rebalance-delay-ms", "initial_delay_ms", default=3000, show_default=True,
+              type=click.IntRange(0), help="group.initial.rebalance.delay.ms (KIP-134); 0 switches it off.")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
+              help="Append every model step as a JSON line to this file (format: spec/TRACE.md).")
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+              help="Switch on a known-bad coordinator behaviour (repeatable).")
+def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
+    """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
+
+    A one-broker Kafka cluster for consumer groups: any Kafka client
+    (librdkafka, the Java client, kafka-python) can bootstrap from it, join
+    groups, heartbeat, commit and fetch offsets. Every group request is an
+    input to the same coordinator handler the checker explores
+    (model/coordinator.py). Topics hold empty logs: fetches return no records.
+
+    \b
+    rebalance serve --port 9092 --topic orders:6 --topic audit:3
+    rebalance serve --port 0 --topic t:4 --store :memory: --trace trace.jsonl
+    """
+    import asyncio
+    import logging
+
+    from rebalance.impl.broker import Cluster
+    from rebalance.impl.coordinator import Coordinator
+    from rebalance.impl.store import Store
+    from rebalance.impl.trace import Trace
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+
+    async def run():
+        coordinator = Coordinator(Cluster(host, port, topics), Store(store), Trace(trace_path), initial_delay_ms,
+                                  mutations)
+        try:
+            await coordinator.start()
+        except OSError as e:
+            await coordinator.close()
+            raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await coordinator.close()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,401 @@
+"""The group coordinator on real sockets (``rebalance serve``).
+
+An asyncio TCP server speaking Kafka's wire protocol (``wire``) for a one-broker
+cluster (``broker``). Each group request becomes an input to the model's
+coordinator handler, ``model.coordinator.handle``; its outputs are carried out:
+``Reply`` outputs answer the connection they name, the model's armed timers
+(``armed_timers``) become asyncio timers, and the group the model says to store
+(``stored``, R37) is written to SQLite (``store``) before any reply goes out.
+impl/ decides no protocol question: it translates names (Kafka's member.id and
+group.instance.id strings to the model's ints), durations (ms from the requests)
+and bytes.
+
+Like Kafka's SocketServer, a connection's requests are handled one at a time,
+in order: a JoinGroup held at the barrier holds its connection's next request
+too. A frame that cannot be parsed closes its connection, and only it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+from rebalance.model.config import GroupConfig
+from rebalance.model.coordinator import (
+    EMPTY_GROUP, armed_timers, handle, session_refreshed, stored,
+)
+from rebalance.model.protocol import (
+    EMPTY_ASSIGNMENT, ID_BITS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
+    InitialRebalanceDelay, JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
+    PendingMemberTimeout, Phase, Protocols, Receive, Reply, SessionTimeout, SyncGroup, SyncGroupResponse,
+)
+
+from . import broker
+from .store import GroupRecord, Store
+from .trace import Trace
+from .wire import MAX_FRAME, Api, FrameError, UnsupportedVersion, ms, read_request, response_frame
+
+log = logging.getLogger("rebalance.serve")
+
+UNKNOWN_ID = -1  # a member.id string the coordinator never handed out
+STATE_NAMES = {Phase.EMPTY: "Empty", Phase.PREPARING_REBALANCE: "PreparingRebalance",
+               Phase.COMPLETING_REBALANCE: "CompletingRebalance", Phase.STABLE: "Stable", Phase.DEAD: "Dead"}
+RESPONSE_OF = {JoinGroup: JoinGroupResponse, SyncGroup: SyncGroupResponse, Heartbeat: HeartbeatResponse,
+               LeaveGroup: LeaveGroupResponse, OffsetCommit: OffsetCommitResponse}
+DEFAULT_TIMEOUTS = (45_000, 300_000)  # session.timeout.ms, max.poll.interval.ms: the consumer defaults
+FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
+
+
+class Connection:
+    """One client connection: its model connection id, client.id and peer host, and
+    the group request it waits on (the response type and a future), if any."""
+
+    def __init__(self, conn: int, client_id: str, host: str, writer):
+        self.conn, self.client_id, self.host, self.writer = conn, client_id, host, writer
+        self.waiting = None
+
+
+class GroupRuntime:
+    """One group: the model's ``Group`` and what impl/ keeps beside it — the
+    strings behind the model's member and instance ids, each member's timeouts
+    (ms), the asyncio timers, the last stored record."""
+
+    def __init__(self, server: "Coordinator", group_id: str, record: GroupRecord | None = None):
+        self.server, self.group_id = server, group_id
+        record = record or GroupRecord(EMPTY_GROUP, {}, {}, {})
+        self.group, self.names, self.instances, self.timeouts = record
+        self.ids = {name: mid for mid, name in self.names.items()}
+        self.instance_names = {iid: name for name, iid in self.instances.items()}
+        self.timers: dict = {}
+        self.last_stored = record.group
+        self._sync_timers(NO_MEMBER_ID)
+
+    # --- names ------------------------------------------------------------------
+    def member_id(self, name: str) -> int:
+        return NO_MEMBER_ID if not name else self.ids.get(name, UNKNOWN_ID)
+
+    def name(self, mid: int) -> str:
+        return self.names.get(mid, "")
+
+    def instance_id(self, name) -> int:
+        if not name:
+            return NO_INSTANCE_ID
+        if name not in self.instances:
+            iid = self.instances[name] = len(self.instances) + 1
+            self.instance_names[iid] = name
+        return self.instances[name]
+
+    def instance_name(self, iid: int):
+        return self.instance_names.get(iid)
+
+    def protocol_type(self):
+        members = self.group.members
+        return members[0].subscription.protocol_type if members else None
+
+    # --- steps ------------------------------------------------------------------
+    async def request(self, c: Connection, req, timeouts=None):
+        """Hand ``req`` from connection ``c`` to the model; the model's response."""
+        fut = asyncio.get_running_loop().create_future()
+        c.waiting = (RESPONSE_OF[type(req)], fut)
+        self.step(Receive(c.conn, req), c, timeouts)
+        return await fut
+
+    def step(self, event, c: Connection | None = None, timeouts=None) -> None:
+        """One model step and its outputs carried out (R37: stored before replies)."""
+        before = self.group
+        group, outputs = handle(self.server.cfg, before, event)
+        self.server.trace.step(f"coordinator:{self.group_id}", event, outputs)
+        self.group = group
+        if group is not before:
+            self._name_members(c, timeouts)
+            record = stored(group)
+            if record is not None and record != self.last_stored:
+                self.server.store.save_group(self.group_id, GroupRecord(record, self.names, self.instances,
+                                                                        self.timeouts))
+                self.last_stored = record
+            if group.generation != before.generation or group.phase != before.phase:
+                self._log_phase()
+        refreshed = session_refreshed(event.request) if type(event) is Receive else NO_MEMBER_ID
+        if group is before:  # a heartbeat, most often: only its member's timer restarts
+            if SessionTimeout(refreshed) in self.timers:
+                self._arm(SessionTimeout(refreshed), SessionTimeout(refreshed))
+        else:
+            self._sync_timers(refreshed)
+        for out in outputs:
+            self.server.deliver(out)
+
+    def _name_members(self, c: Connection | None, timeouts) -> None:
+        """Give new member ids their member.id strings (client.id + "-" + UUID, as
+        GroupCoordinator does) and the timeouts of the JoinGroup that made them;
+        forget those of members gone."""
+        live = {m.member_id: m.conn for m in self.group.members}
+        live.update((mid, c.conn if c else 0) for mid in self.group.pending)
+        for mid, conn in live.items():
+            if mid not in self.names:
+                client = self.server.connections.get(conn)
+                name = f"{client.client_id if client else 'member'}-{uuid.uuid4()}"
+                self.names[mid], self.ids[name] = name, mid
+            if c is not None and timeouts and conn == c.conn:
+                self.timeouts[mid] = timeouts
+        for mid in [mid for mid in self.names if mid not in live]:
+            del self.ids[self.names.pop(mid)]
+            self.timeouts.pop(mid, None)
+
+    def _log_phase(self) -> None:
+        g = self.group
+        members = ", ".join(self.name(m.member_id) + ("*" if m.member_id == g.leader else "") for m in g.members)
+        log.info("group %s: generation %d %s%s%s", self.group_id, g.generation, STATE_NAMES[g.phase],
+                 f" ({g.protocol})" if g.protocol else "", f": {members}" if members else "")
+
+    # --- timers -----------------------------------------------------------------
+    def _duration_ms(self, timer) -> int:
+        kind = type(timer)
+        if kind is SessionTimeout or kind is PendingMemberTimeout:
+            return self.timeouts.get(timer.member_id, DEFAULT_TIMEOUTS)[0]
+        rebalance = max((self.timeouts.get(m.member_id, DEFAULT_TIMEOUTS)[1] for m in self.group.members),
+                        default=DEFAULT_TIMEOUTS[1])
+        if kind is InitialRebalanceDelay:
+            return min(self.server.initial_delay_ms, rebalance)
+        return rebalance  # the rebalance timeout and the pending-sync timeout (KAFKA-12890)
+
+    def _sync_timers(self, refreshed: int) -> None:
+        """Arm an asyncio timer for each timer the model arms, cancel the others; a
+        member's request restarts its session timer (R37). Barrier timers are keyed
+        by generation, so a new barrier starts a new deadline."""
+        armed = {}
+        for timer, _ in armed_timers(self.group):
+            per_member = type(timer) is SessionTimeout or type(timer) is PendingMemberTimeout
+            armed[timer if per_member else (timer, self.group.generation)] = timer
+        for key in [k for k in self.timers if k not in armed]:
+            self.timers.pop(key).cancel()
+        for key, timer in armed.items():
+            if key not in self.timers or (type(timer) is SessionTimeout and timer.member_id == refreshed):
+                self._arm(key, timer)
+
+    def _arm(self, key, timer) -> None:
+        if key in self.timers:
+            self.timers[key].cancel()
+        self.timers[key] = asyncio.get_running_loop().call_later(self._duration_ms(timer) / 1000, self._fire,
+                                                                 key, timer)
+
+    def _fire(self, key, timer) -> None:
+        self.timers.pop(key, None)
+        self.step(timer)
+
+    def close(self) -> None:
+        for handle_ in self.timers.values():
+            handle_.cancel()
+
+
+class Coordinator:
+    """The server. ``cluster``: host, port and topics (broker.Cluster); ``store``:
+    a Store; ``trace``: a Trace; ``initial_delay_ms``: group.initial.rebalance.delay.ms
+    (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS)."""
+
+    def __init__(self, cluster: broker.Cluster, store: Store, trace: Trace, initial_delay_ms: int = 3000,
+                 mutations=()):
+        self.cluster, self.store, self.trace = cluster, store, trace
+        self.initial_delay_ms = initial_delay_ms
+        self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
+                               initial_rebalance_delay=initial_delay_ms > 0)
+        self.connections: dict = {}
+        self.slots: dict = {}
+        self.serial = 0
+        self.groups: dict = {}
+        self._records = store.groups()
+        self.server = None
+
+    async def start(self) -> None:
+        """Listen on the cluster's host and port (port 0: any free port, then
+        ``cluster`` holds the real one). Raises OSError if the address is taken."""
+        self.server = await asyncio.start_server(self._serve, self.cluster.host, self.cluster.port)
+        port = self.server.sockets[0].getsockname()[1]
+        self.cluster = self.cluster._replace(port=port)
+        for gid in list(self._records):
+            self.group(gid)  # loaded groups arm their session timers now (R37)
+        log.info("listening on %s:%d, topics %s", self.cluster.host, port,
+                 ", ".join(f"{t}:{n}" for t, n in self.cluster.topics))
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for c in list(self.connections.values()):
+            c.writer.close()
+        for rt in self.groups.values():
+            rt.close()
+        self.trace.close()
+        self.store.close()
+
+    def group(self, group_id: str) -> GroupRuntime:
+        if group_id not in self.groups:
+            self.groups[group_id] = GroupRuntime(self, group_id, self._records.pop(group_id, None))
+        return self.groups[group_id]
+
+    def deliver(self, out: Reply) -> None:
+        """Answer the request a connection waits on, if the reply is for it; a reply
+        to a closed connection or a request no longer waited on is dropped."""
+        c = self.connections.get(out.conn)
+        if c is not None and c.waiting is not None and type(out.response) is c.waiting[0]:
+            _, fut = c.waiting
+            c.waiting = None
+            if not fut.done():
+                fut.set_result(out.response)
+
+    # --- connections --------------------------------------------------------------
+    def _connection(self, client_id: str, host: str, writer) -> Connection:
+        slot = self.slots.setdefault(client_id, len(self.slots) % 1024)
+        self.serial += 1
+        c = Connection((slot << ID_BITS) | (self.serial & ((1 << ID_BITS) - 1)), client_id, host, writer)
+        self.connections[c.conn] = c
+        return c
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        host = (writer.get_extra_info("peername") or ("?",))[0]
+        c = None
+        try:
+            while True:
+                head = await reader.readexactly(4)
+                size = int.from_bytes(head, "big", signed=True)
+                if not 0 < size <= MAX_FRAME:
+                    raise FrameError(f"frame size {size} outside 1..{MAX_FRAME}")
+                frame = await reader.readexactly(size)
+                try:
+                    req = read_request(frame)
+                except UnsupportedVersion as e:
+                    writer.write(response_frame(Api.API_VERSIONS, 0, e.correlation_id,
+                                                broker.api_versions(broker.UNSUPPORTED_VERSION)))
+                    await writer.drain()
+                    continue
+                if c is None:
+                    c = self._connection(req.client_id, host, writer)
+                data = await self._dispatch(c, req)
+                writer.write(response_frame(req.api_key, req.version, req.correlation_id, data))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except FrameError as e:
+            log.warning("closing connection from %s: %s", host, e)
+        except Exception:  # a bug must cost one connection, never the server
+            log.exception("closing connection from %s after an internal error", host)
+        finally:
+            if c is not None:
+                self.connections.pop(c.conn, None)
+                if c.waiting is not None and not c.waiting[1].done():
+                    c.waiting[1].cancel()
+            writer.close()
+
+    async def _dispatch(self, c: Connection, req) -> dict:
+        b, cluster = req.body, self.cluster
+        key = req.api_key
+        if key == Api.API_VERSIONS:
+            return broker.api_versions()
+        if key == Api.METADATA:
+            return broker.metadata(cluster, b)
+        if key == Api.FIND_COORDINATOR:
+            return broker.find_coordinator(cluster, b)
+        if key == Api.LIST_OFFSETS:
+            return broker.list_offsets(cluster, b)
+        if key == Api.FETCH:
+            await asyncio.sleep(min(ms(b.max_wait), FETCH_WAIT_CAP_MS) / 1000)
+            return broker.fetch(cluster, b)
+        if key == Api.DESCRIBE_GROUPS:
+            return {"throttle_time": 0, "groups": [self._describe(gid) for gid in b.groups]}
+        if key == Api.OFFSET_FETCH:
+            return self._offset_fetch(b)
+        rt = self.group(b.group_id)
+        if key == Api.JOIN_GROUP:
+            return await self._join(c, rt, req)
+        if key == Api.SYNC_GROUP:
+            return await self._sync(c, rt, req)
+        if key == Api.HEARTBEAT:
+            r = await rt.request(c, Heartbeat(rt.member_id(b.member_id), b.generation_id,
+                                              rt.instance_id(getattr(b, "group_instance_id", None))))
+            return {"throttle_time": 0, "error_code": r.error}
+        if key == Api.LEAVE_GROUP:
+            return await self._leave(c, rt, req)
+        return await self._commit(c, rt, req)
+
+    # --- group requests: wire <-> model ---------------------------------------------
+    async def _join(self, c: Connection, rt: GroupRuntime, req) -> dict:
+        b = req.body
+        session = ms(b.session_timeout)
+        rebalance = ms(b.rebalance_timeout) if hasattr(b, "rebalance_timeout") else session
+        sub = Protocols(b.protocol_type, tuple((p.name, bytes(p.metadata)) for p in b.protocols))
+        r = await rt.request(c, JoinGroup(rt.member_id(b.member_id), sub,
+                                          rt.instance_id(getattr(b, "group_instance_id", None)),
+                                          req.version >= 4), (session, rebalance))
+        return {"throttle_time": 0, "error_code": r.error, "generation_id": r.generation,
+                "protocol_type": rt.protocol_type() if r.protocol else None,
+                "protocol_name": r.protocol or (None if req.version >= 7 else ""),
+                "leader": rt.name(r.leader), "skip_assignment": r.skip_assignment,
+                "member_id": rt.name(r.member_id),
+                "members": [{"member_id": rt.name(mid), "group_instance_id": rt.instance_name(iid),
+                             "metadata": data} for mid, iid, data in r.members]}
+
+    async def _sync(self, c: Connection, rt: GroupRuntime, req) -> dict:
+        b = req.body
+        given = tuple((rt.member_id(a.member_id), bytes(a.assignment)) for a in b.assignments)
+        r = await rt.request(c, SyncGroup(rt.member_id(b.member_id), b.generation_id, given,
+                                          rt.instance_id(getattr(b, "group_instance_id", None))))
+        assignment = b"" if r.assignment is EMPTY_ASSIGNMENT else r.assignment
+        return {"throttle_time": 0, "error_code": r.error, "protocol_type": rt.protocol_type(),
+                "protocol_name": rt.group.protocol or None, "assignment": assignment}
+
+    async def _leave(self, c: Connection, rt: GroupRuntime, req) -> dict:
+        b = req.body
+        if req.version < 3:
+            members = ((rt.member_id(b.member_id), NO_INSTANCE_ID),)
+        else:
+            members = tuple((rt.member_id(m.member_id), rt.instance_id(m.group_instance_id)) for m in b.members)
+        names = {mid: rt.name(mid) for mid, _ in members}  # before the model forgets them
+        r = await rt.request(c, LeaveGroup(members))
+        results = [{"member_id": names.get(mid) or rt.name(mid), "group_instance_id": rt.instance_name(iid),
+                    "error_code": error} for mid, iid, error in r.members]
+        error = r.members[0][2] if req.version < 3 and r.members else r.error
+        return {"throttle_time": 0, "error_code": error, "members": results}
+
+    async def _commit(self, c: Connection, rt: GroupRuntime, req) -> dict:
+        b = req.body
+        generation = getattr(b, "generation_id", None)
+        if generation is None:
+            generation = b.generation_id_or_member_epoch
+        r = await rt.request(c, OffsetCommit(rt.member_id(b.member_id), generation, 0,
+                                             rt.instance_id(getattr(b, "group_instance_id", None))))
+        if r.error == 0:  # R37: on disk before the response
+            self.store.commit_offsets(rt.group_id, [(t.name, p.partition_index, p.committed_offset,
+                                                     p.committed_metadata) for t in b.topics for p in t.partitions])
+        return {"throttle_time": 0, "topics": [
+            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": r.error}
+                                            for p in t.partitions]} for t in b.topics]}
+
+    def _offset_fetch(self, b) -> dict:
+        committed = self.store.offsets(b.group_id)
+        if b.topics is None:
+            wanted = {}
+            for topic, p in sorted(committed):
+                wanted.setdefault(topic, []).append(p)
+        else:
+            wanted = {t.name: list(t.partition_indexes) for t in b.topics}
+        topics = [{"name": topic, "partitions": [
+            {"partition_index": p, "committed_offset": committed.get((topic, p), (-1, ""))[0],
+             "committed_leader_epoch": -1, "metadata": committed.get((topic, p), (-1, ""))[1] or "",
+             "error_code": 0} for p in parts]} for topic, parts in wanted.items()]
+        return {"throttle_time": 0, "topics": topics, "error_code": 0}
+
+    def _describe(self, group_id: str) -> dict:
+        rt = self.groups.get(group_id)
+        if rt is None and group_id not in self._records:
+            return {"error_code": 0, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
+                    "protocol_data": "", "members": []}
+        rt = self.group(group_id)
+        g = rt.group
+        members = []
+        for m in g.members:
+            c = self.connections.get(m.conn)
+            meta = m.subscription.metadata(g.protocol) if g.protocol else b""
+            members.append({"member_id": rt.name(m.member_id), "group_instance_id": rt.instance_name(m.instance_id),
+                            "client_id": c.client_id if c else "", "client_host": c.host if c else "",
+                            "member_metadata": meta,
+                            "member_assignment": b"" if m.assignment is EMPTY_ASSIGNMENT else m.assignment})
+        return {"error_code": 0, "group_id": group_id, "group_state": STATE_NAMES[g.phase],
+                "protocol_type": rt.protocol_type() or "", "protocol_data": g.protocol, "members": members}

@@ -1,0 +1,213 @@
+"""Kafka's wire format: size-prefixed frames, request and response headers, and
+payloads as kio's dataclasses.
+
+A frame is an int32 size and that many bytes. A request frame starts with its
+header (RequestHeader v1, or v2 for a flexible request version); a response frame
+with ResponseHeader v0, or v1 for a flexible response except ApiVersions
+(always v0, KIP-511). Payloads are built and read with kio
+(``kio.index.load_request_schema`` / ``load_response_schema``); ``make`` builds a
+payload of whichever version a request asked for from one dict of field values,
+so the callers describe a response once for every version.
+
+Errors: ``FrameError`` for a frame that cannot be a request (too large, too
+short, garbage, an unknown API key or an unsupported version: the broker closes
+the connection, as Kafka's SocketServer does for a request it cannot parse);
+``UnsupportedVersion`` for ApiVersions at a version we do not speak (answered
+with UNSUPPORTED_VERSION and our versions, KIP-511).
+"""
+from __future__ import annotations
+
+import datetime
+import io
+import types
+import typing
+from dataclasses import fields, is_dataclass
+from functools import cache
+from typing import NamedTuple
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32Timedelta, i64Timedelta
+
+MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes, Kafka's default (bytes)
+
+
+class Api:
+    """Kafka ApiKeys used here (org.apache.kafka.common.protocol.ApiKeys)."""
+
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    API_VERSIONS = 18
+
+
+# The versions this server answers, {api key: (min, max)}: within kio's schemas and
+# below the versions that need topic ids (Fetch 13+) or KIP-848 (OffsetCommit 9+).
+SUPPORTED = {
+    Api.FETCH: (4, 12),
+    Api.LIST_OFFSETS: (1, 7),
+    Api.METADATA: (0, 12),
+    Api.OFFSET_COMMIT: (2, 8),
+    Api.OFFSET_FETCH: (1, 7),
+    Api.FIND_COORDINATOR: (0, 4),
+    Api.JOIN_GROUP: (0, 9),
+    Api.HEARTBEAT: (0, 4),
+    Api.LEAVE_GROUP: (0, 5),
+    Api.SYNC_GROUP: (0, 5),
+    Api.DESCRIBE_GROUPS: (0, 5),
+    Api.API_VERSIONS: (0, 3),
+}
+
+
+class FrameError(Exception):
+    """A frame that is not a request we can answer; the connection is closed."""
+
+
+class UnsupportedVersion(FrameError):
+    """ApiVersions at a version we do not speak (answered, then the client retries)."""
+
+    def __init__(self, message: str, correlation_id: int):
+        super().__init__(message)
+        self.correlation_id = correlation_id
+
+
+class Request(NamedTuple):
+    """A parsed request: header fields and the kio payload."""
+
+    api_key: int
+    version: int
+    correlation_id: int
+    client_id: str
+    body: object
+
+
+def ms(value) -> int:
+    """A kio duration field in whole milliseconds."""
+    return int(value / datetime.timedelta(milliseconds=1))
+
+
+def _i16(frame: bytes, at: int) -> int:
+    return int.from_bytes(frame[at:at + 2], "big", signed=True)
+
+
+def read_request(frame: bytes) -> Request:
+    """Parse a request frame's bytes (without the size prefix). Raises FrameError
+    or UnsupportedVersion."""
+    if len(frame) < 8:
+        raise FrameError(f"a request header needs 8 bytes at least, got {len(frame)}")
+    api_key, version = _i16(frame, 0), _i16(frame, 2)
+    if api_key not in SUPPORTED:
+        raise FrameError(f"unknown or unsupported API key {api_key}")
+    low, high = SUPPORTED[api_key]
+    if not low <= version <= high:
+        if api_key == Api.API_VERSIONS:
+            raise UnsupportedVersion(f"ApiVersions v{version}", int.from_bytes(frame[4:8], "big", signed=True))
+        raise FrameError(f"API key {api_key} at unsupported version {version}")
+    schema = load_request_schema(api_key, version)
+    header_schema = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
+    try:
+        header, used = entity_reader(header_schema)(frame, 0)
+        body, size = entity_reader(schema)(frame, used)
+    except Exception as e:  # kio raises a variety of errors on bad bytes
+        raise FrameError(f"malformed {schema.__name__} v{version}: {type(e).__name__}: {e}") from None
+    if used + size != len(frame):
+        raise FrameError(f"{schema.__name__} v{version}: {len(frame) - used - size} trailing bytes")
+    return Request(api_key, version, header.correlation_id, header.client_id or "", body)
+
+
+@cache
+def _field_types(cls) -> dict:
+    """{field name: (nested entity class or None, kio scalar type)} of a kio dataclass."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in fields(cls):
+        inner = _unwrap(_unwrap(hints[f.name]))
+        out[f.name] = (inner if is_dataclass(inner) else None, inner)
+    return out
+
+
+def _unwrap(hint):
+    """X of ``X | None`` and of ``tuple[X, ...]``."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return next(a for a in typing.get_args(hint) if a is not type(None))
+    if typing.get_origin(hint) is tuple:
+        return typing.get_args(hint)[0]
+    return hint
+
+
+def make(cls, data: dict):
+    """A kio payload of class ``cls`` from a dict: fields the class lacks are
+    ignored, nested entities are given as dicts (or tuples of dicts), error codes
+    and durations as ints (ms). Raises TypeError if a required field is missing."""
+    kwargs = {}
+    for name, (nested, kind) in _field_types(cls).items():
+        if name not in data:
+            continue
+        value = data[name]
+        if nested is not None and value is not None:
+            value = tuple(make(nested, x) for x in value) if isinstance(value, (list, tuple)) else make(nested, value)
+        elif kind is ErrorCode:
+            value = ErrorCode(int(value))
+        elif kind in (i32Timedelta, i64Timedelta) and isinstance(value, int):
+            value = datetime.timedelta(milliseconds=value)
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def _frame(header_schema, header, schema, payload) -> bytes:
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    entity_writer(header_schema)(buf, header)
+    entity_writer(schema)(buf, payload)
+    out = buf.getbuffer()
+    out[0:4] = (len(out) - 4).to_bytes(4, "big")
+    return bytes(out)
+
+
+def response_frame(api_key: int, version: int, correlation_id: int, data: dict) -> bytes:
+    """A whole response frame (size prefix included) for a request."""
+    schema = load_response_schema(api_key, version)
+    if schema.__flexible__ and api_key != Api.API_VERSIONS:
+        header_schema, header = ResponseHeaderV1, ResponseHeaderV1(correlation_id=correlation_id)
+    else:
+        header_schema, header = ResponseHeaderV0, ResponseHeaderV0(correlation_id=correlation_id)
+    return _frame(header_schema, header, schema, make(schema, data))
+
+
+def request_frame(api_key: int, version: int, correlation_id: int, client_id: str, data: dict) -> bytes:
+    """A whole request frame (size prefix included), as a client sends it."""
+    schema = load_request_schema(api_key, version)
+    if schema.__flexible__:
+        header_schema = RequestHeaderV2
+    else:
+        header_schema = RequestHeaderV1
+    header = header_schema(request_api_key=api_key, request_api_version=version,
+                           correlation_id=correlation_id, client_id=client_id)
+    return _frame(header_schema, header, schema, make(schema, data))
+
+
+def read_response(frame: bytes, api_key: int, version: int):
+    """``(correlation_id, payload)`` of a response frame's bytes (without the size
+    prefix). Raises FrameError on bytes that do not parse."""
+    schema = load_response_schema(api_key, version)
+    flexible = schema.__flexible__ and api_key != Api.API_VERSIONS
+    header_schema = ResponseHeaderV1 if flexible else ResponseHeaderV0
+    try:
+        header, used = entity_reader(header_schema)(frame, 0)
+        body, _ = entity_reader(schema)(frame, used)
+    except Exception as e:  # kio raises a variety of errors on bad bytes
+        raise FrameError(f"malformed {schema.__name__} v{version}: {e}") from None
+    return header.correlation_id, body
