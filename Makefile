@@ -3,12 +3,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-slow bench setup dot clean
+.PHONY: run test test-slow test-interop bench setup dot clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e '.[test,spark,interop]'
 	touch $(STAMP)
 
 setup: $(STAMP) dot
@@ -27,6 +27,10 @@ test: setup
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow
+
+# real Kafka clients (librdkafka via confluent-kafka, kafka-python) against `rebalance serve`
+test-interop: setup
+	$(PY) -m pytest -q -m interop
 
 bench: setup
 	$(PY) benchmarks/explore.py

@@ -77,7 +77,7 @@ def fetch(cluster: Cluster, body) -> dict:
     return {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": [
         {"topic": t.topic, "partitions": [
             {"partition_index": p.partition, "high_watermark": 0, "last_stable_offset": 0, "log_start_offset": 0,
-             "aborted_transactions": (), "preferred_read_replica": -1, "records": None,
+             "aborted_transactions": (), "preferred_read_replica": -1, "records": b"",
              "error_code": 0 if p.partition < cluster.partitions(t.topic) else UNKNOWN_TOPIC_OR_PARTITION}
             for p in t.partitions]}
         for t in body.topics]}

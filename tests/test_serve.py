@@ -1,0 +1,142 @@
+"""``rebalance serve`` on real sockets with a raw wire client: the group protocol
+end to end, and malformed frames that cost their own connection only."""
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from interop.harness import Server
+from rebalance.impl.wire import Api, read_response, request_frame
+
+
+class Client:
+    """A blocking Kafka wire client on one connection."""
+
+    def __init__(self, port: int, client_id: str = "raw"):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.client_id, self.correlation = client_id, 0
+
+    def call(self, api: int, version: int, **fields):
+        self.correlation += 1
+        self.sock.sendall(request_frame(api, version, self.correlation, self.client_id, fields))
+        size = struct.unpack(">i", self._read(4))[0]
+        correlation, body = read_response(self._read(size), api, version)
+        assert correlation == self.correlation
+        return body
+
+    def _read(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the server")
+            data += chunk
+        return data
+
+    def join(self, group: str, member_id: str = ""):
+        return self.call(Api.JOIN_GROUP, 9, group_id=group, session_timeout=10_000, rebalance_timeout=10_000,
+                         member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                         protocols=[{"name": "range", "metadata": b"meta"}], reason=None)
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = Server(tmp_path, "t:4", initial_delay_ms=0)
+    yield s
+    s.stop()
+
+
+def stable_member(port: int):
+    """A lone member, joined (after MEMBER_ID_REQUIRED) and synced: (client, member_id, generation)."""
+    c = Client(port, "lone")
+    r = c.join("g")
+    assert r.error_code == 79  # MEMBER_ID_REQUIRED (R36)
+    r = c.join("g", r.member_id)
+    assert r.error_code == 0 and r.leader == r.member_id and r.protocol_name == "range"
+    s = c.call(Api.SYNC_GROUP, 5, group_id="g", generation_id=r.generation_id, member_id=r.member_id,
+               group_instance_id=None, protocol_type="consumer", protocol_name="range",
+               assignments=[{"member_id": r.member_id, "assignment": b"all of it"}])
+    assert s.error_code == 0 and s.assignment == b"all of it"
+    return c, r.member_id, r.generation_id
+
+
+def closed(sock: socket.socket, timeout: float = 5) -> bool:
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(4096):
+            pass
+        return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+GARBAGE = {
+    "truncated frame": struct.pack(">i", 100) + b"\x00\x0b\x00\x09",
+    "oversized frame": struct.pack(">i", 2**31 - 1) + b"\x00" * 64,
+    "negative size": struct.pack(">i", -5),
+    "short header": frame(b"\x00\x0b"),
+    "unknown api key": frame(struct.pack(">hhi", 999, 0, 1) + b"\x00\x00"),
+    "unsupported version": frame(struct.pack(">hhi", Api.JOIN_GROUP, 42, 1) + b"\x00\x00"),
+    "truncated body": frame(struct.pack(">hhi", Api.JOIN_GROUP, 5, 1) + b"\x00\x00\x00\x01g\x00"),
+    "trailing bytes": frame(struct.pack(">hhi", Api.API_VERSIONS, 0, 1) + b"\x00\x00" + b"extra"),
+    "garbage": frame(bytes(range(200, 232))),
+}
+
+
+def test_malformed_frames_close_their_connection_only(server):
+    member, mid, generation = stable_member(server.port)
+    errors, stop = [], threading.Event()
+
+    def heartbeat():
+        while not stop.is_set():
+            errors.append(member.call(Api.HEARTBEAT, 4, group_id="g", generation_id=generation, member_id=mid,
+                                      group_instance_id=None).error_code)
+            time.sleep(0.05)
+    beating = threading.Thread(target=heartbeat)
+    beating.start()
+    try:
+        for name, data in GARBAGE.items():
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+                s.sendall(data)
+                if name == "truncated frame":
+                    s.shutdown(socket.SHUT_WR)
+                assert closed(s), name
+            assert server.alive(), name
+        # ApiVersions at a version we do not speak: UNSUPPORTED_VERSION and our versions (KIP-511)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+            s.sendall(frame(struct.pack(">hhi", Api.API_VERSIONS, 99, 7) + b"\x00\x00"))
+            size = struct.unpack(">i", s.recv(4))[0]
+            correlation, body = read_response(s.recv(size, socket.MSG_WAITALL), Api.API_VERSIONS, 0)
+            assert correlation == 7 and body.error_code == 35 and len(body.api_keys) >= 10
+        time.sleep(1)
+    finally:
+        stop.set()
+        beating.join()
+    assert len(errors) > 10 and set(errors) == {0}  # the member never noticed
+    assert any("closing connection" in line for line in server.log)
+
+
+def test_a_second_member_rebalances_the_group_and_fencing_holds(server):
+    a, a_id, generation = stable_member(server.port)
+    b = Client(server.port, "other")
+    b_id = b.join("g").member_id
+    result = {}
+    threading.Thread(target=lambda: result.update(b=b.join("g", b_id))).start()  # held at the barrier
+    time.sleep(0.3)
+    hb = a.call(Api.HEARTBEAT, 4, group_id="g", generation_id=generation, member_id=a_id, group_instance_id=None)
+    assert hb.error_code == 27  # REBALANCE_IN_PROGRESS: A finds the rebalance through its heartbeat (R10)
+    r = a.join("g", a_id)
+    time.sleep(0.3)
+    assert r.generation_id == result["b"].generation_id == generation + 1
+    assert {m.member_id for m in r.members} == {a_id, b_id}
+    stale = a.call(Api.OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=generation, member_id=a_id,
+                   group_instance_id=None, topics=[{"name": "t", "partitions": [
+                       {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
+                        "committed_metadata": None}]}])
+    assert stale.topics[0].partitions[0].error_code == 22  # ILLEGAL_GENERATION: the fence (R9)
