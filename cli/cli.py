@@ -295,3 +295,57 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
         asyncio.run(run())
     except KeyboardInterrupt:
         pass
+
+
+@main.command()
+@click.option("--bootstrap", default="127.0.0.1:9092", show_default=True, help="A broker's host:port.")
+@click.option("--group", required=True, help="The group.id to join.")
+@click.option("--topic", "topics", multiple=True, required=True, help="A topic to consume (repeatable).")
+@click.option("--protocol", type=click.Choice(["cooperative", "eager"]), default="cooperative", show_default=True,
+              help="Rebalance protocol: cooperative (Design I, protocol name cooperative-sticky) or eager.")
+@click.option("--instance-id", help="group.instance.id: a static member (KIP-345).")
+@click.option("--client-id", default="rebalance-member", show_default=True, help="client.id.")
+@click.option("--session-timeout-ms", "session_ms", default=10_000, show_default=True, type=click.IntRange(1))
+@click.option("--heartbeat-interval-ms", "heartbeat_ms", default=1_000, show_default=True, type=click.IntRange(1))
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
+              help="Append every model step as a JSON line to this file (format: spec/TRACE.md).")
+def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path):
+    """Join a consumer group as a member running the model's member handler.
+
+    Speaks Kafka's wire protocol and consumer-protocol bytes, so it can share a
+    group with librdkafka or Java consumers (cooperative-sticky). Prints each
+    rebalance callback and the assignment as it changes; Ctrl-C leaves the group
+    gracefully (a static member sends no LeaveGroup).
+
+    \b
+    rebalance member --group g --topic orders
+    rebalance member --group g --topic orders --instance-id host-1 --client-id host-1
+    """
+    import asyncio
+    import signal
+
+    from rebalance.impl.member import MemberRuntime
+    from rebalance.impl.trace import Trace
+
+    def show(kind, partitions):
+        names = ", ".join(f"{t}-{p}" for t, p in partitions) or "nothing"
+        owns = ", ".join(f"{t}-{p}" for t, p in runtime.owned) or "nothing"
+        click.echo(f"[{client_id}] {kind} {names}; owns {owns}")
+
+    runtime = MemberRuntime(bootstrap, group, topics, protocol, instance_id=instance_id, client_id=client_id,
+                            session_ms=session_ms, heartbeat_ms=heartbeat_ms, listener=show,
+                            trace=Trace(trace_path))
+
+    async def run():
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        try:
+            await runtime.start()
+        except (OSError, ValueError) as e:
+            raise click.ClickException(f"cannot join {group!r} through {bootstrap}: {e}")
+        await stop.wait()
+        await runtime.close()
+
+    asyncio.run(run())

@@ -114,6 +114,8 @@ def _on_membership_error(cfg: GroupConfig, c: Consumer, error: Error, out: list)
 def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: list) -> Consumer:
     if c.phase != MemberPhase.JOINING:
         return c
+    if r.error == Error.MEMBER_ID_REQUIRED:  # R36: rejoin at once under the id handed out
+        return _rejoin(cfg, c._replace(member_id=r.member_id), out)
     if r.error != Error.NONE:
         return _on_membership_error(cfg, c, r.error, out)
     leader = r.leader == r.member_id

@@ -1,6 +1,6 @@
 """Real Kafka clients against ``rebalance serve``, on real sockets, in real
-processes: librdkafka (confluent-kafka) and kafka-python consumers with the
-cooperative-sticky assignor. Run with ``pytest -m interop``."""
+processes: librdkafka (confluent-kafka), kafka-python and our member runtime
+(impl/member.py) with the cooperative-sticky assignor. Run with ``pytest -m interop``."""
 import time
 
 import pytest
@@ -26,8 +26,8 @@ def group(server):
     assert server.alive(), "the coordinator died"
 
 
-CLIENTS = {"confluent": ["confluent"] * 4, "kafka-python": ["kafka-python"] * 4,
-           "mixed": ["confluent", "kafka-python", "confluent", "kafka-python"]}
+CLIENTS = {"confluent": ["confluent"] * 4, "kafka-python": ["kafka-python"] * 4, "rebalance": ["rebalance"] * 4,
+           "mixed": ["confluent", "kafka-python", "rebalance", "confluent"]}
 
 
 @pytest.mark.parametrize("clients", list(CLIENTS))
@@ -63,10 +63,10 @@ def test_join_scale_up_close_and_kill(server, group, clients):
 # Finding: kafka-python ignores JoinGroup v9's skip_assignment (KIP-814); a restarted
 # static leader assigns anyway, then sees its metadata snapshot change and rejoins,
 # and a leader's rejoin starts a rebalance (R3). librdkafka does not rejoin.
-LEADER_BOUNCE_REBALANCES = {"confluent": 0, "kafka-python": 1}
+LEADER_BOUNCE_REBALANCES = {"confluent": 0, "kafka-python": 1, "rebalance": 0}
 
 
-@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+@pytest.mark.parametrize("client", list(LEADER_BOUNCE_REBALANCES))
 def test_static_rolling_bounce_causes_no_rebalance(server, group, client):
     for name in "ABC":
         group.start(client, name, instance_id=f"static-{name}")

@@ -108,3 +108,12 @@ def test_session_timers_restart_on_member_requests():
     assert session_refreshed(Heartbeat(A1, 3)) == A1
     assert session_refreshed(JoinGroup(B1, COOP_AND_RANGE)) == B1
     assert session_refreshed(LeaveGroup(((A1, 0),))) == 0
+
+
+# spec: R36
+def test_the_member_rejoins_at_once_with_the_id_handed_out():
+    from rebalance.model import member
+    c, out = member.handle(CFG, member.NEW_CONSUMER, member.Start())
+    c, out = member.handle(CFG, c, JoinGroupResponse(Error.MEMBER_ID_REQUIRED, A1, -1, 0, ()))
+    assert c.member_id == A1 and c.phase == member.MemberPhase.JOINING
+    assert [o.request.member_id for o in out] == [A1]

@@ -2,8 +2,8 @@
 
 ``python agent.py CLIENT NAME --bootstrap HOST:PORT --group G --topic T
 [--instance-id ID] [--session-ms MS]`` with CLIENT ``confluent`` (librdkafka
-through confluent-kafka) or ``kafka-python``, both with the cooperative-sticky
-assignor. Prints one JSON line per rebalance callback: ``{"t": CLOCK_MONOTONIC
+through confluent-kafka), ``kafka-python`` or ``rebalance`` (our member runtime,
+impl/member.py), all with the cooperative-sticky assignor. Prints one JSON line per rebalance callback: ``{"t": CLOCK_MONOTONIC
 seconds, "member": NAME, "event": "assigned" | "revoked" | "lost", "partitions":
 [...]}``, taken on entry to an assignment and on exit from a revocation, so
 that intervals of ownership are never shorter than the real ones. Reads
@@ -85,6 +85,22 @@ def kafka_python(a):
     c.close()
 
 
+def rebalance(a):
+    import asyncio
+
+    from rebalance.impl.member import MemberRuntime
+
+    async def run():
+        m = MemberRuntime(a.bootstrap, a.group, [a.topic], instance_id=a.instance_id, client_id=a.name,
+                          session_ms=a.session_ms, heartbeat_ms=300,
+                          listener=lambda kind, parts: say(a.name, kind, [p for _, p in parts]))
+        await m.start()
+        while serve(a, None):
+            await asyncio.sleep(0.1)
+        await m.close()
+    asyncio.run(run())
+
+
 def serve(a, commit) -> bool:
     """Carry out a command from stdin, if any; False once told to close."""
     try:
@@ -100,7 +116,7 @@ def serve(a, commit) -> bool:
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("client", choices=["confluent", "kafka-python"])
+    p.add_argument("client", choices=["confluent", "kafka-python", "rebalance"])
     p.add_argument("name")
     p.add_argument("--bootstrap", required=True)
     p.add_argument("--group", required=True)
@@ -109,7 +125,7 @@ def main():
     p.add_argument("--session-ms", type=int, default=6000)
     a = p.parse_args()
     threading.Thread(target=lambda: [commands.put(line) for line in sys.stdin], daemon=True).start()
-    (confluent if a.client == "confluent" else kafka_python)(a)
+    {"confluent": confluent, "kafka-python": kafka_python, "rebalance": rebalance}[a.client](a)
     say(a.name, "closed")
 
 

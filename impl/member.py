@@ -1,0 +1,203 @@
+"""A group member on real sockets (``rebalance member`` and ``MemberRuntime``).
+
+It runs the model's member handler, ``model.member.handle``, and its assignors:
+the runtime feeds it ``Start``, ``HeartbeatDue`` every heartbeat interval,
+``Leave`` on close and the coordinator's responses, and carries out its outputs
+(``Send``: a request on the wire; ``Callback``: the listener's
+on_partitions_revoked / assigned / lost). It speaks JoinGroup v9, SyncGroup v5,
+Heartbeat v4 and LeaveGroup v5 to the coordinator found with FindCoordinator,
+under the protocol name of the model's assignor (``cooperative-sticky`` for the
+cooperative protocol) with Kafka's consumer-protocol bytes, so it can share a
+group with librdkafka and Java consumers. The model sends one request at a
+time, and so does the runtime.
+
+Limits: the eager and cooperative protocols (the deferred protocol's echo has no
+place in Kafka's subscription bytes yet); a lost coordinator connection ends
+the member with ConnectionError (no reconnection).
+"""
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from rebalance.model.config import GroupConfig
+from rebalance.model.member import NEW_CONSUMER, MemberPhase, handle
+from rebalance.model.protocol import (
+    NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, HeartbeatDue, HeartbeatResponse, JoinGroup,
+    JoinGroupResponse, Leave, LeaveGroup, LeaveGroupResponse, Send, Start, SyncGroup, SyncGroupResponse,
+)
+
+from .consumer_protocol import (
+    decode_assignment, decode_subscription, encode_assignment, encode_subscription, topic_partitions,
+)
+from .trace import Trace
+from .wire import Api, read_response, request_frame
+
+
+class Wire:
+    """One client connection: ``await call(api, version, **fields)`` sends a request
+    and returns the response payload (kio). Raises ConnectionError if the peer
+    closes."""
+
+    def __init__(self, reader, writer, client_id: str):
+        self.reader, self.writer, self.client_id = reader, writer, client_id
+        self.correlation = 0
+
+    @classmethod
+    async def open(cls, host: str, port: int, client_id: str) -> "Wire":
+        reader, writer = await asyncio.open_connection(host, port)
+        return cls(reader, writer, client_id)
+
+    async def call(self, api: int, version: int, **fields):
+        self.correlation += 1
+        self.writer.write(request_frame(api, version, self.correlation, self.client_id, fields))
+        await self.writer.drain()
+        try:
+            size = struct.unpack(">i", await self.reader.readexactly(4))[0]
+            correlation, body = read_response(await self.reader.readexactly(size), api, version)
+        except asyncio.IncompleteReadError:
+            raise ConnectionError("the broker closed the connection") from None
+        if correlation != self.correlation:
+            raise ConnectionError(f"response {correlation} to request {self.correlation}")
+        return body
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class MemberRuntime:
+    """One consumer group member. ``bootstrap``: "host:port"; ``topics``: topic
+    names (their partition counts come from Metadata); ``protocol``: "cooperative"
+    or "eager" (with ``assignor``, default cooperative-sticky / range);
+    ``instance_id``: group.instance.id for static membership (KIP-345); timeouts
+    in ms; ``listener(kind, partitions)`` is called for every model Callback with
+    kind "revoked" / "assigned" / "lost" and [(topic, partition), ...]."""
+
+    def __init__(self, bootstrap: str, group: str, topics, protocol: str = "cooperative", assignor: str | None = None,
+                 instance_id: str | None = None, client_id: str = "rebalance-member", session_ms: int = 10_000,
+                 rebalance_ms: int = 30_000, heartbeat_ms: int = 1_000, listener=None, trace: Trace | None = None):
+        host, _, port = bootstrap.rpartition(":")
+        self.bootstrap = (host, int(port))
+        self.group, self.topic_names, self.protocol = group, tuple(topics), protocol
+        self.assignor = assignor or ("cooperative-sticky" if protocol == "cooperative" else "range")
+        self.instance_id, self.client_id = instance_id, client_id
+        self.session_ms, self.rebalance_ms, self.heartbeat_ms = session_ms, rebalance_ms, heartbeat_ms
+        self.listener, self.trace = listener, trace or Trace(None)
+        self.cfg = None
+        self.state = NEW_CONSUMER
+        self.names = {NO_MEMBER_ID: ""}  # the model's member ids -> member.id strings
+        self.ids = {"": NO_MEMBER_ID}
+        self.instances = {None: NO_INSTANCE_ID}
+        self.lock = asyncio.Lock()
+        self.wire = None
+        self._beat = None
+
+    @property
+    def owned(self) -> list:
+        """[(topic, partition), ...] owned now."""
+        return self._partitions(self.state.owned)
+
+    async def start(self) -> None:
+        """Find the coordinator, connect and join. Raises ConnectionError or
+        ValueError (a topic the broker does not have)."""
+        boot = await Wire.open(*self.bootstrap, self.client_id)
+        try:
+            meta = await boot.call(Api.METADATA, 9, topics=[{"name": t} for t in self.topic_names],
+                                   allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                                   include_topic_authorized_operations=False)
+            counts = {t.name: len(t.partitions) for t in meta.topics if t.error_code == 0}
+            missing = [t for t in self.topic_names if t not in counts]
+            if missing:
+                raise ValueError(f"the broker has no topic {', '.join(missing)}")
+            found = await boot.call(Api.FIND_COORDINATOR, 3, key=self.group, key_type=0)
+        finally:
+            boot.close()
+        self.cfg = GroupConfig(topics=tuple((t, counts[t]) for t in self.topic_names), protocol=self.protocol,
+                               assignor=self.assignor)
+        self.wire = await Wire.open(found.host, found.port, self.client_id)
+        await self._step(Start(self._instance(self.instance_id)))
+        self._beat = asyncio.create_task(self._heartbeats())
+
+    async def close(self) -> None:
+        """Leave gracefully: revoke (listener) and LeaveGroup, unless static (KIP-345)."""
+        if self._beat is not None:
+            self._beat.cancel()
+        if self.wire is not None:
+            await self._step(Leave())
+            self.wire.close()
+
+    async def stable(self, timeout: float = 30) -> None:
+        """Wait until the member is Stable in a generation. Raises TimeoutError."""
+        async with asyncio.timeout(timeout):
+            while self.state.phase != MemberPhase.STABLE:
+                await asyncio.sleep(0.01)
+
+    # --- the model --------------------------------------------------------------------
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_ms / 1000)
+            await self._step(HeartbeatDue())
+
+    async def _step(self, event) -> None:
+        async with self.lock:
+            while event is not None:
+                self.state, outputs = handle(self.cfg, self.state, event)
+                self.trace.step(f"member:{self.group}/{self.client_id}", event, outputs)
+                event = None
+                for out in outputs:
+                    if type(out) is Send:
+                        event = await self._send(out.request)  # at most one Send per step
+                    elif self.listener is not None:
+                        self.listener(out.kind, self._partitions(out.partitions))
+
+    def _partitions(self, mask: int) -> list:
+        return [(tp["topic"], p) for tp in topic_partitions(self.cfg, mask) for p in tp["partitions"]]
+
+    def _member(self, name: str) -> int:
+        if name not in self.ids:
+            self.ids[name] = len(self.ids)
+            self.names[self.ids[name]] = name
+        return self.ids[name]
+
+    def _instance(self, name) -> int:
+        return self.instances.setdefault(name, len(self.instances))
+
+    # --- model requests <-> wire ---------------------------------------------------
+    async def _send(self, req):
+        kind, w, cfg = type(req), self.wire, self.cfg
+        instance = self.instance_id
+        if kind is JoinGroup:
+            r = await w.call(Api.JOIN_GROUP, 9, group_id=self.group, session_timeout=self.session_ms,
+                             rebalance_timeout=self.rebalance_ms, member_id=self.names[req.member_id],
+                             group_instance_id=instance, protocol_type="consumer", reason=None,
+                             protocols=[{"name": self.assignor,
+                                         "metadata": encode_subscription(cfg, req.subscription)}])
+            members = tuple((self._member(m.member_id), self._instance(m.group_instance_id),
+                             decode_subscription(cfg, m.metadata)) for m in r.members)
+            return JoinGroupResponse(_error(r.error_code), self._member(r.member_id), r.generation_id,
+                                     self._member(r.leader), members, r.skip_assignment, r.protocol_name or "")
+        if kind is SyncGroup:
+            r = await w.call(Api.SYNC_GROUP, 5, group_id=self.group, generation_id=req.generation,
+                             member_id=self.names[req.member_id], group_instance_id=instance,
+                             protocol_type="consumer", protocol_name=self.assignor,
+                             assignments=[{"member_id": self.names[m], "assignment": encode_assignment(cfg, a)}
+                                          for m, a in req.assignments])
+            return SyncGroupResponse(_error(r.error_code), decode_assignment(cfg, r.assignment))
+        if kind is Heartbeat:
+            r = await w.call(Api.HEARTBEAT, 4, group_id=self.group, generation_id=req.generation,
+                             member_id=self.names[req.member_id], group_instance_id=instance)
+            return HeartbeatResponse(_error(r.error_code))
+        if kind is LeaveGroup:
+            r = await w.call(Api.LEAVE_GROUP, 5, group_id=self.group, members=[
+                {"member_id": self.names[m], "group_instance_id": None, "reason": None} for m, _ in req.members])
+            return LeaveGroupResponse(_error(r.error_code))
+        raise TypeError(f"the member runtime cannot send {req!r}")
+
+
+def _error(code) -> Error:
+    """The model's error for a wire error code. Raises RuntimeError for an error
+    the model does not know (the member cannot go on)."""
+    try:
+        return Error(int(code))
+    except ValueError:
+        raise RuntimeError(f"the coordinator answered error code {int(code)}, which the model does not know") from None
