@@ -42,8 +42,8 @@ _SYSTEMS: dict = {}  # executor-side cache: system key -> System
 
 
 def _canonical(obj, out: list) -> None:
-    """Flatten a state to ints and brackets: equal states give equal lists (pickle
-    does not: it shares repeated objects by identity)."""
+    """Flatten a state to ints, strings and brackets: equal states give equal lists
+    (pickle does not: it shares repeated objects by identity)."""
     if type(obj) is tuple or isinstance(obj, tuple):
         out.append("(")
         for x in obj:
@@ -51,6 +51,8 @@ def _canonical(obj, out: list) -> None:
         out.append(")")
     elif obj is None:
         out.append("N")
+    elif isinstance(obj, (str, bytes)):  # a selected protocol name, opaque metadata
+        out.append(obj)
     else:
         out.append(int(obj))
 
