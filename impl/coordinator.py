@@ -347,9 +347,9 @@ class Coordinator:
             members = ((rt.member_id(b.member_id), NO_INSTANCE_ID),)
         else:
             members = tuple((rt.member_id(m.member_id), rt.instance_id(m.group_instance_id)) for m in b.members)
-        names = {mid: rt.name(mid) for mid, _ in members}  # before the model forgets them
+        names = dict(rt.names)  # before the step forgets the members who left
         r = await rt.request(c, LeaveGroup(members))
-        results = [{"member_id": names.get(mid) or rt.name(mid), "group_instance_id": rt.instance_name(iid),
+        results = [{"member_id": names.get(mid, ""), "group_instance_id": rt.instance_name(iid),
                     "error_code": error} for mid, iid, error in r.members]
         error = r.members[0][2] if req.version < 3 and r.members else r.error
         return {"throttle_time": 0, "error_code": error, "members": results}

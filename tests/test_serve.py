@@ -140,3 +140,25 @@ def test_a_second_member_rebalances_the_group_and_fencing_holds(server):
                        {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
                         "committed_metadata": None}]}])
     assert stale.topics[0].partitions[0].error_code == 22  # ILLEGAL_GENERATION: the fence (R9)
+
+
+def test_describe_groups_and_admin_removal_of_a_static_member(server):
+    c = Client(server.port, "static")
+    r = c.call(Api.JOIN_GROUP, 9, group_id="s", session_timeout=10_000, rebalance_timeout=10_000, member_id="",
+               group_instance_id="host-1", protocol_type="consumer",
+               protocols=[{"name": "range", "metadata": b"m"}], reason=None)
+    assert r.error_code == 0  # static members get no MEMBER_ID_REQUIRED (R36)
+    c.call(Api.SYNC_GROUP, 5, group_id="s", generation_id=r.generation_id, member_id=r.member_id,
+           group_instance_id="host-1", protocol_type="consumer", protocol_name="range",
+           assignments=[{"member_id": r.member_id, "assignment": b"a"}])
+    admin = Client(server.port, "admin")
+    (g,) = admin.call(Api.DESCRIBE_GROUPS, 5, groups=["s"], include_authorized_operations=False).groups
+    assert (g.group_state, g.protocol_type, g.protocol_data) == ("Stable", "consumer", "range")
+    assert [(m.member_id, m.group_instance_id, m.client_id, m.member_assignment) for m in g.members] == [
+        (r.member_id, "host-1", "static", b"a")]
+    # the admin removal of a static member: by instance id, with no member id (KIP-345)
+    left = admin.call(Api.LEAVE_GROUP, 5, group_id="s", members=[
+        {"member_id": "", "group_instance_id": "host-1", "reason": None}])
+    assert [(m.member_id, m.error_code) for m in left.members] == [(r.member_id, 0)]
+    (g,) = admin.call(Api.DESCRIBE_GROUPS, 5, groups=["s"], include_authorized_operations=False).groups
+    assert g.group_state == "Empty" and g.members == ()
