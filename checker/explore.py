@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .liveness import Graph, find_lasso
-from .system import ACTION_KINDS, FAULTS, Action, State, System
+from .system import ACTION_KINDS, ENVIRONMENT, Action, State, System
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Violation:
     loop_start: int | None = None
 
 
-FAULT_KINDS = frozenset(FAULTS) | {"resume"}  # the environment's actions: no fairness
+FAULT_KINDS = frozenset(ENVIRONMENT)
 
 
 def fairness_class(action: Action) -> tuple:
@@ -58,10 +58,10 @@ def lasso_violation(system, name: str, lasso, graph, stem: list, state_at) -> Vi
 
 @dataclass
 class Result:
-    """The outcome of one exploration. ``verdict``: "holds", "violated" or
-    "incomplete" (a limit was hit before the space was exhausted)."""
+    """The outcome of one exploration: counts, each property's status, the
+    violations found. The run's verdict weighs them against what the
+    configuration expects (cli ``_summary``)."""
 
-    verdict: str
     distinct_states: int
     transitions: int
     max_depth: int
@@ -171,10 +171,12 @@ def explore(system: System, properties, initial: State | None = None,
                     if why:
                         stop = record(name, why, i, step_checks, last=(action, n)) or stop
                 if pending:
+                    hit = False
                     for cover in pending:
                         if cover.reached(system, s, action, n):
-                            reached[cover.name] = True
-                    pending = [c for c in pending if c.name not in reached]
+                            reached[cover.name] = hit = True
+                    if hit:
+                        pending = [c for c in pending if c.name not in reached]
                 if graph is not None and action.kind not in FAULT_KINDS:
                     graph.add(i, known, fairness_class(action))
             if not moved:
@@ -214,6 +216,5 @@ def conclude(properties, violations: list, limit, stopped: bool, distinct: int, 
     complete = limit is None and not stopped
     statuses = {p.name: "violated" if p.name in broken else ("holds" if complete else "incomplete")
                 for p in properties}
-    verdict = "violated" if violations else ("holds" if complete else "incomplete")
-    return Result(verdict, distinct, transitions, depth, time.perf_counter() - t0, statuses, violations,
+    return Result(distinct, transitions, depth, time.perf_counter() - t0, statuses, violations,
                   fired, limit, covers)

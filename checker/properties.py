@@ -16,7 +16,7 @@ from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
     NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
-    instance_name, member_name, partitions_of,
+    instance_name, member_name, partitions_of, union,
 )
 
 from .system import PAUSED, RUNNING, State, System
@@ -57,10 +57,21 @@ def _processing(state: State):
             yield p.consumer
 
 
+def _held_twice(state: State) -> bool:
+    """Some partition is owned by two running or paused processes: the cheap test
+    both exclusivity properties start from."""
+    acc = 0
+    for c in _processing(state):
+        if acc & c.owned:
+            return True
+        acc |= c.owned
+    return False
+
+
 def exclusive_ownership(system: System, state: State):
     """No partition owned by two members whose commits the coordinator would accept
     (R9; the guarantee generation fencing gives, GroupCoordinator.handleCommitOffsets)."""
-    if exclusive_processing(system, state) is None:  # no partition held twice at all
+    if not _held_twice(state):
         return None
     cfg, group = system.cfg, state.group
     owners = [(c.member_id, c.owned) for c in _processing(state)
@@ -71,12 +82,9 @@ def exclusive_ownership(system: System, state: State):
 
 def exclusive_processing(system: System, state: State):
     """No partition owned by two running or paused processes (breaks with zombies)."""
-    acc = 0
-    for c in _processing(state):
-        if acc & c.owned:
-            return _overlap(system, [(x.member_id, x.owned) for x in _processing(state) if x.owned])
-        acc |= c.owned
-    return None
+    if not _held_twice(state):
+        return None
+    return _overlap(system, [(c.member_id, c.owned) for c in _processing(state) if c.owned])
 
 
 def single_leader(system: System, state: State):
@@ -182,10 +190,7 @@ def bounded_deferral(system: System, state: State):
     group = state.group
     if group.phase != Phase.STABLE or not any(m.subscription.expired for m in group.members):
         return None
-    given = 0
-    for m in group.members:
-        given |= m.assignment.partitions
-    still = _deferred_before(group) & ~given
+    still = _deferred_before(group) & ~union(m.assignment.partitions for m in group.members)
     if still:
         return (f"{_names(system, still)} still deferred in generation {group.generation} "
                 f"after the ScheduledRebalanceTimeout passed")

@@ -19,6 +19,11 @@ def lane(slot: int) -> str:
     return chr(65 + slot)
 
 
+def slot_named(letter: str) -> int:
+    """The client slot a lane letter names (``A`` is 0)."""
+    return ord(letter) - 65
+
+
 def partitions(cfg: GroupConfig, mask: int) -> list:
     return [cfg.partition_name(p) for p in partitions_of(mask)]
 

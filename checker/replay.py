@@ -20,37 +20,35 @@ A scenario file (TOML)::
 
 Members are client slots named A, B, C, ...; ``initial.owned`` lists the ones
 running at the start; any other letter up to the highest named is a slot that
-``join`` can start. After an event the deterministic schedule (the first enabled
-non-fault action, see ``system.settle``) runs until nothing but faults is enabled.
+``join`` can start. After an event the deterministic schedule (messages delivered
+in the order they were sent, see ``system.settle``) runs until nothing but faults
+is enabled.
 
 Raises ConfigError for a malformed scenario (the message names the key).
 """
 from __future__ import annotations
 
 from rebalance.model.config import ConfigError, GroupConfig
-from rebalance.model.protocol import Callback, Error, SyncGroupResponse, member_name
+from rebalance.model.protocol import Callback, Error, SyncGroupResponse, mask_of, member_name
 
-from .render import bracket, lane, partitions
+from .render import bracket, lane, partitions, slot_named
 from .settings import parse_toml, resolve, static_slots, validate
-from .system import FAULTS, STATUS_NAMES, State, System, settle
+from .system import ENVIRONMENT, FAULTS, STATUS_NAMES, State, System, settle
 
-EVENTS = FAULTS + ("resume",)
 
 
 def _slot(name) -> int:
     if not (isinstance(name, str) and len(name) == 1 and name.isalpha() and name.isupper()):
         raise ConfigError(f"member names are single capital letters (A, B, ...), got {name!r}")
-    return ord(name) - 65
+    return slot_named(name)
 
 
 def _mask(cfg: GroupConfig, names, where: str) -> int:
     index = {cfg.partition_name(p): p for p in range(cfg.num_partitions)}
-    mask = 0
     for n in names:
         if n not in index:
             raise ConfigError(f"{where}: unknown partition {n!r} (partitions are {', '.join(index)})")
-        mask |= 1 << index[n]
-    return mask
+    return mask_of(index[n] for n in names)
 
 
 def load(path: str) -> dict:
@@ -83,8 +81,9 @@ def load(path: str) -> dict:
         if not isinstance(ev, dict):
             raise ConfigError(f"{path}: events[{i}] must be a table with action and member")
         action = ev.get("action")
-        if action not in EVENTS:
-            raise ConfigError(f"{path}: events[{i}].action must be one of {', '.join(EVENTS)}, got {action!r}")
+        if action not in ENVIRONMENT:
+            raise ConfigError(f"{path}: events[{i}].action must be one of {', '.join(ENVIRONMENT)}, "
+                              f"got {action!r}")
         slot = _slot(ev.get("member"))
         slots.add(slot)
         parsed.append((action, slot, bool(ev.get("settle", True)), bool(ev.get("timers", True))))

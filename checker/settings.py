@@ -9,11 +9,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rebalance.model.config import ConfigError, GroupConfig
+from rebalance.model.config import PROTOCOLS, ConfigError, GroupConfig
 
+from .render import slot_named
 from .system import FAULTS
 
-ALL_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental", "streams")
+ALL_PROTOCOLS = PROTOCOLS + ("streams",)  # streams: specified, not implemented yet
 DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
                     "incremental": "cooperative-sticky"}
 ENGINES = ("local", "spark")
@@ -88,7 +89,7 @@ def _count(name: str, value, minimum: int) -> int:
     return value
 
 
-MAX_BUDGET = 200  # process epochs and member-id counters are 8-bit (model/protocol.py)
+MAX_BUDGET = 200  # keeps process epochs and member-id counters far below ID_BITS (model/protocol.py)
 
 
 def _budget(value) -> int:
@@ -126,7 +127,7 @@ def static_slots(value, slots: int) -> frozenset:
     if not isinstance(value, list) or not all(isinstance(v, str) and len(v) == 1 and "A" <= v <= "Z"
                                               for v in value):
         raise ConfigError(f"members.static must be true, false or a list of client letters, got {value!r}")
-    out = frozenset(ord(v) - 65 for v in value)
+    out = frozenset(slot_named(v) for v in value)
     if max(out, default=0) >= slots:
         raise ConfigError(f"members.static names a client beyond the {slots} configured")
     return out

@@ -23,14 +23,15 @@ from rebalance.model.member import NEW_CONSUMER, Consumer, assigned_consumer
 from rebalance.model.protocol import (
     NO_INSTANCE_ID, NO_MEMBER_ID, Error, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start,
     connection, epoch_of,
-    instance_id, member_id, slot_of,
+    instance_id, member_id, slot_of, union,
 )
 
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
-# every Action kind: the system's own steps, then the environment's (faults, resume)
-ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer") + FAULTS + ("resume",)
+ENVIRONMENT = FAULTS + ("resume",)  # the environment's actions (no fairness)
+# every Action kind: the system's own steps, then the environment's
+ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer") + ENVIRONMENT
 
 
 class Proc(NamedTuple):
@@ -156,9 +157,7 @@ class System:
         bitmask}) runs its first member (id ``member_id(slot, 1)``) owning those
         partitions: a scenario's initial state (no faults left)."""
         members, procs = [], list(NO_PROC for _ in range(self.slots))
-        everything = 0
-        for mask in owned.values():
-            everything |= mask
+        everything = union(owned.values())
         for slot, mask in sorted(owned.items()):
             mid, iid = member_id(slot, 1), self.instance_of(slot)
             members.append((mid, iid, connection(slot, 1), mask))
@@ -229,8 +228,7 @@ class System:
             for step in (reply, heartbeat, scheduled):
                 if step is not None:
                     out.append((step[0], State(group, procs[:s] + (step[1],) + procs[s + 1:], left)))
-        if group.members:
-            out.extend(self.timer_successors(state))
+        out.extend(self.timer_successors(state))
         out.extend(self.fault_successors(state))
         return out
 

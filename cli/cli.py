@@ -16,6 +16,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rebalance.checker import counterexample, replay as replaying
+from rebalance.checker.render import lane
 from rebalance.checker.explore import explore
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
@@ -95,7 +96,7 @@ def _summary(settings: CheckSettings, result, props, covers, files) -> dict:
 def _config_summary(s: CheckSettings) -> dict:
     return {"protocol": s.group.protocol, "assignor": s.group.assignor,
             "topics": dict(s.group.topics), "members": s.members, "joiners": s.joiners,
-            "static": sorted(chr(65 + x) for x in s.static),
+            "static": sorted(lane(x) for x in s.static),
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
             "timer_fairness": s.timer_fairness, "engine": s.engine,
             "max_states": s.max_states, "max_depth": s.max_depth}

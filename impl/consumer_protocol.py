@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import io
 import struct
-from pkgutil import resolve_name
 
-from kio.schema.consumer_protocol_assignment.v1.data import ConsumerProtocolAssignment as AssignmentV1
-from kio.schema.consumer_protocol_subscription.v2.data import ConsumerProtocolSubscription as SubscriptionV2
+from kio.index import load_entity_schema
+from kio.schema.index import schema_name_map
 from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
 
 from rebalance.model.config import GroupConfig
 from rebalance.model.protocol import EMPTY_ASSIGNMENT, NO_GENERATION, Assignment, Subscription, partitions_of
 
 from .wire import FrameError, make
 
-_SUBSCRIPTIONS = {v: f"kio.schema.consumer_protocol_subscription.v{v}.data:ConsumerProtocolSubscription"
-                  for v in range(4)}
-_ASSIGNMENTS = {v: f"kio.schema.consumer_protocol_assignment.v{v}.data:ConsumerProtocolAssignment"
-                for v in range(4)}
+SUBSCRIPTION, ASSIGNMENT = "consumer_protocol_subscription", "consumer_protocol_assignment"
 
 
 def topic_partitions(cfg: GroupConfig, mask: int) -> list:
@@ -55,21 +52,22 @@ def _mask(cfg: GroupConfig, topic_partitions) -> int:
     return mask
 
 
-def _write(version: int, schema, payload) -> bytes:
+def _write(name: str, version: int, data: dict) -> bytes:
+    schema = load_entity_schema(name, version, EntityType.data)
     buf = io.BytesIO()
     buf.write(struct.pack(">h", version))
-    entity_writer(schema)(buf, payload)
+    entity_writer(schema)(buf, make(schema, data))
     return buf.getvalue()
 
 
-def _read(data: bytes, schemas: dict):
+def _read(name: str, data: bytes):
     if len(data) < 2:
         raise FrameError(f"consumer protocol bytes too short ({len(data)})")
-    version = min(struct.unpack(">h", data[:2])[0], max(schemas))
+    version = min(struct.unpack(">h", data[:2])[0], max(schema_name_map[name]))
     if version < 0:
         raise FrameError(f"consumer protocol version {version}")
     try:
-        payload, _ = entity_reader(resolve_name(schemas[version]))(data, 2)
+        payload, _ = entity_reader(load_entity_schema(name, version, EntityType.data))(data, 2)
     except Exception as e:  # kio raises a variety of errors on bad bytes
         raise FrameError(f"malformed consumer protocol bytes: {e}") from None
     return payload
@@ -77,26 +75,25 @@ def _read(data: bytes, schemas: dict):
 
 def encode_subscription(cfg: GroupConfig, sub: Subscription) -> bytes:
     """Subscription v2: every topic of ``cfg``, the owned partitions and their generation."""
-    return _write(2, SubscriptionV2, make(SubscriptionV2, {
+    return _write(SUBSCRIPTION, 2, {
         "topics": [name for name, _ in cfg.topics], "user_data": None,
-        "owned_partitions": topic_partitions(cfg, sub.owned), "generation_id": sub.generation}))
+        "owned_partitions": topic_partitions(cfg, sub.owned), "generation_id": sub.generation})
 
 
 def decode_subscription(cfg: GroupConfig, data: bytes) -> Subscription:
     """The model's view of another member's subscription bytes. Raises FrameError."""
-    s = _read(data, _SUBSCRIPTIONS)
+    s = _read(SUBSCRIPTION, data)
     owned = _mask(cfg, getattr(s, "owned_partitions", ()))
     generation = getattr(s, "generation_id", NO_GENERATION)
     return Subscription(owned, generation if owned else NO_GENERATION)
 
 
 def encode_assignment(cfg: GroupConfig, a: Assignment) -> bytes:
-    return _write(1, AssignmentV1, make(AssignmentV1, {
-        "assigned_partitions": topic_partitions(cfg, a.partitions), "user_data": None}))
+    return _write(ASSIGNMENT, 1, {"assigned_partitions": topic_partitions(cfg, a.partitions), "user_data": None})
 
 
 def decode_assignment(cfg: GroupConfig, data: bytes) -> Assignment:
     """Empty bytes (no assignment) are EMPTY_ASSIGNMENT. Raises FrameError."""
     if not data:
         return EMPTY_ASSIGNMENT
-    return Assignment(_mask(cfg, _read(data, _ASSIGNMENTS).assigned_partitions))
+    return Assignment(_mask(cfg, _read(ASSIGNMENT, data).assigned_partitions))

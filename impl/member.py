@@ -21,7 +21,7 @@ import asyncio
 import struct
 
 from rebalance.model.config import GroupConfig
-from rebalance.model.member import NEW_CONSUMER, MemberPhase, handle
+from rebalance.model.member import NEW_CONSUMER, handle
 from rebalance.model.protocol import (
     NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, HeartbeatDue, HeartbeatResponse, JoinGroup,
     JoinGroupResponse, Leave, LeaveGroup, LeaveGroupResponse, Send, Start, SyncGroup, SyncGroupResponse,
@@ -125,12 +125,6 @@ class MemberRuntime:
         if self.wire is not None:
             await self._step(Leave())
             self.wire.close()
-
-    async def stable(self, timeout: float = 30) -> None:
-        """Wait until the member is Stable in a generation. Raises TimeoutError."""
-        async with asyncio.timeout(timeout):
-            while self.state.phase != MemberPhase.STABLE:
-                await asyncio.sleep(0.01)
 
     # --- the model --------------------------------------------------------------------
     async def _heartbeats(self) -> None:

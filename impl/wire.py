@@ -117,7 +117,7 @@ def read_request(frame: bytes) -> Request:
             raise UnsupportedVersion(f"ApiVersions v{version}", int.from_bytes(frame[4:8], "big", signed=True))
         raise FrameError(f"API key {api_key} at unsupported version {version}")
     schema = load_request_schema(api_key, version)
-    header_schema = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
+    header_schema = _request_header(schema)
     try:
         header, used = entity_reader(header_schema)(frame, 0)
         body, size = entity_reader(schema)(frame, used)
@@ -126,6 +126,15 @@ def read_request(frame: bytes) -> Request:
     if used + size != len(frame):
         raise FrameError(f"{schema.__name__} v{version}: {len(frame) - used - size} trailing bytes")
     return Request(api_key, version, header.correlation_id, header.client_id or "", body)
+
+
+def _request_header(schema):
+    return RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
+
+
+def _response_header(api_key: int, schema):
+    """ResponseHeader v1 for a flexible response, except ApiVersions (KIP-511)."""
+    return ResponseHeaderV1 if schema.__flexible__ and api_key != Api.API_VERSIONS else ResponseHeaderV0
 
 
 @cache
@@ -180,20 +189,14 @@ def _frame(header_schema, header, schema, payload) -> bytes:
 def response_frame(api_key: int, version: int, correlation_id: int, data: dict) -> bytes:
     """A whole response frame (size prefix included) for a request."""
     schema = load_response_schema(api_key, version)
-    if schema.__flexible__ and api_key != Api.API_VERSIONS:
-        header_schema, header = ResponseHeaderV1, ResponseHeaderV1(correlation_id=correlation_id)
-    else:
-        header_schema, header = ResponseHeaderV0, ResponseHeaderV0(correlation_id=correlation_id)
-    return _frame(header_schema, header, schema, make(schema, data))
+    header_schema = _response_header(api_key, schema)
+    return _frame(header_schema, header_schema(correlation_id=correlation_id), schema, make(schema, data))
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, client_id: str, data: dict) -> bytes:
     """A whole request frame (size prefix included), as a client sends it."""
     schema = load_request_schema(api_key, version)
-    if schema.__flexible__:
-        header_schema = RequestHeaderV2
-    else:
-        header_schema = RequestHeaderV1
+    header_schema = _request_header(schema)
     header = header_schema(request_api_key=api_key, request_api_version=version,
                            correlation_id=correlation_id, client_id=client_id)
     return _frame(header_schema, header, schema, make(schema, data))
@@ -203,10 +206,8 @@ def read_response(frame: bytes, api_key: int, version: int):
     """``(correlation_id, payload)`` of a response frame's bytes (without the size
     prefix). Raises FrameError on bytes that do not parse."""
     schema = load_response_schema(api_key, version)
-    flexible = schema.__flexible__ and api_key != Api.API_VERSIONS
-    header_schema = ResponseHeaderV1 if flexible else ResponseHeaderV0
     try:
-        header, used = entity_reader(header_schema)(frame, 0)
+        header, used = entity_reader(_response_header(api_key, schema))(frame, 0)
         body, _ = entity_reader(schema)(frame, used)
     except Exception as e:  # kio raises a variety of errors on bad bytes
         raise FrameError(f"malformed {schema.__name__} v{version}: {e}") from None

@@ -22,7 +22,7 @@ dropped from all of them.
 from __future__ import annotations
 
 from .config import GroupConfig
-from .protocol import Assignment
+from .protocol import Assignment, mask_of, union
 
 
 def resolve_claims(cfg: GroupConfig, members) -> dict:
@@ -100,15 +100,8 @@ def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
     # the members with the most claims get the `extra` larger quotas
     order = sorted(mids, key=lambda m: (-len(claimed[m]), rank[m]))
     quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}
-    out = {}
-    taken = 0
-    for m in mids:
-        mask = 0
-        for p in claimed[m][: quota[m]]:
-            mask |= 1 << p
-        out[m] = mask
-        taken |= mask
-    return _fill(cfg, mids, out, taken, quota)
+    out = {m: mask_of(claimed[m][: quota[m]]) for m in mids}
+    return _fill(cfg, mids, out, union(out.values()), quota)
 
 
 def _cooperative_sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
@@ -129,10 +122,7 @@ def _deferring(cfg: GroupConfig, mids, owners: dict, held: int) -> dict:
     out = {m: 0 for m in mids}
     for p, m in owners.items():
         out[m] |= 1 << p
-    taken = held
-    for mask in out.values():
-        taken |= mask
-    return _fill(cfg, mids, out, taken)
+    return _fill(cfg, mids, out, held | union(out.values()))
 
 
 def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> int:
@@ -150,10 +140,7 @@ def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> int:
     """
     echoes = [sub.echo for _, _, sub in members if sub.echo]
     _, assigned_prev, deferred_prev = max(echoes) if echoes else (0, 0, 0)
-    claimed = 0
-    for p in owners:
-        claimed |= 1 << p
-    lost = (assigned_prev | deferred_prev) & ~claimed
+    lost = (assigned_prev | deferred_prev) & ~mask_of(owners)
     if not lost or any(not sub.owned for _, _, sub in members):
         return 0
     running = memory if "leader-forgets-delay" in cfg.mutations else deferred_prev
@@ -186,7 +173,7 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     """
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
-    held = 0
+    held, more = 0, False
     if cfg.assignor == "range":
         out = _range(cfg, mids)
     elif cfg.assignor == "roundrobin":
@@ -195,16 +182,10 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
         out = _sticky(cfg, mids, resolve_claims(cfg, members))
     elif cfg.protocol == "incremental":
         out, more = _incremental(cfg, mids, resolve_claims(cfg, members))
-        return tuple((mid, Assignment(out[mid], more)) for mid, _, _ in members)
     else:
         owners = resolve_claims(cfg, members)
         if cfg.deferred:
             held = deferral(cfg, members, owners, memory)
         out = _deferring(cfg, mids, owners, held) if held else _cooperative_sticky(cfg, mids, owners)
-    if not cfg.deferred:
-        return tuple((mid, Assignment(out[mid])) for mid, _, _ in members)
-    given = 0
-    for mask in out.values():
-        given |= mask
-    echo = (given, held)
-    return tuple((mid, Assignment(out[mid], bool(held), echo)) for mid, _, _ in members)
+    echo = (union(out.values()), held) if cfg.deferred else ()
+    return tuple((mid, Assignment(out[mid], more or bool(held), echo)) for mid, _, _ in members)

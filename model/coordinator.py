@@ -108,6 +108,10 @@ def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) ->
             and generation == group.generation and find(group, mid) is not None)
 
 
+def _protocol_names(sub) -> set:
+    return {name for name, _ in sub.protocols}
+
+
 def supported(group: Group, sub, mid: int) -> bool:
     """Whether member ``mid`` may join with subscription ``sub`` (R35,
     GroupMetadata.isProtocolTypeAndProtocolsSupported): with ``Protocols``, it names
@@ -116,15 +120,10 @@ def supported(group: Group, sub, mid: int) -> bool:
     the checker's ``Subscription``."""
     if type(sub) is not Protocols:
         return True
-    names = {name for name, _ in sub.protocols}
-    if not sub.protocol_type:
+    others = [m.subscription for m in group.members if m.member_id != mid]
+    if not sub.protocol_type or any(o.protocol_type != sub.protocol_type for o in others):
         return False
-    for m in group.members:
-        if m.member_id != mid:
-            if m.subscription.protocol_type != sub.protocol_type:
-                return False
-            names.intersection_update(name for name, _ in m.subscription.protocols)
-    return bool(names)
+    return bool(_protocol_names(sub).intersection(*map(_protocol_names, others)))
 
 
 def select_protocol(members) -> str:
@@ -135,15 +134,14 @@ def select_protocol(members) -> str:
     "" when the members send no ``Protocols`` or share no protocol."""
     if not members or type(members[0].subscription) is not Protocols:
         return ""
-    candidates = {name for name, _ in members[0].subscription.protocols}
-    for m in members[1:]:
-        candidates.intersection_update(name for name, _ in m.subscription.protocols)
+    subs = [m.subscription for m in members]
+    candidates = _protocol_names(subs[0]).intersection(*map(_protocol_names, subs[1:]))
     votes: dict = {}
-    for m in members:
-        vote = next((name for name, _ in m.subscription.protocols if name in candidates), None)
+    for s in subs:
+        vote = next((name for name, _ in s.protocols if name in candidates), None)
         if vote is not None:
             votes[vote] = votes.get(vote, 0) + 1
-    order = [name for name, _ in members[0].subscription.protocols if name in votes]
+    order = [name for name, _ in subs[0].protocols if name in votes]
     return max(order, key=votes.__getitem__, default="")
 
 
@@ -160,17 +158,17 @@ def session_refreshed(request) -> int:
 
 def stored(group: Group):
     """What the coordinator persists after a step (R37), or None to keep the last
-    record: a Stable or Empty group with what it owes nobody dropped (held
-    requests, pending member ids, the initial delay). Kafka writes the group to
+    record: a Stable or Empty group with what it owes nobody dropped (pending
+    SyncGroups, pending member ids). Kafka writes the group to
     __consumer_offsets when the leader's assignment arrives and when it empties
     (GroupMetadataManager.storeGroup), and a loaded group is Stable or Empty
     (GroupMetadataManager.loadGroup): a restarted coordinator resumes from it and
     every member's session timer starts anew."""
     if group.phase != Phase.STABLE and group.phase != Phase.EMPTY:
         return None
-    return group._replace(members=tuple(m._replace(awaiting_join=False, awaiting_sync=False, pending_sync=False)
-                                        for m in group.members),
-                          first_joiner=NO_MEMBER_ID, initial_delay=False, pending=())
+    # Stable and Empty hold no JoinGroup or SyncGroup and no initial delay: what remains is
+    # owed SyncGroups and pending member ids
+    return group._replace(members=tuple(m._replace(pending_sync=False) for m in group.members), pending=())
 
 
 def armed_timers(group: Group) -> list:
@@ -211,7 +209,7 @@ def _replace(group: Group, m: MemberMetadata) -> tuple:
     return tuple(m if x.member_id == m.member_id else x for x in group.members)
 
 
-def _prepare_rebalance(cfg: GroupConfig, group: Group, out: list) -> Group:
+def _prepare_rebalance(group: Group, out: list) -> Group:
     """Enter PreparingRebalance (R3). Held SyncGroups are answered REBALANCE_IN_PROGRESS
     (GroupCoordinator.prepareRebalance / resetAndPropagateAssignmentError); stored
     assignments are cleared."""
@@ -220,9 +218,8 @@ def _prepare_rebalance(cfg: GroupConfig, group: Group, out: list) -> Group:
         if m.awaiting_sync:
             out.append(Reply(m.conn, SyncGroupResponse(Error.REBALANCE_IN_PROGRESS, EMPTY_ASSIGNMENT)))
         members.append(m._replace(assignment=EMPTY_ASSIGNMENT, awaiting_sync=False, pending_sync=False))
-    delay = cfg.initial_rebalance_delay and group.phase == Phase.EMPTY  # R30, KIP-134
     return group._replace(phase=Phase.PREPARING_REBALANCE, members=tuple(members), first_joiner=NO_MEMBER_ID,
-                          initial_delay=delay)
+                          initial_delay=False)
 
 
 def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = False) -> Reply:
@@ -238,7 +235,7 @@ def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = Fals
                                            skip_assignment, group.protocol))
 
 
-def _maybe_complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
+def _maybe_complete_join(group: Group, out: list) -> Group:
     """Complete the JoinGroup barrier once every member has rejoined (R4, R5) and no
     initial rebalance delay is pending (R30)."""
     if group.phase != Phase.PREPARING_REBALANCE or group.initial_delay:
@@ -261,14 +258,14 @@ def _maybe_complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
     return group
 
 
-def _remove(cfg: GroupConfig, group: Group, mids, out: list) -> Group:
+def _remove(group: Group, mids, out: list) -> Group:
     """Remove members and move the group on (GroupCoordinator.removeMemberAndUpdateGroup, R7)."""
     if not mids:
         return group
     group = group._replace(members=tuple(x for x in group.members if x.member_id not in mids))
     if group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
-        group = _prepare_rebalance(cfg, group, out)
-    return _maybe_complete_join(cfg, group, out)
+        group = _prepare_rebalance(group, out)
+    return _maybe_complete_join(group, out)
 
 
 def _fresh_member_id(group: Group, slot: int):
@@ -299,8 +296,7 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
             return group._replace(issued=issued, pending=group.pending + (mid,))
         return _new_member(cfg, group._replace(issued=issued), conn, req, mid, out)
     if mid in group.pending:  # R36: the second JoinGroup, with the handed-out id
-        return _new_member(cfg, group._replace(pending=tuple(x for x in group.pending if x != mid)),
-                           conn, req, mid, out)
+        return _new_member(cfg, _pending_timeout(group, mid), conn, req, mid, out)
     error = member_error(group, mid, iid)
     if error != Error.NONE:
         out.append(Reply(conn, JoinGroupResponse(error, NO_MEMBER_ID if error == Error.UNKNOWN_MEMBER_ID else mid,
@@ -323,10 +319,11 @@ def _await_join(cfg: GroupConfig, group: Group, m: MemberMetadata, out: list) ->
     """Hold ``m``'s JoinGroup at the barrier (R3, R4): a rebalance starts unless one
     is being prepared; the barrier completes if it was the last one awaited."""
     if group.phase != Phase.PREPARING_REBALANCE:
-        group = _prepare_rebalance(cfg, group, out)
+        delay = cfg.initial_rebalance_delay and group.phase == Phase.EMPTY  # R30, KIP-134
+        group = _prepare_rebalance(group, out)._replace(initial_delay=delay)
     m = find(group, m.member_id)._replace(conn=m.conn, subscription=m.subscription, awaiting_join=True)
     group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or m.member_id)
-    return _maybe_complete_join(cfg, group, out)
+    return _maybe_complete_join(group, out)
 
 
 def _new_member(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, mid: int, out: list) -> Group:
@@ -361,21 +358,29 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     return _await_join(cfg, group, m, out)
 
 
-def _sync(cfg: GroupConfig, group: Group, conn: int, req: SyncGroup, out: list) -> Group:
+def _generation_error(group: Group, req) -> Error:
+    """The answer to a SyncGroup or Heartbeat from a member that cannot go on (R8,
+    R10): COORDINATOR_NOT_AVAILABLE for a Dead group, then who may speak for the
+    member (``member_error``), ILLEGAL_GENERATION for another generation,
+    REBALANCE_IN_PROGRESS in PreparingRebalance; NONE otherwise."""
     if group.phase == Phase.DEAD:
-        error = Error.COORDINATOR_NOT_AVAILABLE
-    else:
-        error = member_error(group, req.member_id, req.group_instance_id)
+        return Error.COORDINATOR_NOT_AVAILABLE
+    error = member_error(group, req.member_id, req.group_instance_id)
+    if error != Error.NONE:
+        return error
+    if req.generation != group.generation:
+        return Error.ILLEGAL_GENERATION
+    if group.phase == Phase.PREPARING_REBALANCE:
+        return Error.REBALANCE_IN_PROGRESS
+    return Error.NONE
+
+
+def _sync(group: Group, conn: int, req: SyncGroup, out: list) -> Group:
+    error = _generation_error(group, req)
     if error != Error.NONE:
         out.append(Reply(conn, SyncGroupResponse(error, EMPTY_ASSIGNMENT)))
         return group
     m = find(group, req.member_id)
-    if req.generation != group.generation:
-        out.append(Reply(conn, SyncGroupResponse(Error.ILLEGAL_GENERATION, EMPTY_ASSIGNMENT)))
-        return group
-    if group.phase == Phase.PREPARING_REBALANCE:
-        out.append(Reply(conn, SyncGroupResponse(Error.REBALANCE_IN_PROGRESS, EMPTY_ASSIGNMENT)))
-        return group
     if group.phase == Phase.STABLE:  # R8: late SyncGroup gets the stored assignment
         m = m._replace(conn=conn, pending_sync=False)
         out.append(Reply(conn, SyncGroupResponse(Error.NONE, m.assignment)))
@@ -398,19 +403,11 @@ def _sync(cfg: GroupConfig, group: Group, conn: int, req: SyncGroup, out: list) 
 
 def _heartbeat(group: Group, conn: int, req: Heartbeat, out: list) -> Group:
     """R10 (GroupCoordinator.handleHeartbeat)."""
-    if group.phase == Phase.DEAD:
-        error = Error.COORDINATOR_NOT_AVAILABLE
-    else:
-        error = member_error(group, req.member_id, req.group_instance_id)
-        if error == Error.NONE and req.generation != group.generation:
-            error = Error.ILLEGAL_GENERATION
-        elif error == Error.NONE and group.phase == Phase.PREPARING_REBALANCE:
-            error = Error.REBALANCE_IN_PROGRESS
-    out.append(Reply(conn, HeartbeatResponse(error)))
+    out.append(Reply(conn, HeartbeatResponse(_generation_error(group, req))))
     return group
 
 
-def _leave(cfg: GroupConfig, group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
+def _leave(group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
     """R7: batch LeaveGroup with per-member errors (GroupCoordinator.handleLeaveGroup,
     KIP-345). An entry with NO_MEMBER_ID and an instance id is an admin removal."""
     results = []
@@ -426,7 +423,7 @@ def _leave(cfg: GroupConfig, group: Group, conn: int, req: LeaveGroup, out: list
         if error == Error.NONE:
             gone.append(mid)
     out.append(Reply(conn, LeaveGroupResponse(Error.NONE, tuple(results))))
-    return _remove(cfg, group, gone, out)
+    return _remove(group, gone, out)
 
 
 def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: list) -> Group:
@@ -445,25 +442,25 @@ def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: l
     return group
 
 
-def _session_timeout(cfg: GroupConfig, group: Group, mid: int, out: list) -> Group:
+def _session_timeout(group: Group, mid: int, out: list) -> Group:
     """R11: a member that is not held at a barrier expires (onExpireHeartbeat;
     MemberMetadata.shouldKeepAlive keeps members awaiting join or sync)."""
     m = find(group, mid)
     if m is None or m.awaiting_join or m.awaiting_sync:
         return group
-    return _remove(cfg, group, (mid,), out)
+    return _remove(group, (mid,), out)
 
 
-def _rebalance_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
+def _rebalance_timeout(group: Group, out: list) -> Group:
     """R4: the barrier's deadline removes dynamic members that did not rejoin
     (onCompleteJoin); static members stay until their session times out (R27)."""
     if group.phase != Phase.PREPARING_REBALANCE:
         return group
     group = group._replace(members=tuple(m for m in group.members if m.awaiting_join or m.instance_id))
-    return _maybe_complete_join(cfg, group, out)
+    return _maybe_complete_join(group, out)
 
 
-def _sync_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
+def _sync_timeout(group: Group, out: list) -> Group:
     """R12: members that did not send SyncGroup in time are removed (KAFKA-12890,
     GroupCoordinator.onExpirePendingSync)."""
     if group.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
@@ -472,21 +469,22 @@ def _sync_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
     if not late:
         return group
     group = group._replace(members=tuple(m for m in group.members if not m.pending_sync))
-    group = _prepare_rebalance(cfg, group, out)
-    return _maybe_complete_join(cfg, group, out)
+    group = _prepare_rebalance(group, out)
+    return _maybe_complete_join(group, out)
 
 
-def _initial_delay_over(cfg: GroupConfig, group: Group, out: list) -> Group:
+def _initial_delay_over(group: Group, out: list) -> Group:
     """R30 (KIP-134, InitialDelayedJoin): group.initial.rebalance.delay.ms has passed
     with no more members arriving (or the rebalance timeout capped it): the barrier
     completes as at the rebalance timeout."""
     if not group.initial_delay:
         return group
-    return _rebalance_timeout(cfg, group._replace(initial_delay=False), out)
+    return _rebalance_timeout(group._replace(initial_delay=False), out)
 
 
 def _pending_timeout(group: Group, mid: int) -> Group:
-    """R36: an unused member id from MEMBER_ID_REQUIRED is forgotten."""
+    """R36: a member id from MEMBER_ID_REQUIRED leaves the pending list (used, or
+    its timeout passed)."""
     return group._replace(pending=tuple(x for x in group.pending if x != mid))
 
 
@@ -507,23 +505,23 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
         if rk is JoinGroup:
             group = _join(cfg, group, conn, req, out)
         elif rk is SyncGroup:
-            group = _sync(cfg, group, conn, req, out)
+            group = _sync(group, conn, req, out)
         elif rk is Heartbeat:
             group = _heartbeat(group, conn, req, out)
         elif rk is LeaveGroup:
-            group = _leave(cfg, group, conn, req, out)
+            group = _leave(group, conn, req, out)
         elif rk is OffsetCommit:
             group = _commit(cfg, group, conn, req, out)
         else:
             raise TypeError(f"coordinator cannot handle request {req!r}")
     elif kind is SessionTimeout:
-        group = _session_timeout(cfg, group, event.member_id, out)
+        group = _session_timeout(group, event.member_id, out)
     elif kind is RebalanceTimeout:
-        group = _rebalance_timeout(cfg, group, out)
+        group = _rebalance_timeout(group, out)
     elif kind is SyncTimeout:
-        group = _sync_timeout(cfg, group, out)
+        group = _sync_timeout(group, out)
     elif kind is InitialRebalanceDelay:
-        group = _initial_delay_over(cfg, group, out)
+        group = _initial_delay_over(group, out)
     elif kind is PendingMemberTimeout:
         group = _pending_timeout(group, event.member_id)
     elif kind is DeleteGroup:

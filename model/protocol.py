@@ -111,6 +111,22 @@ def member_name(mid: int) -> str:
     return f"{chr(65 + slot_of(mid))}{serial_of(mid)}"
 
 
+def mask_of(partitions) -> int:
+    """The bitmask of partition indices."""
+    mask = 0
+    for p in partitions:
+        mask |= 1 << p
+    return mask
+
+
+def union(masks) -> int:
+    """The bitwise OR of bitmasks (0 for none)."""
+    out = 0
+    for mask in masks:
+        out |= mask
+    return out
+
+
 def partitions_of(mask: int) -> tuple[int, ...]:
     """The partition indices set in a bitmask, ascending."""
     out = []
