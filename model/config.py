@@ -56,7 +56,8 @@ class GroupConfig:
     owned partitions the incremental protocol moves per round (Design III).
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
-    that does not support the protocol, or a topic without partitions.
+    that does not support the protocol, a mutation the protocol has no use for, or
+    a topic without partitions.
     """
 
     topics: tuple = (("t", 4),)
@@ -77,6 +78,8 @@ class GroupConfig:
         for name in self.mutations:
             if name not in MUTATIONS:
                 raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(MUTATIONS)})")
+        if "leader-forgets-delay" in self.mutations and not self.deferred:
+            raise ConfigError("mutation 'leader-forgets-delay' needs the deferred protocol (only it defers)")
         if not isinstance(self.max_moves, int) or isinstance(self.max_moves, bool) or self.max_moves < 1:
             raise ConfigError(f"max_moves must be a positive whole number, got {self.max_moves!r}")
         if not self.topics:

@@ -79,6 +79,7 @@ def test_limit_makes_the_run_incomplete(check_json):
     (("--max-faults", "-1"), "faults.budget must be at least 0"),
     (("--faults", "join,explode"), "unknown name 'explode'"),
     (("--protocol", "streams"), "not implemented in this version"),
+    (("--mutation", "leader-forgets-delay"), "needs the deferred protocol"),
 ])
 def test_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
     code, out, err = run_cli("check", *args, cwd=tmp_path)
