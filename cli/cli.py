@@ -21,6 +21,7 @@ from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
 from rebalance.model.config import MUTATIONS, ConfigError
+from rebalance.spec.actions import SPEC_MUTATIONS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -97,6 +98,7 @@ def _config_summary(s: CheckSettings) -> dict:
             "topics": dict(s.group.topics), "members": s.members, "joiners": s.joiners,
             "static": sorted(chr(65 + x) for x in s.static),
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
+            "spec_mutations": sorted(s.spec_mutations),
             "timer_fairness": s.timer_fairness, "engine": s.engine,
             "max_states": s.max_states, "max_depth": s.max_depth}
 
@@ -148,6 +150,9 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
               help="Switch on a known-bad behaviour (repeatable).")
+@click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
+              help="Check the model against a deliberately wrong spec action (the refinement check then "
+                   "fails naming it; repeatable).")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
               help="local: one process; spark: level-synchronous BFS on Spark (same counts and verdicts).")
 @click.option("--spark-master", default="local[*]", show_default=True,
@@ -161,15 +166,19 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, engine, spark_master,
-          max_states, max_depth, keep_going, timer_fairness, as_json, out_dir):
+def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
+          spark_master, max_states, max_depth, keep_going, timer_fairness, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
     coordinator timers and faults (join, leave, crash, restart, pause/resume)
     within the fault budget, checking exclusive_ownership, exclusive_processing,
     single_leader, revoke_before_assign (cooperative), quiescent_balance and,
-    under weak fairness once faults stop, eventual_balance. A violation's shortest
+    under weak fairness once faults stop, eventual_balance; and refinement: every
+    step is an action of the declarative spec (spec/actions.py: pre- and
+    post-condition over the abstract state) and every state satisfies the spec's
+    inductive invariant (--spec-mutation NAME breaks a spec action on purpose:
+    the check then fails naming it). A violation's shortest
     counterexample (a lasso for eventual_balance) is written under --out as JSON,
     DOT and SVG.
 
@@ -180,9 +189,9 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
-                       timer_fairness=timer_fairness, static=static)
+                       timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations)
     system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget,
-                    settings.static)
+                    settings.static, settings.spec_mutations)
     props = applicable(system)
     covers = applicable_covers(system)
     stop_on = frozenset() if settings.keep_going else frozenset(
