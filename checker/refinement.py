@@ -48,7 +48,7 @@ class Refinement:
         self._part_ids: dict = {}   # part -> id
         self._parts: list = []      # id -> part
         self._steps: dict = {}      # step key -> verdict
-        self._local: dict = {}      # (kind, detail type) -> whether its spec action is local
+        self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
         self._invariant: dict = {}
         self._last = self._last_parts = None
 
@@ -97,13 +97,9 @@ class Refinement:
             out = [self._group(group, len(procs))]
             out.extend(self._proc(p) for p in procs)
             return tuple(out)
-        out = list(base_parts)
-        if group is not base.group:
-            out[0] = self._group(group, len(procs))
-        for i, (p, q) in enumerate(zip(procs, base.procs), 1):
-            if p is not q:
-                out[i] = self._proc(p)
-        return tuple(out)
+        proc = self._proc
+        return (base_parts[0] if group is base.group else self._group(group, len(procs)),
+                *[pid if p is q else proc(p) for p, q, pid in zip(procs, base.procs, base_parts[1:])])
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
@@ -129,16 +125,17 @@ class Refinement:
                 return why
         before = self._last_parts
         after = self.parts(nxt, state, before)
-        label = (action.kind, type(action.detail))
         slot = action.slot
-        local = self._local.get(label)
-        if local is None:
-            local = self._local[label] = spec.ACTIONS[action_name(action)].local
-        if local and self._frame_kept(before, after, slot):
+        label = self._labels.get((action.kind, type(action.detail)))
+        if label is None:
+            label = self._labels[(action.kind, type(action.detail))] = (
+                len(self._labels), spec.ACTIONS[action_name(action)].local)
+        # keys are flat tuples of ints: cheap to hash, and untracked by the garbage collector
+        if label[1] and self._frame_kept(before, after, slot):
             # a member's own step: its verdict depends on the group and its own slot only
-            key = (label, slot, before[0], before[slot + 1], after[slot + 1])
+            key = (label[0], slot, before[0], before[slot + 1], after[slot + 1])
         else:
-            key = (label, slot, before, after)
+            key = (label[0], slot, *before, *after)
         hit = self._steps.get(key, 0)
         if hit == 0:
             name = action_name(action)
@@ -161,13 +158,17 @@ class Refinement:
 
 
 _CHECKERS: "weakref.WeakKeyDictionary[System, Refinement]" = weakref.WeakKeyDictionary()
+_last: list = [None, None]  # the system asked for last and its checker
 
 
 def checker(system: System) -> Refinement:
     """The system's refinement checker (built once per system, caches included)."""
+    if _last[0] is system:
+        return _last[1]
     r = _CHECKERS.get(system)
     if r is None:
         r = _CHECKERS[system] = Refinement(system)
+    _last[:] = [system, r]
     return r
 
 

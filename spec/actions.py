@@ -98,8 +98,8 @@ def z3_logic():
 SPEC_MUTATIONS = {
     "late-sync-grants-nothing": "the SyncGroup action says a late SyncGroup in Stable is answered with an "
                                 "empty assignment (the model returns the stored one, R8)",
-    "join-keeps-generation": "the JoinGroup action says a JoinGroup never completes the barrier "
-                             "(the model's last awaited JoinGroup does, R4)",
+    "barrier-never-completes": "the membership actions (JoinGroup, LeaveGroup, the timers) never complete the "
+                               "JoinGroup barrier: the generation stays (the model's do complete it, R4)",
     "install-ignores-owned": "the SyncGroup action's assignment contract drops the cooperative condition: "
                              "the leader may assign what another member still owns or is being granted "
                              "(the model still meets the weaker contract; the induction of `prove` fails)",
@@ -178,7 +178,7 @@ def _membership_post(L, s, t, i, muts):
     yield "only the leader's SyncGroup makes a group Stable", L.Implies(t.phase == STABLE, s.phase == STABLE)
     yield "Dead is final", L.Implies(s.phase == DEAD, t.phase == DEAD)
     completes = t.generation == s.generation + 1
-    if "join-keeps-generation" in muts:
+    if "barrier-never-completes" in muts:
         yield "generation unchanged", t.generation == s.generation
     else:
         yield "generation unchanged or the barrier completes", L.Or(t.generation == s.generation, completes)
