@@ -358,17 +358,17 @@ def evaluate(name: str, s: View, t: View, slot: int, muts=frozenset()) -> str | 
     pre-condition and post-condition hold, else why not (for the case whose
     pre-condition held, or the first case, the first failing clause).
     Raises KeyError for an unknown action name."""
-    failures = []
+    enabled, disabled = [], []
     for case in ACTIONS[name].cases:
         bad = next((c for c, ok in case.pre(PYTHON, s, slot, muts) if not ok), None)
         if bad is not None:
-            failures.append((1, f"{case.name}: pre-condition '{bad}' fails"))
+            disabled.append(f"{case.name}: pre-condition '{bad}' fails")
             continue
         bad = next((c for c, ok in case.post(PYTHON, s, t, slot, muts) if not ok), None)
         if bad is None:
             return None
-        failures.append((0, f"{case.name}: post-condition '{bad}' fails"))
-    return min(failures)[1]
+        enabled.append(f"{case.name}: post-condition '{bad}' fails")
+    return (enabled + disabled)[0]
 
 
 def encode(L, name: str, s: View, t: View, slot: int, muts=frozenset()):
