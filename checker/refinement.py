@@ -90,8 +90,9 @@ class Refinement:
     def parts(self, state: State, base: State | None = None, base_parts: tuple = ()) -> tuple:
         """The abstraction's raw material as a flat tuple of part ids: the group's,
         then each process's. With ``base`` (a state whose parts are ``base_parts``),
-        the parts of processes (and the group) that are the very same objects are
-        reused: a step changes one or two."""
+        the parts of processes (and the group) that are the very same objects, or
+        keep the very same consumer and responses, are reused: a step changes one
+        or two, and a delivery only takes a request off its channel."""
         group, procs = state.group, state.procs
         if base is None:
             out = [self._group(group, len(procs))]
@@ -99,7 +100,8 @@ class Refinement:
             return tuple(out)
         proc = self._proc
         return (base_parts[0] if group is base.group else self._group(group, len(procs)),
-                *[pid if p is q else proc(p) for p, q, pid in zip(procs, base.procs, base_parts[1:])])
+                *[pid if p is q or (p.consumer is q.consumer and p.responses is q.responses and p.status == q.status)
+                  else proc(p) for p, q, pid in zip(procs, base.procs, base_parts[1:])])
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""

@@ -85,3 +85,13 @@ def test_minimum_moves():
     # A owns all 4 partitions, B nothing: a balanced assignment must move 2
     assert prove.minimum_moves(2, [0, 0, 0, 0]) == 2
     assert prove.minimum_moves(3, [0, 1, 2, -1]) == 0
+
+
+@pytest.mark.slow
+def test_default_bound_all_proved(tmp_path):
+    # the bound: members <= 5, partitions <= 10 (balance and minimal moves up to 6)
+    code, out, err = run_cli("prove", "--json", cwd=tmp_path)
+    obligations = json.loads(out)["obligations"]
+    assert code == 0 and {o["status"] for o in obligations} == {"proved"}, err
+    assert len(obligations) == 11
+    assert any("members 1..5, partitions 1..10" in o["bound"] for o in obligations)
