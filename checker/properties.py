@@ -1,4 +1,5 @@
-"""The properties checked on every explored state (names as in spec/SPEC.md, section 7).
+"""The properties checked on every explored state (names as in spec/SPEC.md, section 7;
+``refinement``: section 8, checker/refinement.py).
 
 Each property is a ``Property(name, kind, description, applies, check)``:
 ``check(system, state)`` returns None when it holds, otherwise a one-line
@@ -19,6 +20,7 @@ from rebalance.model.protocol import (
     instance_name, member_name, partitions_of, union,
 )
 
+from .refinement import refinement
 from .system import PAUSED, RUNNING, State, System
 
 
@@ -241,6 +243,9 @@ PROPERTIES = (
     Property("bounded_deferral", "invariant",
              "a lost partition is owned again in the round after the ScheduledRebalanceTimeout passes, "
              "whatever leader changes happen", _deferred, bounded_deferral),
+    Property("refinement", "invariant",
+             "every step is an action of the declarative spec (spec/actions.py) and every state satisfies "
+             "its inductive invariant", _always, None, refinement),
     Property("quiescent_balance", "quiescent",
              "when nothing is enabled the group is Stable, every partition owned once, loads within one",
              _always, balanced),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rebalance.model.config import PROTOCOLS, ConfigError, GroupConfig
+from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .render import slot_named
 from .system import FAULTS
@@ -34,7 +35,9 @@ class CheckSettings:
     None = unbounded. ``expect_violated``: properties documented as broken in this
     configuration (they do not fail the run); by default exclusive_processing when
     the ``pause`` fault (zombies) is enabled. ``timer_fairness``: whether the
-    coordinator's timers are under weak fairness for eventual_balance."""
+    coordinator's timers are under weak fairness for eventual_balance.
+    ``spec_mutations``: deliberately wrong specification actions for the refinement
+    check (spec/actions.py, SPEC_MUTATIONS)."""
 
     group: GroupConfig
     members: int = 3
@@ -48,6 +51,7 @@ class CheckSettings:
     keep_going: bool = False
     engine: str = "local"
     timer_fairness: bool = True
+    spec_mutations: frozenset = field(default_factory=frozenset)
 
 
 def parse_toml(path: str | Path, what: str = "configuration file") -> dict:
@@ -135,7 +139,8 @@ def static_slots(value, slots: int) -> frozenset:
 
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, max_states=None,
-            max_depth=None, keep_going=None, timer_fairness=None, static=None) -> CheckSettings:
+            max_depth=None, keep_going=None, timer_fairness=None, static=None,
+            spec_mutations=()) -> CheckSettings:
     """Merge a validated file (``data``, see ``validate``) with command-line overrides
     (None = not given)."""
     g, m, f, c = (data.get(k, {}) for k in ("group", "members", "faults", "check"))
@@ -184,4 +189,5 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         keep_going=bool(keep_going if keep_going is not None else c.get("continue", False)),
         engine=engine,
         timer_fairness=bool(timer_fairness if timer_fairness is not None else c.get("timer_fairness", True)),
+        spec_mutations=frozenset(_names("--spec-mutation", list(spec_mutations), tuple(SPEC_MUTATIONS))),
     )

@@ -76,13 +76,16 @@ class System:
     ``members``: slots running at the start; ``joiners``: further slots a ``join``
     fault may start; ``faults``: the fault kinds enabled; ``max_faults``: the budget;
     ``static``: the slots whose processes are static members (group.instance.id
-    ``instance_id(slot)``, kept across restarts).
+    ``instance_id(slot)``, kept across restarts); ``spec_mutations``: deliberately
+    wrong specification actions the refinement check compares the model with
+    (spec/actions.py, SPEC_MUTATIONS).
     """
 
     def __init__(self, cfg: GroupConfig, members: int, joiners: int, faults, max_faults: int,
-                 static=frozenset()):
+                 static=frozenset(), spec_mutations=frozenset()):
         self.cfg = cfg
         self.static = frozenset(static)
+        self.spec_mutations = frozenset(spec_mutations)
         self.members = members
         self.joiners = joiners
         self.slots = members + joiners
@@ -98,7 +101,7 @@ class System:
         """The constructor's arguments: ``System(*system.spec)`` builds an equal system
         (how the Spark engine rebuilds it on executors, without the caches)."""
         return (self.cfg, self.members, self.joiners, tuple(sorted(self.faults)), self.max_faults,
-                tuple(sorted(self.static)))
+                tuple(sorted(self.static)), tuple(sorted(self.spec_mutations)))
 
     def instance_of(self, slot: int) -> int:
         """The group.instance.id of ``slot``'s processes (NO_INSTANCE_ID if dynamic)."""

@@ -15,13 +15,14 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rebalance.checker import counterexample, replay as replaying
+from rebalance.checker import counterexample, prove, replay as replaying
 from rebalance.checker.render import lane
 from rebalance.checker.explore import explore
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
 from rebalance.model.config import MUTATIONS, ConfigError
+from rebalance.spec.actions import SPEC_MUTATIONS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -48,6 +49,7 @@ def main():
     rebalance check examples/default.toml
     rebalance check --protocol eager --faults join,leave,crash --json
     rebalance replay examples/design1_member_joins.toml
+    rebalance prove                      z3 proofs: assignors, stickiness, inductive invariant
     """
 
 
@@ -98,6 +100,7 @@ def _config_summary(s: CheckSettings) -> dict:
             "topics": dict(s.group.topics), "members": s.members, "joiners": s.joiners,
             "static": sorted(lane(x) for x in s.static),
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
+            "spec_mutations": sorted(s.spec_mutations),
             "timer_fairness": s.timer_fairness, "engine": s.engine,
             "max_states": s.max_states, "max_depth": s.max_depth}
 
@@ -149,6 +152,9 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
               help="Switch on a known-bad behaviour (repeatable).")
+@click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
+              help="Check the model against a deliberately wrong spec action (the refinement check then "
+                   "fails naming it; repeatable).")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
               help="local: one process; spark: level-synchronous BFS on Spark (same counts and verdicts).")
 @click.option("--spark-master", default="local[*]", show_default=True,
@@ -162,15 +168,19 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, engine, spark_master,
-          max_states, max_depth, keep_going, timer_fairness, as_json, out_dir):
+def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
+          spark_master, max_states, max_depth, keep_going, timer_fairness, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
     coordinator timers and faults (join, leave, crash, restart, pause/resume)
     within the fault budget, checking exclusive_ownership, exclusive_processing,
     single_leader, revoke_before_assign (cooperative), quiescent_balance and,
-    under weak fairness once faults stop, eventual_balance. A violation's shortest
+    under weak fairness once faults stop, eventual_balance; and refinement: every
+    step is an action of the declarative spec (spec/actions.py: pre- and
+    post-condition over the abstract state) and every state satisfies the spec's
+    inductive invariant (--spec-mutation NAME breaks a spec action on purpose:
+    the check then fails naming it). A violation's shortest
     counterexample (a lasso for eventual_balance) is written under --out as JSON,
     DOT and SVG.
 
@@ -181,9 +191,9 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
-                       timer_fairness=timer_fairness, static=static)
+                       timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations)
     system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget,
-                    settings.static)
+                    settings.static, settings.spec_mutations)
     props = applicable(system)
     covers = applicable_covers(system)
     stop_on = frozenset() if settings.keep_going else frozenset(
@@ -350,3 +360,85 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
         await runtime.close()
 
     asyncio.run(run())
+
+
+@main.command("prove")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+              help="Run the assignors with a known-bad behaviour (e.g. assign-before-revoke); repeatable.")
+@click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
+              help="Use a deliberately wrong spec action in the induction (e.g. install-ignores-owned).")
+@click.option("--max-members", type=int, default=prove.MAX_MEMBERS, show_default=True,
+              help=f"Assignor proofs: every member count up to this (at most {prove.LIMITS[0]}).")
+@click.option("--max-partitions", type=int, default=prove.MAX_PARTITIONS, show_default=True,
+              help=f"Assignor proofs: every partition count up to this (at most {prove.LIMITS[1]}).")
+@click.option("--max-counting-partitions", type=int, default=prove.COUNTING_PARTITIONS, show_default=True,
+              help="Balance and minimal-moves proofs (counting arguments, slow in z3): partitions up to this.")
+def prove_command(as_json, mutations, spec_mutations, max_members, max_partitions, max_counting_partitions):
+    """Discharge the proof obligations with z3 (spec/SPEC.md, section 9).
+
+    \b
+    (a) assignors, every input up to the bound (any claims, any generations):
+        every partition assigned exactly once, loads within one, and the
+        cooperative adjustment never assigns a partition whose newest claim is
+        another member's; range and roundrobin by exhaustive enumeration, sticky
+        and cooperative-sticky symbolically (z3 searches for a breaking input);
+    (b) stickiness: moves of the cooperative sticky target against z3's minimum
+        for a balanced assignment, as a ratio over a sample, and proven minimal
+        for every input up to the counting bound;
+    (c) the inductive invariant of spec/actions.py at a fixed size:
+        init => inv, inv and next => inv', inv => exclusive_ownership.
+
+    Each obligation prints its status, what exactly it covers and its time.
+    A counterexample is concrete: the input (each member's claims and
+    generation) with the model's own assignment, or the abstract states and the
+    spec action. Try `--mutation assign-before-revoke` or
+    `--spec-mutation install-ignores-owned` to see one.
+
+    \b
+    Exit codes: 0 every obligation proved, 1 a counterexample, 2 bad input,
+    3 incomplete (z3 gave up on an obligation).
+    """
+    for name, value, top in (("--max-members", max_members, prove.LIMITS[0]),
+                             ("--max-partitions", max_partitions, prove.LIMITS[1]),
+                             ("--max-counting-partitions", max_counting_partitions, prove.LIMITS[1])):
+        if not 1 <= value <= top:
+            raise ConfigError(f"{name} must be between 1 and {top}, got {value}")
+    run = dict(max_members=max_members, max_partitions=max_partitions, mutations=frozenset(mutations),
+               spec_mutations=frozenset(spec_mutations), counting_partitions=max_counting_partitions)
+    results = []
+    if err.is_terminal and not as_json:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                      console=err, transient=True) as progress:
+            task = progress.add_task("proving", total=None)
+            sizes = lambda name, m, n: progress.update(  # noqa: E731
+                task, description=f"{name}: {m} members, {n} partitions")
+            for ob in prove.obligations(**run, on_size=sizes):
+                results.append(ob)
+                _print_obligation(ob)
+    else:
+        for ob in prove.obligations(**run):
+            results.append(ob)
+            if not as_json:
+                _print_obligation(ob)
+    statuses = {ob.status for ob in results}
+    code = EXIT_VIOLATED if "counterexample" in statuses else EXIT_INCOMPLETE if "unknown" in statuses else EXIT_HOLDS
+    if as_json:
+        click.echo(json.dumps({"obligations": [ob.as_json() for ob in results],
+                               "seconds": round(sum(ob.seconds for ob in results), 3)}, indent=2))
+    else:
+        total = sum(ob.seconds for ob in results)
+        verdict = {EXIT_HOLDS: "[bold green]all proved[/]", EXIT_VIOLATED: "[bold red]counterexample[/]",
+                   EXIT_INCOMPLETE: "[bold yellow]incomplete[/]"}[code]
+        out.print(f"{len(results)} obligations, {total:.1f} s: {verdict}")
+    sys.exit(code)
+
+
+def _print_obligation(ob) -> None:
+    color = {"proved": "green", "counterexample": "red", "unknown": "yellow"}[ob.status]
+    out.print(f"[{color}]{ob.status:>14}[/] {ob.seconds:6.2f} s  [bold]{ob.name}[/]", highlight=False)
+    out.print(f"{'':24}{ob.bound} ({ob.method})" + (f"; {ob.detail}" if ob.detail else ""),
+              highlight=False, markup=False)
+    if ob.counterexample is not None:
+        out.print(json.dumps(ob.counterexample, indent=2), highlight=False, markup=False)
+

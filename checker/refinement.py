@@ -1,0 +1,179 @@
+"""Refinement: every explored step of the model is a step of the declarative
+specification (spec/actions.py), and every explored state satisfies the
+specification's inductive invariant.
+
+``view(system, state)`` is the abstraction function: it maps a checker state to the
+specification's ``View`` (per client slot: process, member id known to the
+coordinator, generation, owned partitions, stored assignment, grant in flight).
+``action_name(action)`` names the specification action a transition must be: the
+request delivered (``JoinGroup``, ``SyncGroup``, ...), the timer that fired
+(``SessionTimeout``, ...), the response a member handled (``JoinGroupResponse``,
+...), ``SendHeartbeat``, ``ScheduledRebalance`` or the fault (``Join``, ``Crash``, ...).
+
+The check runs on every transition, so it is memoised: views are built from
+per-process and per-group parts cached by value, and a step's verdict is cached
+by (action, acting slot, view before, view after), which recur far more often
+than the states they abstract.
+"""
+from __future__ import annotations
+
+import weakref
+
+from rebalance.model.protocol import Error, SyncGroupResponse, slot_of
+from rebalance.spec import actions as spec
+from rebalance.spec.actions import View
+
+from .system import PAUSED, RUNNING, Action, State, System
+
+_NO_PROCESS = (False, 0, spec.NONE_GENERATION, 0, False, 0)
+_LOCAL_NAMES = {"heartbeat": "SendHeartbeat", "scheduled": "ScheduledRebalance"}
+
+
+def action_name(action: Action) -> str:
+    """The specification action a transition with label ``action`` must satisfy."""
+    kind = action.kind
+    if kind in ("deliver", "reply", "timer"):
+        return type(action.detail).__name__
+    return _LOCAL_NAMES.get(kind) or kind.capitalize()
+
+
+class Refinement:
+    """The refinement check for one system (its caches are the system's)."""
+
+    def __init__(self, system: System):
+        self.system = system
+        self.mutations = system.spec_mutations
+        self._proc_ids: dict = {}   # Proc -> part id
+        self._group_ids: dict = {}  # Group -> part id
+        self._part_ids: dict = {}   # part -> id
+        self._parts: list = []      # id -> part
+        self._steps: dict = {}      # step key -> verdict
+        self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
+        self._invariant: dict = {}
+        self._last = self._last_parts = None
+
+    def _proc(self, p) -> int:
+        """The id of a process's part: (live, member id, generation, owned, granting, grant)."""
+        hit = self._proc_ids.get(p)
+        if hit is None:
+            if p.status == RUNNING or p.status == PAUSED:
+                c = p.consumer
+                grant, granting = 0, False
+                for r in p.responses:
+                    if type(r) is SyncGroupResponse and r.error == Error.NONE:
+                        grant |= r.assignment.partitions
+                        granting = True
+                part = (True, c.member_id, c.generation, c.owned, granting, grant)
+            else:
+                part = _NO_PROCESS
+            hit = self._proc_ids[p] = self._intern(part)
+        return hit
+
+    def _group(self, g, slots: int) -> int:
+        """The id of the coordinator's part: (phase, generation, member ids, stored assignment per slot)."""
+        hit = self._group_ids.get(g)
+        if hit is None:
+            assigned = [0] * slots
+            for m in g.members:
+                assigned[slot_of(m.member_id)] |= m.assignment.partitions
+            part = (int(g.phase), g.generation, frozenset(m.member_id for m in g.members), tuple(assigned))
+            hit = self._group_ids[g] = self._intern(part)
+        return hit
+
+    def _intern(self, part: tuple) -> int:
+        hit = self._part_ids.get(part)
+        if hit is None:
+            hit = self._part_ids[part] = len(self._parts)
+            self._parts.append(part)
+        return hit
+
+    def parts(self, state: State, base: State | None = None, base_parts: tuple = ()) -> tuple:
+        """The abstraction's raw material as a flat tuple of part ids: the group's,
+        then each process's. With ``base`` (a state whose parts are ``base_parts``),
+        the parts of processes (and the group) that are the very same objects, or
+        keep the very same consumer and responses, are reused: a step changes one
+        or two, and a delivery only takes a request off its channel."""
+        group, procs = state.group, state.procs
+        if base is None:
+            out = [self._group(group, len(procs))]
+            out.extend(self._proc(p) for p in procs)
+            return tuple(out)
+        proc = self._proc
+        return (base_parts[0] if group is base.group else self._group(group, len(procs)),
+                *[pid if p is q or (p.consumer is q.consumer and p.responses is q.responses and p.status == q.status)
+                  else proc(p) for p, q, pid in zip(procs, base.procs, base_parts[1:])])
+
+    def assemble(self, ids: tuple) -> View:
+        """The View of a state from its part ids."""
+        parts = self._parts
+        phase, generation, mids, assigned = parts[ids[0]]
+        procs = [parts[i] for i in ids[1:]]
+        return View(phase, generation,
+                    tuple(p[0] for p in procs), tuple(p[1] in mids for p in procs), tuple(p[2] for p in procs),
+                    tuple(p[3] for p in procs), assigned, tuple(p[4] for p in procs), tuple(p[5] for p in procs))
+
+    def view(self, state: State) -> View:
+        """The abstraction of a checker state."""
+        return self.assemble(self.parts(state))
+
+    def step(self, state: State, action: Action, nxt: State) -> str | None:
+        """None if the step satisfies its specification action and both states satisfy
+        Inv, else why not. (Inv of a state is checked when its first successor is:
+        that covers the initial state and, one step later, every other.)"""
+        if state is not self._last:  # a state's successors are checked one after another
+            self._last, self._last_parts = state, self.parts(state)
+            why = self._invariant_of(self._last_parts)
+            if why:
+                return why
+        before = self._last_parts
+        after = self.parts(nxt, state, before)
+        slot = action.slot
+        label = self._labels.get((action.kind, type(action.detail)))
+        if label is None:
+            label = self._labels[(action.kind, type(action.detail))] = (
+                len(self._labels), spec.ACTIONS[action_name(action)].local)
+        # keys are flat tuples of ints: cheap to hash, and untracked by the garbage collector
+        if label[1] and self._frame_kept(before, after, slot):
+            # a member's own step: its verdict depends on the group and its own slot only
+            key = (label[0], slot, before[0], before[slot + 1], after[slot + 1])
+        else:
+            key = (label[0], slot, *before, *after)
+        hit = self._steps.get(key, 0)
+        if hit == 0:
+            name = action_name(action)
+            why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
+            hit = why and f"{action.kind} {name} is not the spec's action {name}: {why}"
+            hit = self._steps[key] = hit or self._invariant_of(after)
+        return hit
+
+    @staticmethod
+    def _frame_kept(before: tuple, after: tuple, slot: int) -> bool:
+        """Whether the group's part and every other slot's part are unchanged."""
+        return before[0] == after[0] and before[1:slot + 1] == after[1:slot + 1] and before[slot + 2:] == after[slot + 2:]
+
+    def _invariant_of(self, ids: tuple) -> str | None:
+        hit = self._invariant.get(ids, 0)
+        if hit == 0:
+            bad = spec.invariant_failure(self.assemble(ids))
+            hit = self._invariant[ids] = bad and f"the inductive invariant's clause '{bad}' fails"
+        return hit
+
+
+_CHECKERS: "weakref.WeakKeyDictionary[System, Refinement]" = weakref.WeakKeyDictionary()
+_last: list = [None, None]  # the system asked for last and its checker
+
+
+def checker(system: System) -> Refinement:
+    """The system's refinement checker (built once per system, caches included)."""
+    if _last[0] is system:
+        return _last[1]
+    r = _CHECKERS.get(system)
+    if r is None:
+        r = _CHECKERS[system] = Refinement(system)
+    _last[:] = [system, r]
+    return r
+
+
+def refinement(system: System, state: State, action: Action, nxt: State):
+    """The ``refinement`` property, checked on every transition (spec/SPEC.md section 8)."""
+    return checker(system).step(state, action, nxt)

@@ -1,0 +1,421 @@
+"""The declarative specification: an abstract state of the group and, for every
+action, its pre-condition and post-condition over (state, next state) —
+the contract the model's handlers must meet (spec/SPEC.md, section 8).
+
+Nothing here calls the model's handlers. Every condition is written once, as a
+Python function of a *logic* and abstract states, so the same text is
+
+* evaluated on concrete states (``PYTHON``: ints and bools) by the checker's
+  refinement check (checker/refinement.py), on every explored transition, and
+* encoded for z3 (``Z3``: bit-vectors, integers, booleans) by ``rebalance
+  prove`` (checker/prove.py), which proves the inductive invariant ``INVARIANT``
+  over these actions.
+
+The abstract state (``View``) keeps, per client slot ``i``, what ownership and
+fencing depend on, and forgets the rest (messages other than grants, leaders,
+subscriptions, timers):
+
+* ``live[i]``: a process runs (or is paused) on slot i;
+* ``known[i]``: its member id is a member of the group at the coordinator;
+* ``member_generation[i]``: the generation it believes it is in (-1: none);
+* ``owned[i]``: the partitions it owns (a bitmask);
+* ``assigned[i]``: the assignment the coordinator stores for the slot's member ids;
+* ``granting[i]``, ``grant[i]``: a SyncGroup response without error is in flight
+  to it, carrying the partitions ``grant[i]``;
+* ``phase``, ``generation``: the coordinator's group state and generation.
+
+Partitions are bitmasks: ``&`` and ``|`` mean the same on Python ints and on z3
+bit-vectors; comparisons go through the logic's ``And``, ``Or``, ``Not``,
+``Implies`` and ``If``.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+from rebalance.model.protocol import Phase
+
+NONE_GENERATION = -1
+EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (int(p) for p in Phase)
+
+
+class View(NamedTuple):
+    """The abstract state; the per-slot fields are tuples indexed by client slot."""
+
+    phase: object
+    generation: object
+    live: tuple
+    known: tuple
+    member_generation: tuple
+    owned: tuple
+    assigned: tuple
+    granting: tuple
+    grant: tuple
+
+
+SLOT_FIELDS = ("live", "known", "member_generation", "owned", "assigned", "granting", "grant")
+CONSUMER_FIELDS = ("live", "member_generation", "owned")
+
+
+class PythonLogic:
+    """Conditions on concrete values: Python ints and bools."""
+
+    @staticmethod
+    def And(*xs):
+        return all(xs)
+
+    @staticmethod
+    def Or(*xs):
+        return any(xs)
+
+    @staticmethod
+    def Not(x):
+        return not x
+
+    @staticmethod
+    def Implies(a, b):
+        return (not a) or bool(b)
+
+    @staticmethod
+    def If(c, a, b):
+        return a if c else b
+
+
+PYTHON = PythonLogic()
+
+
+def z3_logic():
+    """The z3 logic (z3 is imported only when asked for)."""
+    import z3
+
+    class Z3Logic:
+        And, Or, Not, Implies, If = (staticmethod(f) for f in (z3.And, z3.Or, z3.Not, z3.Implies, z3.If))
+
+    return Z3Logic()
+
+
+# --- spec mutations: a deliberately wrong contract, to see refinement fail -----
+
+SPEC_MUTATIONS = {
+    "late-sync-grants-nothing": "the SyncGroup action says a late SyncGroup in Stable is answered with an "
+                                "empty assignment (the model returns the stored one, R8)",
+    "barrier-never-completes": "the membership actions (JoinGroup, LeaveGroup, the timers) never complete the "
+                               "JoinGroup barrier: the generation stays (the model's do complete it, R4)",
+    "install-ignores-owned": "the SyncGroup action's assignment contract drops the cooperative condition: "
+                             "the leader may assign what another member still owns or is being granted "
+                             "(the model still meets the weaker contract; the induction of `prove` fails)",
+}
+
+
+# --- building blocks ------------------------------------------------------------
+
+def slots(s: View) -> range:
+    return range(len(s.live))
+
+
+def holding(L, s: View, i: int):
+    """What slot i holds or is about to hold: its stored assignment and, if its
+    member id is known, what it owns and what is being granted to it."""
+    return s.assigned[i] | L.If(s.known[i], s.owned[i] | s.grant[i], 0)
+
+
+def rights(L, s: View, i: int):
+    """Whether slot i's OffsetCommits would be accepted (R9): its member id is
+    known, its generation current, the group Stable or PreparingRebalance."""
+    return L.And(s.known[i], s.member_generation[i] == s.generation,
+                 L.Or(s.phase == STABLE, s.phase == PREPARING))
+
+
+def _same(s: View, t: View, field: str, i: int):
+    return getattr(t, field)[i] == getattr(s, field)[i]
+
+
+def _slot_unchanged(L, s: View, t: View, i: int):
+    return L.And(*(_same(s, t, f, i) for f in SLOT_FIELDS))
+
+
+def _group_unchanged(L, s: View, t: View):
+    return L.And(t.phase == s.phase, t.generation == s.generation,
+                 *(t.assigned[j] == s.assigned[j] for j in slots(s)))
+
+
+def _others_unchanged(L, s: View, t: View, i: int):
+    return L.And(*(_slot_unchanged(L, s, t, j) for j in slots(s) if j != i))
+
+
+def _grants_unchanged(L, s: View, t: View, j: int):
+    return L.And(t.granting[j] == s.granting[j], t.grant[j] == s.grant[j])
+
+
+def _consumers_unchanged(L, s: View, t: View):
+    """The coordinator's actions touch no consumer; they can only forget member ids."""
+    return L.And(*(L.And(*(_same(s, t, f, j) for f in CONSUMER_FIELDS),
+                         L.Implies(t.known[j], s.known[j])) for j in slots(s)))
+
+
+def _member_frame(L, s: View, t: View, i: int):
+    """A member's own step: the coordinator and the other slots are unchanged."""
+    return L.And(_group_unchanged(L, s, t), _others_unchanged(L, s, t, i))
+
+
+# --- the cases: each a pre-condition on s and a post-condition on (s, t) ----------
+# pre(L, s, i) and post(L, s, t, i) yield (clause, condition) pairs; ``i`` is the
+# acting client slot (unused by the coordinator's timers).
+
+
+def _stutter_pre(L, s, i, muts):
+    return ()
+
+
+def _stutter_post(L, s, t, i, muts):
+    yield "nothing abstract changes", L.And(_group_unchanged(L, s, t), *(_slot_unchanged(L, s, t, j) for j in slots(s)))
+
+
+def _membership_post(L, s, t, i, muts):
+    """R2-R7, R11, R12, R25-R27, R30: the coordinator admits, replaces or removes
+    members, starts a rebalance or completes the JoinGroup barrier; no grant is sent."""
+    yield "consumers unchanged, member ids only forgotten", _consumers_unchanged(L, s, t)
+    yield "no grant sent", L.And(*(_grants_unchanged(L, s, t, j) for j in slots(s)))
+    yield "only the leader's SyncGroup makes a group Stable", L.Implies(t.phase == STABLE, s.phase == STABLE)
+    yield "Dead is final", L.Implies(s.phase == DEAD, t.phase == DEAD)
+    completes = t.generation == s.generation + 1
+    if "barrier-never-completes" in muts:
+        yield "generation unchanged", t.generation == s.generation
+    else:
+        yield "generation unchanged or the barrier completes", L.Or(t.generation == s.generation, completes)
+    yield "a completed barrier leads to CompletingRebalance or Empty", L.Implies(
+        completes, L.Or(t.phase == COMPLETING, t.phase == EMPTY))
+    yield "CompletingRebalance is entered only by completing the barrier", L.Implies(
+        L.And(t.phase == COMPLETING, s.phase != COMPLETING), completes)
+    yield "stored assignments kept or cleared", L.And(*(L.Or(t.assigned[j] == s.assigned[j], t.assigned[j] == 0)
+                                                        for j in slots(s)))
+    yield "assignments are stored only in Stable (R3 clears them)", L.Implies(
+        t.phase != STABLE, L.And(*(t.assigned[j] == 0 for j in slots(s))))
+
+
+def _install_pre(L, s, i, muts):
+    yield "CompletingRebalance", s.phase == COMPLETING
+
+
+def _install_post(L, s, t, i, muts):
+    """R8, R16, R23: the leader's SyncGroup stores the assignment, makes the group
+    Stable and answers the held SyncGroups with it. The assignment gives no
+    partition twice and, to no member, a partition another known member owns or
+    is being granted."""
+    yield "Stable, same generation", L.And(t.phase == STABLE, t.generation == s.generation)
+    yield "consumers and member ids unchanged", L.And(*(L.And(*(_same(s, t, f, j) for f in CONSUMER_FIELDS),
+                                                               _same(s, t, "known", j)) for j in slots(s)))
+    yield "each slot keeps its grant or, known, is granted its assignment", L.And(*(
+        L.Or(_grants_unchanged(L, s, t, j),
+             L.And(s.known[j], t.granting[j], L.Not(s.granting[j]), t.grant[j] == t.assigned[j])) for j in slots(s)))
+    pairs = [(j, k) for j in slots(s) for k in slots(s) if j != k]
+    yield "no partition assigned twice", L.And(*((t.assigned[j] & t.assigned[k]) == 0 for j, k in pairs if j < k))
+    if "install-ignores-owned" not in muts:
+        yield "nothing assigned that another known member owns or is being granted (R23)", L.And(*(
+            L.Implies(s.known[k], (t.assigned[j] & (s.owned[k] | s.grant[k])) == 0) for j, k in pairs))
+
+
+def _late_sync_pre(L, s, i, muts):
+    yield "Stable", s.phase == STABLE
+    yield "the member is known", s.known[i]
+
+
+def _late_sync_post(L, s, t, i, muts):
+    """R8: a SyncGroup in Stable is answered with the stored assignment."""
+    yield "group unchanged", _group_unchanged(L, s, t)
+    yield "other slots unchanged", _others_unchanged(L, s, t, i)
+    yield "own consumer unchanged", L.And(*(_same(s, t, f, i) for f in CONSUMER_FIELDS + ("known",)))
+    granted = 0 if "late-sync-grants-nothing" in muts else s.assigned[i]
+    yield "granted the stored assignment", L.And(t.granting[i], t.grant[i] == granted)
+
+
+def _joined_post(L, s, t, i, muts):
+    """R6, R13, R16: a JoinGroup response: the member takes the generation (at most
+    the group's) and keeps what it owns (an eager member revoked it before
+    joining, R14); a member id it learns is known only if it owns nothing and is
+    being granted nothing."""
+    yield "others and the group unchanged", _member_frame(L, s, t, i)
+    yield "owned and grants unchanged", L.And(_same(s, t, "owned", i), _same(s, t, "live", i),
+                                             _grants_unchanged(L, s, t, i))
+    yield "generation at most the group's", L.And(t.member_generation[i] <= s.generation,
+                                                 t.member_generation[i] >= NONE_GENERATION)
+    yield "a newly known member owns nothing and is granted nothing", L.Implies(
+        t.known[i], L.Or(s.known[i], L.And(s.owned[i] == 0, L.Not(s.granting[i]))))
+
+
+def _refused_post(L, s, t, i, muts):
+    """R14, R15, R17, R19, R28: an error or a stale response: the member keeps what it
+    owns or loses (or revokes) all of it, keeps or drops its generation, and may
+    forget its member id."""
+    yield "others and the group unchanged", _member_frame(L, s, t, i)
+    yield "owned kept or dropped", L.And(L.Or(_same(s, t, "owned", i), t.owned[i] == 0), _same(s, t, "live", i))
+    yield "generation kept or dropped", L.Or(_same(s, t, "member_generation", i),
+                                            t.member_generation[i] == NONE_GENERATION)
+    yield "member id kept or forgotten", L.Implies(t.known[i], s.known[i])
+    yield "grants unchanged", _grants_unchanged(L, s, t, i)
+
+
+def _granted_pre(L, s, i, muts):
+    yield "a grant in flight", s.granting[i]
+
+
+def _granted_post(L, s, t, i, muts):
+    """R18: the member owns exactly what it is granted (revoking owned − assigned,
+    starting assigned − owned); a member no longer syncing ignores it."""
+    yield "others and the group unchanged", _member_frame(L, s, t, i)
+    yield "grant consumed", L.And(L.Not(t.granting[i]), t.grant[i] == 0)
+    yield "owns the grant (or, not syncing, ignores it)", L.Or(t.owned[i] == s.grant[i], _same(s, t, "owned", i))
+    yield "generation and member id unchanged", L.And(_same(s, t, "member_generation", i), _same(s, t, "known", i),
+                                                     _same(s, t, "live", i))
+
+
+def _start_pre(L, s, i, muts):
+    yield "no process on the slot", L.Not(s.live[i])
+
+
+def _start_post(L, s, t, i, muts):
+    """A process starts (join, restart): a new connection, no member id, nothing owned."""
+    yield "others and the group unchanged", _member_frame(L, s, t, i)
+    yield "a fresh consumer", L.And(t.live[i], L.Not(t.known[i]), t.owned[i] == 0,
+                                    t.member_generation[i] == NONE_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
+
+
+def _live_pre(L, s, i, muts):
+    yield "a process on the slot", s.live[i]
+
+
+def _stop_post(L, s, t, i, muts):
+    """R20, and crashes: the process is gone with everything it owned; replies to it
+    are dropped."""
+    yield "others and the group unchanged", _member_frame(L, s, t, i)
+    yield "nothing left", L.And(L.Not(t.live[i]), L.Not(t.known[i]), t.owned[i] == 0,
+                                t.member_generation[i] == NONE_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
+
+
+class Case(NamedTuple):
+    name: str
+    pre: Callable   # (logic, View, slot, spec mutations) -> iterable of (clause, condition)
+    post: Callable  # (logic, View, View, slot, spec mutations) -> iterable of (clause, condition)
+
+
+STUTTER = Case("no abstract change", _stutter_pre, _stutter_post)
+MEMBERSHIP = Case("membership change", _stutter_pre, _membership_post)
+INSTALL = Case("the leader's assignment is installed", _install_pre, _install_post)
+LATE_SYNC = Case("SyncGroup in Stable", _late_sync_pre, _late_sync_post)
+JOINED = Case("joined", _live_pre, _joined_post)
+REFUSED = Case("refused or stale", _live_pre, _refused_post)
+GRANTED = Case("granted", _granted_pre, _granted_post)
+START = Case("process starts", _start_pre, _start_post)
+STOP = Case("process stops", _live_pre, _stop_post)
+
+class SpecAction(NamedTuple):
+    """An action: the disjunction of its cases. ``local``: its cases read only the
+    acting slot, the group's fields and whether everything else is unchanged (a
+    member's own step), so the refinement check may cache its verdict by those."""
+
+    cases: tuple
+    local: bool
+
+
+def _coordinator(*cases) -> SpecAction:
+    return SpecAction(cases, False)
+
+
+def _member(*cases) -> SpecAction:
+    return SpecAction(cases, True)
+
+
+ACTIONS = {
+    # the coordinator receives a request
+    "JoinGroup": _coordinator(MEMBERSHIP),
+    "SyncGroup": _coordinator(INSTALL, LATE_SYNC, STUTTER),
+    "Heartbeat": _coordinator(STUTTER),
+    "LeaveGroup": _coordinator(MEMBERSHIP),
+    "OffsetCommit": _coordinator(STUTTER),
+    # the coordinator's timers
+    "SessionTimeout": _coordinator(MEMBERSHIP),
+    "RebalanceTimeout": _coordinator(MEMBERSHIP),
+    "SyncTimeout": _coordinator(MEMBERSHIP),
+    "InitialRebalanceDelay": _coordinator(MEMBERSHIP),
+    # a member handles a response or acts on its own
+    "JoinGroupResponse": _member(JOINED, REFUSED),
+    "SyncGroupResponse": _member(GRANTED, REFUSED),
+    "HeartbeatResponse": _member(REFUSED),
+    "LeaveGroupResponse": _member(STUTTER),
+    "SendHeartbeat": _member(STUTTER),
+    "ScheduledRebalance": _member(STUTTER),
+    # the environment
+    "Join": _member(START),
+    "Restart": _member(START),
+    "Leave": _member(STOP),
+    "Crash": _member(STOP),
+    "Pause": _member(STUTTER),
+    "Resume": _member(STUTTER),
+}
+
+
+def evaluate(name: str, s: View, t: View, slot: int, muts=frozenset()) -> str | None:
+    """Check one concrete step against spec action ``name``: None if some case's
+    pre-condition and post-condition hold, else why not (for the case whose
+    pre-condition held, or the first case, the first failing clause).
+    Raises KeyError for an unknown action name."""
+    enabled, disabled = [], []
+    for case in ACTIONS[name].cases:
+        bad = next((c for c, ok in case.pre(PYTHON, s, slot, muts) if not ok), None)
+        if bad is not None:
+            disabled.append(f"{case.name}: pre-condition '{bad}' fails")
+            continue
+        bad = next((c for c, ok in case.post(PYTHON, s, t, slot, muts) if not ok), None)
+        if bad is None:
+            return None
+        enabled.append(f"{case.name}: post-condition '{bad}' fails")
+    return (enabled + disabled)[0]
+
+
+def encode(L, name: str, s: View, t: View, slot: int, muts=frozenset()):
+    """Spec action ``name`` for ``slot`` as one formula of logic ``L``."""
+    return L.Or(*(L.And(*(c for _, c in case.pre(L, s, slot, muts)), *(c for _, c in case.post(L, s, t, slot, muts)))
+                  for case in ACTIONS[name].cases))
+
+
+# --- the initial condition and the inductive invariant (SPEC.md section 8) -------
+
+def initial(L, s: View):
+    """Init: a group Empty or Stable, no grant in flight, each known member owning
+    exactly its stored assignment, the others owning nothing, assignments disjoint."""
+    n = len(s.live)
+    return L.And(L.Or(s.phase == EMPTY, s.phase == STABLE), s.generation >= 0, *(L.And(
+        well_formed(L, s, i), L.Not(s.granting[i]),
+        L.If(s.known[i], s.owned[i] == s.assigned[i], L.And(s.owned[i] == 0, s.assigned[i] == 0))) for i in range(n)),
+        *((s.assigned[i] & s.assigned[j]) == 0 for i in range(n) for j in range(i + 1, n)))
+
+
+def well_formed(L, s: View, i: int):
+    """The slot-local conjuncts of the invariant: a slot without a process has no
+    member id, owns nothing and is granted nothing; a grant's partitions are
+    zero without a grant; a member's generation is at most the group's."""
+    return L.And(L.Implies(L.Not(s.live[i]), L.And(L.Not(s.known[i]), s.owned[i] == 0, L.Not(s.granting[i]))),
+                 L.Implies(L.Not(s.granting[i]), s.grant[i] == 0),
+                 s.member_generation[i] <= s.generation, s.member_generation[i] >= NONE_GENERATION)
+
+
+INVARIANT_CLAUSES = (
+    ("well-formed slots", lambda L, s: L.And(*(well_formed(L, s, i) for i in slots(s)))),
+    ("disjoint holdings", lambda L, s: L.And(*((holding(L, s, i) & holding(L, s, j)) == 0
+                                               for i in slots(s) for j in slots(s) if i < j))),
+)
+
+
+def invariant(L, s: View):
+    """Inv, the strengthening of exclusive ownership (SPEC.md section 8)."""
+    return L.And(*(f(L, s) for _, f in INVARIANT_CLAUSES))
+
+
+def invariant_failure(s: View) -> str | None:
+    """The first clause of Inv a concrete view breaks, or None."""
+    return next((name for name, f in INVARIANT_CLAUSES if not f(PYTHON, s)), None)
+
+
+def exclusive_ownership(L, s: View):
+    """Safety: no partition owned by two slots that both have commit rights (R9)."""
+    return L.And(*(L.Implies(L.And(rights(L, s, i), rights(L, s, j)), (s.owned[i] & s.owned[j]) == 0)
+                   for i in slots(s) for j in slots(s) if i < j))

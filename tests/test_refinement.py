@@ -1,0 +1,122 @@
+"""Refinement: the model's steps are actions of the declarative spec (spec/actions.py)
+and its states satisfy the spec's inductive invariant; a wrong spec action is caught."""
+import json
+
+import pytest
+
+from conftest import run_cli
+from rebalance.checker.explore import explore
+from rebalance.checker.refinement import Refinement, action_name
+from rebalance.checker.system import System
+from rebalance.model.config import GroupConfig
+from rebalance.spec import actions as spec
+from rebalance.spec.actions import PYTHON, View
+
+SMALL = ("--members", "2", "--partitions", "3", "--faults", "join,leave,crash,restart", "--max-faults", "1")
+
+
+def small_system(protocol="cooperative", **kw):
+    assignor = "range" if protocol == "eager" else "cooperative-sticky"
+    cfg = GroupConfig(topics=(("t", 3),), protocol=protocol, assignor=assignor)
+    return System(cfg, 2, 1, ("join", "leave", "crash", "restart", "pause"), 1, **kw)
+
+
+def view(**slots) -> View:
+    """A two-slot view in Stable generation 1; keyword fields override slot tuples."""
+    base = dict(phase=spec.STABLE, generation=1, live=(True, True), known=(True, True), member_generation=(1, 1),
+                owned=(0b01, 0b10), assigned=(0b01, 0b10), granting=(False, False), grant=(0, 0))
+    base.update(slots)
+    return View(**base)
+
+
+@pytest.mark.parametrize("protocol", ["eager", "cooperative"])
+def test_check_reports_refinement_holding(check_json, protocol):
+    code, s = check_json("--protocol", protocol, *SMALL)
+    status = {p["name"]: p["status"] for p in s["properties"]}
+    assert code == 0 and status["refinement"] == "holds"
+
+
+# spec: R8
+def test_a_wrong_spec_action_fails_the_check_naming_it(check_json, tmp_path):
+    code, s = check_json(*SMALL, "--spec-mutation", "late-sync-grants-nothing")
+    assert code == 1 and s["verdict"] == "violated"
+    cx = s["counterexample"]
+    assert cx["property"] == "refinement" and "spec's action SyncGroup" in cx["reason"]
+    doc = json.loads((tmp_path / "out" / "refinement.json").read_text())
+    assert "SyncGroup" in doc["steps"][-1]["action"]["text"]  # the trace ends with the mismatched step
+
+
+def test_unknown_spec_mutation_is_bad_input(tmp_path):
+    code, _, err = run_cli("check", "--spec-mutation", "nope", cwd=tmp_path)
+    assert code == 2 and "nope" in err
+
+
+def test_every_transition_label_names_a_spec_action():
+    system = small_system()
+    seen = set()
+    state = system.initial()
+    frontier, visited = [state], {state}
+    while frontier and len(visited) < 3000:
+        s = frontier.pop()
+        for action, n in system.successors(s):
+            seen.add(action_name(action))
+            if n not in visited:
+                visited.add(n)
+                frontier.append(n)
+    assert seen <= set(spec.ACTIONS)
+    assert {"JoinGroup", "SyncGroup", "SyncGroupResponse", "Crash"} <= seen
+
+
+@pytest.mark.parametrize("protocol", ["eager", "cooperative"])
+def test_cached_verdicts_equal_direct_evaluation(protocol):
+    # the cache key of a member's own step (its slot, the group, an unchanged frame) is sound
+    system = small_system(protocol)
+    r = Refinement(system)
+    steps = []
+
+    class Recorder:
+        name, kind, applies, check = "direct", "invariant", None, None
+
+        @staticmethod
+        def step(system_, s, a, n):
+            steps.append((s, a, n))
+            return None
+
+    explore(system, [Recorder])
+    assert len(steps) > 400
+    for s, a, n in steps:
+        direct = spec.evaluate(action_name(a), r.view(s), r.view(n), a.slot)
+        assert (r.step(s, a, n) is None) == (direct is None and spec.invariant_failure(r.view(n)) is None)
+
+
+def test_the_initial_state_satisfies_init_and_the_invariant():
+    for static in (frozenset(), frozenset({0, 1})):
+        system = small_system(static=static)
+        v = Refinement(system).view(system.initial())
+        assert spec.initial(PYTHON, v) and spec.invariant(PYTHON, v)
+        assert v.phase == spec.STABLE and v.known[:2] == (True, True) and v.owned[0] | v.owned[1] == 0b111
+
+
+# spec: R18
+def test_granted_case_owns_exactly_the_grant():
+    s = view(granting=(True, False), grant=(0b11, 0), assigned=(0b11, 0b00), owned=(0b01, 0b00))
+    good = s._replace(granting=(False, False), grant=(0, 0), owned=(0b11, 0b00))
+    assert spec.evaluate("SyncGroupResponse", s, good, 0) is None
+    bad = good._replace(owned=(0b111, 0b00))
+    assert "owns the grant" in spec.evaluate("SyncGroupResponse", s, bad, 0)
+
+
+# spec: R23
+def test_install_refuses_an_assignment_of_what_another_member_owns():
+    s = view(phase=spec.COMPLETING, assigned=(0, 0))
+    fine = s._replace(phase=spec.STABLE, assigned=(0b01, 0b10))
+    assert spec.evaluate("SyncGroup", s, fine, 0) is None
+    grabbing = s._replace(phase=spec.STABLE, assigned=(0b11, 0b00))  # slot 0 gets what slot 1 owns
+    assert "R23" in spec.evaluate("SyncGroup", s, grabbing, 0)
+    assert spec.evaluate("SyncGroup", s, grabbing, 0, frozenset({"install-ignores-owned"})) is None
+
+
+def test_invariant_names_the_broken_clause():
+    assert spec.invariant_failure(view()) is None
+    assert spec.invariant_failure(view(owned=(0b01, 0b01), assigned=(0, 0))) == "disjoint holdings"
+    assert spec.invariant_failure(view(live=(False, True))) == "well-formed slots"
