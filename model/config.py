@@ -15,7 +15,7 @@ MUTATIONS = {
     "ignore-owned-generation": (
         "the sticky assignor ignores owned-partition claims from an older generation than "
         "the newest claim, instead of weighing them",
-        "KAFKA-12984 / KAFKA-14639 (AbstractStickyAssignor)",
+        "KAFKA-12984's generation filter in AbstractStickyAssignor (Kafka 3.0-3.4.0), replaced by KAFKA-14639",
     ),
     "keep-owned-on-rebalance-in-progress": (
         "a member answered REBALANCE_IN_PROGRESS on SyncGroup rejoins claiming its old partitions "

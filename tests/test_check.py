@@ -44,7 +44,7 @@ def test_mutation_is_caught_with_a_counterexample(check_json, tmp_path, mutation
 
 
 @pytest.mark.parametrize("mutation", ["keep-owned-on-rebalance-in-progress", "ignore-owned-generation"])
-def test_each_half_of_kafka_13419_alone_is_harmless(check_json, mutation):
+def test_each_half_of_kafka_14639_alone_is_harmless(check_json, mutation):
     # claims carry the generation the member joined (KIP-792) and are weighed
     # (KAFKA-14639): either defence alone keeps ownership exclusive
     code, s = check_json("--faults", "join,leave,crash", "--mutation", mutation)
