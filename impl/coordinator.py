@@ -4,7 +4,7 @@ An asyncio TCP server speaking Kafka's wire protocol (``wire``) for a one-broker
 cluster (``broker``). Each group request becomes an input to the model's
 coordinator handler, ``model.coordinator.handle``; its outputs are carried out:
 ``Reply`` outputs answer the connection they name, the model's armed timers
-(``armed_timers``) become asyncio timers, and the group the model says to store
+(``armed_timers``, timed by model/timing.py) become asyncio timers, and the group the model says to store
 (``stored``, R37) is written to SQLite (``store``) before any reply goes out.
 impl/ decides no protocol question: it translates names (Kafka's member.id and
 group.instance.id strings to the model's ints), durations (ms from the requests)
@@ -21,14 +21,13 @@ import logging
 import uuid
 
 from rebalance.model.config import GroupConfig
-from rebalance.model.coordinator import (
-    EMPTY_GROUP, armed_timers, handle, session_refreshed, stored,
-)
+from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
     EMPTY_ASSIGNMENT, ID_BITS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
-    InitialRebalanceDelay, JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
-    PendingMemberTimeout, Phase, Protocols, Receive, Reply, SessionTimeout, SyncGroup, SyncGroupResponse,
+    JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
+    Phase, Protocols, Receive, Reply, SyncGroup, SyncGroupResponse,
 )
+from rebalance.model.timing import Timeouts, duration_ms, rearm
 
 from . import broker
 from .store import GroupRecord, Store
@@ -42,7 +41,6 @@ STATE_NAMES = {Phase.EMPTY: "Empty", Phase.PREPARING_REBALANCE: "PreparingRebala
                Phase.COMPLETING_REBALANCE: "CompletingRebalance", Phase.STABLE: "Stable", Phase.DEAD: "Dead"}
 RESPONSE_OF = {JoinGroup: JoinGroupResponse, SyncGroup: SyncGroupResponse, Heartbeat: HeartbeatResponse,
                LeaveGroup: LeaveGroupResponse, OffsetCommit: OffsetCommitResponse}
-DEFAULT_TIMEOUTS = (45_000, 300_000)  # session.timeout.ms, max.poll.interval.ms: the consumer defaults
 FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
 
 
@@ -68,7 +66,7 @@ class GroupRuntime:
         self.instance_names = {iid: name for name, iid in self.instances.items()}
         self.timers: dict = {}
         self.last_stored = record.group
-        self._sync_timers(NO_MEMBER_ID)
+        self._sync_timers(None, NO_MEMBER_ID)
 
     # --- names ------------------------------------------------------------------
     def member_id(self, name: str) -> int:
@@ -115,12 +113,7 @@ class GroupRuntime:
                 self.last_stored = record
             if group.generation != before.generation or group.phase != before.phase:
                 self._log_phase()
-        refreshed = session_refreshed(event.request) if type(event) is Receive else NO_MEMBER_ID
-        if group is before:  # a heartbeat, most often: only its member's timer restarts
-            if SessionTimeout(refreshed) in self.timers:
-                self._arm(SessionTimeout(refreshed), SessionTimeout(refreshed))
-        else:
-            self._sync_timers(refreshed)
+        self._sync_timers(before, session_refreshed(event.request) if type(event) is Receive else NO_MEMBER_ID)
         for out in outputs:
             self.server.deliver(out)
 
@@ -147,36 +140,20 @@ class GroupRuntime:
         log.info("group %s: generation %d %s%s%s", self.group_id, g.generation, STATE_NAMES[g.phase],
                  f" ({g.protocol})" if g.protocol else "", f": {members}" if members else "")
 
-    # --- timers -----------------------------------------------------------------
-    def _duration_ms(self, timer) -> int:
-        kind = type(timer)
-        if kind is SessionTimeout or kind is PendingMemberTimeout:
-            return self.timeouts.get(timer.member_id, DEFAULT_TIMEOUTS)[0]
-        rebalance = max((self.timeouts.get(m.member_id, DEFAULT_TIMEOUTS)[1] for m in self.group.members),
-                        default=DEFAULT_TIMEOUTS[1])
-        if kind is InitialRebalanceDelay:
-            return min(self.server.initial_delay_ms, rebalance)
-        return rebalance  # the rebalance timeout and the pending-sync timeout (KAFKA-12890)
-
-    def _sync_timers(self, refreshed: int) -> None:
-        """Arm an asyncio timer for each timer the model arms, cancel the others; a
-        member's request restarts its session timer (R37). Barrier timers are keyed
-        by generation, so a new barrier starts a new deadline."""
-        armed = {}
-        for timer, _ in armed_timers(self.group):
-            per_member = type(timer) is SessionTimeout or type(timer) is PendingMemberTimeout
-            armed[timer if per_member else (timer, self.group.generation)] = timer
-        for key in [k for k in self.timers if k not in armed]:
+    # --- timers (model/timing.py) ---------------------------------------------------
+    def _sync_timers(self, before: Group, refreshed: int) -> None:
+        """Cancel the timers the step disarmed and start those it armed or restarted."""
+        cancel, start = rearm(before, self.group, self.timers, refreshed)
+        for key in cancel:
             self.timers.pop(key).cancel()
-        for key, timer in armed.items():
-            if key not in self.timers or (type(timer) is SessionTimeout and timer.member_id == refreshed):
-                self._arm(key, timer)
+        for key, timer in start:
+            self._arm(key, timer)
 
     def _arm(self, key, timer) -> None:
         if key in self.timers:
             self.timers[key].cancel()
-        self.timers[key] = asyncio.get_running_loop().call_later(self._duration_ms(timer) / 1000, self._fire,
-                                                                 key, timer)
+        delay = duration_ms(timer, self.group, self.timeouts, self.server.initial_delay_ms) / 1000
+        self.timers[key] = asyncio.get_running_loop().call_later(delay, self._fire, key, timer)
 
     def _fire(self, key, timer) -> None:
         self.timers.pop(key, None)
@@ -323,7 +300,7 @@ class Coordinator:
         sub = Protocols(b.protocol_type, tuple((p.name, bytes(p.metadata)) for p in b.protocols))
         r = await rt.request(c, JoinGroup(rt.member_id(b.member_id), sub,
                                           rt.instance_id(getattr(b, "group_instance_id", None)),
-                                          req.version >= 4), (session, rebalance))
+                                          req.version >= 4), Timeouts(session, rebalance))
         return {"throttle_time": 0, "error_code": r.error, "generation_id": r.generation,
                 "protocol_type": rt.protocol_type() if r.protocol else None,
                 "protocol_name": r.protocol or (None if req.version >= 7 else ""),

@@ -17,7 +17,7 @@ from typing import NamedTuple
 class GroupRecord(NamedTuple):
     """A stored group: ``group`` (model.coordinator.Group), ``names`` {member id:
     member.id string}, ``instances`` {group.instance.id string: instance id},
-    ``timeouts`` {member id: (session timeout ms, rebalance timeout ms)}."""
+    ``timeouts`` {member id: model.timing.Timeouts (session and rebalance timeout, ms)}."""
 
     group: tuple
     names: dict

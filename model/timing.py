@@ -1,0 +1,70 @@
+"""How long the coordinator's timers run, and which of them a step arms or
+restarts: the timed reading of ``armed_timers`` shared by every driver that has
+a clock (impl/'s asyncio timers, the simulator's virtual clock).
+
+The checker explores untimed (R21: a timer may fire once the members it waits
+for are silent); a driver with a clock fires each armed timer when its duration
+has passed. Durations are in ms:
+
+* ``SessionTimeout(m)``, ``PendingMemberTimeout(m)``: the session.timeout.ms of
+  ``m``'s JoinGroup (GroupCoordinator.completeAndScheduleNextHeartbeatExpiration,
+  addPendingMemberExpiration);
+* ``RebalanceTimeout``, ``SyncTimeout``: the largest rebalance timeout
+  (max.poll.interval.ms) of the members (GroupCoordinator.prepareRebalance;
+  KAFKA-12890 for the pending sync);
+* ``InitialRebalanceDelay``: group.initial.rebalance.delay.ms, at most the
+  rebalance timeout (KIP-134; InitialDelayedJoin).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .coordinator import Group, armed_timers
+from .protocol import InitialRebalanceDelay, PendingMemberTimeout, SessionTimeout
+
+
+class Timeouts(NamedTuple):
+    """A member's timeouts from its JoinGroup, ms: session.timeout.ms and the
+    rebalance timeout (max.poll.interval.ms). Defaults: the Java consumer's (3.0+)."""
+
+    session_ms: int = 45_000
+    rebalance_ms: int = 300_000
+
+
+DEFAULT_TIMEOUTS = Timeouts()
+
+
+def _per_member(timer) -> bool:
+    kind = type(timer)
+    return kind is SessionTimeout or kind is PendingMemberTimeout
+
+
+def duration_ms(timer, group: Group, timeouts: dict, initial_delay_ms: int) -> int:
+    """How long ``timer`` runs, ms. ``timeouts``: {member id: Timeouts} (members
+    without an entry get DEFAULT_TIMEOUTS)."""
+    if _per_member(timer):
+        return timeouts.get(timer.member_id, DEFAULT_TIMEOUTS).session_ms
+    rebalance = max((timeouts.get(m.member_id, DEFAULT_TIMEOUTS).rebalance_ms for m in group.members),
+                    default=DEFAULT_TIMEOUTS.rebalance_ms)
+    if type(timer) is InitialRebalanceDelay:
+        return min(initial_delay_ms, rebalance)
+    return rebalance
+
+
+def rearm(before: Group, after: Group, armed, refreshed: int) -> tuple:
+    """Which timers a coordinator step from ``before`` to ``after`` cancels and
+    (re)starts: ``(cancel keys, ((key, timer), ...))``. ``armed``: the keys running
+    now; ``refreshed``: the member whose request restarts its session timer
+    (``session_refreshed``, R11/R37), or NO_MEMBER_ID. A per-member timer's key is
+    the timer; a barrier's key is (timer, generation), so a new barrier runs a new
+    deadline while one that stays armed keeps its own."""
+    if after is before:  # a heartbeat, most often: only its member's session restarts
+        timer = SessionTimeout(refreshed)
+        return (), (((timer, timer),) if timer in armed else ())
+    keyed = {}
+    for timer, _ in armed_timers(after):
+        keyed[timer if _per_member(timer) else (timer, after.generation)] = timer
+    cancel = tuple(k for k in armed if k not in keyed)
+    start = tuple((k, t) for k, t in keyed.items()
+                  if k not in armed or (type(t) is SessionTimeout and t.member_id == refreshed))
+    return cancel, start
