@@ -23,21 +23,18 @@ console progress bar and INFO logs are off (``log4j2.properties`` beside this fi
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import shutil
-import sys
 import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
 from .explore import FAULT_KINDS, Result, Violation, conclude, fairness_class, lasso_violation
 from .liveness import Graph, find_lasso
+from .spark_session import session
 from .system import State, System
 
 CHECKPOINT_EVERY = 10
-LOG4J = Path(__file__).with_name("log4j2.properties")
 _SYSTEMS: dict = {}  # executor-side cache: system key -> System
 
 
@@ -155,32 +152,6 @@ def _summarize(partition):
 
 def _earlier(a, b):
     return a if (a[0], a[1]) <= (b[0], b[1]) else b
-
-
-def session(master: str = "local[*]"):
-    """A quiet SparkSession (no UI, no console progress, errors-only logging)."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYTHONHASHSEED", "0")  # RDD.lookup's partitioner insists
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        from rebalance.model.config import ConfigError
-        raise ConfigError("--engine spark needs pyspark: pip install 'rebalance[spark]' (make setup does)") from None
-    cores = os.cpu_count() or 2
-    java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J}"
-    spark = (SparkSession.builder.master(master).appName("rebalance-check")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(cores))
-             .config("spark.default.parallelism", str(cores))
-             .config("spark.driver.extraJavaOptions", java_opts)
-             .config("spark.executor.extraJavaOptions", java_opts)
-             .config("spark.executorEnv.PYTHONHASHSEED", "0")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 def explore_spark(system: System, properties, covers=(), max_states=None, max_depth=None,

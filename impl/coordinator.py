@@ -27,7 +27,7 @@ from rebalance.model.protocol import (
     JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
     Phase, Protocols, Receive, Reply, SyncGroup, SyncGroupResponse,
 )
-from rebalance.model.timing import Timeouts, duration_ms, rearm
+from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
 
 from . import broker
 from .store import GroupRecord, Store
@@ -152,8 +152,11 @@ class GroupRuntime:
     def _arm(self, key, timer) -> None:
         if key in self.timers:
             self.timers[key].cancel()
-        delay = duration_ms(timer, self.group, self.timeouts, self.server.initial_delay_ms) / 1000
+        delay = duration_ms(timer, self.group, self._timeouts_of, self.server.initial_delay_ms) / 1000
         self.timers[key] = asyncio.get_running_loop().call_later(delay, self._fire, key, timer)
+
+    def _timeouts_of(self, member_id: int) -> Timeouts:
+        return self.timeouts.get(member_id, DEFAULT_TIMEOUTS)
 
     def _fire(self, key, timer) -> None:
         self.timers.pop(key, None)

@@ -17,7 +17,7 @@ has passed. Durations are in ms:
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from .coordinator import Group, armed_timers
 from .protocol import InitialRebalanceDelay, PendingMemberTimeout, SessionTimeout
@@ -39,12 +39,11 @@ def _per_member(timer) -> bool:
     return kind is SessionTimeout or kind is PendingMemberTimeout
 
 
-def duration_ms(timer, group: Group, timeouts: dict, initial_delay_ms: int) -> int:
-    """How long ``timer`` runs, ms. ``timeouts``: {member id: Timeouts} (members
-    without an entry get DEFAULT_TIMEOUTS)."""
+def duration_ms(timer, group: Group, timeouts_of: Callable[[int], Timeouts], initial_delay_ms: int) -> int:
+    """How long ``timer`` runs, ms. ``timeouts_of(member_id)``: that member's Timeouts."""
     if _per_member(timer):
-        return timeouts.get(timer.member_id, DEFAULT_TIMEOUTS).session_ms
-    rebalance = max((timeouts.get(m.member_id, DEFAULT_TIMEOUTS).rebalance_ms for m in group.members),
+        return timeouts_of(timer.member_id).session_ms
+    rebalance = max((timeouts_of(m.member_id).rebalance_ms for m in group.members),
                     default=DEFAULT_TIMEOUTS.rebalance_ms)
     if type(timer) is InitialRebalanceDelay:
         return min(initial_delay_ms, rebalance)

@@ -1,0 +1,279 @@
+"""One simulated run: the model's coordinator and member handlers driven by a
+virtual clock, through a scripted situation, with the costs a user of the group
+pays measured.
+
+Where the checker explores every interleaving untimed (R21), a simulation runs
+one schedule with time: every message takes ``latency_ms``, members heartbeat
+every ``heartbeat_ms``, the coordinator's timers run the durations of
+model/timing.py (the same code as impl/'s asyncio timers), a member's
+ScheduledRebalanceTimeout (deferred: scheduled.rebalance.max.delay.ms;
+incremental: the rejoin interval) runs ``scheduled_delay_ms``. The clock is in
+ms; results are in ticks of ``tick_ms`` (``Timing.ticks``). Events at the same
+time run in the order they were scheduled, so a run is a function of its inputs.
+
+A script is ``((time_ms, action, slot), ...)`` relative to the moment the group
+first settles (balanced and Stable after the initial members start, within one
+heartbeat interval):
+``start`` a process on the slot (static members keep ``instance_id(slot)``),
+``stop`` it gracefully (R20: revoke, LeaveGroup unless static) or ``crash`` it
+(nothing sent; requests in flight lost; its partitions unavailable until
+reassigned).
+
+Measured from the script's start (``Metrics``): ``rebalances`` (generations
+the coordinator completed), ``moved`` (partitions assigned to a different
+process slot than the one that last owned them), ``unavailable_ticks``
+(partition-ticks during which no running process owned the partition) and
+``ticks_to_balance`` (until the group was last Stable with every partition
+owned once and loads within one; -1 if it is not at the end).
+"""
+from __future__ import annotations
+
+import heapq
+import random
+from typing import NamedTuple
+
+from rebalance.model import coordinator, member
+from rebalance.model.config import GroupConfig
+from rebalance.model.coordinator import EMPTY_GROUP
+from rebalance.model.member import NEW_CONSUMER
+from rebalance.model.protocol import (
+    NO_INSTANCE_ID, Callback, HeartbeatDue, Leave, Phase, Receive, ScheduledRebalanceDue, Send, Start,
+    connection, epoch_of, instance_id, slot_of,
+)
+from rebalance.model.timing import Timeouts, duration_ms, rearm
+
+
+class Timing(NamedTuple):
+    """The clock's settings, ms. Defaults: the Java consumer's and broker's (3.0+),
+    scheduled.rebalance.max.delay.ms shortened from Connect's 300 s to 60 s."""
+
+    tick_ms: int = 100
+    latency_ms: int = 5
+    session_ms: int = 45_000
+    rebalance_ms: int = 300_000
+    heartbeat_ms: int = 3_000
+    initial_delay_ms: int = 3_000
+    scheduled_delay_ms: int = 60_000
+
+    def ticks(self, ms: float) -> int:
+        return round(ms / self.tick_ms)
+
+
+class Metrics(NamedTuple):
+    """What one run cost, from the script's start (see the module docstring)."""
+
+    rebalances: int
+    moved: int
+    unavailable_ticks: int
+    ticks_to_balance: int
+    balanced_at_end: bool
+    events: int
+
+
+class SimulationError(RuntimeError):
+    """The group did not settle before the script could start, or a run exceeded its event budget."""
+
+
+def _bits(mask: int):
+    p = 0
+    while mask:
+        if mask & 1:
+            yield p
+        mask >>= 1
+        p += 1
+
+
+class Simulation:
+    """One run. ``cfg``: the group's configuration; ``members``: slots started
+    within the first heartbeat interval (at times drawn from ``rng``);
+    ``static``: whether processes are static members (KIP-345)."""
+
+    MAX_EVENTS = 5_000_000
+
+    def __init__(self, cfg: GroupConfig, members: int, static: bool, timing: Timing = Timing(),
+                 rng: random.Random | None = None):
+        self.cfg, self.static, self.t = cfg, static, timing
+        self.timeouts = Timeouts(timing.session_ms, timing.rebalance_ms)
+        self.all = (1 << cfg.num_partitions) - 1
+        self.group = EMPTY_GROUP
+        self.now = 0
+        self.queue: list = []
+        self.seq = 0
+        self.events = 0
+        self.timers: dict = {}        # key -> token of the live timer
+        self.consumers: dict = {}     # slot -> Consumer of its running process
+        self.epochs: dict = {}        # slot -> epoch of its latest process
+        self.closed: set = set()      # connections cut by a crash
+        self.scheduled: set = set()   # (slot, epoch) with a ScheduledRebalanceDue pending
+        self.last_owner: dict = {}    # partition -> slot that last had it assigned
+        self.moved = 0
+        self.unavailable_ms = 0
+        self._unavailable = cfg.num_partitions
+        self._since = 0
+        self.balanced_since: int | None = None
+        rng = rng or random.Random(0)
+        for slot in range(members):  # started within one heartbeat interval, so their heartbeats interleave
+            self._at(rng.randrange(timing.heartbeat_ms), "start", slot)
+
+    # --- the clock ----------------------------------------------------------------
+    def _at(self, time: int, kind: str, *args) -> None:
+        self.seq += 1
+        heapq.heappush(self.queue, (time, self.seq, kind, args))
+
+    def run_until(self, end: int, stop=None) -> None:
+        """Process events up to time ``end`` (or until ``stop()`` is true after one)."""
+        while self.queue and self.queue[0][0] <= end:
+            time, _, kind, args = heapq.heappop(self.queue)
+            self._advance(time)
+            getattr(self, "_" + kind)(*args)
+            self.events += 1
+            if self.events > self.MAX_EVENTS:
+                raise SimulationError(f"more than {self.MAX_EVENTS:,} events by {self.now} ms")
+            if stop is not None and stop():
+                return
+        self._advance(max(self.now, end))
+
+    def _advance(self, time: int) -> None:
+        self.unavailable_ms += self._unavailable * (time - self._since)
+        self._since = self.now = time
+
+    # --- processes ------------------------------------------------------------------
+    def _start(self, slot: int) -> None:
+        if slot in self.consumers:
+            return
+        epoch = self.epochs[slot] = self.epochs.get(slot, 0) + 1
+        self.consumers[slot] = NEW_CONSUMER
+        self._member(slot, Start(instance_id(slot) if self.static else NO_INSTANCE_ID))
+        self._at(self.now + self.t.heartbeat_ms, "beat", slot, epoch)
+
+    def _stop(self, slot: int) -> None:
+        if slot in self.consumers:
+            self._member(slot, Leave())
+            del self.consumers[slot]
+            self._ownership_changed()
+
+    def _crash(self, slot: int) -> None:
+        if slot in self.consumers:
+            del self.consumers[slot]
+            self.closed.add(connection(slot, self.epochs[slot]))
+            self._ownership_changed()
+
+    def _beat(self, slot: int, epoch: int) -> None:
+        if slot in self.consumers and self.epochs[slot] == epoch:
+            self._member(slot, HeartbeatDue())
+            self._at(self.now + self.t.heartbeat_ms, "beat", slot, epoch)
+
+    def _due(self, slot: int, epoch: int) -> None:
+        self.scheduled.discard((slot, epoch))
+        c = self.consumers.get(slot)
+        if c is None or self.epochs[slot] != epoch or not c.scheduled:
+            return
+        if self._member(slot, ScheduledRebalanceDue()) is c:  # busy (mid-heartbeat): retry shortly
+            self.scheduled.add((slot, epoch))
+            self._at(self.now + self.t.latency_ms, "due", slot, epoch)
+
+    def _member(self, slot: int, event):
+        """One member step and its outputs; returns the new Consumer."""
+        before = self.consumers[slot]
+        c, outputs = member.handle(self.cfg, before, event)
+        self.consumers[slot] = c
+        epoch = self.epochs[slot]
+        changed = c.owned != before.owned
+        for out in outputs:
+            if type(out) is Send:
+                self._at(self.now + self.t.latency_ms, "deliver", connection(slot, epoch), out.request)
+            elif type(out) is Callback and out.kind == "assigned":
+                for p in _bits(out.partitions):
+                    previous = self.last_owner.get(p)
+                    if previous is not None and previous != slot:
+                        self.moved += 1
+                    self.last_owner[p] = slot
+        if c.scheduled and (slot, epoch) not in self.scheduled:
+            self.scheduled.add((slot, epoch))
+            self._at(self.now + self.t.scheduled_delay_ms, "due", slot, epoch)
+        if changed:
+            self._ownership_changed()
+        return c
+
+    # --- the coordinator --------------------------------------------------------------
+    def _deliver(self, conn: int, request) -> None:
+        if conn not in self.closed:
+            self._coordinator(Receive(conn, request), coordinator.session_refreshed(request))
+
+    def _reply(self, conn: int, response) -> None:
+        slot = slot_of(conn)
+        if slot in self.consumers and self.epochs[slot] == epoch_of(conn):
+            self._member(slot, response)
+
+    def _timer(self, key, token: int, timer) -> None:
+        if self.timers.get(key) == token:
+            del self.timers[key]
+            self._coordinator(timer, -1)
+
+    def _coordinator(self, event, refreshed: int) -> None:
+        before = self.group
+        self.group, replies = coordinator.handle(self.cfg, before, event)
+        for reply in replies:
+            self._at(self.now + self.t.latency_ms, "reply", reply.conn, reply.response)
+        cancel, start = rearm(before, self.group, self.timers, refreshed)
+        for key in cancel:
+            del self.timers[key]
+        for key, timer in start:
+            self.seq += 1
+            self.timers[key] = self.seq
+            due = self.now + duration_ms(timer, self.group, self._timeouts_of, self.t.initial_delay_ms)
+            self._at(due, "timer", key, self.seq, timer)
+        if self.group is not before and self.group.phase != before.phase:
+            self._ownership_changed()
+
+    def _timeouts_of(self, member_id: int) -> Timeouts:
+        return self.timeouts
+
+    # --- what it costs ------------------------------------------------------------------
+    def _ownership_changed(self) -> None:
+        owned = [c.owned for c in self.consumers.values()]
+        union = 0
+        for mask in owned:
+            union |= mask
+        self._unavailable = self.cfg.num_partitions - union.bit_count()
+        balanced = False
+        if self.group.phase == Phase.STABLE and union == self.all \
+                and sum(m.bit_count() for m in owned) == self.cfg.num_partitions:
+            in_group = {m.member_id for m in self.group.members}
+            loads = [c.owned.bit_count() for c in self.consumers.values() if c.member_id in in_group]
+            balanced = len(loads) == len(self.group.members) and max(loads) - min(loads) <= 1
+        if balanced and self.balanced_since is None:
+            self.balanced_since = self.now
+        elif not balanced:
+            self.balanced_since = None
+
+    @property
+    def balanced(self) -> bool:
+        return self.balanced_since is not None
+
+
+def simulate(cfg: GroupConfig, members: int, static: bool, script, timing: Timing = Timing(),
+             rng: random.Random | None = None, settle_ms: int | None = None, warmup_ms: int = 600_000) -> Metrics:
+    """Run ``script`` (``((time_ms, "start" | "stop" | "crash", slot), ...)``, times
+    from the moment the initial ``members`` have formed a balanced group) and
+    measure it. ``settle_ms``: how long the run goes on after the last action
+    (default: long enough for a session timeout, a scheduled rebalance and a
+    rebalance round); ``rng``: where the initial processes' start times come
+    from. Raises SimulationError if the group does not settle within
+    ``warmup_ms`` first."""
+    sim = Simulation(cfg, members, static, timing, rng)
+    sim.run_until(warmup_ms, stop=lambda: sim.balanced and sim.now >= timing.initial_delay_ms)
+    if not sim.balanced:
+        raise SimulationError(f"{members} members did not form a balanced group within {warmup_ms} ms")
+    t0 = sim.now
+    generation, sim.moved, sim.unavailable_ms = sim.group.generation, 0, 0
+    for time, action, slot in script:
+        sim._at(t0 + time, action, slot)
+    if settle_ms is None:
+        settle_ms = timing.session_ms + timing.scheduled_delay_ms + 4 * timing.heartbeat_ms + 10_000
+    last = max((time for time, _, _ in script), default=0)
+    sim.run_until(t0 + last + settle_ms)
+    return Metrics(rebalances=sim.group.generation - generation, moved=sim.moved,
+                   unavailable_ticks=timing.ticks(sim.unavailable_ms),
+                   ticks_to_balance=timing.ticks(max(sim.balanced_since - t0, 0)) if sim.balanced else -1,
+                   balanced_at_end=sim.balanced, events=sim.events)

@@ -1,0 +1,36 @@
+"""The SparkSession every Spark workload here uses (the Spark engine, simulation campaigns)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+LOG4J = Path(__file__).with_name("log4j2.properties")
+
+
+def session(master: str = "local[*]", app: str = "rebalance-check"):
+    """A quiet SparkSession on ``master`` (no UI, no console progress bar, errors-only
+    logging through log4j2.properties beside this file, SPARK_LOCAL_IP on loopback,
+    shuffle partitions matched to cores). Raises ConfigError without pyspark."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYTHONHASHSEED", "0")  # RDD.lookup's partitioner insists
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        from rebalance.model.config import ConfigError
+        raise ConfigError("Spark (--engine spark, simulate) needs pyspark: pip install 'rebalance[spark]'") from None
+    cores = os.cpu_count() or 2
+    java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J}"
+    spark = (SparkSession.builder.master(master).appName(app)
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(cores))
+             .config("spark.default.parallelism", str(cores))
+             .config("spark.driver.extraJavaOptions", java_opts)
+             .config("spark.executor.extraJavaOptions", java_opts)
+             .config("spark.executorEnv.PYTHONHASHSEED", "0")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
