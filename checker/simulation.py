@@ -105,6 +105,7 @@ class Simulation:
         self.epochs: dict = {}        # slot -> epoch of its latest process
         self.closed: set = set()      # connections cut by a crash
         self.scheduled: set = set()   # (slot, epoch) with a ScheduledRebalanceDue pending
+        self.overdue: set = set()     # (slot, epoch) whose ScheduledRebalanceDue passed while busy
         self.last_owner: dict = {}    # partition -> slot that last had it assigned
         self.moved = 0
         self.unavailable_ms = 0
@@ -160,17 +161,23 @@ class Simulation:
 
     def _beat(self, slot: int, epoch: int) -> None:
         if slot in self.consumers and self.epochs[slot] == epoch:
+            if (slot, epoch) in self.overdue:
+                self._due(slot, epoch)
             self._member(slot, HeartbeatDue())
             self._at(self.now + self.t.heartbeat_ms, "beat", slot, epoch)
 
     def _due(self, slot: int, epoch: int) -> None:
-        self.scheduled.discard((slot, epoch))
+        """The member's ScheduledRebalanceTimeout passed. A member busy in a
+        rebalance or a heartbeat refuses it (R32); it is offered again at each of
+        its heartbeat ticks until taken (the consumer's poll loop)."""
+        key = (slot, epoch)
+        self.scheduled.discard(key)
         c = self.consumers.get(slot)
         if c is None or self.epochs[slot] != epoch or not c.scheduled:
             return
-        if self._member(slot, ScheduledRebalanceDue()) is c:  # busy (mid-heartbeat): retry shortly
-            self.scheduled.add((slot, epoch))
-            self._at(self.now + self.t.latency_ms, "due", slot, epoch)
+        self.overdue.add(key)
+        if self._member(slot, ScheduledRebalanceDue()) is not c:
+            self.overdue.discard(key)
 
     def _member(self, slot: int, event):
         """One member step and its outputs; returns the new Consumer."""
@@ -188,7 +195,7 @@ class Simulation:
                     if previous is not None and previous != slot:
                         self.moved += 1
                     self.last_owner[p] = slot
-        if c.scheduled and (slot, epoch) not in self.scheduled:
+        if c.scheduled and (slot, epoch) not in self.scheduled and (slot, epoch) not in self.overdue:
             self.scheduled.add((slot, epoch))
             self._at(self.now + self.t.scheduled_delay_ms, "due", slot, epoch)
         if changed:

@@ -1,0 +1,86 @@
+"""Simulation: the model's handlers on a virtual clock (checker/simulation.py), the
+seeds' situations, and `rebalance simulate` end to end on real Spark local mode."""
+import csv
+import json
+import random
+
+import pytest
+
+from conftest import run_cli
+from rebalance.checker.campaign import run_one
+from rebalance.checker.simulation import Timing, simulate
+from rebalance.checker.situations import script
+from rebalance.model.config import GroupConfig
+
+COOPERATIVE = GroupConfig(topics=(("t", 12),))
+EAGER = GroupConfig(topics=(("t", 12),), protocol="eager", assignor="range")
+S = 1_000
+
+
+def test_static_restart_within_the_session_timeout_costs_no_rebalance():
+    # KIP-345: the returning static member gets its 3 partitions back; they were
+    # unavailable for the 15 s it was down (150 ticks), and nothing moved
+    m = simulate(COOPERATIVE, 4, True, [(0, "crash", 1), (15 * S, "start", 1)])
+    assert (m.rebalances, m.moved, m.balanced_at_end) == (0, 0, True)
+    assert 3 * 150 <= m.unavailable_ticks <= 3 * 150 + 3
+
+
+def test_dynamic_process_death_waits_for_the_session_timeout():
+    # no LeaveGroup: the coordinator learns of the death by session.timeout.ms (45 s);
+    # the restarted process is a new member, so its partitions come back only then
+    m = simulate(COOPERATIVE, 4, False, [(0, "crash", 1), (15 * S, "start", 1)])
+    assert m.rebalances >= 1 and m.balanced_at_end
+    assert m.unavailable_ticks >= 3 * 450 and m.ticks_to_balance >= 450
+
+
+def test_eager_stops_the_world_cooperative_moves_only_what_moves():
+    runs = {}
+    for name, cfg in (("eager", EAGER), ("cooperative", COOPERATIVE)):
+        runs[name] = simulate(cfg, 3, False, script("scale_up", random.Random(7), 3), rng=random.Random(7))
+    assert runs["eager"].rebalances == 1 and runs["cooperative"].rebalances == 2  # Design I: two rounds
+    assert runs["eager"].unavailable_ticks > runs["cooperative"].unavailable_ticks
+    assert runs["cooperative"].moved == 3  # 12 partitions over 4 members: 3 move to the new one
+
+
+def test_a_run_is_a_function_of_its_spec():
+    spec = (5, "rolling_bounce", "deferred", False, 4, 12, 3)
+    assert run_one(spec) == run_one(spec)
+    assert run_one(spec) != run_one((6, *spec[1:]))  # another run index draws other times
+
+
+def test_ticks_follow_the_configured_tick():
+    coarse = simulate(COOPERATIVE, 4, True, [(0, "crash", 1), (15 * S, "start", 1)], Timing(tick_ms=1_000))
+    assert 3 * 15 <= coarse.unavailable_ticks <= 3 * 15 + 1
+
+
+def test_simulate_writes_parquet_table_and_plots(tmp_path):
+    out = tmp_path / "results"
+    code, stdout, stderr = run_cli("simulate", "--out", out, "--runs", "24", "--sizes", "3x12",
+                                   "--situations", "rolling_bounce,process_death",
+                                   "--protocols", "eager,cooperative,deferred", "--json", cwd=tmp_path)
+    assert code == 0, stderr
+    summary = json.loads(stdout)
+    with open(out / "table.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 2 * 3 * 2 == len(summary["table"])  # situations x protocols x static
+    assert sum(int(r["runs"]) for r in rows) == 24
+    static_bounce = [r for r in rows if r["situation"] == "rolling_bounce" and r["static"] == "True"]
+    assert {float(r["rebalances"]) for r in static_bounce} == {0.0}  # KIP-345: restarts within the session
+    assert (out / "runs.parquet").is_dir() and any((out / "runs.parquet").glob("*.parquet"))
+    assert "## rolling bounce" in (out / "table.md").read_text()
+    for metric in ("rebalances", "moved", "unavailable_ticks", "ticks_to_balance"):
+        assert (out / f"{metric}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left behind
+
+
+@pytest.mark.parametrize("args,message", [
+    (("--sizes", "3y12"), "expected MEMBERSxPARTITIONS"),
+    (("--sizes", "200x2000"), "members must be 2..100"),
+    (("--runs", "0"), "--runs must be at least 1"),
+    (("--situations", "meteor_strike"), "unknown situation 'meteor_strike'"),
+    (("--protocols", "streams"), "unknown protocol 'streams'"),
+])
+def test_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
+    code, _, err = run_cli("simulate", "--out", tmp_path / "r", *args, cwd=tmp_path)
+    assert code == 2 and message in err
+    assert not (tmp_path / "r").exists()
