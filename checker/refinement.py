@@ -17,15 +17,13 @@ than the states they abstract.
 """
 from __future__ import annotations
 
-import weakref
-
 from rebalance.model.protocol import Error, SyncGroupResponse, slot_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import View
 
 from .system import PAUSED, RUNNING, Action, State, System
 
-_NO_PROCESS = (False, 0, spec.NONE_GENERATION, 0, False, 0)
+_NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0)
 _LOCAL_NAMES = {"heartbeat": "SendHeartbeat", "scheduled": "ScheduledRebalance"}
 
 
@@ -139,12 +137,11 @@ class Refinement:
         else:
             key = (label[0], slot, *before, *after)
         hit = self._steps.get(key, 0)
-        if hit == 0:
+        if hit == 0:  # the key decides the action's verdict, not Inv of the whole next state
             name = action_name(action)
             why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
-            hit = why and f"{action.kind} {name} is not the spec's action {name}: {why}"
-            hit = self._steps[key] = hit or self._invariant_of(after)
-        return hit
+            hit = self._steps[key] = why and f"{action.kind} {name} is not the spec's action {name}: {why}"
+        return hit or self._invariant_of(after)
 
     @staticmethod
     def _frame_kept(before: tuple, after: tuple, slot: int) -> bool:
@@ -159,18 +156,11 @@ class Refinement:
         return hit
 
 
-_CHECKERS: "weakref.WeakKeyDictionary[System, Refinement]" = weakref.WeakKeyDictionary()
-_last: list = [None, None]  # the system asked for last and its checker
-
-
 def checker(system: System) -> Refinement:
-    """The system's refinement checker (built once per system, caches included)."""
-    if _last[0] is system:
-        return _last[1]
-    r = _CHECKERS.get(system)
+    """The system's refinement checker (built once per system and kept on it, caches included)."""
+    r = system.refinement
     if r is None:
-        r = _CHECKERS[system] = Refinement(system)
-    _last[:] = [system, r]
+        r = system.refinement = Refinement(system)
     return r
 
 

@@ -95,6 +95,7 @@ class System:
         self._member: dict = {}
         self._local: dict = {}
         self._timers: dict = {}
+        self.refinement = None  # checker/refinement.py's checker and caches, built on first use
 
     @property
     def spec(self) -> tuple:

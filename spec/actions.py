@@ -32,9 +32,8 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from rebalance.model.protocol import Phase
+from rebalance.model.protocol import NO_GENERATION, Phase
 
-NONE_GENERATION = -1
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (int(p) for p in Phase)
 
 
@@ -237,7 +236,7 @@ def _joined_post(L, s, t, i, muts):
     yield "owned and grants unchanged", L.And(_same(s, t, "owned", i), _same(s, t, "live", i),
                                              _grants_unchanged(L, s, t, i))
     yield "generation at most the group's", L.And(t.member_generation[i] <= s.generation,
-                                                 t.member_generation[i] >= NONE_GENERATION)
+                                                 t.member_generation[i] >= NO_GENERATION)
     yield "a newly known member owns nothing and is granted nothing", L.Implies(
         t.known[i], L.Or(s.known[i], L.And(s.owned[i] == 0, L.Not(s.granting[i]))))
 
@@ -249,7 +248,7 @@ def _refused_post(L, s, t, i, muts):
     yield "others and the group unchanged", _member_frame(L, s, t, i)
     yield "owned kept or dropped", L.And(L.Or(_same(s, t, "owned", i), t.owned[i] == 0), _same(s, t, "live", i))
     yield "generation kept or dropped", L.Or(_same(s, t, "member_generation", i),
-                                            t.member_generation[i] == NONE_GENERATION)
+                                            t.member_generation[i] == NO_GENERATION)
     yield "member id kept or forgotten", L.Implies(t.known[i], s.known[i])
     yield "grants unchanged", _grants_unchanged(L, s, t, i)
 
@@ -276,7 +275,7 @@ def _start_post(L, s, t, i, muts):
     """A process starts (join, restart): a new connection, no member id, nothing owned."""
     yield "others and the group unchanged", _member_frame(L, s, t, i)
     yield "a fresh consumer", L.And(t.live[i], L.Not(t.known[i]), t.owned[i] == 0,
-                                    t.member_generation[i] == NONE_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
+                                    t.member_generation[i] == NO_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
 
 
 def _live_pre(L, s, i, muts):
@@ -288,7 +287,7 @@ def _stop_post(L, s, t, i, muts):
     are dropped."""
     yield "others and the group unchanged", _member_frame(L, s, t, i)
     yield "nothing left", L.And(L.Not(t.live[i]), L.Not(t.known[i]), t.owned[i] == 0,
-                                t.member_generation[i] == NONE_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
+                                t.member_generation[i] == NO_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
 
 
 class Case(NamedTuple):
@@ -395,7 +394,7 @@ def well_formed(L, s: View, i: int):
     zero without a grant; a member's generation is at most the group's."""
     return L.And(L.Implies(L.Not(s.live[i]), L.And(L.Not(s.known[i]), s.owned[i] == 0, L.Not(s.granting[i]))),
                  L.Implies(L.Not(s.granting[i]), s.grant[i] == 0),
-                 s.member_generation[i] <= s.generation, s.member_generation[i] >= NONE_GENERATION)
+                 s.member_generation[i] <= s.generation, s.member_generation[i] >= NO_GENERATION)
 
 
 INVARIANT_CLAUSES = (
