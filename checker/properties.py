@@ -33,8 +33,8 @@ class Property(NamedTuple):
     step: Callable | None = None  # (System, State, Action, State) -> None | str, on every transition
 
 
-def _names(system: System, mask: int) -> str:
-    return ", ".join(system.cfg.partition_name(p) for p in partitions_of(mask))
+def _names(cfg, mask: int) -> str:
+    return ", ".join(cfg.partition_name(p) for p in partitions_of(mask))
 
 
 def _overlap(system: System, owners) -> str | None:
@@ -118,7 +118,7 @@ def revoke_before_assign(system: System, state: State):
         given = m.assignment.partitions
         for c in _processing(state):
             if c.member_id != m.member_id and c.member_id in members and c.owned & given:
-                return (f"{_names(system, c.owned & given)} assigned to {member_name(m.member_id)} "
+                return (f"{_names(system.cfg, c.owned & given)} assigned to {member_name(m.member_id)} "
                         f"while {member_name(c.member_id)} still owns it")
     return None
 
@@ -126,22 +126,26 @@ def revoke_before_assign(system: System, state: State):
 def balanced(system: System, state: State):
     """None when the group is Stable (or Empty with no running member), every
     partition owned by exactly one running member and loads within one; else why not."""
-    live = [p.consumer for p in state.procs if p.status == RUNNING]
-    group = state.group
+    return imbalance(system.cfg, state.group.phase, [p.consumer for p in state.procs if p.status == RUNNING])
+
+
+def imbalance(cfg, phase: Phase, live) -> str | None:
+    """Why a group in ``phase`` whose running members are the Consumers ``live``
+    is not balanced, or None (also used by checker/simulation.py)."""
     if not live:
-        return None if group.phase in (Phase.EMPTY, Phase.DEAD) else f"no members but group {group.phase.name}"
-    if group.phase != Phase.STABLE:
-        return f"quiescent in {group.phase.name}"
+        return None if phase in (Phase.EMPTY, Phase.DEAD) else f"no members but group {phase.name}"
+    if phase != Phase.STABLE:
+        return f"quiescent in {phase.name}"
     owned = 0
     loads = []
     for c in live:
         if owned & c.owned:
-            return f"{_names(system, owned & c.owned)} owned twice"
+            return f"{_names(cfg, owned & c.owned)} owned twice"
         owned |= c.owned
-        loads.append(bin(c.owned).count("1"))
-    missing = ((1 << system.cfg.num_partitions) - 1) & ~owned
+        loads.append(c.owned.bit_count())
+    missing = ((1 << cfg.num_partitions) - 1) & ~owned
     if missing:
-        return f"{_names(system, missing)} owned by nobody"
+        return f"{_names(cfg, missing)} owned by nobody"
     if max(loads) - min(loads) > 1:
         return f"unbalanced loads {sorted(loads)}"
     return None
@@ -194,7 +198,7 @@ def bounded_deferral(system: System, state: State):
         return None
     still = _deferred_before(group) & ~union(m.assignment.partitions for m in group.members)
     if still:
-        return (f"{_names(system, still)} still deferred in generation {group.generation} "
+        return (f"{_names(system.cfg, still)} still deferred in generation {group.generation} "
                 f"after the ScheduledRebalanceTimeout passed")
     return None
 

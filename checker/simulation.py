@@ -37,10 +37,12 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP
 from rebalance.model.member import NEW_CONSUMER
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, Callback, HeartbeatDue, Leave, Phase, Receive, ScheduledRebalanceDue, Send, Start,
-    connection, epoch_of, instance_id, slot_of,
+    NO_INSTANCE_ID, Callback, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start,
+    connection, epoch_of, instance_id, partitions_of, slot_of, union,
 )
-from rebalance.model.timing import Timeouts, duration_ms, rearm
+from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
+
+from .properties import imbalance
 
 
 class Timing(NamedTuple):
@@ -49,8 +51,8 @@ class Timing(NamedTuple):
 
     tick_ms: int = 100
     latency_ms: int = 5
-    session_ms: int = 45_000
-    rebalance_ms: int = 300_000
+    session_ms: int = DEFAULT_TIMEOUTS.session_ms
+    rebalance_ms: int = DEFAULT_TIMEOUTS.rebalance_ms
     heartbeat_ms: int = 3_000
     initial_delay_ms: int = 3_000
     scheduled_delay_ms: int = 60_000
@@ -74,15 +76,6 @@ class SimulationError(RuntimeError):
     """The group did not settle before the script could start, or a run exceeded its event budget."""
 
 
-def _bits(mask: int):
-    p = 0
-    while mask:
-        if mask & 1:
-            yield p
-        mask >>= 1
-        p += 1
-
-
 class Simulation:
     """One run. ``cfg``: the group's configuration; ``members``: slots started
     within the first heartbeat interval (at times drawn from ``rng``);
@@ -94,7 +87,6 @@ class Simulation:
                  rng: random.Random | None = None):
         self.cfg, self.static, self.t = cfg, static, timing
         self.timeouts = Timeouts(timing.session_ms, timing.rebalance_ms)
-        self.all = (1 << cfg.num_partitions) - 1
         self.group = EMPTY_GROUP
         self.now = 0
         self.queue: list = []
@@ -190,7 +182,7 @@ class Simulation:
             if type(out) is Send:
                 self._at(self.now + self.t.latency_ms, "deliver", connection(slot, epoch), out.request)
             elif type(out) is Callback and out.kind == "assigned":
-                for p in _bits(out.partitions):
+                for p in partitions_of(out.partitions):
                     previous = self.last_owner.get(p)
                     if previous is not None and previous != slot:
                         self.moved += 1
@@ -238,20 +230,12 @@ class Simulation:
 
     # --- what it costs ------------------------------------------------------------------
     def _ownership_changed(self) -> None:
-        owned = [c.owned for c in self.consumers.values()]
-        union = 0
-        for mask in owned:
-            union |= mask
-        self._unavailable = self.cfg.num_partitions - union.bit_count()
-        balanced = False
-        if self.group.phase == Phase.STABLE and union == self.all \
-                and sum(m.bit_count() for m in owned) == self.cfg.num_partitions:
-            in_group = {m.member_id for m in self.group.members}
-            loads = [c.owned.bit_count() for c in self.consumers.values() if c.member_id in in_group]
-            balanced = len(loads) == len(self.group.members) and max(loads) - min(loads) <= 1
-        if balanced and self.balanced_since is None:
-            self.balanced_since = self.now
-        elif not balanced:
+        live = list(self.consumers.values())
+        self._unavailable = self.cfg.num_partitions - union(c.owned for c in live).bit_count()
+        if imbalance(self.cfg, self.group.phase, live) is None:
+            if self.balanced_since is None:
+                self.balanced_since = self.now
+        else:
             self.balanced_since = None
 
     @property
