@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from rebalance.checker.explore import explore
-from rebalance.checker.properties import COVERS, applicable
+from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import load_toml, resolve
 from rebalance.checker.system import System
 
@@ -36,7 +36,7 @@ def main() -> None:
         for label, keep in (("full check", lambda p: True), ("safety only", lambda p: p.kind != "liveness")):
             system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget)
             before = peak_rss()
-            r = explore(system, [p for p in applicable(system) if keep(p)], covers=COVERS)
+            r = explore(system, [p for p in applicable(system) if keep(p)], covers=applicable_covers(system))
             grown = peak_rss() - before
             print(f"run {i + 1}, {label}: {r.distinct_states:,} distinct states, {r.transitions:,} transitions, "
                   f"{r.seconds:.2f} s -> {r.distinct_states / r.seconds:,.0f} distinct states/s, "

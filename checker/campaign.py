@@ -27,13 +27,11 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from rebalance.model.config import ConfigError, GroupConfig
+from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
 
 from .simulation import Timing, simulate
 from .situations import SITUATIONS, script
 
-PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
-ASSIGNOR = {"eager": "range"}  # the others: cooperative-sticky
 DEFAULT_SIZES = ((3, 12), (10, 100), (30, 300))
 MAX_SIZE = (100, 1_000)
 ROW_FIELDS = ("run", "situation", "protocol", "static", "members", "partitions", "seed", "rebalances", "moved",
@@ -88,7 +86,7 @@ def run_one(spec: tuple, timing: Timing = Timing()) -> tuple:
     run, situation, protocol, static, members, partitions, seed = spec
     rng = random.Random(f"{seed}:{run}")
     cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol,
-                      assignor=ASSIGNOR.get(protocol, "cooperative-sticky"))
+                      assignor=DEFAULT_ASSIGNOR[protocol])
     m = simulate(cfg, members, static, script(situation, rng, members), timing, rng)
     return (run, situation, protocol, static, members, partitions, seed, m.rebalances, m.moved,
             m.unavailable_ticks, m.ticks_to_balance, m.balanced_at_end, m.events)

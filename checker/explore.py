@@ -31,6 +31,7 @@ class Violation:
 
 
 FAULT_KINDS = frozenset(ENVIRONMENT)
+TIMER_KINDS = ("timer", "scheduled")  # the coordinator's timers and members' ScheduledRebalanceTimeouts
 
 
 def fairness_class(action: Action) -> tuple:
@@ -39,6 +40,12 @@ def fairness_class(action: Action) -> tuple:
     if action.kind == "timer":
         return ("timer", type(action.detail).__name__, getattr(action.detail, "member_id", None))
     return (action.kind, action.slot)
+
+
+def fair_except_timers(key: tuple) -> bool:
+    """Whether a fairness class (``fairness_class``) is weakly fair when timers
+    are not (``--no-timer-fairness``): every class but the timers'."""
+    return key[0] not in TIMER_KINDS
 
 
 def lasso_violation(system, name: str, lasso, graph, stem: list, state_at) -> Violation:

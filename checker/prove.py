@@ -47,9 +47,11 @@ import z3
 
 from rebalance.model.assignors import assign
 from rebalance.model.config import GroupConfig
-from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription
+from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, mask_of, partitions_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import PYTHON, View
+
+from .render import lane
 
 MAX_MEMBERS, MAX_PARTITIONS = 5, 10
 COUNTING_PARTITIONS = 6  # balance and minimal moves: z3 needs ~1 s at 5 x 6, ~20 s at 5 x 7, ~70 s at 5 x 8
@@ -222,7 +224,7 @@ def _members(claims, generations) -> tuple:
     assignor order is index order) and subscribes with its claims."""
     out = []
     for k, row in enumerate(claims):
-        mask = sum(1 << p for p, c in enumerate(row) if c)
+        mask = mask_of(p for p, c in enumerate(row) if c)
         out.append((k + 1, 0, Subscription(mask, generations[k]) if mask else EMPTY_SUBSCRIPTION))
     return tuple(out)
 
@@ -235,20 +237,19 @@ def model_assignment(assignor: str, n: int, claims, generations, mutations=froze
                       mutations=frozenset(mutations), initial_rebalance_delay=False)
     out = [-1] * n
     for mid, a in assign(cfg, _members(claims, generations)):
-        for p in range(n):
-            if a.partitions >> p & 1:
-                assert out[p] == -1, f"partition {p} assigned twice"
-                out[p] = mid - 1
+        for p in partitions_of(a.partitions):
+            assert out[p] == -1, f"partition {p} assigned twice"
+            out[p] = mid - 1
     return out
 
 
 def _input_json(claims, generations) -> list:
-    return [{"member": chr(65 + k), "claims": [f"t-{p}" for p, c in enumerate(row) if c],
+    return [{"member": lane(k), "claims": [f"t-{p}" for p, c in enumerate(row) if c],
              "generation": generations[k] if any(row) else None} for k, row in enumerate(claims)]
 
 
 def _assignment_json(per_partition: list, m: int) -> dict:
-    return {chr(65 + k): [f"t-{p}" for p, x in enumerate(per_partition) if x == k] for k in range(m)}
+    return {lane(k): [f"t-{p}" for p, x in enumerate(per_partition) if x == k] for k in range(m)}
 
 
 def _concrete_input(model, claims, generations) -> tuple:
@@ -298,8 +299,7 @@ def exhaustive_obligation(assignor: str, max_members: int, max_partitions: int, 
                     return Obligation(f"{assignor}: exactly once, balanced", _bound(max_members, max_partitions),
                                       "exhaustive", "counterexample", time.perf_counter() - t0, {
                                           "members": m, "topics": dict(topics), "violates": why,
-                                          "model_assignment": {chr(64 + mid): [cfg.partition_name(p) for p in range(n)
-                                                                               if a.partitions >> p & 1]
+                                          "model_assignment": {lane(mid - 1): [cfg.partition_name(p) for p in partitions_of(a.partitions)]
                                                                for mid, a in result}})
     return Obligation(f"{assignor}: exactly once, balanced{' per topic' if assignor == 'range' else ''}",
                       _bound(max_members, max_partitions) + f", every topic layout ({cases:,} inputs; "
@@ -464,8 +464,9 @@ def stickiness_obligation(max_members: int, max_partitions: int, symbolic_partit
     total = best = equal = 0
     for _ in range(SAMPLE):
         m, n, claims, g = _random_input(rng, max_members, max_partitions)
-        x = transcribe_sticky(PYTHON, m, resolve(PYTHON, claims, g, mutations), False, mutations)
-        moved, least = moves(PYTHON, x.owners, x.target), minimum_moves(m, x.owners)
+        owners = resolve(PYTHON, claims, g, mutations)
+        target = model_assignment("sticky", len(owners), claims, g, mutations)
+        moved, least = moves(PYTHON, owners, target), minimum_moves(m, owners)
         total, best, equal = total + moved, best + least, equal + (moved == least)
     ratio = total / best if best else 1.0
     sample = (f"sample of {SAMPLE} (seed {SEED}): {total} moves against a minimum of {best}, "
@@ -529,7 +530,7 @@ def _view_json(model, v: View) -> dict:
     phase = val(v.phase)
     out = {"phase": spec.Phase(phase).name if 0 <= phase <= 4 else phase, "generation": val(v.generation)}
     for i in range(len(v.live)):
-        out[chr(65 + i)] = {"live": val(v.live[i]), "known": val(v.known[i]),
+        out[lane(i)] = {"live": val(v.live[i]), "known": val(v.known[i]),
                             "member_generation": val(v.member_generation[i]), "owned": masked(v.owned[i]),
                             "assigned": masked(v.assigned[i]),
                             "grant": masked(v.grant[i]) if val(v.granting[i]) else None}
@@ -565,7 +566,7 @@ def induction_obligations(spec_mutations=frozenset()) -> list:
             query = z3.And(spec.invariant(L, s), spec.encode(L, name, s, t, i, spec_mutations),
                            z3.Not(spec.invariant(L, t)))
             step = discharge("inductive invariant: inv ∧ next ⇒ inv′", query, lambda model, name=name, i=i: {
-                "action": name, "slot": chr(65 + i), "state": _view_json(model, s), "next_state": _view_json(model, t),
+                "action": name, "slot": lane(i), "state": _view_json(model, s), "next_state": _view_json(model, t),
                 "broken": spec.invariant_failure(_concrete_view(model, t))})
             if step.status != "proved":
                 break

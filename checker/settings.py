@@ -9,15 +9,13 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rebalance.model.config import PROTOCOLS, ConfigError, GroupConfig
+from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .render import slot_named
 from .system import FAULTS
 
 ALL_PROTOCOLS = PROTOCOLS + ("streams",)  # streams: specified, not implemented yet
-DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
-                    "incremental": "cooperative-sticky"}
 ENGINES = ("local", "spark")
 
 # key -> allowed keys, for unknown-key errors

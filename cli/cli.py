@@ -6,6 +6,7 @@ configuration expects it to), 1 a property is violated (counterexample written),
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -16,14 +17,14 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rebalance.checker import counterexample, prove, replay as replaying
-from rebalance.checker.campaign import DEFAULT_SIZES, PROTOCOLS as CAMPAIGN_PROTOCOLS
+from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.situations import SITUATIONS
 from rebalance.checker.render import lane
-from rebalance.checker.explore import explore
+from rebalance.checker.explore import explore, fair_except_timers
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
-from rebalance.model.config import MUTATIONS, ConfigError
+from rebalance.model.config import MUTATIONS, PROTOCOLS, ConfigError
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -200,7 +201,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     covers = applicable_covers(system)
     stop_on = frozenset() if settings.keep_going else frozenset(
         p.name for p in props if p.name not in settings.expect_violated)
-    fair = None if settings.timer_fairness else (lambda key: key[0] not in ("timer", "scheduled"))
+    fair = None if settings.timer_fairness else fair_except_timers
     kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on,
                   covers=covers, fair=fair)
     if settings.engine == "spark":
@@ -409,17 +410,13 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     run = dict(max_members=max_members, max_partitions=max_partitions, mutations=frozenset(mutations),
                spec_mutations=frozenset(spec_mutations), counting_partitions=max_counting_partitions)
     results = []
-    if err.is_terminal and not as_json:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=err, transient=True) as progress:
-            task = progress.add_task("proving", total=None)
-            sizes = lambda name, m, n: progress.update(  # noqa: E731
-                task, description=f"{name}: {m} members, {n} partitions")
-            for ob in prove.obligations(**run, on_size=sizes):
-                results.append(ob)
-                _print_obligation(ob)
-    else:
-        for ob in prove.obligations(**run):
+    show = err.is_terminal and not as_json
+    with (Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err,
+                   transient=True) if show else contextlib.nullcontext()) as progress:
+        task = progress.add_task("proving", total=None) if show else None
+        sizes = (lambda name, m, n: progress.update(task, description=f"{name}: {m} members, {n} partitions")) \
+            if show else None
+        for ob in prove.obligations(**run, on_size=sizes):
             results.append(ob)
             if not as_json:
                 _print_obligation(ob)
@@ -453,7 +450,7 @@ def _print_obligation(ob) -> None:
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed: the same runs, seed and grid give the same results.")
 @click.option("--situations", default=",".join(SITUATIONS), show_default=True,
               help="Comma-separated situations (checker/situations.py).")
-@click.option("--protocols", default=",".join(CAMPAIGN_PROTOCOLS), show_default=True,
+@click.option("--protocols", default=",".join(PROTOCOLS), show_default=True,
               help="Comma-separated protocols.")
 @click.option("--sizes", default=",".join(f"{m}x{p}" for m, p in DEFAULT_SIZES), show_default=True,
               help="Comma-separated MEMBERSxPARTITIONS, up to 100x1000.")

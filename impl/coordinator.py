@@ -23,9 +23,9 @@ import uuid
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, ID_BITS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
+    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
     JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
-    Phase, Protocols, Receive, Reply, SyncGroup, SyncGroupResponse,
+    Phase, Protocols, Receive, Reply, SyncGroup, SyncGroupResponse, connection, epoch_of,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
 
@@ -182,7 +182,6 @@ class Coordinator:
         self.slots: dict = {}
         self.serial = 0
         self.groups: dict = {}
-        self._records = store.groups()
         self.server = None
 
     async def start(self) -> None:
@@ -191,8 +190,8 @@ class Coordinator:
         self.server = await asyncio.start_server(self._serve, self.cluster.host, self.cluster.port)
         port = self.server.sockets[0].getsockname()[1]
         self.cluster = self.cluster._replace(port=port)
-        for gid in list(self._records):
-            self.group(gid)  # loaded groups arm their session timers now (R37)
+        for gid, record in self.store.groups().items():  # loaded groups arm their session timers now (R37)
+            self.groups[gid] = GroupRuntime(self, gid, record)
         log.info("listening on %s:%d, topics %s", self.cluster.host, port,
                  ", ".join(f"{t}:{n}" for t, n in self.cluster.topics))
 
@@ -208,7 +207,7 @@ class Coordinator:
 
     def group(self, group_id: str) -> GroupRuntime:
         if group_id not in self.groups:
-            self.groups[group_id] = GroupRuntime(self, group_id, self._records.pop(group_id, None))
+            self.groups[group_id] = GroupRuntime(self, group_id)
         return self.groups[group_id]
 
     def deliver(self, out: Reply) -> None:
@@ -223,9 +222,9 @@ class Coordinator:
 
     # --- connections --------------------------------------------------------------
     def _connection(self, client_id: str, host: str, writer) -> Connection:
-        slot = self.slots.setdefault(client_id, len(self.slots) % 1024)
+        slot = self.slots.setdefault(client_id, len(self.slots) % MAX_SLOTS)
         self.serial += 1
-        c = Connection((slot << ID_BITS) | (self.serial & ((1 << ID_BITS) - 1)), client_id, host, writer)
+        c = Connection(connection(slot, epoch_of(self.serial)), client_id, host, writer)
         self.connections[c.conn] = c
         return c
 
@@ -364,10 +363,9 @@ class Coordinator:
 
     def _describe(self, group_id: str) -> dict:
         rt = self.groups.get(group_id)
-        if rt is None and group_id not in self._records:
+        if rt is None:
             return {"error_code": 0, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
                     "protocol_data": "", "members": []}
-        rt = self.group(group_id)
         g = rt.group
         members = []
         for m in g.members:

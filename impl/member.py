@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from rebalance.model.config import GroupConfig
+from rebalance.model.config import DEFAULT_ASSIGNOR, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, handle
 from rebalance.model.protocol import (
     NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, HeartbeatDue, HeartbeatResponse, JoinGroup,
@@ -79,7 +79,7 @@ class MemberRuntime:
         host, _, port = bootstrap.rpartition(":")
         self.bootstrap = (host, int(port))
         self.group, self.topic_names, self.protocol = group, tuple(topics), protocol
-        self.assignor = assignor or ("cooperative-sticky" if protocol == "cooperative" else "range")
+        self.assignor = assignor or DEFAULT_ASSIGNOR[protocol]
         self.instance_id, self.client_id = instance_id, client_id
         self.session_ms, self.rebalance_ms, self.heartbeat_ms = session_ms, rebalance_ms, heartbeat_ms
         self.listener, self.trace = listener, trace or Trace(None)

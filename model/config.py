@@ -5,6 +5,9 @@ from dataclasses import dataclass, field
 
 PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+# the assignor a protocol uses unless told otherwise (range: the Java consumer's default; cooperative-sticky: KIP-429)
+DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
+                    "incremental": "cooperative-sticky"}
 
 # name -> (what it switches on, source of the behaviour)
 MUTATIONS = {

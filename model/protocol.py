@@ -18,7 +18,7 @@ Identifiers are small ints, not Kafka's strings, so that states stay compact:
   empty member.id a new member sends.
 
 ``ID_BITS`` (20) keeps every id below 2**30, a one-digit CPython int, for slots
-below 1024 (impl/ maps Kafka's client.id strings onto slots).
+below ``MAX_SLOTS`` (1024; impl/ maps Kafka's client.id strings onto slots).
 
 Every message and input class ends with a ``tag`` field (a distinct int, for
 requests and responses 2 x Kafka's ApiKey, + 1 for a response): tuples compare by
@@ -44,6 +44,7 @@ NO_GENERATION = -1
 NO_INSTANCE_ID = 0
 ID_BITS = 20
 _SERIAL = (1 << ID_BITS) - 1
+MAX_SLOTS = 1 << (30 - ID_BITS)
 
 
 class Error(IntEnum):
