@@ -31,7 +31,7 @@ class Violation:
 
 
 FAULT_KINDS = frozenset(ENVIRONMENT)
-TIMER_KINDS = ("timer", "scheduled")  # the coordinator's timers and members' ScheduledRebalanceTimeouts
+TIMER_KINDS = ("timer", "scheduled", "tick")  # the coordinator's timers, ScheduledRebalanceTimeouts, the clock
 
 
 def fairness_class(action: Action) -> tuple:
@@ -109,11 +109,13 @@ def explore(system: System, properties, initial: State | None = None,
     (default: all), see ``liveness``.
     """
     t0 = time.perf_counter()
-    state_checks = [(p.name, p.check) for p in properties if p.kind == "invariant" and p.check]
+    state_checks = [(p.name, p.check) for p in properties if p.check and (p.kind == "invariant" or p.lasso)]
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
     live_props = [p for p in properties if p.kind == "liveness"]
     graph = Graph() if live_props else None
+    lasso_names = {p.name for p in properties if p.lasso}
+    full = Graph() if lasso_names else None  # every transition, the environment's too
     init = system.initial() if initial is None else initial
     states = [init]
     index = {init: 0}
@@ -134,7 +136,7 @@ def explore(system: System, properties, initial: State | None = None,
             path.append(last)
         violations.append(Violation(name, why, path))
         checks[:] = [c for c in checks if c[0] != name]
-        return name in stop_on
+        return name in stop_on and name not in lasso_names  # go on: a lasso says more
 
     stop = False
     for name, check in tuple(state_checks):
@@ -154,6 +156,8 @@ def explore(system: System, properties, initial: State | None = None,
             for action, n in successors(s):
                 transitions += 1
                 kinds[action.kind] += 1
+                if full is not None:
+                    full.add(i, index.get(n, len(states)), fairness_class(action))
                 if n == s:
                     if graph is not None and action.kind not in FAULT_KINDS:
                         graph.add(i, i, fairness_class(action))
@@ -204,6 +208,13 @@ def explore(system: System, properties, initial: State | None = None,
 
     if live_props and limit is None and not stop:
         for p in live_props:
+            if p.lasso:
+                lasso = p.lasso.search(system, p.name, full, [p.lasso.summary(system, x) for x in states],
+                                       states.__getitem__, lambda i: _path(states, parents, labels, i),
+                                       fair or (lambda key: True))
+                if lasso:  # the lasso replaces a finite counterexample to the same property
+                    violations[:] = [v for v in violations if v.property != p.name] + [lasso]
+                continue
             goal = bytearray(0 if p.check(system, x) else 1 for x in states)
             lasso = find_lasso(len(index), graph, goal, fair or (lambda key: True))
             if lasso:

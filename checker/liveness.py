@@ -132,13 +132,14 @@ def _path_within(start: int, goal_edge_src: int, offsets, targets, members: set)
     raise AssertionError("state not reachable inside its component")
 
 
-def find_lasso(n: int, g: Graph, goal, fair) -> tuple | None:
+def find_lasso(n: int, g: Graph, goal, fair, required=None) -> tuple | None:
     """Look for a fair path that never reaches the goal.
 
     ``goal``: bytearray, 1 where the state is a goal state. ``fair(key)``: whether a
-    class is under weak fairness. Returns None, or ``(stem_end, cycle_edges,
-    reason)`` where ``cycle_edges`` is a list of edge ids (empty for a stuttering
-    lasso at ``stem_end``).
+    class is under weak fairness. ``required(key)``, if given: a fair cycle must
+    also take an edge of such a class (checker/churn.py: a tick, so time passes).
+    Returns None, or ``(stem_end, cycle_edges, reason)`` where ``cycle_edges`` is a
+    list of edge ids (empty for a stuttering lasso at ``stem_end``).
     """
     fair_class = [fair(key) for key in g.names]
     enabled: list = [None] * n  # state -> set of fair classes enabled there
@@ -165,10 +166,15 @@ def find_lasso(n: int, g: Graph, goal, fair) -> tuple | None:
                     taken.setdefault(g.cls[edges[p]], p)
         if not always.issubset(taken):
             continue  # an action always enabled here is never taken: no fair cycle
+        wanted = [taken[c] for c in sorted(always)] or [next(iter(taken.values()))]
+        if required is not None:
+            needed = sorted(c for c in taken if required(g.names[c]))
+            if not needed:
+                continue
+            wanted.append(taken[needed[0]])
         start = min(comp)
         cycle: list = []
         at = start
-        wanted = [taken[c] for c in sorted(always)] or [next(iter(taken.values()))]
         for p in wanted:
             src = next(v for v in comp if offsets[v] <= p < offsets[v + 1])
             hop = _path_within(at, src, offsets, targets, members)

@@ -20,6 +20,7 @@ from rebalance.model.protocol import (
     instance_name, member_name, partitions_of, union,
 )
 
+from . import churn
 from .refinement import refinement
 from .system import PAUSED, RUNNING, State, System
 
@@ -31,6 +32,9 @@ class Property(NamedTuple):
     applies: Callable  # (System) -> bool
     check: Callable | None  # (System, State) -> None | str; None for a step-only property
     step: Callable | None = None  # (System, State, Action, State) -> None | str, on every transition
+    # liveness decided by its own lasso search, a module with ``summary`` and ``search``
+    # (checker/churn.py); ``check`` is then an invariant part
+    lasso: object = None
 
 
 def _names(cfg, mask: int) -> str:
@@ -194,7 +198,7 @@ def bounded_deferral(system: System, state: State):
     untimed, the delay ends with the first report, and the partitions are owned
     again one round later, whatever leader changes happened meanwhile."""
     group = state.group
-    if group.phase != Phase.STABLE or not any(m.subscription.expired for m in group.members):
+    if group.phase != Phase.STABLE or not any(m.subscription.scheduled == 0 for m in group.members):
         return None
     still = _deferred_before(group) & ~union(m.assignment.partitions for m in group.members)
     if still:
@@ -228,6 +232,17 @@ def _deferred(system: System) -> bool:
     return system.cfg.deferred
 
 
+def _zombies(system: System) -> bool:
+    """Membership is lost with partitions in hand only by a silent live process: a paused one."""
+    return "pause" in system.faults
+
+
+def _can_empty(system: System) -> bool:
+    """The group can empty and be joined again: every member leaves or crashes, then one (re)starts."""
+    return (system.cfg.initial_rebalance_delay and system.max_faults > system.members
+            and bool(system.faults & {"leave", "crash"}) and bool(system.faults & {"join", "restart"}))
+
+
 PROPERTIES = (
     Property("exclusive_ownership", "invariant",
              "no partition is owned by two members that can both commit it", _always, exclusive_ownership),
@@ -244,9 +259,10 @@ PROPERTIES = (
     Property("static_restart_no_rebalance", "invariant",
              "a static member restarting within session.timeout.ms causes no rebalance and gets its "
              "assignment back", _static, None, static_restart_no_rebalance),
-    Property("bounded_deferral", "invariant",
-             "a lost partition is owned again in the round after the ScheduledRebalanceTimeout passes, "
-             "whatever leader changes happen", _deferred, bounded_deferral),
+    Property("bounded_deferral", "liveness",
+             "a lost partition is owned again in the round after its ScheduledRebalanceTimeout passes, and "
+             "never stays unowned forever while time passes, whatever leader changes happen",
+             _deferred, bounded_deferral, lasso=churn),
     Property("refinement", "invariant",
              "every step is an action of the declarative spec (spec/actions.py) and every state satisfies "
              "its inductive invariant", _always, None, refinement),
@@ -314,20 +330,21 @@ COVERS = (
           _revoked_and_rejoined),
     Cover("sync_rebalance_in_progress", "a SyncGroup was answered REBALANCE_IN_PROGRESS",
           lambda system, s, a, n: _reply(a, SyncGroupResponse, Error.REBALANCE_IN_PROGRESS)),
-    Cover("partitions_lost", "a member lost its partitions with its membership", _lost),
+    Cover("partitions_lost", "a member lost its partitions with its membership", _lost, _zombies),
     Cover("session_timeout", "a silent member expired", _timer(SessionTimeout)),
     Cover("rebalance_timeout", "the JoinGroup barrier's deadline removed members", _timer(RebalanceTimeout)),
     Cover("sync_timeout", "members that did not send SyncGroup were removed", _timer(SyncTimeout)),
     Cover("initial_rebalance_delay", "an emptied group waited group.initial.rebalance.delay.ms (KIP-134)",
-          _timer(InitialRebalanceDelay)),
-    Cover("zombie_fenced", "a paused member still owns partitions its commits are refused for", _zombie_fenced),
+          _timer(InitialRebalanceDelay), _can_empty),
+    Cover("zombie_fenced", "a paused member still owns partitions its commits are refused for", _zombie_fenced,
+          _zombies),
     Cover("deferral_started", "a leader held lost partitions back and scheduled a rebalance",
           lambda system, s, a, n: any(m.assignment.scheduled for m in n.group.members), _deferred),
     Cover("returning_member_recognised", "deferred partitions went to a member that came back with nothing",
           lambda system, s, a, n: _returning(s, n), _deferred),
     Cover("leader_change_during_deferral", "the leader changed while a rebalance was scheduled",
           lambda system, s, a, n: bool(s.group.leader and n.group.leader != s.group.leader and any(
-              p.consumer is not None and p.consumer.scheduled for p in s.procs)), _deferred),
+              p.consumer is not None and p.consumer.scheduled >= 0 for p in s.procs)), _deferred),
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
 )

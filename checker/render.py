@@ -51,12 +51,14 @@ def message(cfg: GroupConfig, msg) -> str:
                 parts.append(f"owns {bracket(partitions(cfg, x.owned))}@{x.generation}")
             if x.echo and x.echo[2]:
                 parts.append(f"deferred {bracket(partitions(cfg, x.echo[2]))}")
-            if x.expired:
+            if x.scheduled == 0:
                 parts.append("delay passed")
+            elif x.scheduled > 0:
+                parts.append(f"delay {x.scheduled} ticks left")
         elif f == "assignment":
             parts.append(bracket(partitions(cfg, x.partitions)))
             if x.scheduled:
-                parts.append("ScheduledRebalanceTimeout")
+                parts.append(f"ScheduledRebalanceTimeout {x.scheduled} ticks")
             if x.echo and x.echo[1]:
                 parts.append(f"deferred {bracket(partitions(cfg, x.echo[1]))}")
         elif f == "assignments" and x:
@@ -97,6 +99,8 @@ def member_view(cfg: GroupConfig, p: Proc) -> dict:
             "owned": partitions(cfg, c.owned),
             "owned_generation": None if c.owned_generation == NO_GENERATION else c.owned_generation,
         })
+        if c.scheduled >= 0:
+            view["scheduled_ticks_left"] = c.scheduled
     view["to_coordinator"] = [message(cfg, r) for r in p.requests]
     view["to_member"] = [message(cfg, r) for r in p.responses]
     return view
@@ -123,6 +127,8 @@ def action_text(cfg: GroupConfig, a: Action) -> str:
         return f"coordinator timer: {message(cfg, a.detail)}"
     if a.kind == "scheduled":
         return f"{lane(a.slot)}: ScheduledRebalanceTimeout passed"
+    if a.kind == "tick":
+        return "clock: one tick passes"
     return f"{lane(a.slot)}: {a.kind}"
 
 

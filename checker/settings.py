@@ -23,6 +23,7 @@ SCHEMA = {
     "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves"},
     "members": {"initial", "joiners", "static"},
     "faults": {"kinds", "budget"},
+    "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
 }
 
@@ -135,13 +136,27 @@ def static_slots(value, slots: int) -> frozenset:
     return out
 
 
+# [time] defaults, ms: a tick of 150 s; Kafka Connect's scheduled.rebalance.max.delay.ms (300 s)
+TIME_DEFAULTS = {"tick_ms": 150_000, "scheduled_rebalance_max_delay_ms": 300_000, "rejoin_interval_ms": 150_000}
+
+
+def ticks(t: dict) -> dict:
+    """R38: the ``[time]`` table's durations in ticks (rounded up, at least one):
+    ``{"scheduled_delay_ticks": n, "rejoin_ticks": n}``. ConfigError for a value that
+    is not a positive whole number of ms."""
+    ms = {k: _count(f"time.{k}", t.get(k, v), 1) for k, v in TIME_DEFAULTS.items()}
+    tick = ms["tick_ms"]
+    return {"scheduled_delay_ticks": -(-ms["scheduled_rebalance_max_delay_ms"] // tick),
+            "rejoin_ticks": -(-ms["rejoin_interval_ms"] // tick)}
+
+
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
             spec_mutations=()) -> CheckSettings:
     """Merge a validated file (``data``, see ``validate``) with command-line overrides
     (None = not given)."""
-    g, m, f, c = (data.get(k, {}) for k in ("group", "members", "faults", "check"))
+    g, m, f, c, t = (data.get(k, {}) for k in ("group", "members", "faults", "check", "time"))
     proto = protocol or g.get("protocol", "cooperative")
     if proto not in ALL_PROTOCOLS:
         raise ConfigError(f"unknown protocol {proto!r} (expected one of {', '.join(ALL_PROTOCOLS)})")
@@ -162,7 +177,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
-                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1))
+                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), **ticks(t))
     engine = engine or "local"
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")

@@ -6,8 +6,9 @@ Where the checker explores every interleaving untimed (R21), a simulation runs
 one schedule with time: every message takes ``latency_ms``, members heartbeat
 every ``heartbeat_ms``, the coordinator's timers run the durations of
 model/timing.py (the same code as impl/'s asyncio timers), a member's
-ScheduledRebalanceTimeout (deferred: scheduled.rebalance.max.delay.ms;
-incremental: the rejoin interval) runs ``scheduled_delay_ms``. The clock is in
+ScheduledRebalanceTimeout counts down in the model's ticks (R38), one every
+``scheduled_delay_ms`` / ``GroupConfig.scheduled_delay_ticks`` (so deferred's
+scheduled.rebalance.max.delay.ms is ``scheduled_delay_ms``). The clock is in
 ms; results are in ticks of ``tick_ms`` (``Timing.ticks``). Events at the same
 time run in the order they were scheduled, so a run is a function of its inputs.
 
@@ -37,7 +38,7 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP
 from rebalance.model.member import NEW_CONSUMER
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, Callback, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start,
+    NO_INSTANCE_ID, Callback, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start, Tick,
     connection, epoch_of, instance_id, partitions_of, slot_of, union,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
@@ -96,7 +97,8 @@ class Simulation:
         self.consumers: dict = {}     # slot -> Consumer of its running process
         self.epochs: dict = {}        # slot -> epoch of its latest process
         self.closed: set = set()      # connections cut by a crash
-        self.scheduled: set = set()   # (slot, epoch) with a ScheduledRebalanceDue pending
+        self.scheduled: set = set()   # (slot, epoch) with a Tick pending
+        self.clock_ms = timing.scheduled_delay_ms // cfg.scheduled_delay_ticks  # the model's tick
         self.overdue: set = set()     # (slot, epoch) whose ScheduledRebalanceDue passed while busy
         self.last_owner: dict = {}    # partition -> slot that last had it assigned
         self.moved = 0
@@ -158,14 +160,21 @@ class Simulation:
             self._member(slot, HeartbeatDue())
             self._at(self.now + self.t.heartbeat_ms, "beat", slot, epoch)
 
+    def _tick(self, slot: int, epoch: int) -> None:
+        """One tick of the model's clock for a member whose ScheduledRebalanceTimeout
+        counts down (R38); at 0 it is due."""
+        key = (slot, epoch)
+        self.scheduled.discard(key)
+        if slot in self.consumers and self.epochs[slot] == epoch and self._member(slot, Tick()).scheduled == 0:
+            self._due(slot, epoch)
+
     def _due(self, slot: int, epoch: int) -> None:
         """The member's ScheduledRebalanceTimeout passed. A member busy in a
         rebalance or a heartbeat refuses it (R32); it is offered again at each of
-        its heartbeat ticks until taken (the consumer's poll loop)."""
+        its heartbeats until taken (the consumer's poll loop)."""
         key = (slot, epoch)
-        self.scheduled.discard(key)
         c = self.consumers.get(slot)
-        if c is None or self.epochs[slot] != epoch or not c.scheduled:
+        if c is None or self.epochs[slot] != epoch or c.scheduled != 0:
             return
         self.overdue.add(key)
         if self._member(slot, ScheduledRebalanceDue()) is not c:
@@ -187,9 +196,9 @@ class Simulation:
                     if previous is not None and previous != slot:
                         self.moved += 1
                     self.last_owner[p] = slot
-        if c.scheduled and (slot, epoch) not in self.scheduled and (slot, epoch) not in self.overdue:
+        if c.scheduled > 0 and (slot, epoch) not in self.scheduled:
             self.scheduled.add((slot, epoch))
-            self._at(self.now + self.t.scheduled_delay_ms, "due", slot, epoch)
+            self._at(self.now + self.clock_ms, "tick", slot, epoch)
         if changed:
             self._ownership_changed()
         return c

@@ -82,7 +82,8 @@ def _checks(system: System, names) -> tuple:
 
 def _expand(key, names, with_graph, partition):
     """Executor side: expand a frontier partition. Yields tagged records:
-    ("succ", dst_fp, (src_fp, index, dst_bytes)), ("edge", src_fp, dst_fp, class),
+    ("succ", dst_fp, (src_fp, index, dst_bytes)), ("edge", src_fp, dst_fp, class)
+    (``with_graph`` 1: the system's own transitions, 2: the environment's too),
     ("stat", transitions, covers reached, transitions per action kind),
     ("bad", property, reason, src_fp, index) for step and quiescent violations."""
     system = _system(key)
@@ -100,7 +101,7 @@ def _expand(key, names, with_graph, partition):
             fired[action.kind] += 1
             nblob = blob if n == s else encode(n)
             nfp = fp if n == s else fingerprint(n)
-            if with_graph and action.kind not in FAULT_KINDS:
+            if with_graph == 2 or (with_graph and action.kind not in FAULT_KINDS):
                 yield ("edge", fp, nfp, fairness_class(action))
             if n == s:
                 continue
@@ -124,19 +125,26 @@ def _expand(key, names, with_graph, partition):
 def _check_new(key, names, goals, partition):
     """Executor side, on newly discovered states: ("bad", property, reason, fp) for
     state invariants, and a record of each state
-    with its parent and whether it is a goal of each liveness property in ``goals``
-    ("seen", fp, parent fp, successor index, goal bits)."""
+    with its parent, whether it is a goal of each liveness property in ``goals`` and
+    what a lasso search needs of it, if ``lasso`` names a property with one
+    ("seen", fp, parent fp, successor index, goal bits, (shape fingerprint,
+    partitions processed) or None)."""
     system = _system(key)
     props, _ = _checks(system, names | set(goals))
-    invariants = [p for p in props if p.kind == "invariant" and p.check]
+    invariants = [p for p in props if (p.kind == "invariant" or p.lasso) and p.check]
     goal_checks = [p.check for name in goals for p in props if p.name == name]
+    churn = next((p.lasso for p in props if p.lasso and p.name in names), None)
     for fp, (parent, idx, blob) in partition:
         s = pickle.loads(blob)
         for p in invariants:
             why = p.check(system, s)
             if why:
                 yield ("bad", p.name, why, fp)
-        yield ("seen", fp, parent, idx, tuple(not g(system, s) for g in goal_checks))
+        extra = None
+        if churn is not None:
+            form, owned = churn.summary(system, s)
+            extra = (fingerprint(form), owned)
+        yield ("seen", fp, parent, idx, tuple(not g(system, s) for g in goal_checks), extra)
 
 
 def _summarize(partition):
@@ -165,9 +173,10 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
     sc.setCheckpointDir(checkpoint_dir)
     key = system.spec
     live_props = [p for p in properties if p.kind == "liveness"]
-    names = frozenset(p.name for p in properties if p.kind != "liveness") | {c.name for c in covers}
-    with_graph = bool(live_props)
-    goals = tuple(p.name for p in live_props)
+    lasso_names = frozenset(p.name for p in live_props if p.lasso)
+    names = frozenset(p.name for p in properties if p.kind != "liveness") | lasso_names | {c.name for c in covers}
+    with_graph = 2 if lasso_names else 1 if live_props else 0
+    goals = tuple(p.name for p in live_props if not p.lasso)
     try:
         init = system.initial()
         blob = encode(init)
@@ -187,7 +196,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
         depth = 0
         distinct = 1
         limit = None
-        stop = any(n in stop_on for n in violations)
+        stop = any(n in stop_on and n not in lasso_names for n in violations)
         level = 0
         stale: list = []  # cached RDDs the next level no longer needs
         while not stop:
@@ -232,7 +241,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
                 depth += 1
             if progress is not None:
                 progress(distinct, transitions, count, depth)
-            stop = any(n in stop_on for n in violations)
+            stop = any(n in stop_on and n not in lasso_names for n in violations)
             if not count:
                 break
             if max_states is not None and distinct >= max_states:
@@ -241,7 +250,8 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
         found = [_violation(system, visited, init, fp0, name, *v) for name, v in violations.items()]
         complete = limit is None and not stop
         if live_props and complete:
-            found.extend(_liveness(system, visited, init, fp0, live_props, edges, fair))
+            for v in _liveness(system, visited, init, fp0, live_props, edges, fair):
+                found = [f for f in found if f.property != v.property] + [v]  # a lasso says more
     finally:
         spark.stop()
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
@@ -253,7 +263,7 @@ def _route(visited, fp0, fp) -> list:
     """The successor indices leading from the initial state to ``fp``."""
     chain = []
     while fp != fp0:
-        parent, idx, _ = visited.lookup(fp)[0]
+        parent, idx = visited.lookup(fp)[0][:2]
         chain.append(idx)
         fp = parent
     return chain[::-1]
@@ -278,11 +288,13 @@ def _violation(system, visited, init, fp0, name, why, fp, idx) -> Violation:
 def _liveness(system, visited, init, fp0, live_props, edges, fair) -> list:
     """Decide liveness on the driver over the collected transition graph, numbering
     states by fingerprint order."""
-    rows = sorted(visited.map(lambda kv: (kv[0], kv[1][2])).collect())
+    rows = sorted(visited.map(lambda kv: (kv[0], kv[1][2:])).collect())
     index = {fp: i for i, (fp, _) in enumerate(rows)}
-    graph = Graph()
+    graph, full = Graph(), Graph()
     for src, dst, cls in sorted(edges, key=lambda e: (index[e[0]], index[e[1]], repr(e[2]))):
-        graph.add(index[src], index[dst], cls)
+        full.add(index[src], index[dst], cls)
+        if cls[0] not in FAULT_KINDS:
+            graph.add(index[src], index[dst], cls)
     cache: dict = {}
 
     def state_at(i):
@@ -290,11 +302,20 @@ def _liveness(system, visited, init, fp0, live_props, edges, fair) -> list:
             cache[i] = _replay(system, init, _route(visited, fp0, rows[i][0]))[-1][1]
         return cache[i]
 
+    def stem_of(i):
+        return _replay(system, init, _route(visited, fp0, rows[i][0]))
+
     found = []
-    for k, p in enumerate(live_props):
-        goal = bytearray(1 if bits[k] else 0 for _, bits in rows)
+    goals = [p for p in live_props if not p.lasso]
+    for p in live_props:
+        if p.lasso:
+            v = p.lasso.search(system, p.name, full, [extra[1] for _, extra in rows], state_at, stem_of,
+                               fair or (lambda key: True))
+            if v:
+                found.append(v)
+    for k, p in enumerate(goals):
+        goal = bytearray(1 if extra[0][k] else 0 for _, extra in rows)
         lasso = find_lasso(len(rows), graph, goal, fair or (lambda key: True))
         if lasso:
-            stem = _replay(system, init, _route(visited, fp0, rows[lasso[0]][0]))
-            found.append(lasso_violation(system, p.name, lasso, graph, stem, state_at))
+            found.append(lasso_violation(system, p.name, lasso, graph, stem_of(lasso[0]), state_at))
     return found

@@ -1,13 +1,20 @@
 """The closed system the checker explores: the coordinator, one process per client
 slot, one FIFO channel per connection in each direction, a fault budget.
 
-Time is abstracted (R21 in spec/SPEC.md): a live member heartbeats, rejoins and
-syncs in time, so the coordinator's timers fire only for *silent* members (a
-crashed, paused, departed or superseded process): a session timeout at any point
-after its member fell silent, a barrier's deadline (rebalance timeout, pending
-sync) once every member the barrier waits for is silent. A slow live member is
-modelled by the ``pause`` fault. A heartbeat that the coordinator would
-answer NONE without changing anything is a stutter and is not generated.
+Time (R21 in spec/SPEC.md): a live member heartbeats, rejoins and syncs in time,
+so the coordinator's timers fire only for *silent* members (a crashed, paused,
+departed or superseded process): a session timeout at any point after its
+member fell silent, a barrier's deadline (rebalance timeout, pending sync) once
+every member the barrier waits for is silent; these are untimed, so every order
+of them against everything else is explored. A slow live member is modelled by
+the ``pause`` fault. A heartbeat that the coordinator would answer NONE without
+changing anything is a stutter and is not generated.
+
+The members' ScheduledRebalanceTimeouts (Designs II and III) are deadlines in the
+state: each member's countdown in ticks (a relative deadline, so the state stays
+finite). A ``tick`` passes between rounds only, when the group is Stable and
+nothing is in flight (a round takes far less than a tick), and only while some
+countdown runs; it counts every running member's down (R38).
 
 All protocol decisions are the model's handlers (rebalance.model); this module
 only delivers messages, fires timers and injects faults.
@@ -21,8 +28,8 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, assigned_consumer
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, Error, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start,
-    connection, epoch_of,
+    NO_INSTANCE_ID, NO_MEMBER_ID, Error, HeartbeatDue, Leave, Phase, Receive, ScheduledRebalanceDue, Send, Start,
+    Tick, connection, epoch_of,
     instance_id, member_id, slot_of, union,
 )
 
@@ -31,7 +38,8 @@ STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
 ENVIRONMENT = FAULTS + ("resume",)  # the environment's actions (no fairness)
 # every Action kind: the system's own steps, then the environment's
-ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer") + ENVIRONMENT
+ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick") + ENVIRONMENT
+TICK = Tick()
 
 
 class Proc(NamedTuple):
@@ -57,9 +65,9 @@ class State(NamedTuple):
 
 class Action(NamedTuple):
     """A transition label: ``kind`` (deliver, reply, heartbeat, timer, scheduled (a
-    member's ScheduledRebalanceTimeout), or a fault:
+    member's ScheduledRebalanceTimeout), tick (the clock), or a fault:
     join, leave, crash, restart, pause, resume), the client ``slot`` it concerns
-    (-1 for the coordinator's timers) and the message or timer input (or None)."""
+    (-1 for the coordinator's timers and the clock) and the message or timer input (or None)."""
 
     kind: str
     slot: int
@@ -202,7 +210,7 @@ class System:
             sent = self.requests_of(outs)
             if sent:
                 heartbeat = (Action("heartbeat", s, sent[0]), Proc(RUNNING, p.epoch, c2, sent, ()))
-            if c.scheduled:
+            if c.scheduled == 0:
                 due = ScheduledRebalanceDue()
                 c2, outs = self.step_member(c, due)
                 if c2 != c:
@@ -233,8 +241,27 @@ class System:
                 if step is not None:
                     out.append((step[0], State(group, procs[:s] + (step[1],) + procs[s + 1:], left)))
         out.extend(self.timer_successors(state))
+        out.extend(self.tick_successors(state))
         out.extend(self.fault_successors(state))
         return out
+
+    def tick_successors(self, state: State) -> list:
+        """R38: one tick passes, between rounds only (the group Stable, no message in
+        flight) and only while some running member's ScheduledRebalanceTimeout
+        counts down; it counts each of them down."""
+        if state.group.phase != Phase.STABLE:
+            return []
+        counting = False
+        for p in state.procs:
+            if p.requests or p.responses:
+                return []
+            if p.status == RUNNING and p.consumer.scheduled > 0:
+                counting = True
+        if not counting:
+            return []
+        procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0])
+                      if p.status == RUNNING and p.consumer.scheduled > 0 else p for p in state.procs)
+        return [(Action("tick", -1, None), State(state.group, procs, state.faults_left))]
 
     def timer_successors(self, state: State) -> list:
         """R21: an armed coordinator timer fires once every member it waits for is
@@ -344,7 +371,7 @@ def settle(system: System, state: State, trace: list | None = None, timers: bool
     order = SendOrder(state)
     rank = {"deliver": 0, "reply": 0, "heartbeat": 1}  # messages in send order, then heartbeats
     if timers:
-        rank.update(timer=2, scheduled=2)
+        rank.update(timer=2, scheduled=2, tick=3)  # time passes when nothing else is left
     for _ in range(SCHEDULE_LIMIT):
         nexts = [(a, n) for a, n in system.successors(state._replace(faults_left=0)) if a.kind in rank]
         if not nexts:

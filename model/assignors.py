@@ -125,15 +125,18 @@ def _deferring(cfg: GroupConfig, mids, owners: dict, held: int) -> dict:
     return _fill(cfg, mids, out, held | union(out.values()))
 
 
-def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> int:
-    """The Design II decision (seed 000, Design II, Leader process; R31-R33): the
-    bitmask of lost partitions to hold back this round.
+def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
+    """The Design II decision (seed 000, Design II, Leader process; R31-R33):
+    ``(held, delay)``, the bitmask of lost partitions to hold back this round and
+    the ScheduledRebalanceTimeout to send with them, in ticks (0 when none held).
 
     Lost partitions were assigned last round (the newest ``echo``) or deferred,
     and nobody claims them now. They are given out at once when a member with
     nothing (a candidate: a returning member, IncrementalCooperativeAssignor) is
     there, or, for those already deferred, once a member reports that the
-    ScheduledRebalanceTimeout passed; otherwise they are held and a delay starts.
+    ScheduledRebalanceTimeout passed (0 ticks left). Otherwise they are held: a
+    running delay keeps its deadline, the earliest any member reports, so a new
+    leader inherits it; a new one runs ``cfg.scheduled_delay_ticks``.
     Mutation ``leader-forgets-delay``: which delay is running comes from the
     leader's own ``memory``, not from the echo, so a new leader that sees the
     deferred partitions still lost starts the delay again.
@@ -142,11 +145,13 @@ def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> int:
     _, assigned_prev, deferred_prev = max(echoes) if echoes else (0, 0, 0)
     lost = (assigned_prev | deferred_prev) & ~mask_of(owners)
     if not lost or any(not sub.owned for _, _, sub in members):
-        return 0
-    running = memory if "leader-forgets-delay" in cfg.mutations else deferred_prev
-    if any(sub.expired for _, _, sub in members):
-        return lost & ~running
-    return lost
+        return 0, 0
+    running = (memory if "leader-forgets-delay" in cfg.mutations else deferred_prev) & lost
+    left = min((sub.scheduled for _, _, sub in members if sub.scheduled >= 0), default=0)
+    if running and left == 0:  # the delay passed: what it held goes out now
+        held = lost & ~running
+        return held, cfg.scheduled_delay_ticks if held else 0
+    return lost, left if running else cfg.scheduled_delay_ticks
 
 
 def _incremental(cfg: GroupConfig, mids, owners: dict) -> tuple:
@@ -173,7 +178,7 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     """
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
-    held, more = 0, False
+    held, delay, more = 0, 0, False
     if cfg.assignor == "range":
         out = _range(cfg, mids)
     elif cfg.assignor == "roundrobin":
@@ -185,7 +190,8 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     else:
         owners = resolve_claims(cfg, members)
         if cfg.deferred:
-            held = deferral(cfg, members, owners, memory)
+            held, delay = deferral(cfg, members, owners, memory)
         out = _deferring(cfg, mids, owners, held) if held else _cooperative_sticky(cfg, mids, owners)
     echo = (union(out.values()), held) if cfg.deferred else ()
-    return tuple((mid, Assignment(out[mid], more or bool(held), echo)) for mid, _, _ in members)
+    scheduled = delay if held else (cfg.rejoin_ticks if more else 0)
+    return tuple((mid, Assignment(out[mid], scheduled, echo)) for mid, _, _ in members)

@@ -57,6 +57,10 @@ class GroupConfig:
     ``initial_rebalance_delay``: whether group.initial.rebalance.delay.ms is
     positive (KIP-134; the broker's default is 3000 ms). ``max_moves``: how many
     owned partitions the incremental protocol moves per round (Design III).
+    Time is in ticks (a check configuration maps ms to ticks, checker/settings):
+    ``scheduled_delay_ticks``: scheduled.rebalance.max.delay.ms, how long Design II
+    holds lost partitions back; ``rejoin_ticks``: how long after an incremental
+    round the group rejoins to move more (Design III).
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, or
@@ -69,6 +73,8 @@ class GroupConfig:
     mutations: frozenset = field(default_factory=frozenset)
     initial_rebalance_delay: bool = True
     max_moves: int = 1
+    scheduled_delay_ticks: int = 2
+    rejoin_ticks: int = 1
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -83,8 +89,10 @@ class GroupConfig:
                 raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(MUTATIONS)})")
         if "leader-forgets-delay" in self.mutations and not self.deferred:
             raise ConfigError("mutation 'leader-forgets-delay' needs the deferred protocol (only it defers)")
-        if not isinstance(self.max_moves, int) or isinstance(self.max_moves, bool) or self.max_moves < 1:
-            raise ConfigError(f"max_moves must be a positive whole number, got {self.max_moves!r}")
+        for name in ("max_moves", "scheduled_delay_ticks", "rejoin_ticks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:

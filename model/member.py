@@ -21,9 +21,9 @@ from typing import NamedTuple
 from .assignors import assign
 from .config import GroupConfig
 from .protocol import (
-    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Callback, Error, Heartbeat, HeartbeatDue,
+    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, Error, Heartbeat, HeartbeatDue,
     HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
-    LeaveGroupResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse,
+    LeaveGroupResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse, Tick,
     EMPTY_SUBSCRIPTION,
 )
 
@@ -41,10 +41,11 @@ class MemberPhase(IntEnum):
 class Consumer(NamedTuple):
     """Member state. ``owned``: bitmask of the partitions it owns (and processes);
     ``owned_generation``: the generation in which they were assigned;
-    ``heartbeat_inflight``: a Heartbeat is outstanding. Deferred protocol (seed 000,
-    Design II): ``scheduled``: a ScheduledRebalanceTimeout is pending; ``echo``: the
-    group-level part of its last assignment; ``expired``: it rejoins because the
-    timeout passed; ``memory``: what it deferred as leader (only kept under the
+    ``heartbeat_inflight``: a Heartbeat is outstanding. Designs II and III (seed
+    000): ``scheduled``: its ScheduledRebalanceTimeout, ticks left (0: due;
+    ``NOT_SCHEDULED``: none), a relative deadline that ``Tick`` counts down.
+    Deferred protocol (Design II): ``echo``: the group-level part of its last
+    assignment; ``memory``: what it deferred as leader (only kept under the
     ``leader-forgets-delay`` mutation)."""
 
     phase: MemberPhase
@@ -55,9 +56,8 @@ class Consumer(NamedTuple):
     owned: int
     owned_generation: int
     heartbeat_inflight: bool
-    scheduled: bool = False
+    scheduled: int = NOT_SCHEDULED
     echo: tuple = ()
-    expired: bool = False
     memory: int = 0
 
 
@@ -76,10 +76,11 @@ def assigned_consumer(cfg: GroupConfig, mid: int, iid: int, generation: int, lea
 
 def subscription(c: Consumer) -> Subscription:
     """R13: the JoinGroup metadata: owned partitions with their generation
-    (cooperative); eager members have revoked everything and claim nothing."""
-    if not (c.owned or c.echo or c.expired):
+    (cooperative); eager members have revoked everything and claim nothing.
+    Deferred protocol: the echo and the ScheduledRebalanceTimeout's ticks left (R31, R32)."""
+    if not (c.owned or c.echo):
         return EMPTY_SUBSCRIPTION
-    return Subscription(c.owned, c.owned_generation, c.echo, c.expired)
+    return Subscription(c.owned, c.owned_generation, c.echo, c.scheduled if c.echo else NOT_SCHEDULED)
 
 
 def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
@@ -147,7 +148,7 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
         out.append(Callback("revoked", revoked))
     out.append(Callback("assigned", added))
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
-                   scheduled=r.assignment.scheduled, expired=False,
+                   scheduled=r.assignment.scheduled or NOT_SCHEDULED,
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
     if revoked:  # R18: after revoking, rejoin at once (Design I)
         return _rejoin(cfg, c, out)
@@ -181,10 +182,13 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         if c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             out.append(Send(Heartbeat(c.member_id, c.generation, c.group_instance_id)))
             c = c._replace(heartbeat_inflight=True)
+    elif kind is Tick:
+        if c.scheduled > 0:  # R32: the deadline is relative: ticks left
+            c = c._replace(scheduled=c.scheduled - 1)
     elif kind is ScheduledRebalanceDue:
-        # R32: the ScheduledRebalanceTimeout passed: rejoin and say so
-        if c.scheduled and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
-            c = _rejoin(cfg, c._replace(scheduled=False, expired=True), out)
+        # R32: the ScheduledRebalanceTimeout passed: rejoin, its subscription saying so (0 ticks left)
+        if c.scheduled == 0 and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+            c = _rejoin(cfg, c, out)
     elif kind is Leave:
         # R20: graceful shutdown revokes and sends LeaveGroup (onLeavePrepare);
         # a static member sends none (KIP-345): it stays until its session times out

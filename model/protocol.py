@@ -42,6 +42,7 @@ from typing import NamedTuple
 NO_MEMBER_ID = 0
 NO_GENERATION = -1
 NO_INSTANCE_ID = 0
+NOT_SCHEDULED = -1  # no ScheduledRebalanceTimeout pending (a countdown in ticks otherwise)
 ID_BITS = 20
 _SERIAL = (1 << ID_BITS) - 1
 MAX_SLOTS = 1 << (30 - ID_BITS)
@@ -151,13 +152,14 @@ class Subscription(NamedTuple):
     Deferred protocol (seed 000, Design II) only: ``echo`` repeats the group-level
     part of the member's last Assignment with its generation, ``(generation,
     assigned, deferred)``, so that any leader, a new one too, knows what was
-    assigned and what is deferred (R31); ``expired``: the member rejoins because its ScheduledRebalanceTimeout
-    passed (R32)."""
+    assigned and what is deferred (R31); ``scheduled``: the member's
+    ScheduledRebalanceTimeout when it joined, in ticks left (0: it has passed;
+    ``NOT_SCHEDULED``: none), so that a new leader inherits the deadline (R32)."""
 
     owned: int
     generation: int
     echo: tuple = ()
-    expired: bool = False
+    scheduled: int = NOT_SCHEDULED
 
 
 EMPTY_SUBSCRIPTION = Subscription(0, NO_GENERATION)
@@ -187,13 +189,14 @@ class Assignment(NamedTuple):
     Revoked partitions are not sent: a member revokes owned − assigned
     (ConsumerCoordinator.onJoinComplete).
 
-    Deferred protocol (seed 000, Design II): ``scheduled``: a
-    ScheduledRebalanceTimeout is pending, the member rejoins when it passes;
-    ``echo``: ``(assigned, deferred)``, every partition assigned this round and
-    the lost ones held back, for the member to send back (R31)."""
+    Designs II and III (seed 000): ``scheduled``: the ScheduledRebalanceTimeout in
+    ticks (0: none), the member rejoins when it passes (Kafka Connect's
+    ConnectAssignment ``delay``, ms there); ``echo``: ``(assigned, deferred)``,
+    every partition assigned this round and the lost ones held back, for the
+    member to send back (R31)."""
 
     partitions: int
-    scheduled: bool = False
+    scheduled: int = 0
     echo: tuple = ()
 
 
@@ -353,9 +356,17 @@ class HeartbeatDue(NamedTuple):
 
 
 class ScheduledRebalanceDue(NamedTuple):
-    """The member's ScheduledRebalanceTimeout passed (seed 000, Design II)."""
+    """The member's ScheduledRebalanceTimeout is due (its countdown reached 0) and the
+    member acts on it (seed 000, Design II)."""
 
     tag: int = 113
+
+
+class Tick(NamedTuple):
+    """One tick of the clock passed: a pending ScheduledRebalanceTimeout counts down
+    (a configuration maps ms to ticks, GroupConfig)."""
+
+    tag: int = 114
 
 
 class Leave(NamedTuple):

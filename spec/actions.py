@@ -335,6 +335,8 @@ ACTIONS = {
     "RebalanceTimeout": _coordinator(MEMBERSHIP),
     "SyncTimeout": _coordinator(MEMBERSHIP),
     "InitialRebalanceDelay": _coordinator(MEMBERSHIP),
+    # the clock: members' ScheduledRebalanceTimeouts count down (nothing the View sees)
+    "Tick": _coordinator(STUTTER),
     # a member handles a response or acts on its own
     "JoinGroupResponse": _member(JOINED, REFUSED),
     "SyncGroupResponse": _member(GRANTED, REFUSED),

@@ -1,0 +1,158 @@
+"""States up to renaming: generations, member ids and connection epochs renamed
+in order, so that two states that differ only in how far those counters have
+run compare equal.
+
+The handlers use these values only through equality, order and "one more than
+the largest" (a new generation, the next member id of a client, the next
+process epoch), so an order-preserving renaming maps executions to executions.
+That makes a path from ``s`` to a state with ``shape(s)`` the loop of an
+infinite execution (a *lasso up to renaming*), although every explored path is
+finite: how a bounded exploration shows that leader churn can go on forever
+(``bounded_deferral``, checker/churn.py).
+
+``shape(state)`` renames, per kind, the values in use to 1, 2, ... in their
+order: generations (NO_GENERATION and 0 kept), each client slot's member-id
+serials (the coordinator's ``issued`` counter included) and each slot's process
+epochs (0, no process yet, kept); ``faults_left`` becomes 0 (the environment of
+a lasso is unbounded). The result is a State of the same types.
+"""
+from __future__ import annotations
+
+from rebalance.model.coordinator import Group, MemberMetadata
+from rebalance.model.member import Consumer
+from rebalance.model.protocol import (
+    NO_MEMBER_ID, Heartbeat, JoinGroup, JoinGroupResponse, LeaveGroup, OffsetCommit, Subscription, SyncGroup,
+    connection, epoch_of, member_id, serial_of, slot_of,
+)
+
+from .system import Proc, State
+
+
+class _Names:
+    """The three renamings of one state; first ``collect``, then ``rename``."""
+
+    def __init__(self):
+        self.generations: set = set()
+        self.serials: set = set()   # (slot, serial)
+        self.epochs: set = set()    # (slot, epoch)
+        self.renaming = False
+
+    def freeze(self) -> None:
+        self.gen_map = {g: i for i, g in enumerate(sorted(self.generations), 1)}
+        self.serial_map = _per_slot(self.serials)
+        self.epoch_map = _per_slot(self.epochs)
+        self.renaming = True
+
+    def gen(self, g: int) -> int:
+        if g <= 0:
+            return g
+        if self.renaming:
+            return self.gen_map[g]
+        self.generations.add(g)
+        return g
+
+    def mid(self, m: int) -> int:
+        if m == NO_MEMBER_ID:
+            return m
+        key = (slot_of(m), serial_of(m))
+        if self.renaming:
+            return member_id(key[0], self.serial_map[key])
+        self.serials.add(key)
+        return m
+
+    def serial(self, slot: int, k: int) -> int:
+        if self.renaming:
+            return self.serial_map[(slot, k)]
+        self.serials.add((slot, k))
+        return k
+
+    def epoch(self, slot: int, e: int) -> int:
+        if e == 0:
+            return e
+        if self.renaming:
+            return self.epoch_map[(slot, e)]
+        self.epochs.add((slot, e))
+        return e
+
+    def conn(self, c: int) -> int:
+        return connection(slot_of(c), self.epoch(slot_of(c), epoch_of(c)))
+
+
+def _per_slot(pairs: set) -> dict:
+    out, last, n = {}, None, 0
+    for slot, v in sorted(pairs):
+        n = n + 1 if slot == last else 1
+        last = slot
+        out[(slot, v)] = n
+    return out
+
+
+def _subscription(x, n: _Names):
+    if type(x) is not Subscription:
+        return x
+    echo = (n.gen(x.echo[0]),) + x.echo[1:] if x.echo else x.echo
+    return x._replace(generation=n.gen(x.generation), echo=echo)
+
+
+def _message(x, n: _Names):
+    kind = type(x)
+    if kind is Heartbeat or kind is OffsetCommit:
+        return x._replace(member_id=n.mid(x.member_id), generation=n.gen(x.generation))
+    if kind is JoinGroup:
+        return x._replace(member_id=n.mid(x.member_id), subscription=_subscription(x.subscription, n))
+    if kind is SyncGroup:
+        return x._replace(member_id=n.mid(x.member_id), generation=n.gen(x.generation),
+                          assignments=tuple((n.mid(m), a) for m, a in x.assignments))
+    if kind is LeaveGroup:
+        return x._replace(members=tuple((n.mid(m), i) for m, i in x.members))
+    if kind is JoinGroupResponse:
+        return x._replace(member_id=n.mid(x.member_id), generation=n.gen(x.generation), leader=n.mid(x.leader),
+                          members=tuple((n.mid(m), i, _subscription(s, n)) for m, i, s in x.members))
+    return x  # SyncGroupResponse, HeartbeatResponse, LeaveGroupResponse, OffsetCommitResponse: no names
+
+
+def _consumer(c: Consumer | None, n: _Names):
+    if c is None:
+        return c
+    echo = (n.gen(c.echo[0]),) + c.echo[1:] if c.echo else c.echo
+    return c._replace(member_id=n.mid(c.member_id), generation=n.gen(c.generation),
+                      owned_generation=n.gen(c.owned_generation), echo=echo)
+
+
+def _member(m: MemberMetadata, n: _Names) -> MemberMetadata:
+    return m._replace(member_id=n.mid(m.member_id), conn=n.conn(m.conn), subscription=_subscription(m.subscription, n))
+
+
+def _group(g: Group, n: _Names) -> Group:
+    return g._replace(generation=n.gen(g.generation), leader=n.mid(g.leader),
+                      members=tuple(_member(m, n) for m in g.members), first_joiner=n.mid(g.first_joiner),
+                      issued=tuple((slot, n.serial(slot, k)) for slot, k in g.issued),
+                      pending=tuple(n.mid(m) for m in g.pending))
+
+
+def _proc(slot: int, p: Proc, n: _Names) -> Proc:
+    return Proc(p.status, n.epoch(slot, p.epoch), _consumer(p.consumer, n),
+                tuple(_message(r, n) for r in p.requests), tuple(_message(r, n) for r in p.responses))
+
+
+def _walk(state: State, n: _Names) -> State:
+    return State(_group(state.group, n), tuple(_proc(s, p, n) for s, p in enumerate(state.procs)), 0)
+
+
+class Renaming:
+    """The renaming of one state: ``state`` (its shape) and ``member(mid)``, where a
+    member id of the original state goes."""
+
+    def __init__(self, state: State):
+        self._names = _Names()
+        _walk(state, self._names)
+        self._names.freeze()
+        self.state = _walk(state, self._names)
+
+    def member(self, mid: int) -> int:
+        return self._names.mid(mid)
+
+
+def shape(state: State) -> State:
+    """``state`` up to renaming (see the module docstring)."""
+    return Renaming(state).state

@@ -1,0 +1,93 @@
+"""Discrete time (R38), states up to renaming, and the lasso search that needs a tick."""
+import random
+
+import pytest
+
+from rebalance.checker.liveness import Graph, find_lasso
+from rebalance.checker.renaming import shape
+from rebalance.checker.settings import resolve
+from rebalance.checker.system import System
+from rebalance.model import member
+from rebalance.model.config import ConfigError, GroupConfig
+from rebalance.model.member import NEW_CONSUMER, MemberPhase
+from rebalance.model.protocol import NOT_SCHEDULED, Phase, ScheduledRebalanceDue, Tick
+
+DEFERRED = GroupConfig(protocol="deferred", scheduled_delay_ticks=2)
+
+
+# spec: R38
+def test_a_scheduled_rebalance_counts_down_in_ticks_and_is_due_only_at_zero():
+    c = NEW_CONSUMER._replace(phase=MemberPhase.STABLE, member_id=1, generation=1, scheduled=2)
+    assert member.handle(DEFERRED, c, ScheduledRebalanceDue())[0] == c  # not due yet
+    c, _ = member.handle(DEFERRED, c, Tick())
+    c, _ = member.handle(DEFERRED, c, Tick())
+    assert c.scheduled == 0
+    assert member.handle(DEFERRED, c, Tick())[0].scheduled == 0  # stays due
+    rejoined, out = member.handle(DEFERRED, c, ScheduledRebalanceDue())
+    assert rejoined.phase == MemberPhase.JOINING and out
+    assert member.handle(DEFERRED, NEW_CONSUMER, Tick())[0].scheduled == NOT_SCHEDULED
+
+
+# spec: R38
+def test_ticks_pass_only_between_rounds_while_a_countdown_runs():
+    system = System(DEFERRED, 3, 1, ("crash", "restart", "join", "leave"), 2)
+    rng = random.Random(7)
+    seen_tick = False
+    for _ in range(200):
+        s = system.initial()
+        for _ in range(40):
+            succ = system.successors(s)
+            if not succ:
+                break
+            for a, n in succ:
+                if a.kind == "tick":
+                    seen_tick = True
+                    assert s.group.phase == Phase.STABLE
+                    assert not any(p.requests or p.responses for p in s.procs)
+                    assert any(p.consumer is not None and p.consumer.scheduled > 0 for p in s.procs)
+                    assert all(q.consumer is None or q.consumer.scheduled <= max(p.consumer.scheduled, 0)
+                               for p, q in zip(s.procs, n.procs) if p.consumer is not None)
+            s = rng.choice(succ)[1]
+    assert seen_tick
+
+
+def test_time_table_maps_ms_to_ticks_rounding_up():
+    s = resolve({"time": {"tick_ms": 100_000, "scheduled_rebalance_max_delay_ms": 250_000}}, protocol="deferred")
+    assert s.group.scheduled_delay_ticks == 3 and s.group.rejoin_ticks == 2
+    with pytest.raises(ConfigError, match="time.tick_ms must be at least 1"):
+        resolve({"time": {"tick_ms": 0}})
+
+
+def test_successors_commute_with_renaming():
+    """The handlers see generations, member ids and epochs only through order and
+    equality, so the shape of a state's successors is the successors of its shape:
+    what makes a path back to the same shape the loop of an infinite execution."""
+    system = System(GroupConfig(protocol="deferred"), 3, 1, ("join", "leave", "crash", "restart", "pause"), 4)
+    rng = random.Random(1)
+    checked = 0
+    for _ in range(40):
+        s = system.initial()
+        for _ in range(50):
+            succ = system.successors(s)
+            if not succ:
+                break
+            unbounded = s._replace(faults_left=4)
+            direct = sorted(repr(shape(n)) for _, n in system.successors(unbounded))
+            renamed = sorted(repr(shape(n)) for _, n in system.successors(shape(s)._replace(faults_left=4)))
+            assert direct == renamed
+            checked += 1
+            s = rng.choice(succ)[1]
+    assert checked > 800
+
+
+def test_a_fair_cycle_without_a_required_tick_is_no_lasso():
+    """0 -> 1 -> 0 never reaches the goal (state 2); with a tick on 1 -> 0 it is a
+    lasso that lets time pass, without one it is not."""
+    for tick, found in ((True, True), (False, False)):
+        g = Graph()
+        g.add(0, 1, ("deliver", 0))
+        g.add(1, 0, ("tick", -1) if tick else ("deliver", 1))
+        g.add(1, 2, ("crash", 0))
+        lasso = find_lasso(3, g, bytearray([0, 0, 1]), lambda key: key[0] != "crash",
+                           required=lambda key: key[0] == "tick")
+        assert (lasso is not None) == found
