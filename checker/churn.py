@@ -46,8 +46,10 @@ def processed(state: State) -> int:
 def summary(system, state: State) -> tuple:
     """What the search needs of each explored state: ``(shape key, partitions
     processed)``; the key is the shape itself (the Spark engine sends a fingerprint
-    of it instead)."""
-    return shape(state), processed(state)
+    of it instead), or None where every partition is processed: such a state is a
+    goal for every partition, never on a lasso, and needs no renaming."""
+    owned = processed(state)
+    return (None if owned == (1 << system.cfg.num_partitions) - 1 else shape(state)), owned
 
 
 def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair):
@@ -60,7 +62,8 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair):
     from .explore import Violation, fairness_class
 
     ids: dict = {}
-    shape_of = [ids.setdefault(key, len(ids)) for key, _ in summaries]
+    shape_of = [ids.setdefault(("every partition owned", i) if key is None else key, len(ids))
+                for i, (key, _) in enumerate(summaries)]
     rep = [-1] * len(ids)
     for i in range(len(shape_of) - 1, -1, -1):
         rep[shape_of[i]] = i  # the first state of each shape
@@ -101,6 +104,8 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair):
                 leaders.append(s.group.leader)
         ticks = sum(1 for a, _ in loop[1:] if a.kind == "tick")
         churn = " -> ".join(member_name(m) for m in leaders)
+        if not cycle:  # a stuttering lasso
+            return Violation(name, f"{system.cfg.partition_name(p)} is never owned again: {why}", path, loop_start)
         reason = (f"{system.cfg.partition_name(p)} is never owned again: {why}; its {ticks} tick(s) pass "
                   f"with leaders {churn}, and it ends in its first state up to renaming of generations and "
                   f"member ids, so it repeats forever and the delay never ends")

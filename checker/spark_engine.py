@@ -143,7 +143,7 @@ def _check_new(key, names, goals, partition):
         extra = None
         if churn is not None:
             form, owned = churn.summary(system, s)
-            extra = (fingerprint(form), owned)
+            extra = (None if form is None else fingerprint(form), owned)
         yield ("seen", fp, parent, idx, tuple(not g(system, s) for g in goal_checks), extra)
 
 
