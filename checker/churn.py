@@ -20,11 +20,12 @@ in the assignment (R31, R32) every tick brings it nearer and no such cycle exist
 """
 from __future__ import annotations
 
-from rebalance.model.protocol import member_name, slot_of
+from rebalance.model.protocol import member_name, slot_of, union
 
+from .explore import Violation, environmental, fairness_class
 from .liveness import Graph, find_lasso
 from .renaming import shape
-from .system import ENVIRONMENT, PAUSED, RUNNING, State
+from .system import State, processing
 
 
 def class_up_to_renaming(key: tuple) -> tuple:
@@ -34,21 +35,12 @@ def class_up_to_renaming(key: tuple) -> tuple:
     return key
 
 
-def processed(state: State) -> int:
-    """The partitions some running or paused process owns."""
-    out = 0
-    for p in state.procs:
-        if p.status == RUNNING or p.status == PAUSED:
-            out |= p.consumer.owned
-    return out
-
-
 def summary(system, state: State) -> tuple:
     """What the search needs of each explored state: ``(shape key, partitions
     processed)``; the key is the shape itself (the Spark engine sends a fingerprint
     of it instead), or None where every partition is processed: such a state is a
     goal for every partition, never on a lasso, and needs no renaming."""
-    owned = processed(state)
+    owned = union(c.owned for c in processing(state))
     return (None if owned == (1 << system.cfg.num_partitions) - 1 else shape(state)), owned
 
 
@@ -59,8 +51,6 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair):
     ``[(Action | None, State), ...]`` from the initial state to state ``i``;
     ``fair(class key)``: weak fairness of a class of the system's own actions.
     Returns a Violation (explore.Violation) or None."""
-    from .explore import Violation, fairness_class
-
     ids: dict = {}
     shape_of = [ids.setdefault(("every partition owned", i) if key is None else key, len(ids))
                 for i, (key, _) in enumerate(summaries)]
@@ -80,7 +70,7 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair):
     owned = [summaries[i][1] for i in rep]
 
     def fair_q(key):
-        return key[0] not in ENVIRONMENT and fair(key)
+        return not environmental(key) and fair(key)
 
     for p in range(system.cfg.num_partitions):
         goal = bytearray(1 if owned[x] >> p & 1 else 0 for x in range(len(ids)))

@@ -42,6 +42,11 @@ def fairness_class(action: Action) -> tuple:
     return (action.kind, action.slot)
 
 
+def environmental(key: tuple) -> bool:
+    """Whether a fairness class is the environment's (a fault or a resume)."""
+    return key[0] in FAULT_KINDS
+
+
 def fair_except_timers(key: tuple) -> bool:
     """Whether a fairness class (``fairness_class``) is weakly fair when timers
     are not (``--no-timer-fairness``): every class but the timers'."""
@@ -103,19 +108,18 @@ def explore(system: System, properties, initial: State | None = None,
     level ends makes the counts the same for every engine.
     ``progress``, if given, is called as ``progress(distinct, transitions, frontier,
     depth)`` after each level and every 20,000 states. ``covers`` are checked on
-    every step until reached. Liveness properties (kind "liveness", their ``check``
-    returning None on goal states) are decided after a complete exploration under
-    weak fairness of the action classes for which ``fair(class key)`` is true
-    (default: all), see ``liveness``.
+    every step until reached. Liveness properties (kind "liveness": their ``goal``
+    None on goal states, or their own ``lasso`` search) are decided after a complete
+    exploration under weak fairness of the action classes for which ``fair(class
+    key)`` is true (default: all), see ``liveness``; the transition graph they
+    search holds every transition, the environment's too.
     """
     t0 = time.perf_counter()
-    state_checks = [(p.name, p.check) for p in properties if p.check and (p.kind == "invariant" or p.lasso)]
+    state_checks = [(p.name, p.invariant) for p in properties if p.invariant]
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
     live_props = [p for p in properties if p.kind == "liveness"]
-    graph = Graph() if live_props else None
-    lasso_names = {p.name for p in properties if p.lasso}
-    full = Graph() if lasso_names else None  # every transition, the environment's too
+    graph = Graph() if live_props else None  # every transition, the environment's too
     init = system.initial() if initial is None else initial
     states = [init]
     index = {init: 0}
@@ -136,7 +140,7 @@ def explore(system: System, properties, initial: State | None = None,
             path.append(last)
         violations.append(Violation(name, why, path))
         checks[:] = [c for c in checks if c[0] != name]
-        return name in stop_on and name not in lasso_names  # go on: a lasso says more
+        return name in stop_on
 
     stop = False
     for name, check in tuple(state_checks):
@@ -156,10 +160,8 @@ def explore(system: System, properties, initial: State | None = None,
             for action, n in successors(s):
                 transitions += 1
                 kinds[action.kind] += 1
-                if full is not None:
-                    full.add(i, index.get(n, len(states)), fairness_class(action))
                 if n == s:
-                    if graph is not None and action.kind not in FAULT_KINDS:
+                    if graph is not None:
                         graph.add(i, i, fairness_class(action))
                     continue
                 moved = True
@@ -188,7 +190,7 @@ def explore(system: System, properties, initial: State | None = None,
                             reached[cover.name] = hit = True
                     if hit:
                         pending = [c for c in pending if c.name not in reached]
-                if graph is not None and action.kind not in FAULT_KINDS:
+                if graph is not None:
                     graph.add(i, known, fairness_class(action))
             if not moved:
                 for name, check in list(quiescent):
@@ -209,14 +211,14 @@ def explore(system: System, properties, initial: State | None = None,
     if live_props and limit is None and not stop:
         for p in live_props:
             if p.lasso:
-                lasso = p.lasso.search(system, p.name, full, [p.lasso.summary(system, x) for x in states],
+                lasso = p.lasso.search(system, p.name, graph, [p.lasso.summary(system, x) for x in states],
                                        states.__getitem__, lambda i: _path(states, parents, labels, i),
                                        fair or (lambda key: True))
-                if lasso:  # the lasso replaces a finite counterexample to the same property
-                    violations[:] = [v for v in violations if v.property != p.name] + [lasso]
+                if lasso:
+                    violations.append(lasso)
                 continue
-            goal = bytearray(0 if p.check(system, x) else 1 for x in states)
-            lasso = find_lasso(len(index), graph, goal, fair or (lambda key: True))
+            goal = bytearray(0 if p.goal(system, x) else 1 for x in states)
+            lasso = find_lasso(len(index), graph, goal, fair or (lambda key: True), excluded=environmental)
             if lasso:
                 stem = _path(states, parents, labels, lasso[0])
                 violations.append(lasso_violation(system, p.name, lasso, graph, stem, states.__getitem__))
@@ -229,8 +231,14 @@ def explore(system: System, properties, initial: State | None = None,
 def conclude(properties, violations: list, limit, stopped: bool, distinct: int, transitions: int,
              depth: int, t0: float, fired: Counter, covers: dict) -> Result:
     """The Result of an exploration (either engine): a property is violated if it has
-    a counterexample, holds if the space was exhausted, and is incomplete otherwise."""
-    broken = {v.property for v in violations}
+    a counterexample, holds if the space was exhausted, and is incomplete otherwise.
+    A property keeps one counterexample, the last found: a lasso, found after the
+    exploration, says more than a finite one to the same property."""
+    last = {}
+    for v in violations:
+        last[v.property] = v  # keeps the first one's place in the order
+    violations = list(last.values())
+    broken = set(last)
     complete = limit is None and not stopped
     statuses = {p.name: "violated" if p.name in broken else ("holds" if complete else "incomplete")
                 for p in properties}

@@ -1,10 +1,11 @@
 """Liveness under weak fairness: ``eventual_balance`` (◇ goal once faults stop).
 
-The exploration records every non-fault transition (including stutters, s -> s)
-with its *fairness class* (the same action of the same actor: a delivery on one
-channel, one member's heartbeat, one timer). Faults (join, leave, crash,
-restart, pause, resume) are the environment's and carry no fairness: once they
-stop, every fair path must reach a goal state.
+The exploration records every transition (including stutters, s -> s) with its
+*fairness class* (the same action of the same actor: a delivery on one channel,
+one member's heartbeat, one timer). Faults (join, leave, crash, restart, pause,
+resume) are the environment's and carry no fairness; for eventual_balance they
+have stopped (their edges are ``excluded``), and every fair path must reach a
+goal state.
 
 A counterexample is a lasso that never reaches the goal:
 
@@ -43,12 +44,13 @@ class Graph:
         self.cls.append(c)
 
 
-def _adjacency(n: int, g: Graph, keep) -> tuple:
-    """CSR adjacency over states where ``keep[i]``: (offsets, targets, edge ids)."""
+def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
+    """CSR adjacency over states where ``keep[i]``, through edges whose class is
+    ``usable[class]``: (offsets, targets, edge ids)."""
     counts = array("l", [0]) * (n + 1)
     for k in range(len(g.src)):
         i, j = g.src[k], g.dst[k]
-        if keep[i] and keep[j]:
+        if keep[i] and keep[j] and usable[g.cls[k]]:
             counts[i + 1] += 1
     for i in range(n):
         counts[i + 1] += counts[i]
@@ -57,7 +59,7 @@ def _adjacency(n: int, g: Graph, keep) -> tuple:
     edges = array("l", [0]) * counts[n]
     for k in range(len(g.src)):
         i, j = g.src[k], g.dst[k]
-        if keep[i] and keep[j]:
+        if keep[i] and keep[j] and usable[g.cls[k]]:
             targets[fill[i]] = j
             edges[fill[i]] = k
             fill[i] += 1
@@ -132,13 +134,14 @@ def _path_within(start: int, goal_edge_src: int, offsets, targets, members: set)
     raise AssertionError("state not reachable inside its component")
 
 
-def find_lasso(n: int, g: Graph, goal, fair, required=None) -> tuple | None:
+def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tuple | None:
     """Look for a fair path that never reaches the goal.
 
     ``goal``: bytearray, 1 where the state is a goal state. ``fair(key)``: whether a
     class is under weak fairness. ``required(key)``, if given: a fair cycle must
     also take an edge of such a class (checker/churn.py: a tick, so time passes).
-    Returns None, or ``(stem_end, cycle_edges, reason)`` where ``cycle_edges`` is a
+    ``excluded(key)``, if given: edges of such classes are in no run considered
+    (eventual_balance: the environment's, as faults have stopped). Returns None, or ``(stem_end, cycle_edges, reason)`` where ``cycle_edges`` is a
     list of edge ids (empty for a stuttering lasso at ``stem_end``).
     """
     fair_class = [fair(key) for key in g.names]
@@ -155,7 +158,8 @@ def find_lasso(n: int, g: Graph, goal, fair, required=None) -> tuple | None:
         if not goal[i] and enabled[i] is None:
             return i, [], "no fair action is enabled here, so the system may stay forever"
     keep = bytearray(0 if goal[i] else 1 for i in range(n))
-    offsets, targets, edges = _adjacency(n, g, keep)
+    usable = [not (excluded and excluded(key)) for key in g.names]
+    offsets, targets, edges = _adjacency(n, g, keep, usable)
     for comp in _sccs(n, offsets, targets, keep):
         members = set(comp)
         always = set.intersection(*(enabled[i] for i in comp))

@@ -6,7 +6,8 @@ Each property is a ``Property(name, kind, description, applies, check)``:
 explanation; ``step(system, state, action, successor)``, where given, is checked on every
 explored transition. ``kind`` is "invariant" (every reachable state and step),
 "quiescent" (states where nothing is enabled) or "liveness" (``check`` is then
-the goal: None on goal states; see checker/liveness.py). Commit rights come from the model
+the goal, None on goal states, see checker/liveness.py; or, with ``lasso``, an
+invariant part beside its own lasso search). Commit rights come from the model
 (``coordinator.commit_allowed``), never recomputed here.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from rebalance.model.protocol import (
 
 from . import churn
 from .refinement import refinement
-from .system import PAUSED, RUNNING, State, System
+from .system import PAUSED, RUNNING, State, System, processing
 
 
 class Property(NamedTuple):
@@ -35,6 +36,16 @@ class Property(NamedTuple):
     # liveness decided by its own lasso search, a module with ``summary`` and ``search``
     # (checker/churn.py); ``check`` is then an invariant part
     lasso: object = None
+
+    @property
+    def invariant(self) -> Callable | None:
+        """The check every reachable state must pass, if the property has one."""
+        return self.check if self.kind == "invariant" or self.lasso else None
+
+    @property
+    def goal(self) -> Callable | None:
+        """For a liveness property decided by ``find_lasso``: None on goal states."""
+        return self.check if self.kind == "liveness" and not self.lasso else None
 
 
 def _names(cfg, mask: int) -> str:
@@ -57,17 +68,11 @@ def _overlap(system: System, owners) -> str | None:
     return None
 
 
-def _processing(state: State):
-    for p in state.procs:
-        if p.status == RUNNING or p.status == PAUSED:
-            yield p.consumer
-
-
 def _held_twice(state: State) -> bool:
     """Some partition is owned by two running or paused processes: the cheap test
     both exclusivity properties start from."""
     acc = 0
-    for c in _processing(state):
+    for c in processing(state):
         if acc & c.owned:
             return True
         acc |= c.owned
@@ -80,7 +85,7 @@ def exclusive_ownership(system: System, state: State):
     if not _held_twice(state):
         return None
     cfg, group = system.cfg, state.group
-    owners = [(c.member_id, c.owned) for c in _processing(state)
+    owners = [(c.member_id, c.owned) for c in processing(state)
               if c.owned and commit_allowed(cfg, group, c.member_id, c.generation)]
     why = _overlap(system, owners)
     return why and why + ", both able to commit"
@@ -90,13 +95,13 @@ def exclusive_processing(system: System, state: State):
     """No partition owned by two running or paused processes (breaks with zombies)."""
     if not _held_twice(state):
         return None
-    return _overlap(system, [(c.member_id, c.owned) for c in _processing(state) if c.owned])
+    return _overlap(system, [(c.member_id, c.owned) for c in processing(state) if c.owned])
 
 
 def single_leader(system: System, state: State):
     """At most one member believes it leads each generation (R5)."""
     leaders = {}
-    for c in _processing(state):
+    for c in processing(state):
         if c.leader and c.phase in (MemberPhase.SYNCING, MemberPhase.STABLE):
             if c.generation in leaders:
                 return (f"{member_name(leaders[c.generation])} and {member_name(c.member_id)} "
@@ -120,7 +125,7 @@ def revoke_before_assign(system: System, state: State):
     members = {m.member_id for m in group.members}
     for m in group.members:
         given = m.assignment.partitions
-        for c in _processing(state):
+        for c in processing(state):
             if c.member_id != m.member_id and c.member_id in members and c.owned & given:
                 return (f"{_names(system.cfg, c.owned & given)} assigned to {member_name(m.member_id)} "
                         f"while {member_name(c.member_id)} still owns it")

@@ -139,20 +139,9 @@ def _walk(state: State, n: _Names) -> State:
     return State(_group(state.group, n), tuple(_proc(s, p, n) for s, p in enumerate(state.procs)), 0)
 
 
-class Renaming:
-    """The renaming of one state: ``state`` (its shape) and ``member(mid)``, where a
-    member id of the original state goes."""
-
-    def __init__(self, state: State):
-        self._names = _Names()
-        _walk(state, self._names)
-        self._names.freeze()
-        self.state = _walk(state, self._names)
-
-    def member(self, mid: int) -> int:
-        return self._names.mid(mid)
-
-
 def shape(state: State) -> State:
     """``state`` up to renaming (see the module docstring)."""
-    return Renaming(state).state
+    names = _Names()
+    _walk(state, names)  # collect the values in use
+    names.freeze()
+    return _walk(state, names)

@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections import Counter
 
-from .explore import FAULT_KINDS, Result, Violation, conclude, fairness_class, lasso_violation
+from .explore import Result, Violation, conclude, environmental, fairness_class, lasso_violation
 from .liveness import Graph, find_lasso
 from .spark_session import session
 from .system import State, System
@@ -83,7 +83,7 @@ def _checks(system: System, names) -> tuple:
 def _expand(key, names, with_graph, partition):
     """Executor side: expand a frontier partition. Yields tagged records:
     ("succ", dst_fp, (src_fp, index, dst_bytes)), ("edge", src_fp, dst_fp, class)
-    (``with_graph`` 1: the system's own transitions, 2: the environment's too),
+    (if ``with_graph``),
     ("stat", transitions, covers reached, transitions per action kind),
     ("bad", property, reason, src_fp, index) for step and quiescent violations."""
     system = _system(key)
@@ -101,7 +101,7 @@ def _expand(key, names, with_graph, partition):
             fired[action.kind] += 1
             nblob = blob if n == s else encode(n)
             nfp = fp if n == s else fingerprint(n)
-            if with_graph == 2 or (with_graph and action.kind not in FAULT_KINDS):
+            if with_graph:
                 yield ("edge", fp, nfp, fairness_class(action))
             if n == s:
                 continue
@@ -131,13 +131,13 @@ def _check_new(key, names, goals, partition):
     partitions processed) or None)."""
     system = _system(key)
     props, _ = _checks(system, names | set(goals))
-    invariants = [p for p in props if (p.kind == "invariant" or p.lasso) and p.check]
-    goal_checks = [p.check for name in goals for p in props if p.name == name]
+    invariants = [p for p in props if p.invariant]
+    goal_checks = [p.goal for name in goals for p in props if p.name == name]
     churn = next((p.lasso for p in props if p.lasso and p.name in names), None)
     for fp, (parent, idx, blob) in partition:
         s = pickle.loads(blob)
         for p in invariants:
-            why = p.check(system, s)
+            why = p.invariant(system, s)
             if why:
                 yield ("bad", p.name, why, fp)
         extra = None
@@ -173,10 +173,9 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
     sc.setCheckpointDir(checkpoint_dir)
     key = system.spec
     live_props = [p for p in properties if p.kind == "liveness"]
-    lasso_names = frozenset(p.name for p in live_props if p.lasso)
-    names = frozenset(p.name for p in properties if p.kind != "liveness") | lasso_names | {c.name for c in covers}
-    with_graph = 2 if lasso_names else 1 if live_props else 0
-    goals = tuple(p.name for p in live_props if not p.lasso)
+    names = frozenset(p.name for p in properties if p.kind != "liveness" or p.lasso) | {c.name for c in covers}
+    with_graph = bool(live_props)
+    goals = tuple(p.name for p in live_props if p.goal)
     try:
         init = system.initial()
         blob = encode(init)
@@ -196,7 +195,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
         depth = 0
         distinct = 1
         limit = None
-        stop = any(n in stop_on and n not in lasso_names for n in violations)
+        stop = any(n in stop_on for n in violations)
         level = 0
         stale: list = []  # cached RDDs the next level no longer needs
         while not stop:
@@ -241,7 +240,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
                 depth += 1
             if progress is not None:
                 progress(distinct, transitions, count, depth)
-            stop = any(n in stop_on and n not in lasso_names for n in violations)
+            stop = any(n in stop_on for n in violations)
             if not count:
                 break
             if max_states is not None and distinct >= max_states:
@@ -250,8 +249,7 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
         found = [_violation(system, visited, init, fp0, name, *v) for name, v in violations.items()]
         complete = limit is None and not stop
         if live_props and complete:
-            for v in _liveness(system, visited, init, fp0, live_props, edges, fair):
-                found = [f for f in found if f.property != v.property] + [v]  # a lasso says more
+            found.extend(_liveness(system, visited, init, fp0, live_props, edges, fair))
     finally:
         spark.stop()
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
@@ -290,11 +288,9 @@ def _liveness(system, visited, init, fp0, live_props, edges, fair) -> list:
     states by fingerprint order."""
     rows = sorted(visited.map(lambda kv: (kv[0], kv[1][2:])).collect())
     index = {fp: i for i, (fp, _) in enumerate(rows)}
-    graph, full = Graph(), Graph()
+    graph = Graph()
     for src, dst, cls in sorted(edges, key=lambda e: (index[e[0]], index[e[1]], repr(e[2]))):
-        full.add(index[src], index[dst], cls)
-        if cls[0] not in FAULT_KINDS:
-            graph.add(index[src], index[dst], cls)
+        graph.add(index[src], index[dst], cls)
     cache: dict = {}
 
     def state_at(i):
@@ -306,16 +302,15 @@ def _liveness(system, visited, init, fp0, live_props, edges, fair) -> list:
         return _replay(system, init, _route(visited, fp0, rows[i][0]))
 
     found = []
-    goals = [p for p in live_props if not p.lasso]
     for p in live_props:
         if p.lasso:
-            v = p.lasso.search(system, p.name, full, [extra[1] for _, extra in rows], state_at, stem_of,
+            v = p.lasso.search(system, p.name, graph, [extra[1] for _, extra in rows], state_at, stem_of,
                                fair or (lambda key: True))
             if v:
                 found.append(v)
-    for k, p in enumerate(goals):
+    for k, p in enumerate(p for p in live_props if p.goal):
         goal = bytearray(1 if extra[0][k] else 0 for _, extra in rows)
-        lasso = find_lasso(len(rows), graph, goal, fair or (lambda key: True))
+        lasso = find_lasso(len(rows), graph, goal, fair or (lambda key: True), excluded=environmental)
         if lasso:
             found.append(lasso_violation(system, p.name, lasso, graph, stem_of(lasso[0]), state_at))
     return found

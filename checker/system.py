@@ -301,6 +301,14 @@ class System:
         return out
 
 
+def processing(state: State):
+    """The consumers of the live (running or paused) processes: those that process
+    what they own."""
+    for p in state.procs:
+        if p.status == RUNNING or p.status == PAUSED:
+            yield p.consumer
+
+
 def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
     """``state`` with slot ``s``'s process replaced, ``cost`` faults spent."""
     procs = state.procs

@@ -75,7 +75,7 @@ def test_cached_verdicts_equal_direct_evaluation(protocol):
     steps = []
 
     class Recorder:
-        name, kind, applies, check, lasso = "direct", "invariant", None, None, None
+        name, kind, applies, check, lasso, invariant, goal = "direct", "invariant", None, None, None, None, None
 
         @staticmethod
         def step(system_, s, a, n):

@@ -15,6 +15,19 @@ from rebalance.model.protocol import NOT_SCHEDULED, Phase, ScheduledRebalanceDue
 DEFERRED = GroupConfig(protocol="deferred", scheduled_delay_ticks=2)
 
 
+def random_walks(system, seed: int, walks: int, steps: int):
+    """Yields ``(state, successors)`` along ``walks`` random walks of up to ``steps`` steps."""
+    rng = random.Random(seed)
+    for _ in range(walks):
+        s = system.initial()
+        for _ in range(steps):
+            succ = system.successors(s)
+            if not succ:
+                break
+            yield s, succ
+            s = rng.choice(succ)[1]
+
+
 # spec: R38
 def test_a_scheduled_rebalance_counts_down_in_ticks_and_is_due_only_at_zero():
     c = NEW_CONSUMER._replace(phase=MemberPhase.STABLE, member_id=1, generation=1, scheduled=2)
@@ -31,23 +44,16 @@ def test_a_scheduled_rebalance_counts_down_in_ticks_and_is_due_only_at_zero():
 # spec: R38
 def test_ticks_pass_only_between_rounds_while_a_countdown_runs():
     system = System(DEFERRED, 3, 1, ("crash", "restart", "join", "leave"), 2)
-    rng = random.Random(7)
     seen_tick = False
-    for _ in range(200):
-        s = system.initial()
-        for _ in range(40):
-            succ = system.successors(s)
-            if not succ:
-                break
-            for a, n in succ:
-                if a.kind == "tick":
-                    seen_tick = True
-                    assert s.group.phase == Phase.STABLE
-                    assert not any(p.requests or p.responses for p in s.procs)
-                    assert any(p.consumer is not None and p.consumer.scheduled > 0 for p in s.procs)
-                    assert all(q.consumer is None or q.consumer.scheduled <= max(p.consumer.scheduled, 0)
-                               for p, q in zip(s.procs, n.procs) if p.consumer is not None)
-            s = rng.choice(succ)[1]
+    for s, succ in random_walks(system, 7, 200, 40):
+        for a, n in succ:
+            if a.kind == "tick":
+                seen_tick = True
+                assert s.group.phase == Phase.STABLE
+                assert not any(p.requests or p.responses for p in s.procs)
+                assert any(p.consumer is not None and p.consumer.scheduled > 0 for p in s.procs)
+                assert all(q.consumer is None or q.consumer.scheduled <= max(p.consumer.scheduled, 0)
+                           for p, q in zip(s.procs, n.procs) if p.consumer is not None)
     assert seen_tick
 
 
@@ -63,20 +69,12 @@ def test_successors_commute_with_renaming():
     equality, so the shape of a state's successors is the successors of its shape:
     what makes a path back to the same shape the loop of an infinite execution."""
     system = System(GroupConfig(protocol="deferred"), 3, 1, ("join", "leave", "crash", "restart", "pause"), 4)
-    rng = random.Random(1)
     checked = 0
-    for _ in range(40):
-        s = system.initial()
-        for _ in range(50):
-            succ = system.successors(s)
-            if not succ:
-                break
-            unbounded = s._replace(faults_left=4)
-            direct = sorted(repr(shape(n)) for _, n in system.successors(unbounded))
-            renamed = sorted(repr(shape(n)) for _, n in system.successors(shape(s)._replace(faults_left=4)))
-            assert direct == renamed
-            checked += 1
-            s = rng.choice(succ)[1]
+    for s, _ in random_walks(system, 1, 40, 50):
+        direct = sorted(repr(shape(n)) for _, n in system.successors(s._replace(faults_left=4)))
+        renamed = sorted(repr(shape(n)) for _, n in system.successors(shape(s)._replace(faults_left=4)))
+        assert direct == renamed
+        checked += 1
     assert checked > 800
 
 
