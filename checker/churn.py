@@ -6,8 +6,18 @@ to a state of the same shape (checker/renaming.py: equal up to renaming of
 generations, member ids and epochs) is the loop of an infinite execution. So the
 search runs on the explored graph *quotiented by renaming*, with the
 environment's actions (join, leave, crash, restart, pause, resume) allowed in
-cycles but not fair. For each partition ``p``, a counterexample is a lasso that
-never reaches a state where ``p`` is owned and whose cycle
+cycles but not fair.
+
+Leader changes are not bounded by the budget (seed 000, Design II: "leader
+changes within the scheduled rebalance timeout indefinitely"). The search adds a
+*bounce* of the leader (``System.churn_successors``: between rounds, the leader's
+process crashes and restarts at once) to every state with an unowned partition,
+and explores the shapes this reaches that the exploration did not, with bounces
+free and the budget spent. A bounce at any point of a round is covered within the
+budget; outside it, bounces come between rounds.
+
+For each partition ``p``, a counterexample is a lasso that never reaches a state
+where ``p`` is owned and whose cycle
 
 * lets time pass: it takes a ``tick`` (a cycle without one is a Zeno run: endless
   leader changes in no time, which no deadline can bound); and
@@ -20,12 +30,16 @@ in the assignment (R31, R32) every tick brings it nearer and no such cycle exist
 """
 from __future__ import annotations
 
+from collections import deque
+
 from rebalance.model.protocol import member_name, slot_of, union
 
 from .explore import Violation, environmental, fairness_class
 from .liveness import Graph, find_lasso
 from .renaming import shape
 from .system import State, processing
+
+OWNED = ("every partition owned",)  # the node of the states that churn reaches with nothing unowned
 
 
 def class_up_to_renaming(key: tuple) -> tuple:
@@ -35,69 +49,180 @@ def class_up_to_renaming(key: tuple) -> tuple:
     return key
 
 
+def _owned(system, state: State) -> int:
+    """The partitions processed in ``state``; every one when no process is live (an
+    empty group owes nobody anything: no member is there to own a partition)."""
+    live = [c.owned for c in processing(state)]
+    return union(live) if live else system.cfg.all_partitions
+
+
 def summary(system, state: State) -> tuple:
     """What the search needs of each explored state: ``(shape key, partitions
-    processed)``; the key is the shape itself (the Spark engine sends a fingerprint
-    of it instead), or None where every partition is processed: such a state is a
-    goal for every partition, never on a lasso, and needs no renaming."""
-    owned = union(c.owned for c in processing(state))
-    return (None if owned == (1 << system.cfg.num_partitions) - 1 else shape(state)), owned
+    processed, bounces)``. The key is the shape itself (the Spark engine sends a
+    fingerprint of it instead), or None where every partition is processed: such a
+    state is a goal for every partition, never on a lasso, and needs no renaming.
+    ``bounces``: ``((fairness class, shape), ...)`` of the leader bounces from it
+    that leave a partition unowned (none where the key is None)."""
+    owned = _owned(system, state)
+    if owned == system.cfg.all_partitions:
+        return None, owned, ()
+    bounces = tuple((fairness_class(a), shape(n)) for a, n in system.churn_successors(state)
+                    if _owned(system, n) != system.cfg.all_partitions)
+    return shape(state), owned, bounces
 
 
-def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair):
+class _Quotient:
+    """The explored graph quotiented by renaming, grown by leader churn: nodes are
+    shapes (keys given by ``identify``), ``forms[node]`` the shape of each node the
+    churn added and ``parent[node]`` the edge that first reached it."""
+
+    def __init__(self, system, identify):
+        self.system = system
+        self.identify = identify
+        self.ids: dict = {}
+        self.graph = Graph()
+        self.seen: set = set()
+        self.forms: dict = {}
+        self.parent: dict = {}
+        self.owned: list = []
+        self.frontier: deque = deque()
+
+    def node(self, key, owned: int) -> int:
+        i = self.ids.get(key)
+        if i is None:
+            i = self.ids[key] = len(self.owned)
+            self.owned.append(owned)
+        return i
+
+    def edge(self, src: int, dst: int, key: tuple) -> None:
+        e = (src, dst, class_up_to_renaming(key))
+        if e not in self.seen:
+            self.seen.add(e)
+            self.graph.add(*e)
+
+    def reach(self, src: int, key: tuple, form: State) -> None:
+        """An edge from ``src`` to the shape ``form`` (a state with every partition
+        owned goes to the OWNED node); a shape not seen yet is expanded later."""
+        owned = _owned(self.system, form)
+        if owned == self.system.cfg.all_partitions:
+            self.edge(src, self.node(OWNED, owned), key)
+            return
+        k = self.identify(form)
+        fresh = k not in self.ids
+        dst = self.node(k, owned)
+        if fresh:
+            self.forms[dst] = form
+            self.parent[dst] = (src, class_up_to_renaming(key))
+            self.frontier.append(dst)
+        self.edge(src, dst, key)
+
+    def expand(self, limit: int) -> bool:
+        """Breadth first over the shapes the churn reached, until ``limit`` nodes
+        exist: the system's own steps and the environment's free ones (no budget is
+        left in a shape), and bounces. Returns whether nothing is left to expand."""
+        system = self.system
+        while self.frontier and len(self.owned) < limit:
+            i = self.frontier.popleft()
+            s = self.forms[i]
+            for a, n in system.successors(s) + system.churn_successors(s):
+                self.reach(i, fairness_class(a), shape(n))
+        return not self.frontier
+
+
+def _step(system, x: State, key: tuple, want: State) -> tuple:
+    """The step from concrete ``x`` of fairness class ``key`` (up to renaming) to a
+    state of shape ``want``, the budget ignored (the environment of a lasso is
+    unbounded): ``(Action, State)``."""
+    steps = system.successors(x._replace(faults_left=1)) + system.churn_successors(x)
+    return next((a, n) for a, n in steps
+                if class_up_to_renaming(fairness_class(a)) == key and shape(n) == want)
+
+
+def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair, identify=lambda form: form):
     """Look for the lasso described in the module docstring. ``graph``: every explored
     transition, environment ones included; ``summaries``: ``summary`` of each state,
     by graph index; ``state_at(i)``: state ``i``; ``stem_of(i)``: the path
     ``[(Action | None, State), ...]`` from the initial state to state ``i``;
-    ``fair(class key)``: weak fairness of a class of the system's own actions.
+    ``fair(class key)``: weak fairness of a class of the system's own actions;
+    ``identify(shape)``: the key a summary gives a shape (a fingerprint on Spark).
     Returns a Violation (explore.Violation) or None."""
-    ids: dict = {}
-    shape_of = [ids.setdefault(("every partition owned", i) if key is None else key, len(ids))
-                for i, (key, _) in enumerate(summaries)]
-    rep = [-1] * len(ids)
-    for i in range(len(shape_of) - 1, -1, -1):
-        rep[shape_of[i]] = i  # the first state of each shape
-    q = Graph()
-    seen: set = set()
-    witness = []  # quotient edge -> a concrete edge
+    q = _Quotient(system, identify)
+    node_of = [q.node(("explored", i) if key is None else key, owned)
+               for i, (key, owned, _) in enumerate(summaries)]
+    rep: dict = {}
+    for i in range(len(node_of) - 1, -1, -1):
+        rep[node_of[i]] = i  # the first state of each shape
     for k in range(len(graph.src)):
-        key = graph.names[graph.cls[k]]
-        edge = (shape_of[graph.src[k]], shape_of[graph.dst[k]], class_up_to_renaming(key))
-        if edge not in seen:
-            seen.add(edge)
-            q.add(*edge)
-            witness.append(k)
-    owned = [summaries[i][1] for i in rep]
+        q.edge(node_of[graph.src[k]], node_of[graph.dst[k]], graph.names[graph.cls[k]])
+    for i, (_, _, bounces) in enumerate(summaries):
+        for key, form in bounces:
+            q.reach(node_of[i], key, form)
+    limit = 2 * len(q.owned)
+    while True:  # expand in doubling steps, looking for a lasso after each
+        done = q.expand(limit)
+        found = _lasso(system, q, fair)
+        if found or done:
+            break
+        limit *= 2
+    if not found:
+        return None
 
+    def form_of(node: int) -> State:
+        return q.forms[node] if node in q.forms else shape(state_at(rep[node]))
+
+    p, (start, cycle, why) = found
+    path = _stem(system, q, rep, start, stem_of, form_of)
+    loop_start = len(path) - 1
+    for e in cycle:
+        path.append(_step(system, path[-1][1], q.graph.names[q.graph.cls[e]], form_of(q.graph.dst[e])))
+    return _violation(system, name, p, path, loop_start, bool(cycle), why)
+
+
+def _lasso(system, q: _Quotient, fair) -> tuple | None:
+    """``(partition, find_lasso's answer)`` for the first partition with a lasso in
+    the quotient so far, or None. A node not expanded yet counts as a goal: its
+    edges are not all known, so no cycle may pass through it."""
     def fair_q(key):
         return not environmental(key) and fair(key)
 
+    n = len(q.owned)
+    pending = set(q.frontier)
     for p in range(system.cfg.num_partitions):
-        goal = bytearray(1 if owned[x] >> p & 1 else 0 for x in range(len(ids)))
-        lasso = find_lasso(len(ids), q, goal, fair_q, required=lambda key: key[0] == "tick")
-        if lasso is None:
-            continue
-        start, cycle, why = lasso
-        path = list(stem_of(rep[start]))
-        loop_start = len(path) - 1
-        x = path[-1][1]
-        for e in cycle:
-            want = shape(state_at(graph.dst[witness[e]]))
-            key = q.names[q.cls[e]]
-            action, x = next((a, m) for a, m in system.successors(x._replace(faults_left=1))
-                             if class_up_to_renaming(fairness_class(a)) == key and shape(m) == want)
-            path.append((action, x))
-        loop = path[loop_start:]
-        leaders = []
-        for _, s in loop:
-            if s.group.leader and (not leaders or leaders[-1] != s.group.leader):
-                leaders.append(s.group.leader)
-        ticks = sum(1 for a, _ in loop[1:] if a.kind == "tick")
-        churn = " -> ".join(member_name(m) for m in leaders)
-        if not cycle:  # a stuttering lasso
-            return Violation(name, f"{system.cfg.partition_name(p)} is never owned again: {why}", path, loop_start)
-        reason = (f"{system.cfg.partition_name(p)} is never owned again: {why}; its {ticks} tick(s) pass "
-                  f"with leaders {churn}, and it ends in its first state up to renaming of generations and "
-                  f"member ids, so it repeats forever and the delay never ends")
-        return Violation(name, reason, path, loop_start)
+        goal = bytearray(1 if q.owned[x] >> p & 1 or x in pending else 0 for x in range(n))
+        lasso = find_lasso(n, q.graph, goal, fair_q, required=lambda key: key[0] == "tick")
+        if lasso is not None:
+            return p, lasso
     return None
+
+
+def _stem(system, q: _Quotient, rep: dict, start: int, stem_of, form_of) -> list:
+    """The path from the initial state to a state of node ``start``: the stem of an
+    explored state, then the churn's edges that first reached ``start``."""
+    hops = []
+    at = start
+    while at not in rep:
+        src, key = q.parent[at]
+        hops.append((key, at))
+        at = src
+    path = list(stem_of(rep[at]))
+    for key, node in reversed(hops):
+        path.append(_step(system, path[-1][1], key, form_of(node)))
+    return path
+
+
+def _violation(system, name: str, p: int, path: list, loop_start: int, cycles: bool, why: str) -> Violation:
+    partition = system.cfg.partition_name(p)
+    if not cycles:  # a stuttering lasso
+        return Violation(name, f"{partition} is never owned again: {why}", path, loop_start)
+    loop = path[loop_start:]
+    leaders = []
+    for _, s in loop:
+        if s.group.leader and (not leaders or leaders[-1] != s.group.leader):
+            leaders.append(s.group.leader)
+    ticks = sum(1 for a, _ in loop[1:] if a.kind == "tick")
+    bounces = sum(1 for a, _ in loop[1:] if a.kind == "bounce")
+    churn = " -> ".join(member_name(m) for m in leaders)
+    reason = (f"{partition} is never owned again: {why}; its {ticks} tick(s) pass while the leader "
+              f"bounces {bounces} time(s) (leaders {churn}), and it ends in its first state up to renaming "
+              f"of generations and member ids, so it repeats forever and the delay never ends")
+    return Violation(name, reason, path, loop_start)

@@ -99,14 +99,15 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
     for i, (action, state) in enumerate(v.path):
         events = {}
         if action is not None:
-            actor = "coordinator" if action.kind in ("deliver", "timer") else lane(action.slot)
+            # the clock's tick (slot -1) is drawn on the coordinator's lane, like its timers
+            actor = "coordinator" if action.kind in ("deliver", "timer", "tick") else lane(action.slot)
             node = f"{actor}_{i}"
             text = action_text(cfg, action).split(": ", 1)[-1]
             style = {"shape": "box", "style": "rounded,filled", "fillcolor": "white"}
             if action.kind in FAULT_KINDS:
                 style.update(fillcolor="mistyrose", color="red", shape="octagon")
                 text = action.kind
-            elif action.kind == "timer":
+            elif action.kind == "timer" or action.kind == "tick":
                 style.update(fillcolor="lightyellow", shape="note")
             events[actor] = (node, text, style)
             sender = order.step(prev_state, action, state, tag=node)

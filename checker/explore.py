@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .liveness import Graph, find_lasso
-from .system import ACTION_KINDS, ENVIRONMENT, Action, State, System
+from .system import ACTION_KINDS, BOUNCE, ENVIRONMENT, Action, State, System
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Violation:
     loop_start: int | None = None
 
 
-FAULT_KINDS = frozenset(ENVIRONMENT)
+FAULT_KINDS = frozenset(ENVIRONMENT + (BOUNCE,))
 TIMER_KINDS = ("timer", "scheduled", "tick")  # the coordinator's timers, ScheduledRebalanceTimeouts, the clock
 
 

@@ -152,7 +152,7 @@ def imbalance(cfg, phase: Phase, live) -> str | None:
             return f"{_names(cfg, owned & c.owned)} owned twice"
         owned |= c.owned
         loads.append(c.owned.bit_count())
-    missing = ((1 << cfg.num_partitions) - 1) & ~owned
+    missing = cfg.all_partitions & ~owned
     if missing:
         return f"{_names(cfg, missing)} owned by nobody"
     if max(loads) - min(loads) > 1:
@@ -213,12 +213,11 @@ def bounded_deferral(system: System, state: State):
 
 
 def _deferred_before(group) -> int:
-    """The partitions the members' subscriptions say were deferred (their echoes, R31)."""
-    deferred = 0
-    for m in group.members:
-        if m.subscription.echo:
-            deferred |= m.subscription.echo[2]
-    return deferred
+    """The partitions deferred in the newest echo the members' subscriptions carry
+    (R31): what the leader of this round read as deferred (a member that missed
+    the last assignment still echoes an older round)."""
+    echoes = [m.subscription.echo for m in group.members if m.subscription.echo]
+    return max(echoes)[2] if echoes else 0
 
 
 def _always(system: System) -> bool:

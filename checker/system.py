@@ -37,8 +37,9 @@ ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
 ENVIRONMENT = FAULTS + ("resume",)  # the environment's actions (no fairness)
+BOUNCE = "bounce"  # a leader change outside the budget (checker/churn.py), also the environment's
 # every Action kind: the system's own steps, then the environment's
-ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick") + ENVIRONMENT
+ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick") + ENVIRONMENT + (BOUNCE,)
 TICK = Tick()
 
 
@@ -277,27 +278,45 @@ class System:
         """The environment's actions (spec/SPEC.md section 6): resume (free) and, within
         the budget, join, leave, crash, restart and pause."""
         out = []
-        faults = self.faults
-        budget = state.faults_left
         for s, p in enumerate(state.procs):
             if p.status == PAUSED:
                 out.append((Action("resume", s, None), _with_proc(state, s, p._replace(status=RUNNING), 0)))
-            if budget <= 0:
-                continue
-            if p.status == ABSENT and not p.requests and "join" in faults:
-                out.append((Action("join", s, None), _with_proc(state, s, self.start(s, p), 1)))
-            elif p.status == RUNNING:
-                if "leave" in faults:
-                    c2, outs = self.step_member(p.consumer, Leave())
-                    q = Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())
-                    out.append((Action("leave", s, None), _with_proc(state, s, q, 1)))
-                if "pause" in faults:
-                    out.append((Action("pause", s, None), _with_proc(state, s, p._replace(status=PAUSED), 1)))
-            elif p.status == CRASHED and "restart" in faults:
-                out.append((Action("restart", s, None), _with_proc(state, s, self.start(s, p), 1)))
-            if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
-                q = Proc(CRASHED, p.epoch, None, (), ())
-                out.append((Action("crash", s, None), _with_proc(state, s, q, 1)))
+            if state.faults_left > 0:
+                out.extend((a, _with_proc(state, s, q, 1)) for a, q in self._faults(s, p))
+        return out
+
+    def churn_successors(self, state: State) -> list:
+        """R39: leader changes outside the budget (checker/churn.py): between rounds
+        (the group Stable, nothing in flight) the leader's process bounces, crashing
+        and restarting at once under a new member id (needs the crash and restart
+        faults). ``[(Action, State)]``, at most one."""
+        if "crash" not in self.faults or "restart" not in self.faults or state.group.phase != Phase.STABLE:
+            return []
+        if any(p.requests or p.responses for p in state.procs):
+            return []
+        leader = state.group.leader
+        for s, p in enumerate(state.procs):
+            if p.status == RUNNING and p.consumer.member_id == leader != NO_MEMBER_ID:
+                return [(Action(BOUNCE, s, None), _with_proc(state, s, self.start(s, p), 0))]
+        return []
+
+    def _faults(self, s: int, p: Proc) -> list:
+        """Slot ``s``'s faults as ``[(Action, Proc'), ...]``: join, leave, crash,
+        restart, pause, as enabled and applicable to its process."""
+        out = []
+        faults = self.faults
+        if p.status == ABSENT and not p.requests and "join" in faults:
+            out.append((Action("join", s, None), self.start(s, p)))
+        elif p.status == RUNNING:
+            if "leave" in faults:
+                c2, outs = self.step_member(p.consumer, Leave())
+                out.append((Action("leave", s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
+            if "pause" in faults:
+                out.append((Action("pause", s, None), p._replace(status=PAUSED)))
+        elif p.status == CRASHED and "restart" in faults:
+            out.append((Action("restart", s, None), self.start(s, p)))
+        if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
+            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), ())))
         return out
 
 

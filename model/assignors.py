@@ -137,16 +137,19 @@ def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
     ScheduledRebalanceTimeout passed (0 ticks left). Otherwise they are held: a
     running delay keeps its deadline, the earliest any member reports, so a new
     leader inherits it; a new one runs ``cfg.scheduled_delay_ticks``.
-    Mutation ``leader-forgets-delay``: which delay is running comes from the
-    leader's own ``memory``, not from the echo, so a new leader that sees the
-    deferred partitions still lost starts the delay again.
+    Mutation ``leader-forgets-delay`` (Kafka Connect's handleLostAssignments): which
+    delay is running comes from the leader's own ``memory``, not from the echo, so
+    a new leader that sees the deferred partitions still lost starts the delay
+    again; and a member with nothing does not end the delay (Connect keeps such
+    candidate workers for when its delay expires).
     """
     echoes = [sub.echo for _, _, sub in members if sub.echo]
     _, assigned_prev, deferred_prev = max(echoes) if echoes else (0, 0, 0)
     lost = (assigned_prev | deferred_prev) & ~mask_of(owners)
-    if not lost or any(not sub.owned for _, _, sub in members):
+    forgets = "leader-forgets-delay" in cfg.mutations
+    if not lost or (not forgets and any(not sub.owned for _, _, sub in members)):
         return 0, 0
-    running = (memory if "leader-forgets-delay" in cfg.mutations else deferred_prev) & lost
+    running = (memory if forgets else deferred_prev) & lost
     left = min((sub.scheduled for _, _, sub in members if sub.scheduled >= 0), default=0)
     if running and left == 0:  # the delay passed: what it held goes out now
         held = lost & ~running

@@ -27,8 +27,9 @@ MUTATIONS = {
     ),
     "leader-forgets-delay": (
         "the deferral lives only in the leader's memory (seed 000, Design II as written; Kafka "
-        "Connect): a new leader starts the delay again for partitions already deferred",
-        "seed 000, Design II; IncrementalCooperativeAssignor",
+        "Connect): a new leader starts the delay again for partitions already deferred, and lost "
+        "partitions wait for the delay even when a member with nothing is there",
+        "seed 000, Design II; IncrementalCooperativeAssignor.handleLostAssignments",
     ),
     "no-fencing-on-duplicate-instance": (
         "a known group.instance.id joining with an unknown member id is added as another "
@@ -102,6 +103,11 @@ class GroupConfig:
     @property
     def num_partitions(self) -> int:
         return sum(count for _, count in self.topics)
+
+    @property
+    def all_partitions(self) -> int:
+        """The bitmask of every partition."""
+        return (1 << self.num_partitions) - 1
 
     @property
     def cooperative(self) -> bool:

@@ -64,6 +64,10 @@ def test_time_table_maps_ms_to_ticks_rounding_up():
         resolve({"time": {"tick_ms": 0}})
 
 
+def steps(system, state):
+    return system.successors(state) + system.churn_successors(state)
+
+
 def test_successors_commute_with_renaming():
     """The handlers see generations, member ids and epochs only through order and
     equality, so the shape of a state's successors is the successors of its shape:
@@ -71,11 +75,27 @@ def test_successors_commute_with_renaming():
     system = System(GroupConfig(protocol="deferred"), 3, 1, ("join", "leave", "crash", "restart", "pause"), 4)
     checked = 0
     for s, _ in random_walks(system, 1, 40, 50):
-        direct = sorted(repr(shape(n)) for _, n in system.successors(s._replace(faults_left=4)))
-        renamed = sorted(repr(shape(n)) for _, n in system.successors(shape(s)._replace(faults_left=4)))
+        direct = sorted(repr(shape(n)) for _, n in steps(system, s._replace(faults_left=4)))
+        renamed = sorted(repr(shape(n)) for _, n in steps(system, shape(s)._replace(faults_left=4)))
         assert direct == renamed
         checked += 1
     assert checked > 800
+
+
+# spec: R39
+def test_a_leader_bounce_comes_between_rounds_spends_nothing_and_brings_a_new_member():
+    system = System(DEFERRED, 3, 1, ("crash", "restart", "join", "leave"), 2)
+    bounced = 0
+    for s, succ in random_walks(system, 3, 200, 40):
+        for a, n in system.churn_successors(s):
+            bounced += 1
+            assert a.kind == "bounce" and n.faults_left == s.faults_left
+            assert s.group.phase == Phase.STABLE and not any(p.requests or p.responses for p in s.procs)
+            old, new = s.procs[a.slot], n.procs[a.slot]
+            assert old.consumer.member_id == s.group.leader and new.epoch == old.epoch + 1
+            assert new.consumer.member_id != s.group.leader and new.requests  # a new process joins
+    assert bounced > 50
+    assert System(DEFERRED, 3, 1, ("join", "leave"), 2).churn_successors(system.initial()) == []
 
 
 def test_a_fair_cycle_without_a_required_tick_is_no_lasso():
