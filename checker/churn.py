@@ -11,13 +11,13 @@ cycles but not fair.
 Leader changes are not bounded by the budget (seed 000, Design II: "leader
 changes within the scheduled rebalance timeout indefinitely"). The search adds a
 *bounce* of the leader (``System.churn_successors``: between rounds, the leader's
-process crashes and restarts at once) to every state with an unowned partition,
+process crashes and restarts at once) to every state with a partition not served,
 and explores the shapes this reaches that the exploration did not, with bounces
 free and the budget spent. A bounce at any point of a round is covered within the
 budget; outside it, bounces come between rounds.
 
 For each partition ``p``, a counterexample is a lasso that never reaches a state
-where ``p`` is owned and whose cycle
+where ``p`` is served (owned by a live member, or given out to one) and whose cycle
 
 * lets time pass: it takes a ``tick`` (a cycle without one is a Zeno run: endless
   leader changes in no time, which no deadline can bound); and
@@ -39,7 +39,7 @@ from .liveness import Graph, find_lasso
 from .renaming import shape
 from .system import State, processing
 
-OWNED = ("every partition owned",)  # the node of the states that churn reaches with nothing unowned
+SERVED = ("every partition served",)  # the node of the states churn reaches with every partition served
 
 
 def class_up_to_renaming(key: tuple) -> tuple:
@@ -49,26 +49,30 @@ def class_up_to_renaming(key: tuple) -> tuple:
     return key
 
 
-def _owned(system, state: State) -> int:
-    """The partitions processed in ``state``; every one when no process is live (an
-    empty group owes nobody anything: no member is there to own a partition)."""
+def _served(system, state: State) -> int:
+    """The partitions served in ``state``: processed by a live member, or given out
+    (in the coordinator's stored assignment: given to a member that then goes, a
+    partition is lost anew, and its delay rightly starts again); every one when no
+    process is live (an empty group owes nobody anything)."""
     live = [c.owned for c in processing(state)]
-    return union(live) if live else system.cfg.all_partitions
+    if not live:
+        return system.cfg.all_partitions
+    return union(live) | union(m.assignment.partitions for m in state.group.members)
 
 
 def summary(system, state: State) -> tuple:
     """What the search needs of each explored state: ``(shape key, partitions
-    processed, bounces)``. The key is the shape itself (the Spark engine sends a
-    fingerprint of it instead), or None where every partition is processed: such a
+    served, bounces)``. The key is the shape itself (the Spark engine sends a
+    fingerprint of it instead), or None where every partition is served: such a
     state is a goal for every partition, never on a lasso, and needs no renaming.
     ``bounces``: ``((fairness class, shape), ...)`` of the leader bounces from it
-    that leave a partition unowned (none where the key is None)."""
-    owned = _owned(system, state)
-    if owned == system.cfg.all_partitions:
-        return None, owned, ()
+    that leave a partition not served (none where the key is None)."""
+    served = _served(system, state)
+    if served == system.cfg.all_partitions:
+        return None, served, ()
     bounces = tuple((fairness_class(a), shape(n)) for a, n in system.churn_successors(state)
-                    if _owned(system, n) != system.cfg.all_partitions)
-    return shape(state), owned, bounces
+                    if _served(system, n) != system.cfg.all_partitions)
+    return shape(state), served, bounces
 
 
 class _Quotient:
@@ -84,14 +88,14 @@ class _Quotient:
         self.seen: set = set()
         self.forms: dict = {}
         self.parent: dict = {}
-        self.owned: list = []
+        self.served: list = []
         self.frontier: deque = deque()
 
-    def node(self, key, owned: int) -> int:
+    def node(self, key, served: int) -> int:
         i = self.ids.get(key)
         if i is None:
-            i = self.ids[key] = len(self.owned)
-            self.owned.append(owned)
+            i = self.ids[key] = len(self.served)
+            self.served.append(served)
         return i
 
     def edge(self, src: int, dst: int, key: tuple) -> None:
@@ -102,14 +106,14 @@ class _Quotient:
 
     def reach(self, src: int, key: tuple, form: State) -> None:
         """An edge from ``src`` to the shape ``form`` (a state with every partition
-        owned goes to the OWNED node); a shape not seen yet is expanded later."""
-        owned = _owned(self.system, form)
-        if owned == self.system.cfg.all_partitions:
-            self.edge(src, self.node(OWNED, owned), key)
+        served goes to the SERVED node); a shape not seen yet is expanded later."""
+        served = _served(self.system, form)
+        if served == self.system.cfg.all_partitions:
+            self.edge(src, self.node(SERVED, served), key)
             return
         k = self.identify(form)
         fresh = k not in self.ids
-        dst = self.node(k, owned)
+        dst = self.node(k, served)
         if fresh:
             self.forms[dst] = form
             self.parent[dst] = (src, class_up_to_renaming(key))
@@ -121,7 +125,7 @@ class _Quotient:
         exist: the system's own steps and the environment's free ones (no budget is
         left in a shape), and bounces. Returns whether nothing is left to expand."""
         system = self.system
-        while self.frontier and len(self.owned) < limit:
+        while self.frontier and len(self.served) < limit:
             i = self.frontier.popleft()
             s = self.forms[i]
             for a, n in system.successors(s) + system.churn_successors(s):
@@ -147,8 +151,8 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair, 
     ``identify(shape)``: the key a summary gives a shape (a fingerprint on Spark).
     Returns a Violation (explore.Violation) or None."""
     q = _Quotient(system, identify)
-    node_of = [q.node(("explored", i) if key is None else key, owned)
-               for i, (key, owned, _) in enumerate(summaries)]
+    node_of = [q.node(("explored", i) if key is None else key, served)
+               for i, (key, served, _) in enumerate(summaries)]
     rep: dict = {}
     for i in range(len(node_of) - 1, -1, -1):
         rep[node_of[i]] = i  # the first state of each shape
@@ -157,7 +161,7 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair, 
     for i, (_, _, bounces) in enumerate(summaries):
         for key, form in bounces:
             q.reach(node_of[i], key, form)
-    limit = 2 * len(q.owned)
+    limit = 2 * len(q.served)
     while True:  # expand in doubling steps, looking for a lasso after each
         done = q.expand(limit)
         found = _lasso(system, q, fair)
@@ -185,10 +189,10 @@ def _lasso(system, q: _Quotient, fair) -> tuple | None:
     def fair_q(key):
         return not environmental(key) and fair(key)
 
-    n = len(q.owned)
+    n = len(q.served)
     pending = set(q.frontier)
     for p in range(system.cfg.num_partitions):
-        goal = bytearray(1 if q.owned[x] >> p & 1 or x in pending else 0 for x in range(n))
+        goal = bytearray(1 if q.served[x] >> p & 1 or x in pending else 0 for x in range(n))
         lasso = find_lasso(n, q.graph, goal, fair_q, required=lambda key: key[0] == "tick")
         if lasso is not None:
             return p, lasso
@@ -213,7 +217,7 @@ def _stem(system, q: _Quotient, rep: dict, start: int, stem_of, form_of) -> list
 def _violation(system, name: str, p: int, path: list, loop_start: int, cycles: bool, why: str) -> Violation:
     partition = system.cfg.partition_name(p)
     if not cycles:  # a stuttering lasso
-        return Violation(name, f"{partition} is never owned again: {why}", path, loop_start)
+        return Violation(name, f"{partition} is never served again: {why}", path, loop_start)
     loop = path[loop_start:]
     leaders = []
     for _, s in loop:
@@ -222,7 +226,7 @@ def _violation(system, name: str, p: int, path: list, loop_start: int, cycles: b
     ticks = sum(1 for a, _ in loop[1:] if a.kind == "tick")
     bounces = sum(1 for a, _ in loop[1:] if a.kind == "bounce")
     churn = " -> ".join(member_name(m) for m in leaders)
-    reason = (f"{partition} is never owned again: {why}; its {ticks} tick(s) pass while the leader "
+    reason = (f"{partition} is never served again: {why}; its {ticks} tick(s) pass while the leader "
               f"bounces {bounces} time(s) (leaders {churn}), and it ends in its first state up to renaming "
               f"of generations and member ids, so it repeats forever and the delay never ends")
     return Violation(name, reason, path, loop_start)

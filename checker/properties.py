@@ -323,6 +323,19 @@ def _zombie_fenced(system, s, a, n) -> bool:
     return False
 
 
+def _backed_off(group) -> bool:
+    """A stored assignment of a round that held nothing back, marked revoking, with a
+    rebalance scheduled: only a round held back by the backoff is (R40)."""
+    return any(m.assignment.scheduled and not m.assignment.echo[1] and m.assignment.echo[2]
+               for m in group.members if m.assignment.echo)
+
+
+def _can_back_off(system: System) -> bool:
+    """Two revoking rounds in a row need two changes of membership after the first
+    imbalance: a budget of 3 with a member able to come (join or restart)."""
+    return _deferred(system) and system.max_faults >= 3 and bool(system.faults & {"join", "restart"})
+
+
 def _timer(kind):
     return lambda system, s, a, n: a.kind == "timer" and type(a.detail) is kind
 
@@ -349,6 +362,8 @@ COVERS = (
     Cover("leader_change_during_deferral", "the leader changed while a rebalance was scheduled",
           lambda system, s, a, n: bool(s.group.leader and n.group.leader != s.group.leader and any(
               p.consumer is not None and p.consumer.scheduled >= 0 for p in s.procs)), _deferred),
+    Cover("revocation_backed_off", "a revoking round right after another revoked nothing and scheduled a "
+          "rebalance (KAFKA-12495)", lambda system, s, a, n: _backed_off(n.group), _can_back_off),
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
 )

@@ -142,12 +142,19 @@ TIME_DEFAULTS = {"tick_ms": 150_000, "scheduled_rebalance_max_delay_ms": 300_000
 
 def ticks(t: dict) -> dict:
     """R38: the ``[time]`` table's durations in ticks (rounded up, at least one):
-    ``{"scheduled_delay_ticks": n, "rejoin_ticks": n}``. ConfigError for a value that
+    ``{"scheduled_delay_ticks": n, "rejoin_ticks": n, "revoking_backoff_ticks": (n,
+    ...)}``. The backoff (R40) is Kafka Connect's ExponentialBackoff(1 ms, x40,
+    scheduled.rebalance.max.delay.ms, no jitter) for the 1st, 2nd, ... revoking round
+    in a row, up to the first that reaches the maximum. ConfigError for a value that
     is not a positive whole number of ms."""
     ms = {k: _count(f"time.{k}", t.get(k, v), 1) for k, v in TIME_DEFAULTS.items()}
-    tick = ms["tick_ms"]
-    return {"scheduled_delay_ticks": -(-ms["scheduled_rebalance_max_delay_ms"] // tick),
-            "rejoin_ticks": -(-ms["rejoin_interval_ms"] // tick)}
+    tick, most = ms["tick_ms"], ms["scheduled_rebalance_max_delay_ms"]
+    backoff, n = [], 1
+    while not backoff or 40 ** (n - 1) < most:
+        backoff.append(-(-min(40 ** n, most) // tick))
+        n += 1
+    return {"scheduled_delay_ticks": -(-most // tick), "rejoin_ticks": -(-ms["rejoin_interval_ms"] // tick),
+            "revoking_backoff_ticks": tuple(backoff)}
 
 
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,

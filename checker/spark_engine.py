@@ -128,7 +128,7 @@ def _check_new(key, names, goals, partition):
     with its parent, whether it is a goal of each liveness property in ``goals`` and
     what a lasso search needs of it, if ``lasso`` names a property with one
     ("seen", fp, parent fp, successor index, goal bits, (shape fingerprint,
-    partitions processed, leader bounces) or None; see churn.summary)."""
+    partitions served, leader bounces) or None; see churn.summary)."""
     system = _system(key)
     props, _ = _checks(system, names | set(goals))
     invariants = [p for p in props if p.invariant]
@@ -142,8 +142,8 @@ def _check_new(key, names, goals, partition):
                 yield ("bad", p.name, why, fp)
         extra = None
         if churn is not None:
-            form, owned, bounces = churn.summary(system, s)
-            extra = (None if form is None else fingerprint(form), owned, bounces)
+            form, served, bounces = churn.summary(system, s)
+            extra = (None if form is None else fingerprint(form), served, bounces)
         yield ("seen", fp, parent, idx, tuple(not g(system, s) for g in goal_checks), extra)
 
 

@@ -22,7 +22,7 @@ dropped from all of them.
 from __future__ import annotations
 
 from .config import GroupConfig
-from .protocol import Assignment, mask_of, union
+from .protocol import NOT_SCHEDULED, Assignment, mask_of, union
 
 
 def resolve_claims(cfg: GroupConfig, members) -> dict:
@@ -143,8 +143,7 @@ def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
     again; and a member with nothing does not end the delay (Connect keeps such
     candidate workers for when its delay expires).
     """
-    echoes = [sub.echo for _, _, sub in members if sub.echo]
-    _, assigned_prev, deferred_prev = max(echoes) if echoes else (0, 0, 0)
+    assigned_prev, deferred_prev = _newest_echo(members)[1:3]
     lost = (assigned_prev | deferred_prev) & ~mask_of(owners)
     forgets = "leader-forgets-delay" in cfg.mutations
     if not lost or (not forgets and any(not sub.owned for _, _, sub in members)):
@@ -155,6 +154,41 @@ def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
         held = lost & ~running
         return held, cfg.scheduled_delay_ticks if held else 0
     return lost, left if running else cfg.scheduled_delay_ticks
+
+
+def _newest_echo(members) -> tuple:
+    """The newest echo the subscriptions carry (R31): ``(generation, assigned,
+    deferred, revoked, successive)``, zeros when there is none."""
+    echoes = [sub.echo for _, _, sub in members if sub.echo]
+    return max(echoes) if echoes else (0, 0, 0, 0, 0)
+
+
+def revoking_backoff(cfg: GroupConfig, members, mids, owners: dict) -> tuple:
+    """KAFKA-12495 (IncrementalCooperativeAssignor since Kafka 3.4.0; R40), for a
+    Design II round that holds nothing back: ``(assignment, delay in ticks,
+    (revoked, successive))``, the last two for the echo.
+
+    A round that would revoke for balance right after a revoking round revokes
+    nothing, and schedules a rebalance after ``revoking_backoff_ticks[n - 1]`` for
+    the n-th such round in a row. While that delay runs, rounds revoke nothing;
+    once it has passed the revocation happens. The count of rounds in a row starts
+    again only after a round after a revoking one revokes nothing. The state
+    travels in the echo, so a new leader keeps the count (in Connect it is the
+    leader's memory).
+    """
+    _, _, _, revoked, successive = _newest_echo(members)
+    left = min((sub.scheduled for _, _, sub in members if sub.scheduled >= 0), default=NOT_SCHEDULED)
+    if revoked and left > 0:  # the backoff runs: keep everything where it is
+        return _deferring(cfg, mids, owners, 0), left, (0, successive)
+    if left == 0:
+        revoked = 0  # the backoff passed: revoking is allowed again
+    out = _cooperative_sticky(cfg, mids, owners)
+    if all(out[owner] >> p & 1 for p, owner in owners.items()):  # no revocation
+        return out, 0, (0, 0 if revoked else successive)
+    if not revoked:
+        return out, 0, (1, successive)
+    successive = min(successive + 1, len(cfg.revoking_backoff_ticks))
+    return _deferring(cfg, mids, owners, 0), cfg.revoking_backoff_ticks[successive - 1], (1, successive)
 
 
 def _incremental(cfg: GroupConfig, mids, owners: dict) -> tuple:
@@ -181,7 +215,7 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     """
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
-    held, delay, more = 0, 0, False
+    held, delay, more, backoff = 0, 0, False, ()
     if cfg.assignor == "range":
         out = _range(cfg, mids)
     elif cfg.assignor == "roundrobin":
@@ -194,7 +228,12 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
         owners = resolve_claims(cfg, members)
         if cfg.deferred:
             held, delay = deferral(cfg, members, owners, memory)
-        out = _deferring(cfg, mids, owners, held) if held else _cooperative_sticky(cfg, mids, owners)
-    echo = (union(out.values()), held) if cfg.deferred else ()
-    scheduled = delay if held else (cfg.rejoin_ticks if more else 0)
+        if held:  # no revocations while lost partitions wait (R33); the backoff's round count is kept
+            out, backoff = _deferring(cfg, mids, owners, held), (0, _newest_echo(members)[4])
+        elif cfg.deferred:
+            out, delay, backoff = revoking_backoff(cfg, members, mids, owners)
+        else:
+            out = _cooperative_sticky(cfg, mids, owners)
+    echo = (union(out.values()), held) + backoff if cfg.deferred else ()
+    scheduled = delay or (cfg.rejoin_ticks if more else 0)
     return tuple((mid, Assignment(out[mid], scheduled, echo)) for mid, _, _ in members)

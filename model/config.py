@@ -61,7 +61,9 @@ class GroupConfig:
     Time is in ticks (a check configuration maps ms to ticks, checker/settings):
     ``scheduled_delay_ticks``: scheduled.rebalance.max.delay.ms, how long Design II
     holds lost partitions back; ``rejoin_ticks``: how long after an incremental
-    round the group rejoins to move more (Design III).
+    round the group rejoins to move more (Design III); ``revoking_backoff_ticks``:
+    the delay before the n-th revoking round in a row (n = 1, 2, ...; the last
+    repeats), KAFKA-12495's exponential backoff (Design II).
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, or
@@ -76,6 +78,7 @@ class GroupConfig:
     max_moves: int = 1
     scheduled_delay_ticks: int = 2
     rejoin_ticks: int = 1
+    revoking_backoff_ticks: tuple = (1, 1, 1, 2)
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -94,6 +97,9 @@ class GroupConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+        backoff = self.revoking_backoff_ticks
+        if not backoff or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 1 for t in backoff):
+            raise ConfigError(f"revoking_backoff_ticks must be positive whole numbers, got {backoff!r}")
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:

@@ -69,7 +69,7 @@ def assigned_consumer(cfg: GroupConfig, mid: int, iid: int, generation: int, lea
                       group_assigned: int) -> Consumer:
     """A Stable member of ``generation`` owning what it was assigned, the group
     having assigned ``group_assigned`` in all (a scenario's start)."""
-    echo = (generation, group_assigned, 0) if cfg.deferred else ()
+    echo = (generation, group_assigned, 0, 0, 0) if cfg.deferred else ()
     return Consumer(MemberPhase.STABLE, mid, iid, generation, leader, owned,
                     generation if owned else NO_GENERATION, False, echo=echo)
 

@@ -151,8 +151,9 @@ class Subscription(NamedTuple):
 
     Deferred protocol (seed 000, Design II) only: ``echo`` repeats the group-level
     part of the member's last Assignment with its generation, ``(generation,
-    assigned, deferred)``, so that any leader, a new one too, knows what was
-    assigned and what is deferred (R31); ``scheduled``: the member's
+    assigned, deferred, revoked, successive)``, so that any leader, a new one too,
+    knows what was assigned and what is deferred (R31) and how many revoking
+    rounds came in a row (R40); ``scheduled``: the member's
     ScheduledRebalanceTimeout when it joined, in ticks left (0: it has passed;
     ``NOT_SCHEDULED``: none), so that a new leader inherits the deadline (R32)."""
 
@@ -191,9 +192,11 @@ class Assignment(NamedTuple):
 
     Designs II and III (seed 000): ``scheduled``: the ScheduledRebalanceTimeout in
     ticks (0: none), the member rejoins when it passes (Kafka Connect's
-    ConnectAssignment ``delay``, ms there); ``echo``: ``(assigned, deferred)``,
-    every partition assigned this round and the lost ones held back, for the
-    member to send back (R31)."""
+    ConnectAssignment ``delay``, ms there); ``echo``: ``(assigned, deferred,
+    revoked, successive)``, every partition assigned this round, the lost ones held
+    back (R31), whether this round revoked for balance (1 or 0) and how many
+    revoking rounds in a row were held back so far (R40), for the member to send
+    back."""
 
     partitions: int
     scheduled: int = 0

@@ -101,3 +101,34 @@ def test_static_members_are_ordered_by_instance_id():
     assert before[1] == after[2] and before[257] == after[257]
     mixed = dict(assign(cfg, ((1, 0, EMPTY_SUBSCRIPTION), (257, 2, EMPTY_SUBSCRIPTION))))
     assert partitions_of(mixed[257].partitions) == (0, 1)  # static before dynamic
+
+
+BACKOFF = GroupConfig(protocol="deferred", revoking_backoff_ticks=(1, 3))
+
+
+def backoff_round(a_owns, b_owns, revoked, successive, scheduled=-1):
+    """One Design II round of A (member 1) and B (member 257), both echoing generation
+    1 with every partition assigned and nothing deferred: ``(A's, B's, delay, (revoked,
+    successive) sent)``."""
+    echo = (1, 0b1111, 0, revoked, successive)
+    members = ((1, 0, Subscription(a_owns, 1, echo, scheduled)), (257, 0, Subscription(b_owns, 1, echo, scheduled)))
+    out = dict(assign(BACKOFF, members))
+    assert out[1].scheduled == out[257].scheduled and out[1].echo == out[257].echo
+    return out[1].partitions, out[257].partitions, out[1].scheduled, out[1].echo[2:]
+
+
+# spec: R40
+def test_a_second_revoking_round_in_a_row_is_held_back_with_a_growing_delay():
+    # B came with nothing: the first revoking round revokes at once (t-2, t-3 withheld from B meanwhile)
+    assert backoff_round(0b1111, 0, 0, 0) == (0b0011, 0, 0, (1, 0))
+    # right after a revoking round: revoke nothing, schedule the first backoff (KAFKA-12495)
+    assert backoff_round(0b1111, 0, 1, 0) == (0b1111, 0, 1, (1, 1))
+    # while it runs (ticks left), rounds revoke nothing and keep the deadline
+    assert backoff_round(0b1111, 0, 1, 1, scheduled=1) == (0b1111, 0, 1, (0, 1))
+    # once it has passed, the revocation happens; the count is kept
+    assert backoff_round(0b1111, 0, 1, 1, scheduled=0) == (0b0011, 0, 0, (1, 1))
+    # the next one in a row waits longer, and the last delay repeats
+    assert backoff_round(0b1111, 0, 1, 1) == (0b1111, 0, 3, (1, 2))
+    assert backoff_round(0b1111, 0, 1, 2) == (0b1111, 0, 3, (1, 2))
+    # a round after a revoking one that revokes nothing starts the count again
+    assert backoff_round(0b0011, 0b1100, 1, 2) == (0b0011, 0b1100, 0, (0, 0))

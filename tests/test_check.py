@@ -155,6 +155,14 @@ def test_leader_forgets_delay_lasso_at_the_issue_bound(check_json, tmp_path):
     assert_churn_lasso(s, tmp_path / "out")
 
 
+# spec: R40
+def test_deferred_holds_where_revoking_rounds_back_off(check_json):
+    code, s = check_json("--protocol", "deferred", "--members", "2", "--partitions", "4",
+                         "--faults", "join,leave,crash", "--max-faults", "3")
+    assert code == 0 and s["verdict"] == "holds"
+    assert {c["name"]: c["reached"] for c in s["covers"]}["revocation_backed_off"]
+
+
 def test_incremental_holds(check_json):
     code, s = check_json("--protocol", "incremental", "--members", "3", "--partitions", "4", "--faults", "join,leave")
     assert code == 0 and s["verdict"] == "holds"

@@ -60,6 +60,8 @@ def test_ticks_pass_only_between_rounds_while_a_countdown_runs():
 def test_time_table_maps_ms_to_ticks_rounding_up():
     s = resolve({"time": {"tick_ms": 100_000, "scheduled_rebalance_max_delay_ms": 250_000}}, protocol="deferred")
     assert s.group.scheduled_delay_ticks == 3 and s.group.rejoin_ticks == 2
+    # R40: Connect's backoff, 40 ms, 1.6 s, 64 s, then the 250 s maximum, in ticks of 100 s
+    assert s.group.revoking_backoff_ticks == (1, 1, 1, 3)
     with pytest.raises(ConfigError, match="time.tick_ms must be at least 1"):
         resolve({"time": {"tick_ms": 0}})
 
