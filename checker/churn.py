@@ -65,13 +65,12 @@ def summary(system, state: State) -> tuple:
     served, bounces)``. The key is the shape itself (the Spark engine sends a
     fingerprint of it instead), or None where every partition is served: such a
     state is a goal for every partition, never on a lasso, and needs no renaming.
-    ``bounces``: ``((fairness class, shape), ...)`` of the leader bounces from it
-    that leave a partition not served (none where the key is None)."""
+    ``bounces``: ``((fairness class, state), ...)``, the leader bounces from it
+    (none where the key is None)."""
     served = _served(system, state)
     if served == system.cfg.all_partitions:
         return None, served, ()
-    bounces = tuple((fairness_class(a), shape(n)) for a, n in system.churn_successors(state)
-                    if _served(system, n) != system.cfg.all_partitions)
+    bounces = tuple((fairness_class(a), n) for a, n in system.churn_successors(state))
     return shape(state), served, bounces
 
 
@@ -104,13 +103,15 @@ class _Quotient:
             self.seen.add(e)
             self.graph.add(*e)
 
-    def reach(self, src: int, key: tuple, form: State) -> None:
-        """An edge from ``src`` to the shape ``form`` (a state with every partition
-        served goes to the SERVED node); a shape not seen yet is expanded later."""
-        served = _served(self.system, form)
+    def reach(self, src: int, key: tuple, state: State) -> None:
+        """An edge from ``src`` to the shape of ``state`` (a state with every
+        partition served goes to the SERVED node, unrenamed); a shape not seen yet
+        is expanded later."""
+        served = _served(self.system, state)
         if served == self.system.cfg.all_partitions:
             self.edge(src, self.node(SERVED, served), key)
             return
+        form = shape(state)
         k = self.identify(form)
         fresh = k not in self.ids
         dst = self.node(k, served)
@@ -129,7 +130,7 @@ class _Quotient:
             i = self.frontier.popleft()
             s = self.forms[i]
             for a, n in system.successors(s) + system.churn_successors(s):
-                self.reach(i, fairness_class(a), shape(n))
+                self.reach(i, fairness_class(a), n)
         return not self.frontier
 
 
@@ -159,8 +160,8 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair, 
     for k in range(len(graph.src)):
         q.edge(node_of[graph.src[k]], node_of[graph.dst[k]], graph.names[graph.cls[k]])
     for i, (_, _, bounces) in enumerate(summaries):
-        for key, form in bounces:
-            q.reach(node_of[i], key, form)
+        for key, n in bounces:
+            q.reach(node_of[i], key, n)
     limit = 2 * len(q.served)
     while True:  # expand in doubling steps, looking for a lasso after each
         done = q.expand(limit)

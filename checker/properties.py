@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+from rebalance.model.assignors import newest_echo
 from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
@@ -213,11 +214,9 @@ def bounded_deferral(system: System, state: State):
 
 
 def _deferred_before(group) -> int:
-    """The partitions deferred in the newest echo the members' subscriptions carry
-    (R31): what the leader of this round read as deferred (a member that missed
-    the last assignment still echoes an older round)."""
-    echoes = [m.subscription.echo for m in group.members if m.subscription.echo]
-    return max(echoes)[2] if echoes else 0
+    """The partitions deferred in the newest echo the members' subscriptions carry,
+    as the leader of this round read them (R31)."""
+    return newest_echo(m.subscription for m in group.members)[2]
 
 
 def _always(system: System) -> bool:

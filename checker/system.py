@@ -250,15 +250,8 @@ class System:
         """R38: one tick passes, between rounds only (the group Stable, no message in
         flight) and only while some running member's ScheduledRebalanceTimeout
         counts down; it counts each of them down."""
-        if state.group.phase != Phase.STABLE:
-            return []
-        counting = False
-        for p in state.procs:
-            if p.requests or p.responses:
-                return []
-            if p.status == RUNNING and p.consumer.scheduled > 0:
-                counting = True
-        if not counting:
+        if not between_rounds(state) or not any(p.status == RUNNING and p.consumer.scheduled > 0
+                                                for p in state.procs):
             return []
         procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0])
                       if p.status == RUNNING and p.consumer.scheduled > 0 else p for p in state.procs)
@@ -290,9 +283,7 @@ class System:
         (the group Stable, nothing in flight) the leader's process bounces, crashing
         and restarting at once under a new member id (needs the crash and restart
         faults). ``[(Action, State)]``, at most one."""
-        if "crash" not in self.faults or "restart" not in self.faults or state.group.phase != Phase.STABLE:
-            return []
-        if any(p.requests or p.responses for p in state.procs):
+        if "crash" not in self.faults or "restart" not in self.faults or not between_rounds(state):
             return []
         leader = state.group.leader
         for s, p in enumerate(state.procs):
@@ -318,6 +309,12 @@ class System:
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
             out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), ())))
         return out
+
+
+def between_rounds(state: State) -> bool:
+    """The group is Stable and nothing is in flight: where ticks pass (R38) and the
+    leader may bounce (R39)."""
+    return state.group.phase == Phase.STABLE and not any(p.requests or p.responses for p in state.procs)
 
 
 def processing(state: State):

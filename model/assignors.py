@@ -125,7 +125,32 @@ def _deferring(cfg: GroupConfig, mids, owners: dict, held: int) -> dict:
     return _fill(cfg, mids, out, held | union(out.values()))
 
 
-def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
+def newest_echo(subscriptions) -> tuple:
+    """The newest echo the Subscriptions carry (R31): ``(generation, assigned,
+    deferred, revoked, successive)``, zeros when there is none. A member that
+    missed the last assignment still echoes an older round."""
+    echoes = [sub.echo for sub in subscriptions if sub.echo]
+    return max(echoes) if echoes else (0, 0, 0, 0, 0)
+
+
+def _design2(cfg: GroupConfig, members, mids, owners: dict, memory: int) -> tuple:
+    """A Design II round (seed 000, Design II, Leader process): ``(assignment,
+    ScheduledRebalanceTimeout in ticks, echo)``. Lost partitions come first (R33):
+    a round holding some back revokes nothing and clears "revoked" (R40); otherwise
+    the backoff of revoking rounds decides (R40). ``left``: the fewest ticks left
+    any member reports (NOT_SCHEDULED: none), the deadline a new leader inherits."""
+    subs = [sub for _, _, sub in members]
+    echo = newest_echo(subs)
+    left = min((sub.scheduled for sub in subs if sub.scheduled >= 0), default=NOT_SCHEDULED)
+    held, delay = _deferral(cfg, subs, owners, memory, echo, left)
+    if held:
+        out = _deferring(cfg, mids, owners, held)
+        return out, delay, (union(out.values()), held, 0, echo[4])
+    out, delay, backoff = _revoking_backoff(cfg, mids, owners, echo, left)
+    return out, delay, (union(out.values()), 0) + backoff
+
+
+def _deferral(cfg: GroupConfig, subs, owners: dict, memory: int, echo: tuple, left: int) -> tuple:
     """The Design II decision (seed 000, Design II, Leader process; R31-R33):
     ``(held, delay)``, the bitmask of lost partitions to hold back this round and
     the ScheduledRebalanceTimeout to send with them, in ticks (0 when none held).
@@ -143,27 +168,19 @@ def deferral(cfg: GroupConfig, members, owners: dict, memory: int) -> tuple:
     again; and a member with nothing does not end the delay (Connect keeps such
     candidate workers for when its delay expires).
     """
-    assigned_prev, deferred_prev = _newest_echo(members)[1:3]
+    assigned_prev, deferred_prev = echo[1:3]
     lost = (assigned_prev | deferred_prev) & ~mask_of(owners)
     forgets = "leader-forgets-delay" in cfg.mutations
-    if not lost or (not forgets and any(not sub.owned for _, _, sub in members)):
+    if not lost or (not forgets and any(not sub.owned for sub in subs)):
         return 0, 0
     running = (memory if forgets else deferred_prev) & lost
-    left = min((sub.scheduled for _, _, sub in members if sub.scheduled >= 0), default=0)
-    if running and left == 0:  # the delay passed: what it held goes out now
+    if running and left <= 0:  # the delay passed: what it held goes out now
         held = lost & ~running
         return held, cfg.scheduled_delay_ticks if held else 0
     return lost, left if running else cfg.scheduled_delay_ticks
 
 
-def _newest_echo(members) -> tuple:
-    """The newest echo the subscriptions carry (R31): ``(generation, assigned,
-    deferred, revoked, successive)``, zeros when there is none."""
-    echoes = [sub.echo for _, _, sub in members if sub.echo]
-    return max(echoes) if echoes else (0, 0, 0, 0, 0)
-
-
-def revoking_backoff(cfg: GroupConfig, members, mids, owners: dict) -> tuple:
+def _revoking_backoff(cfg: GroupConfig, mids, owners: dict, echo: tuple, left: int) -> tuple:
     """KAFKA-12495 (IncrementalCooperativeAssignor since Kafka 3.4.0; R40), for a
     Design II round that holds nothing back: ``(assignment, delay in ticks,
     (revoked, successive))``, the last two for the echo.
@@ -176,8 +193,7 @@ def revoking_backoff(cfg: GroupConfig, members, mids, owners: dict) -> tuple:
     travels in the echo, so a new leader keeps the count (in Connect it is the
     leader's memory).
     """
-    _, _, _, revoked, successive = _newest_echo(members)
-    left = min((sub.scheduled for _, _, sub in members if sub.scheduled >= 0), default=NOT_SCHEDULED)
+    revoked, successive = echo[3:]
     if revoked and left > 0:  # the backoff runs: keep everything where it is
         return _deferring(cfg, mids, owners, 0), left, (0, successive)
     if left == 0:
@@ -215,7 +231,7 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     """
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
-    held, delay, more, backoff = 0, 0, False, ()
+    delay, echo = 0, ()
     if cfg.assignor == "range":
         out = _range(cfg, mids)
     elif cfg.assignor == "roundrobin":
@@ -224,16 +240,9 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
         out = _sticky(cfg, mids, resolve_claims(cfg, members))
     elif cfg.protocol == "incremental":
         out, more = _incremental(cfg, mids, resolve_claims(cfg, members))
+        delay = cfg.rejoin_ticks if more else 0
+    elif cfg.deferred:
+        out, delay, echo = _design2(cfg, members, mids, resolve_claims(cfg, members), memory)
     else:
-        owners = resolve_claims(cfg, members)
-        if cfg.deferred:
-            held, delay = deferral(cfg, members, owners, memory)
-        if held:  # no revocations while lost partitions wait (R33); the backoff's round count is kept
-            out, backoff = _deferring(cfg, mids, owners, held), (0, _newest_echo(members)[4])
-        elif cfg.deferred:
-            out, delay, backoff = revoking_backoff(cfg, members, mids, owners)
-        else:
-            out = _cooperative_sticky(cfg, mids, owners)
-    echo = (union(out.values()), held) + backoff if cfg.deferred else ()
-    scheduled = delay or (cfg.rejoin_ticks if more else 0)
-    return tuple((mid, Assignment(out[mid], scheduled, echo)) for mid, _, _ in members)
+        out = _cooperative_sticky(cfg, mids, resolve_claims(cfg, members))
+    return tuple((mid, Assignment(out[mid], delay, echo)) for mid, _, _ in members)
