@@ -21,8 +21,8 @@ where ``p`` is served (owned by a live member, or given out to one) and whose cy
 
 * lets time pass: it takes a ``tick`` (a cycle without one is a Zeno run: endless
   leader changes in no time, which no deadline can bound); and
-* is weakly fair (checker/liveness.py) for the system's own actions; timer
-  classes are per client slot here, as member ids are renamed.
+* is weakly fair (checker/liveness.py) for the system's own actions (timer
+  classes are per client slot, explore.fairness_class, as member ids are renamed).
 
 Under the seed's Design II (``--mutation leader-forgets-delay``) each new leader
 starts the delay again, and the lasso shows the churn; with the deadline carried
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from rebalance.model.protocol import member_name, slot_of, union
+from rebalance.model.protocol import member_name, union
 
 from .explore import Violation, environmental, fairness_class
 from .liveness import Graph, find_lasso
@@ -40,13 +40,6 @@ from .renaming import shape
 from .system import State, processing
 
 SERVED = ("every partition served",)  # the node of the states churn reaches with every partition served
-
-
-def class_up_to_renaming(key: tuple) -> tuple:
-    """A fairness class with its member id (a timer's) replaced by the client slot."""
-    if key[0] == "timer" and key[2]:
-        return key[:2] + (slot_of(key[2]),)
-    return key
 
 
 def _served(system, state: State) -> int:
@@ -98,7 +91,7 @@ class _Quotient:
         return i
 
     def edge(self, src: int, dst: int, key: tuple) -> None:
-        e = (src, dst, class_up_to_renaming(key))
+        e = (src, dst, key)
         if e not in self.seen:
             self.seen.add(e)
             self.graph.add(*e)
@@ -117,7 +110,7 @@ class _Quotient:
         dst = self.node(k, served)
         if fresh:
             self.forms[dst] = form
-            self.parent[dst] = (src, class_up_to_renaming(key))
+            self.parent[dst] = (src, key)
             self.frontier.append(dst)
         self.edge(src, dst, key)
 
@@ -140,7 +133,7 @@ def _step(system, x: State, key: tuple, want: State) -> tuple:
     unbounded): ``(Action, State)``."""
     steps = system.successors(x._replace(faults_left=1)) + system.churn_successors(x)
     return next((a, n) for a, n in steps
-                if class_up_to_renaming(fairness_class(a)) == key and shape(n) == want)
+                if fairness_class(a) == key and shape(n) == want)
 
 
 def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair, identify=lambda form: form):

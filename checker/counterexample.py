@@ -50,8 +50,10 @@ def text_trace(cfg: GroupConfig, v: Violation) -> str:
         if i == v.loop_start:
             lines.append("     -- the loop starts here --")
     if v.loop_start is not None:
-        lines.append(f"     -- back to step {v.loop_start}, forever --" if v.loop_start < len(v.path) - 1
-                     else "     -- stays here forever (stuttering) --")
+        same = v.path[v.loop_start][1] == v.path[-1][1]
+        lines.append(f"     -- back to step {v.loop_start}"
+                     f"{'' if same else ' (the same state up to renaming of generations and member ids)'}, forever --"
+                     if v.loop_start < len(v.path) - 1 else "     -- stays here forever (stuttering) --")
     group, *members = _final_lines(cfg, v.path[-1][1])
     lines.append("     final: " + group)
     lines.extend("       " + line for line in members)

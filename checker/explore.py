@@ -13,7 +13,10 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .liveness import Graph, find_lasso
+from rebalance.model.protocol import slot_of
+
+from .liveness import Graph, find_recurrence
+from .renaming import Renamer
 from .system import ACTION_KINDS, BOUNCE, ENVIRONMENT, Action, State, System
 
 
@@ -36,9 +39,13 @@ TIMER_KINDS = ("timer", "scheduled", "tick")  # the coordinator's timers, Schedu
 
 def fairness_class(action: Action) -> tuple:
     """The same action of the same actor: a channel's deliveries, a member's
-    heartbeats, one timer (a session timeout per member id)."""
+    heartbeats, one timer. A timer that waits for a member (a session timeout)
+    is told apart by the member's client slot, not its member id: states are
+    explored up to renaming of member ids, so a slot is what stays the same
+    along a cycle."""
     if action.kind == "timer":
-        return ("timer", type(action.detail).__name__, getattr(action.detail, "member_id", None))
+        mid = getattr(action.detail, "member_id", None)
+        return ("timer", type(action.detail).__name__, None if mid is None else slot_of(mid))
     return (action.kind, action.slot)
 
 
@@ -53,19 +60,37 @@ def fair_except_timers(key: tuple) -> bool:
     return key[0] not in TIMER_KINDS
 
 
-def lasso_violation(system, name: str, lasso, graph, stem: list, state_at) -> Violation:
-    """A Violation from ``find_lasso``'s answer: ``stem`` is the path to the lasso's
-    stem state, ``state_at(i)`` gives graph state ``i``; the cycle's actions are
-    found again among the successors (the graph keeps only classes)."""
-    _, cycle, reason = lasso
+def concrete(system, canonical, path: list) -> list:
+    """One concrete execution for ``path`` (``[(Action | None, State), ...]``, its
+    states up to renaming): each step replays, from the previous concrete state,
+    the successor of the same action kind and slot whose ``canonical`` form is
+    the path's next state. Generations and member ids then grow along the
+    execution as they would in the system, around a lasso's loop too."""
+    x = path[0][1]
+    out = [(None, x)]
+    for action, want in path[1:]:
+        want = canonical(want)
+        x_action, x = next((a, n) for a, n in system.successors(x)
+                           if a.kind == action.kind and a.slot == action.slot and canonical(n) == want)
+        out.append((x_action, x))
+    return out
+
+
+def lasso_violation(system, name: str, lasso, graph, stem: list, state_at, canonical) -> Violation:
+    """A Violation from a lasso search's answer: ``stem`` is the path (states up to
+    renaming) to the lasso's stem state, ``state_at(i)`` gives graph state ``i``;
+    the cycle's actions are found again among the successors (the graph keeps
+    only classes). Its reason is the search's; the caller says more."""
+    _, cycle, how = lasso
     path = list(stem)
     loop_start = len(path) - 1
     for k in cycle:
         src, dst = state_at(graph.src[k]), state_at(graph.dst[k])
         key = graph.names[graph.cls[k]]
-        action = next(a for a, n in system.successors(src) if n == dst and fairness_class(a) == key)
+        action = next(a for a, n in system.successors(src)
+                      if fairness_class(a) == key and canonical(n) == dst)
         path.append((action, dst))
-    return Violation(name, reason, path, loop_start)
+    return Violation(name, how, concrete(system, canonical, path), loop_start)
 
 
 @dataclass
@@ -85,19 +110,32 @@ class Result:
     covers: dict = field(default_factory=dict)  # cover name -> reached
 
 
-def _path(states: list, parents: array, labels: list, i: int) -> list:
-    path = []
-    while i >= 0:
-        path.append((labels[i], states[i]))
+def _path(system, states: list, parents: array, steps: array, i: int) -> list:
+    """The explored path to state ``i``: ``[(Action | None, State), ...]`` up to
+    renaming (each step the ``steps[j]``-th successor of its parent)."""
+    chain = []
+    while i > 0:
+        chain.append(i)
         i = parents[i]
-    path.reverse()
+    path = [(None, states[0])]
+    for j in reversed(chain):
+        path.append((system.successors(states[parents[j]])[steps[j]][0], states[j]))
     return path
 
 
 def explore(system: System, properties, initial: State | None = None,
             max_states: int | None = None, max_depth: int | None = None,
             progress=None, stop_on=frozenset(), covers=(), fair=None) -> Result:
-    """Explore from ``initial`` (default ``system.initial()``).
+    """Explore from ``initial`` (default ``system.initial()``), up to renaming.
+
+    States are interned in their canonical form (checker/renaming.py: generations,
+    member-id serials and epochs renamed 1, 2, ... in order), so two states that
+    differ only in how far those counters have run are one state: the explored
+    graph is finite even where the system is not (a rebalance storm), and a path
+    back to a state is the loop of an infinite execution. Every property is
+    invariant under that renaming; step checks and covers see each step as it
+    happens, before its successor is renamed; counterexamples are replayed as
+    concrete executions (``concrete``).
 
     Exploration goes level by level (breadth first). A violated property is
     recorded with its shortest counterexample and no longer checked; if its name is
@@ -108,23 +146,25 @@ def explore(system: System, properties, initial: State | None = None,
     level ends makes the counts the same for every engine.
     ``progress``, if given, is called as ``progress(distinct, transitions, frontier,
     depth)`` after each level and every 20,000 states. ``covers`` are checked on
-    every step until reached. Liveness properties (kind "liveness": their ``goal``
-    None on goal states, or their own ``lasso`` search) are decided after a complete
-    exploration under weak fairness of the action classes for which ``fair(class
-    key)`` is true (default: all), see ``liveness``; the transition graph they
-    search holds every transition, the environment's too.
+    every step until reached. A state is quiescent when no action of the system's
+    own (only the environment's) leads to another state. Liveness properties (kind
+    "liveness") are decided after a complete exploration (``decide_liveness``)
+    under weak fairness of the system's action classes for which ``fair(class
+    key)`` is true (default: all).
     """
     t0 = time.perf_counter()
     state_checks = [(p.name, p.invariant) for p in properties if p.invariant]
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
     live_props = [p for p in properties if p.kind == "liveness"]
+    marking = marks_of(live_props)
     graph = Graph() if live_props else None  # every transition, the environment's too
-    init = system.initial() if initial is None else initial
+    canonical = Renamer().canonical
+    init = canonical(system.initial() if initial is None else initial)
     states = [init]
     index = {init: 0}
     parents = array("q", [-1])
-    labels: list = [None]
+    steps = array("l", [-1])
     kinds = dict.fromkeys(ACTION_KINDS, 0)
     violations: list = []
     pending = list(covers)
@@ -134,11 +174,14 @@ def explore(system: System, properties, initial: State | None = None,
     frontier = [0]
     limit = None
 
+    def path_to(i):
+        return _path(system, states, parents, steps, i)
+
     def record(name, why, i, checks, last=None):
-        path = _path(states, parents, labels, i)
+        path = path_to(i)
         if last is not None:
             path.append(last)
-        violations.append(Violation(name, why, path))
+        violations.append(Violation(name, why, concrete(system, canonical, path)))
         checks[:] = [c for c in checks if c[0] != name]
         return name in stop_on
 
@@ -157,28 +200,32 @@ def explore(system: System, properties, initial: State | None = None,
         for i in frontier:
             s = states[i]
             moved = False
-            for action, n in successors(s):
+            for idx, (action, n) in enumerate(successors(s)):
                 transitions += 1
                 kinds[action.kind] += 1
-                if n == s:
+                known = index.get(n)
+                if known is None:
+                    c = canonical(n)
+                    known = index.get(c)
+                    if known is None:
+                        known = len(states)
+                        index[c] = known
+                        states.append(c)
+                        parents.append(i)
+                        steps.append(idx)
+                        for name, check in tuple(state_checks):
+                            why = check(system, c)
+                            if why:
+                                stop = record(name, why, known, state_checks) or stop
+                        nxt_frontier.append(known)
+                        if progress is not None and known % 20000 == 0:
+                            progress(len(index), transitions, len(nxt_frontier), depth + 1)
+                if known == i:  # a stutter
                     if graph is not None:
                         graph.add(i, i, fairness_class(action))
                     continue
-                moved = True
-                known = index.get(n)
-                if known is None:
-                    known = len(states)
-                    index[n] = known
-                    states.append(n)
-                    parents.append(i)
-                    labels.append(action)
-                    for name, check in tuple(state_checks):
-                        why = check(system, n)
-                        if why:
-                            stop = record(name, why, known, state_checks) or stop
-                    nxt_frontier.append(known)
-                    if progress is not None and known % 20000 == 0:
-                        progress(len(index), transitions, len(nxt_frontier), depth + 1)
+                if action.kind not in FAULT_KINDS:
+                    moved = True
                 for name, step in tuple(step_checks):
                     why = step(system, s, action, n)
                     if why:
@@ -191,7 +238,7 @@ def explore(system: System, properties, initial: State | None = None,
                     if hit:
                         pending = [c for c in pending if c.name not in reached]
                 if graph is not None:
-                    graph.add(i, known, fairness_class(action))
+                    graph.add(i, known, fairness_class(action), mark(marking, system, s, action, n))
             if not moved:
                 for name, check in list(quiescent):
                     why = check(system, s)
@@ -209,23 +256,74 @@ def explore(system: System, properties, initial: State | None = None,
             break
 
     if live_props and limit is None and not stop:
-        for p in live_props:
-            if p.lasso:
-                lasso = p.lasso.search(system, p.name, graph, [p.lasso.summary(system, x) for x in states],
-                                       states.__getitem__, lambda i: _path(states, parents, labels, i),
-                                       fair or (lambda key: True))
-                if lasso:
-                    violations.append(lasso)
-                continue
-            goal = bytearray(0 if p.goal(system, x) else 1 for x in states)
-            lasso = find_lasso(len(index), graph, goal, fair or (lambda key: True), excluded=environmental)
-            if lasso:
-                stem = _path(states, parents, labels, lasso[0])
-                violations.append(lasso_violation(system, p.name, lasso, graph, stem, states.__getitem__))
+        violations.extend(decide_liveness(
+            system, live_props, graph,
+            lambda p: bytearray(0 if p.goal and p.goal(system, x) else 1 for x in states),
+            lambda p: [p.lasso.summary(system, x) for x in states], states.__getitem__,
+            lambda i: concrete(system, canonical, path_to(i)), path_to, canonical, fair))
 
     fired = Counter({k: v for k, v in kinds.items() if v})
     return conclude(properties, violations, limit, stop, len(index), transitions, depth, t0, fired,
                     {c.name: c.name in reached for c in covers})
+
+
+def marks_of(live_props) -> list:
+    """``[(bit, property)]``: the mark each liveness property with a step part sets
+    on a transition (``Graph.marks``), in the properties' order."""
+    return [(1 << b, p) for b, p in enumerate(p for p in live_props if p.step)]
+
+
+def mark(marking: list, system, s: State, action: Action, n: State) -> int:
+    """The marks of one transition (``marks_of``), seen before ``n`` is renamed."""
+    out = 0
+    for bit, p in marking:
+        if p.step(system, s, action, n):
+            out |= bit
+    return out
+
+
+def decide_liveness(system, live_props, graph: Graph, goal_of, summaries_of, state_at, stem_of, path_to,
+                    canonical, fair=None, identify=None) -> list:
+    """Every liveness property's lasso, if it has one (both engines): ``graph`` holds
+    every explored transition, marked as ``marks_of(live_props)`` says;
+    ``goal_of(p)``: a bytearray, 1 on the explored states (by graph index) where
+    ``p``'s goal holds; ``summaries_of(p)``: ``p.lasso.summary`` of each state;
+    ``state_at(i)``: state ``i``; ``stem_of(i)``: a concrete path to it;
+    ``path_to(i)``: the explored path to it (up to renaming); ``identify``: how
+    the summaries key a shape (checker/churn.py). A property with its own
+    ``lasso`` search runs it; the others are ◇□ properties (``find_recurrence``):
+    once faults stop (the environment's edges excluded), the goal is reached and
+    kept, and no step the property marks is taken for ever after.
+    Returns ``[Violation]``."""
+    fair = fair or (lambda key: True)
+    bits = {p.name: bit for bit, p in marks_of(live_props)}
+    found = []
+    for p in live_props:
+        if p.lasso:
+            v = p.lasso.search(system, p.name, graph, summaries_of(p), state_at, stem_of, fair,
+                               **({"identify": identify} if identify else {}))
+            if v:
+                found.append(v)
+            continue
+        goal = goal_of(p)
+        lasso = find_recurrence(len(goal), graph, goal, fair, bits.get(p.name, 0), excluded=environmental)
+        if lasso:
+            v = lasso_violation(system, p.name, lasso, graph, path_to(lasso[0]), state_at, canonical)
+            v.reason = f"{_lasso_reason(system, p, v)} ({v.reason})"
+            found.append(v)
+    return found
+
+
+def _lasso_reason(system, p, v: Violation) -> str:
+    """What a ◇□ property's lasso does wrong, in one line, read off its concrete path."""
+    loop = v.path[v.loop_start:]
+    if len(loop) == 1:
+        return f"stuck where {p.goal(system, loop[0][1])}"
+    storm = [why for (_, s), (a, n) in zip(loop, loop[1:]) if p.step for why in (p.step(system, s, a, n),) if why]
+    if storm:
+        return f"{len(storm)} step(s) on every turn of the cycle where {storm[0]}, for ever"
+    bad = next(why for why in (p.goal(system, s) for _, s in loop) if why)
+    return f"never settles: {bad} on every turn of the cycle"
 
 
 def conclude(properties, violations: list, limit, stopped: bool, distinct: int, transitions: int,

@@ -1,22 +1,34 @@
-"""Liveness under weak fairness: ``eventual_balance`` (◇ goal once faults stop).
+"""Liveness under weak fairness (spec/SPEC.md section 7).
 
 The exploration records every transition (including stutters, s -> s) with its
 *fairness class* (the same action of the same actor: a delivery on one channel,
-one member's heartbeat, one timer). Faults (join, leave, crash, restart, pause,
-resume) are the environment's and carry no fairness; for eventual_balance they
-have stopped (their edges are ``excluded``), and every fair path must reach a
-goal state.
+one member's heartbeat, one timer) and a *mark* (bits a step property sets:
+``no_rebalance_storm``'s "a generation completed"). The environment's actions
+(faults) carry no fairness and, for the properties that speak of "once faults
+stop", are ``excluded`` from every run considered: their enabledness is no
+progress and their edges are in no cycle.
 
-A counterexample is a lasso that never reaches the goal:
+Two searches, both on the explored graph, which the engines explore up to
+renaming of generations, member ids and epochs (checker/renaming.py), so that an
+endless rebalance storm, an infinite path of ever newer generations, is a cycle:
 
-* a *stuttering* lasso: a non-goal state where no fair class is enabled (only
-  unfair actions, or nothing at all): the system may stay there forever;
-* a *fair cycle*: a strongly connected component of the non-goal subgraph in
-  which every class enabled in all of its states is also taken inside it
-  (weak fairness is then satisfied by a cycle visiting those edges).
+* ``find_lasso``: a fair path that never reaches the goal (◇ goal fails);
+* ``find_recurrence``: a fair path that leaves the goal, or takes a marked step,
+  infinitely often (◇□ goal fails: the goal is not reached *and kept*).
+
+A counterexample is a lasso:
+
+* a *stuttering* lasso: a non-goal state where no fair class of the system's
+  own actions is enabled (the environment's may be): the system may stay there
+  forever;
+* a *fair cycle*: inside a strongly connected component in which every class
+  enabled in all of its states is also taken (weak fairness), a cycle that
+  takes such edges, visits what the property needs (a non-goal state, a marked
+  edge, a ``required`` class) and is itself fair: any class enabled in every
+  state it visits is taken on it.
 
 States the exploration did not expand (a limit was hit) make the verdict
-incomplete, never holds: the caller does not call this then.
+incomplete, never holds: the caller does not call these then.
 """
 from __future__ import annotations
 
@@ -25,16 +37,18 @@ from collections import deque
 
 
 class Graph:
-    """Non-fault transitions as parallel arrays: ``src[k] -> dst[k]`` of class ``cls[k]``."""
+    """Transitions as parallel arrays: ``src[k] -> dst[k]`` of class ``cls[k]`` with
+    the bits ``marks[k]`` (0: none)."""
 
     def __init__(self):
         self.src = array("l")
         self.dst = array("l")
         self.cls = array("l")
+        self.marks = array("B")
         self.classes: dict = {}  # class key -> id
         self.names: list = []
 
-    def add(self, i: int, j: int, key) -> None:
+    def add(self, i: int, j: int, key, mark: int = 0) -> None:
         c = self.classes.get(key)
         if c is None:
             c = self.classes[key] = len(self.names)
@@ -42,6 +56,7 @@ class Graph:
         self.src.append(i)
         self.dst.append(j)
         self.cls.append(c)
+        self.marks.append(mark)
 
 
 def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
@@ -134,18 +149,9 @@ def _path_within(start: int, goal_edge_src: int, offsets, targets, members: set)
     raise AssertionError("state not reachable inside its component")
 
 
-def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tuple | None:
-    """Look for a fair path that never reaches the goal.
-
-    ``goal``: bytearray, 1 where the state is a goal state. ``fair(key)``: whether a
-    class is under weak fairness. ``required(key)``, if given: a fair cycle must
-    also take an edge of such a class (checker/churn.py: a tick, so time passes).
-    ``excluded(key)``, if given: edges of such classes are in no run considered
-    (eventual_balance: the environment's, as faults have stopped). Returns None, or ``(stem_end, cycle_edges, reason)`` where ``cycle_edges`` is a
-    list of edge ids (empty for a stuttering lasso at ``stem_end``).
-    """
-    fair_class = [fair(key) for key in g.names]
-    enabled: list = [None] * n  # state -> set of fair classes enabled there
+def _enabled(n: int, g: Graph, fair_class: list) -> list:
+    """State -> the set of fair classes enabled there (None: none)."""
+    enabled: list = [None] * n
     for k in range(len(g.src)):
         c = g.cls[k]
         if fair_class[c]:
@@ -154,15 +160,24 @@ def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tu
                 enabled[i] = {c}
             else:
                 enabled[i].add(c)
-    for i in range(n):  # stuttering: nothing fair to do, and not there yet
-        if not goal[i] and enabled[i] is None:
-            return i, [], "no fair action is enabled here, so the system may stay forever"
-    keep = bytearray(0 if goal[i] else 1 for i in range(n))
+    return enabled
+
+
+def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted) -> tuple | None:
+    """The lasso machinery both searches share. ``stuck``: states where stuttering
+    violates the property; ``keep``: states a cycle may visit; ``wanted(comp,
+    members, offsets, targets, edges)``: the edge positions a cycle in the fair
+    component must take, or None if the component cannot violate."""
     usable = [not (excluded and excluded(key)) for key in g.names]
+    fair_class = [usable[c] and fair(key) for c, key in enumerate(g.names)]
+    enabled = _enabled(n, g, fair_class)
+    for i in range(n):
+        if stuck[i] and enabled[i] is None:
+            return i, [], "no fair action is enabled here, so the system may stay forever"
     offsets, targets, edges = _adjacency(n, g, keep, usable)
     for comp in _sccs(n, offsets, targets, keep):
         members = set(comp)
-        always = set.intersection(*(enabled[i] for i in comp))
+        always = set.intersection(*(enabled[i] or set() for i in comp))
         taken: dict = {}
         for v in comp:
             for p in range(offsets[v], offsets[v + 1]):
@@ -170,25 +185,92 @@ def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tu
                     taken.setdefault(g.cls[edges[p]], p)
         if not always.issubset(taken):
             continue  # an action always enabled here is never taken: no fair cycle
-        wanted = [taken[c] for c in sorted(always)] or [next(iter(taken.values()))]
-        if required is not None:
-            needed = sorted(c for c in taken if required(g.names[c]))
-            if not needed:
-                continue
-            wanted.append(taken[needed[0]])
-        start = min(comp)
-        cycle: list = []
-        at = start
-        for p in wanted:
-            src = next(v for v in comp if offsets[v] <= p < offsets[v + 1])
-            hop = _path_within(at, src, offsets, targets, members)
-            cycle.extend(_edge_between(a, b, offsets, targets, edges) for a, b in zip(hop, hop[1:]))
-            cycle.append(edges[p])
-            at = targets[p]
-        hop = _path_within(at, start, offsets, targets, members) if at != start else [start]
-        cycle.extend(_edge_between(a, b, offsets, targets, edges) for a, b in zip(hop, hop[1:]))
-        return start, cycle, f"a fair cycle of {len(cycle)} steps never reaches the goal"
+        need = wanted(comp, members, offsets, targets, edges)
+        if need is None:
+            continue
+        cycle = _fair_cycle(comp, members, need, taken, enabled, offsets, targets, edges, g)
+        return min(comp), cycle, f"a fair cycle of {len(cycle)} steps"
     return None
+
+
+def _fair_cycle(comp, members, need, taken, enabled, offsets, targets, edges, g) -> list:
+    """A cycle from ``min(comp)`` taking the positions ``need`` that is weakly fair:
+    while some class is enabled in every state it visits and not taken on it, it
+    takes that class too (taken somewhere in the component) or visits a state of
+    the component where the class is not enabled (one exists: the component is fair)."""
+    start = min(comp)
+    need = list(need)
+    while True:
+        cycle = _through(start, need, comp, members, offsets, targets, edges)
+        visited = [g.src[k] for k in cycle] or [start]
+        on = set.intersection(*(enabled[v] or set() for v in visited))
+        missing = sorted(on - {g.cls[k] for k in cycle})
+        if not missing:
+            return cycle
+        c = missing[0]
+        if c in taken:
+            need.append(taken[c])
+        else:
+            v = next(v for v in sorted(comp) if c not in (enabled[v] or ()))
+            need.append(next(p for p in range(offsets[v], offsets[v + 1]) if targets[p] in members))
+
+
+def _through(start: int, need, comp, members, offsets, targets, edges) -> list:
+    """Edge ids of a cycle from ``start`` through the edge positions ``need`` in order."""
+    cycle: list = []
+    at = start
+    for p in need:
+        src = next(v for v in comp if offsets[v] <= p < offsets[v + 1])
+        hop = _path_within(at, src, offsets, targets, members)
+        cycle.extend(_edge_between(a, b, offsets, targets, edges) for a, b in zip(hop, hop[1:]))
+        cycle.append(edges[p])
+        at = targets[p]
+    hop = _path_within(at, start, offsets, targets, members) if at != start else [start]
+    cycle.extend(_edge_between(a, b, offsets, targets, edges) for a, b in zip(hop, hop[1:]))
+    return cycle
+
+
+def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tuple | None:
+    """Look for a fair path that never reaches the goal (◇ goal fails).
+
+    ``goal``: bytearray, 1 where the state is a goal state. ``fair(key)``: whether a
+    class is under weak fairness. ``required(key)``, if given: a fair cycle must
+    also take an edge of such a class (checker/churn.py: a tick, so time passes).
+    ``excluded(key)``, if given: edges of such classes are in no run considered
+    and their enabledness is no progress (eventual properties: the environment's,
+    as faults have stopped). Returns None, or ``(stem_end, cycle_edges, reason)``
+    where ``cycle_edges`` is a list of edge ids (empty for a stuttering lasso at
+    ``stem_end``)."""
+    def wanted(comp, members, offsets, targets, edges):
+        need = []
+        if required is not None:
+            ticks = sorted(p for v in comp for p in range(offsets[v], offsets[v + 1])
+                           if targets[p] in members and required(g.names[g.cls[edges[p]]]))
+            if not ticks:
+                return None
+            need.append(ticks[0])
+        return need or [next(p for p in range(offsets[min(comp)], offsets[min(comp) + 1])
+                             if targets[p] in members)]
+
+    not_goal = bytearray(0 if x else 1 for x in goal)
+    found = _search(n, g, fair, excluded, not_goal, not_goal, wanted)
+    return found and (found[0], found[1], found[2] + " never reaches the goal" if found[1] else found[2])
+
+
+def find_recurrence(n: int, g: Graph, goal, fair, mark: int = 0, excluded=None) -> tuple | None:
+    """Look for a fair path that is outside the goal, or takes a step marked
+    ``mark`` (a bit of ``Graph.marks``), infinitely often: ◇□(goal, and no marked
+    step) fails. Arguments and answer as ``find_lasso``'s; a stuttering lasso
+    stops in a non-goal state."""
+    def wanted(comp, members, offsets, targets, edges):
+        for v in sorted(comp):
+            for p in range(offsets[v], offsets[v + 1]):
+                if targets[p] in members and (not goal[v] or g.marks[edges[p]] & mark):
+                    return [p]
+        return None
+
+    not_goal = bytearray(0 if x else 1 for x in goal)
+    return _search(n, g, fair, excluded, not_goal, bytearray(b"\x01") * n, wanted)
 
 
 def _edge_between(a: int, b: int, offsets, targets, edges) -> int:

@@ -5,9 +5,11 @@ Each property is a ``Property(name, kind, description, applies, check)``:
 ``check(system, state)`` returns None when it holds, otherwise a one-line
 explanation; ``step(system, state, action, successor)``, where given, is checked on every
 explored transition. ``kind`` is "invariant" (every reachable state and step),
-"quiescent" (states where nothing is enabled) or "liveness" (``check`` is then
-the goal, None on goal states, see checker/liveness.py; or, with ``lasso``, an
-invariant part beside its own lasso search). Commit rights come from the model
+"quiescent" (states where no action of the system's own, only the
+environment's, is enabled) or "liveness": ◇□ once faults stop, ``check`` the
+goal (None on goal states) and ``step``, if given, the steps that must stop
+(see checker/liveness.py, ``find_recurrence``); or, with ``lasso``, an
+invariant part beside its own lasso search. Commit rights come from the model
 (``coordinator.commit_allowed``), never recomputed here.
 """
 from __future__ import annotations
@@ -45,7 +47,8 @@ class Property(NamedTuple):
 
     @property
     def goal(self) -> Callable | None:
-        """For a liveness property decided by ``find_lasso``: None on goal states."""
+        """For a liveness property decided by ``find_recurrence``: None on goal states
+        (no ``goal``: every state is one)."""
         return self.check if self.kind == "liveness" and not self.lasso else None
 
 
@@ -114,6 +117,14 @@ def single_leader(system: System, state: State):
 def generations_grow(system: System, state: State, action, nxt: State):
     if nxt.group.generation < state.group.generation:
         return f"generation went from {state.group.generation} to {nxt.group.generation}"
+    return None
+
+
+def rebalanced(system: System, state: State, action, nxt: State):
+    """The step completes a generation (the JoinGroup barrier, R4): a rebalance.
+    Seen on the step as it happens, before the successor is renamed."""
+    if nxt.group.generation > state.group.generation:
+        return f"generation {nxt.group.generation} completes"
     return None
 
 
@@ -270,10 +281,14 @@ PROPERTIES = (
              "every step is an action of the declarative spec (spec/actions.py) and every state satisfies "
              "its inductive invariant", _always, None, refinement),
     Property("quiescent_balance", "quiescent",
-             "when nothing is enabled the group is Stable, every partition owned once, loads within one",
-             _always, balanced),
+             "when nothing but the environment (a fault) can act, the group is Stable, every partition owned "
+             "once, loads within one", _always, balanced),
     Property("eventual_balance", "liveness",
-             "once faults stop, every fair execution reaches a balanced Stable group", _always, balanced),
+             "once faults stop, every fair execution reaches a balanced Stable group and stays there "
+             "(◇□ balanced)", _always, balanced),
+    Property("no_rebalance_storm", "liveness",
+             "once faults stop, every fair execution completes finitely many generations (◇□ no rebalance)",
+             _always, None, rebalanced),
 )
 
 

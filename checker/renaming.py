@@ -145,3 +145,76 @@ def shape(state: State) -> State:
     _walk(state, names)  # collect the values in use
     names.freeze()
     return _walk(state, names)
+
+
+def _collected(walk, part) -> tuple:
+    names = _Names()
+    walk(part, names)
+    return frozenset(names.generations), frozenset(names.serials), frozenset(names.epochs)
+
+
+def _dense(pairs) -> bool:
+    """Whether each slot's values in ``pairs`` ((slot, value), ...) are 1..k."""
+    top: dict = {}
+    count: dict = {}
+    for slot, v in pairs:
+        if v > top.get(slot, 0):
+            top[slot] = v
+        count[slot] = count.get(slot, 0) + 1
+    return all(top[slot] == count[slot] for slot in top)
+
+
+class Renamer:
+    """``canonical(state)``: ``shape`` with the fault budget kept, memoised per part
+    (the coordinator's Group, each slot's Proc), so that exploring up to renaming
+    (checker/explore.py) costs little: a state whose names are already 1..k per
+    kind is returned as it is, found by a union of the parts' cached name sets;
+    only the others are renamed, part by part, each renamed part cached under
+    its renaming. Every engine builds one (the Spark executors too), so both
+    intern the same canonical states."""
+
+    def __init__(self):
+        self._names: dict = {}
+        self._renamed: dict = {}
+
+    def _names_of(self, key, walk, part) -> tuple:
+        hit = self._names.get(key)
+        if hit is None:
+            hit = self._names[key] = _collected(walk, part)
+        return hit
+
+    def canonical(self, state: State) -> State:
+        """``state`` with its generations, member-id serials and epochs renamed to
+        1, 2, ... in order (module docstring); ``faults_left`` kept. A state and its
+        canonical form have the same behaviour up to that renaming."""
+        group = state.group
+        gens, serials, epochs = (set(x) for x in self._names_of(group, _group, group))
+        for slot, p in enumerate(state.procs):
+            if p.epoch:
+                g, s, e = self._names_of((slot, p), _slot_proc, (slot, p))
+                gens |= g
+                serials |= s
+                epochs |= e
+        positive = [g for g in gens if g > 0]
+        if (not positive or max(positive) == len(positive)) and _dense(serials) and _dense(epochs):
+            return state
+        names = _Names()
+        names.generations, names.serials, names.epochs = gens, serials, epochs
+        names.freeze()
+        renaming = (tuple(sorted(names.gen_map.items())), tuple(sorted(names.serial_map.items())),
+                    tuple(sorted(names.epoch_map.items())))
+        procs = tuple(self._rename((slot, p), renaming, _slot_proc, names) if p.epoch else p
+                      for slot, p in enumerate(state.procs))
+        return State(self._rename(group, renaming, _group, names), procs, state.faults_left)
+
+    def _rename(self, part, renaming: tuple, walk, names: _Names):
+        key = (part, renaming)
+        hit = self._renamed.get(key)
+        if hit is None:
+            hit = self._renamed[key] = walk(part, names)
+        return hit
+
+
+def _slot_proc(slot_proc: tuple, n: _Names) -> Proc:
+    slot, p = slot_proc
+    return _proc(slot, p, n)

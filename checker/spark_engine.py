@@ -29,13 +29,16 @@ import tempfile
 import time
 from collections import Counter
 
-from .explore import Result, Violation, conclude, environmental, fairness_class, lasso_violation
-from .liveness import Graph, find_lasso
+from .explore import (
+    FAULT_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of,
+)
+from .liveness import Graph
+from .renaming import Renamer
 from .spark_session import session
 from .system import State, System
 
 CHECKPOINT_EVERY = 10
-_SYSTEMS: dict = {}  # executor-side cache: system key -> System
+_SYSTEMS: dict = {}  # executor-side cache: system key -> (System, Renamer)
 
 
 def _canonical(obj, out: list) -> None:
@@ -65,12 +68,13 @@ def encode(state: State) -> bytes:
     return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _system(key) -> System:
-    """The executor's System for ``key`` (a ``System.spec``), built once per worker."""
-    system = _SYSTEMS.get(key)
-    if system is None:
-        system = _SYSTEMS[key] = System(*key)
-    return system
+def _system(key) -> tuple:
+    """The executor's System for ``key`` (a ``System.spec``) and its Renamer (states
+    are explored up to renaming, as by the local engine), built once per worker."""
+    hit = _SYSTEMS.get(key)
+    if hit is None:
+        hit = _SYSTEMS[key] = (System(*key), Renamer())
+    return hit
 
 
 def _checks(system: System, names) -> tuple:
@@ -82,14 +86,15 @@ def _checks(system: System, names) -> tuple:
 
 def _expand(key, names, with_graph, partition):
     """Executor side: expand a frontier partition. Yields tagged records:
-    ("succ", dst_fp, (src_fp, index, dst_bytes)), ("edge", src_fp, dst_fp, class)
-    (if ``with_graph``),
+    ("succ", dst_fp, (src_fp, index, dst_bytes)) with the successor renamed
+    (explore.explore), ("edge", src_fp, dst_fp, class, marks) (if ``with_graph``),
     ("stat", transitions, covers reached, transitions per action kind),
     ("bad", property, reason, src_fp, index) for step and quiescent violations."""
-    system = _system(key)
+    system, renamer = _system(key)
     props, covers = _checks(system, names)
     steps = [p for p in props if p.kind == "invariant" and p.step]
     quiescent = [p for p in props if p.kind == "quiescent"]
+    marking = marks_of([p for p in props if p.kind == "liveness"])
     transitions = 0
     fired = Counter()
     reached = set()
@@ -99,21 +104,23 @@ def _expand(key, names, with_graph, partition):
         for idx, (action, n) in enumerate(system.successors(s)):
             transitions += 1
             fired[action.kind] += 1
-            nblob = blob if n == s else encode(n)
-            nfp = fp if n == s else fingerprint(n)
+            c = renamer.canonical(n)
+            nblob = blob if c == s else encode(c)
+            nfp = fp if c == s else fingerprint(c)
             if with_graph:
-                yield ("edge", fp, nfp, fairness_class(action))
-            if n == s:
+                yield ("edge", fp, nfp, fairness_class(action), 0 if c == s else mark(marking, system, s, action, n))
+            if c == s:
                 continue
-            moved = True
+            if action.kind not in FAULT_KINDS:
+                moved = True
             yield ("succ", nfp, (fp, idx, nblob))
             for p in steps:
                 why = p.step(system, s, action, n)
                 if why:
                     yield ("bad", p.name, why, fp, idx)
-            for c in covers:
-                if c.name not in reached and c.reached(system, s, action, n):
-                    reached.add(c.name)
+            for cv in covers:
+                if cv.name not in reached and cv.reached(system, s, action, n):
+                    reached.add(cv.name)
         if not moved:
             for p in quiescent:
                 why = p.check(system, s)
@@ -129,7 +136,7 @@ def _check_new(key, names, goals, partition):
     what a lasso search needs of it, if ``lasso`` names a property with one
     ("seen", fp, parent fp, successor index, goal bits, (shape fingerprint,
     partitions served, leader bounces) or None; see churn.summary)."""
-    system = _system(key)
+    system, _ = _system(key)
     props, _ = _checks(system, names | set(goals))
     invariants = [p for p in props if p.invariant]
     goal_checks = [p.goal for name in goals for p in props if p.name == name]
@@ -173,11 +180,12 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
     sc.setCheckpointDir(checkpoint_dir)
     key = system.spec
     live_props = [p for p in properties if p.kind == "liveness"]
-    names = frozenset(p.name for p in properties if p.kind != "liveness" or p.lasso) | {c.name for c in covers}
+    names = frozenset(p.name for p in properties) | {c.name for c in covers}
     with_graph = bool(live_props)
     goals = tuple(p.name for p in live_props if p.goal)
     try:
-        init = system.initial()
+        canonical = Renamer().canonical
+        init = canonical(system.initial())
         blob = encode(init)
         fp0 = fingerprint(init)
         violations: dict = {}  # property -> (reason, fp, successor index for a step violation)
@@ -246,10 +254,10 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
             if max_states is not None and distinct >= max_states:
                 limit = f"max_states {max_states}"
                 break
-        found = [_violation(system, visited, init, fp0, name, *v) for name, v in violations.items()]
+        found = [_violation(system, canonical, visited, init, fp0, name, *v) for name, v in violations.items()]
         complete = limit is None and not stop
         if live_props and complete:
-            found.extend(_liveness(system, visited, init, fp0, live_props, edges, fair))
+            found.extend(_liveness(system, canonical, visited, init, fp0, live_props, edges, fair))
     finally:
         spark.stop()
         shutil.rmtree(checkpoint_dir, ignore_errors=True)
@@ -267,50 +275,50 @@ def _route(visited, fp0, fp) -> list:
     return chain[::-1]
 
 
-def _replay(system: System, init: State, chain) -> list:
+def _replay(system: System, canonical, init: State, chain) -> list:
+    """The explored path (states up to renaming) along successor indices ``chain``."""
     path = [(None, init)]
     s = init
     for idx in chain:
-        action, s = system.successors(s)[idx]
+        action, n = system.successors(s)[idx]
+        s = canonical(n)
         path.append((action, s))
     return path
 
 
-def _violation(system, visited, init, fp0, name, why, fp, idx) -> Violation:
-    path = _replay(system, init, _route(visited, fp0, fp))
+def _violation(system, canonical, visited, init, fp0, name, why, fp, idx) -> Violation:
+    path = _replay(system, canonical, init, _route(visited, fp0, fp))
     if idx is not None and idx >= 0:  # a step violation: one more transition
         path.append(system.successors(path[-1][1])[idx])
-    return Violation(name, why, path)
+    return Violation(name, why, concrete(system, canonical, path))
 
 
-def _liveness(system, visited, init, fp0, live_props, edges, fair) -> list:
+def _liveness(system, canonical, visited, init, fp0, live_props, edges, fair) -> list:
     """Decide liveness on the driver over the collected transition graph, numbering
     states by fingerprint order."""
     rows = sorted(visited.map(lambda kv: (kv[0], kv[1][2:])).collect())
     index = {fp: i for i, (fp, _) in enumerate(rows)}
     graph = Graph()
-    for src, dst, cls in sorted(edges, key=lambda e: (index[e[0]], index[e[1]], repr(e[2]))):
-        graph.add(index[src], index[dst], cls)
+    for src, dst, cls, marks in sorted(edges, key=lambda e: (index[e[0]], index[e[1]], repr(e[2]), e[3])):
+        graph.add(index[src], index[dst], cls, marks)
     cache: dict = {}
+
+    def path_to(i):
+        return _replay(system, canonical, init, _route(visited, fp0, rows[i][0]))
 
     def state_at(i):
         if i not in cache:
-            cache[i] = _replay(system, init, _route(visited, fp0, rows[i][0]))[-1][1]
+            cache[i] = path_to(i)[-1][1]
         return cache[i]
 
-    def stem_of(i):
-        return _replay(system, init, _route(visited, fp0, rows[i][0]))
+    goal_names = [p.name for p in live_props if p.goal]
 
-    found = []
-    for p in live_props:
-        if p.lasso:
-            v = p.lasso.search(system, p.name, graph, [extra[1] for _, extra in rows], state_at, stem_of,
-                               fair or (lambda key: True), identify=fingerprint)
-            if v:
-                found.append(v)
-    for k, p in enumerate(p for p in live_props if p.goal):
-        goal = bytearray(1 if extra[0][k] else 0 for _, extra in rows)
-        lasso = find_lasso(len(rows), graph, goal, fair or (lambda key: True), excluded=environmental)
-        if lasso:
-            found.append(lasso_violation(system, p.name, lasso, graph, stem_of(lasso[0]), state_at))
-    return found
+    def goal_of(p):
+        if not p.goal:
+            return bytearray(b"\x01") * len(rows)
+        k = goal_names.index(p.name)
+        return bytearray(1 if extra[0][k] else 0 for _, extra in rows)
+
+    return decide_liveness(system, live_props, graph, goal_of, lambda p: [extra[1] for _, extra in rows],
+                           state_at, lambda i: concrete(system, canonical, path_to(i)), path_to, canonical,
+                           fair, identify=fingerprint)

@@ -227,7 +227,9 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     id (R29; AbstractPartitionAssignor.MemberInfo, KIP-345), so a restarted static
     member with a new member id keeps its place. ``memory``: what this leader
     deferred itself (used by the ``leader-forgets-delay`` mutation only).
-    Mutation ``assign-before-revoke``: the cooperative adjustment is skipped.
+    Mutation ``assign-before-revoke``: the cooperative adjustment is skipped;
+    ``withhold-partition`` (test-only): the first partition goes to nobody once
+    there are 4 members or more.
     """
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
@@ -245,4 +247,6 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
         out, delay, echo = _design2(cfg, members, mids, resolve_claims(cfg, members), memory)
     else:
         out = _cooperative_sticky(cfg, mids, resolve_claims(cfg, members))
+    if "withhold-partition" in cfg.mutations and len(mids) >= 4:
+        out = {m: mask & ~1 for m, mask in out.items()}
     return tuple((mid, Assignment(out[mid], delay, echo)) for mid, _, _ in members)

@@ -40,6 +40,15 @@ MUTATIONS = {
         "the coordinator accepts offset commits from stale member ids and generations",
         "GroupCoordinator.handleCommitOffsets",
     ),
+    "withhold-partition": (
+        "the leader's assignor never gives out the first partition once the group has 4 members or more",
+        "test-only: a deliberately wrong assignor, not a Kafka bug (a group left unbalanced for good)",
+    ),
+    "keep-revoked": (
+        "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if "
+        "it had revoked them",
+        "test-only: a deliberately wrong member, not a Kafka bug (R18; a rebalance storm)",
+    ),
 }
 
 

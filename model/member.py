@@ -147,6 +147,8 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     if revoked:
         out.append(Callback("revoked", revoked))
     out.append(Callback("assigned", added))
+    if "keep-revoked" in cfg.mutations:  # test-only: the revocation is announced, not done
+        assigned |= revoked
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
                    scheduled=r.assignment.scheduled or NOT_SCHEDULED,
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
