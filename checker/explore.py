@@ -17,7 +17,7 @@ from rebalance.model.protocol import slot_of
 
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
-from .system import ACTION_KINDS, BOUNCE, ENVIRONMENT, Action, State, System
+from .system import ACTION_KINDS, BOUNCE, COMMIT, ENVIRONMENT, Action, State, System
 
 
 @dataclass
@@ -33,7 +33,8 @@ class Violation:
     loop_start: int | None = None
 
 
-FAULT_KINDS = frozenset(ENVIRONMENT + (BOUNCE,))
+# the actions not the protocol's own: the environment's and the application's commits (no fairness)
+FAULT_KINDS = frozenset(ENVIRONMENT + (BOUNCE, COMMIT))
 TIMER_KINDS = ("timer", "scheduled", "tick")  # the coordinator's timers, ScheduledRebalanceTimeouts, the clock
 
 
@@ -50,7 +51,8 @@ def fairness_class(action: Action) -> tuple:
 
 
 def environmental(key: tuple) -> bool:
-    """Whether a fairness class is the environment's (a fault or a resume)."""
+    """Whether a fairness class is not the protocol's own: a fault, a resume, a
+    bounce or the application's commit."""
     return key[0] in FAULT_KINDS
 
 

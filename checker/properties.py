@@ -84,15 +84,21 @@ def _held_twice(state: State) -> bool:
 
 
 def exclusive_ownership(system: System, state: State):
-    """No partition owned by two members whose commits the coordinator would accept
-    (R9; the guarantee generation fencing gives, GroupCoordinator.handleCommitOffsets)."""
-    if not _held_twice(state):
-        return None
-    cfg, group = system.cfg, state.group
-    owners = [(c.member_id, c.owned) for c in processing(state)
-              if c.owned and commit_allowed(cfg, group, c.member_id, c.generation)]
-    why = _overlap(system, owners)
-    return why and why + ", both able to commit"
+    """No partition for which the coordinator accepted OffsetCommits from two
+    processes while both owned it (R9, R41; the guarantee generation fencing
+    gives, GroupCoordinator.handleCommitOffsets): read off the checker's history
+    variable ``Proc.shared``, so it is about commits the model's coordinator
+    actually accepted."""
+    procs = state.procs
+    for s, p in enumerate(procs):
+        if p.shared:
+            for t in range(s + 1, len(procs)):
+                q = procs[t]
+                both = q.shared and p.shared[t] & q.shared[s]
+                if both:
+                    return (f"{_names(system.cfg, both)} owned by {member_name(p.consumer.member_id)} and "
+                            f"{member_name(q.consumer.member_id)}, the OffsetCommits of both accepted")
+    return None
 
 
 def exclusive_processing(system: System, state: State):
@@ -259,7 +265,8 @@ def _can_empty(system: System) -> bool:
 
 PROPERTIES = (
     Property("exclusive_ownership", "invariant",
-             "no partition is owned by two members that can both commit it", _always, exclusive_ownership),
+             "no partition has OffsetCommits accepted from two members that both own it",
+             _always, exclusive_ownership),
     Property("exclusive_processing", "invariant",
              "no partition is processed by two live (running or paused) members", _always, exclusive_processing),
     Property("single_leader", "invariant",

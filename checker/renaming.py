@@ -132,7 +132,8 @@ def _group(g: Group, n: _Names) -> Group:
 
 def _proc(slot: int, p: Proc, n: _Names) -> Proc:
     return Proc(p.status, n.epoch(slot, p.epoch), _consumer(p.consumer, n),
-                tuple(_message(r, n) for r in p.requests), tuple(_message(r, n) for r in p.responses))
+                tuple(_message(r, n) for r in p.requests), tuple(_message(r, n) for r in p.responses), p.shared,
+                p.committed)
 
 
 def _walk(state: State, n: _Names) -> State:

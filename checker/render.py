@@ -101,6 +101,8 @@ def member_view(cfg: GroupConfig, p: Proc) -> dict:
         })
         if c.scheduled >= 0:
             view["scheduled_ticks_left"] = c.scheduled
+        if p.shared:  # R41: accepted commits while another slot owned them too
+            view["committed_while_shared_with"] = {lane(t): partitions(cfg, m) for t, m in enumerate(p.shared) if m}
     view["to_coordinator"] = [message(cfg, r) for r in p.requests]
     view["to_member"] = [message(cfg, r) for r in p.responses]
     return view
@@ -121,7 +123,7 @@ def action_text(cfg: GroupConfig, a: Action) -> str:
         return f"coordinator <- {lane(a.slot)}: {message(cfg, a.detail)}"
     if a.kind == "reply":
         return f"{lane(a.slot)} <- coordinator: {message(cfg, a.detail)}"
-    if a.kind == "heartbeat":
+    if a.kind == "heartbeat" or a.kind == "commit":
         return f"{lane(a.slot)} sends {message(cfg, a.detail)}"
     if a.kind == "timer":
         return f"coordinator timer: {message(cfg, a.detail)}"

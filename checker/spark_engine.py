@@ -11,11 +11,15 @@ transition graph comes back to the driver. The visited set and the frontier are
 checkpointed every ``CHECKPOINT_EVERY`` levels so the lineage stays short and a
 lost executor costs at most that many levels.
 
-Counts (distinct states, transitions, depth) and verdicts equal the local
-engine's: both stop only at the end of a level. Within a level the parent kept
-for a state reached twice is the smallest (parent fingerprint, successor index),
-so counterexamples are shortest and the same from run to run, though not always
-the local engine's (which keeps the first found).
+Counts (distinct states, transitions, depth), verdicts and counterexamples
+equal the local engine's: both stop only at the end of a level, and every state
+carries its *rank*, its place in the local engine's breadth-first order. The
+parent kept for a state reached twice is the one with the smallest (parent
+rank, successor index), the local engine's first discovery; a level's new
+states are ranked by that pair; the first violation of a property is the one
+the local engine meets first; and liveness numbers states by rank and adds
+edges in (rank, successor index) order, so both engines search the same graph
+and find the same lassos.
 
 Spark runs in local mode by default (``local[*]``) or on any master URL; its UI,
 console progress bar and INFO logs are off (``log4j2.properties`` beside this file).
@@ -84,12 +88,16 @@ def _checks(system: System, names) -> tuple:
     return props, covers
 
 
+QUIESCENT = 1 << 30  # a quiescent check comes after every successor of its state
+
+
 def _expand(key, names, with_graph, partition):
-    """Executor side: expand a frontier partition. Yields tagged records:
-    ("succ", dst_fp, (src_fp, index, dst_bytes)) with the successor renamed
-    (explore.explore), ("edge", src_fp, dst_fp, class, marks) (if ``with_graph``),
-    ("stat", transitions, covers reached, transitions per action kind),
-    ("bad", property, reason, src_fp, index) for step and quiescent violations."""
+    """Executor side: expand a frontier partition of ``(fp, (rank, state bytes))``.
+    Yields tagged records: ("succ", dst_fp, (src_rank, index, dst_bytes, src_fp))
+    with the successor renamed (explore.explore), ("edge", src_rank, index,
+    dst_fp, class, marks) (if ``with_graph``), ("stat", transitions, covers
+    reached, transitions per action kind), ("bad", property, reason, (src_rank,
+    index, 1), src_fp, index) for step and quiescent violations (index QUIESCENT)."""
     system, renamer = _system(key)
     props, covers = _checks(system, names)
     steps = [p for p in props if p.kind == "invariant" and p.step]
@@ -98,7 +106,7 @@ def _expand(key, names, with_graph, partition):
     transitions = 0
     fired = Counter()
     reached = set()
-    for fp, blob in partition:
+    for fp, (rank, blob) in partition:
         s = pickle.loads(blob)
         moved = False
         for idx, (action, n) in enumerate(system.successors(s)):
@@ -108,16 +116,17 @@ def _expand(key, names, with_graph, partition):
             nblob = blob if c == s else encode(c)
             nfp = fp if c == s else fingerprint(c)
             if with_graph:
-                yield ("edge", fp, nfp, fairness_class(action), 0 if c == s else mark(marking, system, s, action, n))
+                yield ("edge", rank, idx, nfp, fairness_class(action),
+                       0 if c == s else mark(marking, system, s, action, n))
             if c == s:
                 continue
             if action.kind not in FAULT_KINDS:
                 moved = True
-            yield ("succ", nfp, (fp, idx, nblob))
+            yield ("succ", nfp, (rank, idx, nblob, fp))
             for p in steps:
                 why = p.step(system, s, action, n)
                 if why:
-                    yield ("bad", p.name, why, fp, idx)
+                    yield ("bad", p.name, why, (rank, idx, 1), fp, idx)
             for cv in covers:
                 if cv.name not in reached and cv.reached(system, s, action, n):
                     reached.add(cv.name)
@@ -125,33 +134,34 @@ def _expand(key, names, with_graph, partition):
             for p in quiescent:
                 why = p.check(system, s)
                 if why:
-                    yield ("bad", p.name, why, fp, -1)
+                    yield ("bad", p.name, why, (rank, QUIESCENT, 1), fp, None)
     yield ("stat", transitions, tuple(sorted(reached)), tuple(fired.items()))
 
 
 def _check_new(key, names, goals, partition):
-    """Executor side, on newly discovered states: ("bad", property, reason, fp) for
-    state invariants, and a record of each state
-    with its parent, whether it is a goal of each liveness property in ``goals`` and
-    what a lasso search needs of it, if ``lasso`` names a property with one
-    ("seen", fp, parent fp, successor index, goal bits, (shape fingerprint,
+    """Executor side, on newly discovered states ``(fp, (parent rank, successor
+    index, bytes, parent fp, rank))``: ("bad", property, reason, (parent rank,
+    index, 0), fp, None) for state invariants, and a record of each state with its
+    parent, its rank, whether it is a goal of each liveness property in ``goals``
+    and what a lasso search needs of it, if ``lasso`` names a property with one
+    ("seen", fp, parent fp, successor index, rank, goal bits, (shape fingerprint,
     partitions served, leader bounces) or None; see churn.summary)."""
     system, _ = _system(key)
     props, _ = _checks(system, names | set(goals))
     invariants = [p for p in props if p.invariant]
     goal_checks = [p.goal for name in goals for p in props if p.name == name]
     churn = next((p.lasso for p in props if p.lasso and p.name in names), None)
-    for fp, (parent, idx, blob) in partition:
+    for fp, (parent_rank, idx, blob, parent, rank) in partition:
         s = pickle.loads(blob)
         for p in invariants:
             why = p.invariant(system, s)
             if why:
-                yield ("bad", p.name, why, fp)
+                yield ("bad", p.name, why, (parent_rank, idx, 0), fp, None)
         extra = None
         if churn is not None:
             form, served, bounces = churn.summary(system, s)
             extra = (None if form is None else fingerprint(form), served, bounces)
-        yield ("seen", fp, parent, idx, tuple(not g(system, s) for g in goal_checks), extra)
+        yield ("seen", fp, parent, idx, rank, tuple(not g(system, s) for g in goal_checks), extra)
 
 
 def _summarize(partition):
@@ -166,7 +176,15 @@ def _summarize(partition):
 
 
 def _earlier(a, b):
+    """Of two discoveries of one state, the local engine's first: (parent rank, index)."""
     return a if (a[0], a[1]) <= (b[0], b[1]) else b
+
+
+def _ranked(new, base: int, parts: int):
+    """A level's new states, ``(fp, (parent rank, index, bytes, parent fp))``, each
+    given its rank: ``base`` plus its place in (parent rank, index) order."""
+    return (new.sortBy(lambda kv: (kv[1][0], kv[1][1])).zipWithIndex()
+            .map(lambda x: (x[0][0], x[0][1] + (base + x[1],))).partitionBy(parts))
 
 
 def explore_spark(system: System, properties, covers=(), max_states=None, max_depth=None,
@@ -189,12 +207,10 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
         blob = encode(init)
         fp0 = fingerprint(init)
         violations: dict = {}  # property -> (reason, fp, successor index for a step violation)
-        first = list(_check_new(key, names, goals, [(fp0, (None, -1, blob))]))
-        for r in first:
-            if r[0] == "bad":
-                violations.setdefault(r[1], (r[2], r[3], None))
+        first = list(_check_new(key, names, goals, [(fp0, (-1, -1, blob, None, 0))]))
+        _first_violations(violations, first)
         seen0 = next(r for r in first if r[0] == "seen")
-        frontier = sc.parallelize([(fp0, blob)], 1).partitionBy(parts)
+        frontier = sc.parallelize([(fp0, (0, blob))], 1).partitionBy(parts)
         visited = sc.parallelize([(fp0, seen0[2:])], 1).partitionBy(parts).persist()
         edges = []
         fired: Counter = Counter()
@@ -217,23 +233,20 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
                 if r[0] == "stat":
                     reached.update(r[2])
                     fired.update(dict(r[3]))
-            for _, name, why, src, idx in sorted((r for r in small if r[0] == "bad"),
-                                                 key=lambda r: (r[3], r[4], r[1])):
-                violations.setdefault(name, (why, src, idx))
+            bad = [r for r in small if r[0] == "bad"]
             if with_graph:
                 edges.extend(r[1:] for r in small if r[0] == "edge")
             del small
             cands = out.filter(lambda r: r[0] == "succ").map(lambda r: (r[1], r[2]))
-            new = cands.reduceByKey(_earlier, parts).subtractByKey(visited).persist()
+            new = _ranked(cands.reduceByKey(_earlier, parts).subtractByKey(visited), distinct, parts).persist()
             checked = new.mapPartitions(lambda it: _check_new(key, names, goals, it)).persist()
             report = checked.mapPartitions(_summarize).collect()  # violations and counts
             count = sum(r[1] for r in report if r[0] == "count")
-            for _, name, why, fp in sorted((r for r in report if r[0] == "bad"), key=lambda r: (r[3], r[1])):
-                violations.setdefault(name, (why, fp, None))
+            _first_violations(violations, bad + report)
             added = checked.filter(lambda r: r[0] == "seen").map(lambda r: (r[1], r[2:])).partitionBy(parts)
             old_visited = visited
             visited = visited.union(added).persist()
-            frontier = new.mapValues(lambda v: v[2]).persist()
+            frontier = new.mapValues(lambda v: (v[4], v[2])).persist()
             level += 1
             if level % CHECKPOINT_EVERY == 0:
                 visited.checkpoint()
@@ -265,6 +278,14 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
                     {c.name: c.name in reached for c in covers})
 
 
+def _first_violations(violations: dict, records) -> None:
+    """Keep, per property not yet violated, the first "bad" record in the local
+    engine's order (its key: discovering parent's rank, successor index, step
+    checks after state checks)."""
+    for _, name, why, _, fp, idx in sorted((r for r in records if r[0] == "bad"), key=lambda r: (r[3], r[1])):
+        violations.setdefault(name, (why, fp, idx))
+
+
 def _route(visited, fp0, fp) -> list:
     """The successor indices leading from the initial state to ``fp``."""
     chain = []
@@ -288,19 +309,19 @@ def _replay(system: System, canonical, init: State, chain) -> list:
 
 def _violation(system, canonical, visited, init, fp0, name, why, fp, idx) -> Violation:
     path = _replay(system, canonical, init, _route(visited, fp0, fp))
-    if idx is not None and idx >= 0:  # a step violation: one more transition
+    if idx is not None:  # a step violation: one more transition
         path.append(system.successors(path[-1][1])[idx])
     return Violation(name, why, concrete(system, canonical, path))
 
 
 def _liveness(system, canonical, visited, init, fp0, live_props, edges, fair) -> list:
-    """Decide liveness on the driver over the collected transition graph, numbering
-    states by fingerprint order."""
-    rows = sorted(visited.map(lambda kv: (kv[0], kv[1][2:])).collect())
+    """Decide liveness on the driver over the collected transition graph, states
+    numbered by rank and edges added in the local engine's order."""
+    rows = [(fp, extra) for _, fp, extra in sorted(visited.map(lambda kv: (kv[1][2], kv[0], kv[1][3:])).collect())]
     index = {fp: i for i, (fp, _) in enumerate(rows)}
     graph = Graph()
-    for src, dst, cls, marks in sorted(edges, key=lambda e: (index[e[0]], index[e[1]], repr(e[2]), e[3])):
-        graph.add(index[src], index[dst], cls, marks)
+    for src, _, dst, cls, marks in sorted(edges, key=lambda e: (e[0], e[1])):
+        graph.add(src, index[dst], cls, marks)
     cache: dict = {}
 
     def path_to(i):

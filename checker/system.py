@@ -28,8 +28,8 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, assigned_consumer
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, Error, HeartbeatDue, Leave, Phase, Receive, ScheduledRebalanceDue, Send, Start,
-    Tick, connection, epoch_of,
+    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, Leave, OffsetCommit, Phase, Receive,
+    ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of,
     instance_id, member_id, slot_of, union,
 )
 
@@ -38,22 +38,33 @@ STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
 ENVIRONMENT = FAULTS + ("resume",)  # the environment's actions (no fairness)
 BOUNCE = "bounce"  # a leader change outside the budget (checker/churn.py), also the environment's
-# every Action kind: the system's own steps, then the environment's
-ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick") + ENVIRONMENT + (BOUNCE,)
+COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
+# every Action kind: the system's own steps, then the application's and the environment's
+ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick", COMMIT) + ENVIRONMENT + (BOUNCE,)
 TICK = Tick()
+COMMIT_DUE = CommitDue()
 
 
 class Proc(NamedTuple):
     """One client slot: its process status, the epoch of its current process (its
     connection), the member state (None unless running or paused) and the
     messages in flight on its connection: ``requests`` to the coordinator and
-    ``responses`` to the member, each FIFO."""
+    ``responses`` to the member, each FIFO.
+
+    Two history variables of the checker's for commits (R41): ``committed``, the
+    process sent its OffsetCommit for its current generation and partitions (one
+    abstract commit each); ``shared``, () or per client slot ``t`` the partitions
+    (a bitmask) for which the coordinator accepted this process's OffsetCommit
+    while slot ``t``'s process also owned them, kept only while both still own
+    them (``exclusive_ownership``)."""
 
     status: int
     epoch: int
     consumer: Consumer | None
     requests: tuple
     responses: tuple
+    shared: tuple = ()
+    committed: bool = False
 
 
 class State(NamedTuple):
@@ -141,7 +152,8 @@ class System:
             s = slot_of(conn)
             p = procs[s]
             if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
-                procs[s] = Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,))
+                procs[s] = Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
+                                p.committed)
 
     @staticmethod
     def requests_of(outputs) -> tuple:
@@ -193,31 +205,40 @@ class System:
 
     def local_steps(self, s: int, p: Proc) -> tuple:
         """The running process's own steps, memoised per process value:
-        ``(reply, heartbeat, scheduled)``, each None or ``(Action, Proc')``: the next
-        response handled, a heartbeat sent, a ScheduledRebalanceTimeout passing."""
+        ``(reply, heartbeat, scheduled, commit)``, each None or ``(Action, Proc')``:
+        the next response handled, a heartbeat sent, a ScheduledRebalanceTimeout
+        passing, an OffsetCommit sent (R41; with nothing else in flight, so the
+        member keeps one request outstanding; ``successors`` offers it only while
+        another live process owns some of the same partitions)."""
         key = (s, p)
         hit = self._local.get(key)
         if hit is not None:
             return hit
-        reply = heartbeat = scheduled = None
+        reply = heartbeat = scheduled = commit = None
         c = p.consumer
         if p.responses:
             resp = p.responses[0]
             c2, outs = self.step_member(c, resp)
+            same = c2.owned == c.owned and c2.generation == c.generation
             reply = (Action("reply", s, resp),
-                     Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:]))
+                     Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:],
+                          _masked(p.shared, c2.owned), p.committed and same))
         elif not p.requests:
             c2, outs = self.step_member(c, HeartbeatDue())
             sent = self.requests_of(outs)
             if sent:
-                heartbeat = (Action("heartbeat", s, sent[0]), Proc(RUNNING, p.epoch, c2, sent, ()))
+                heartbeat = (Action("heartbeat", s, sent[0]), p._replace(consumer=c2, requests=sent))
             if c.scheduled == 0:
                 due = ScheduledRebalanceDue()
                 c2, outs = self.step_member(c, due)
                 if c2 != c:
                     scheduled = (Action("scheduled", s, due),
-                                 Proc(RUNNING, p.epoch, c2, self.requests_of(outs), ()))
-        hit = self._local[key] = (reply, heartbeat, scheduled)
+                                 p._replace(consumer=c2, requests=self.requests_of(outs)))
+            if not p.committed:
+                sent = self.requests_of(self.step_member(c, COMMIT_DUE)[1])
+                if sent:
+                    commit = (Action(COMMIT, s, sent[0]), p._replace(requests=sent, committed=True))
+        hit = self._local[key] = (reply, heartbeat, scheduled, commit)
         return hit
 
     def successors(self, state: State) -> list:
@@ -228,23 +249,48 @@ class System:
             if p.requests:
                 req = p.requests[0]
                 ps = list(procs)
-                ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses)
-                out.append((Action("deliver", s, req),
-                            self.coordinator_event(state, Receive(connection(s, p.epoch), req), ps)))
+                ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed)
+                event = Receive(connection(s, p.epoch), req)
+                nxt = self.coordinator_event(state, event, ps)
+                if type(req) is OffsetCommit:
+                    nxt = self._committed(state, nxt, s, event)
+                out.append((Action("deliver", s, req), nxt))
             if p.status != RUNNING:
                 continue
-            reply, heartbeat, scheduled = self.local_steps(s, p)
+            reply, heartbeat, scheduled, commit = self.local_steps(s, p)
+            if commit is not None and not _overlapping(procs, s):
+                commit = None  # R41: a commit no other owner shares changes nothing any property sees
             if heartbeat is not None:
                 g2, replies = self.coord(group, Receive(connection(s, p.epoch), heartbeat[0].detail))
                 if g2 == group and replies[0].response.error == Error.NONE:
                     heartbeat = None  # a stutter
-            for step in (reply, heartbeat, scheduled):
+            for step in (reply, heartbeat, scheduled, commit):
                 if step is not None:
-                    out.append((step[0], State(group, procs[:s] + (step[1],) + procs[s + 1:], left)))
+                    ps = procs[:s] + (step[1],) + procs[s + 1:]
+                    if step is reply:
+                        ps = _released(ps, s, step[1].consumer.owned)
+                    out.append((step[0], State(group, ps, left)))
         out.extend(self.timer_successors(state))
         out.extend(self.tick_successors(state))
         out.extend(self.fault_successors(state))
         return out
+
+    def _committed(self, state: State, nxt: State, s: int, event: Receive) -> State:
+        """R41: record in slot ``s``'s ``shared`` the partitions of its OffsetCommit
+        that the coordinator accepted (by the model's rule, R9) while another live
+        process also owned them, per that process's slot."""
+        if self.coord(state.group, event)[1][0].response.error != Error.NONE:
+            return nxt
+        p = nxt.procs[s]
+        if p.consumer is None:
+            return nxt
+        mine = event.request.partitions & p.consumer.owned
+        shared = list(p.shared or (0,) * len(nxt.procs))
+        for t, q in enumerate(nxt.procs):
+            if t != s and (q.status == RUNNING or q.status == PAUSED):
+                shared[t] |= mine & q.consumer.owned
+        shared = tuple(shared) if any(shared) else ()
+        return nxt if shared == p.shared else _with_proc(nxt, s, p._replace(shared=shared), 0)
 
     def tick_successors(self, state: State) -> list:
         """R38: one tick passes, between rounds only (the group Stable, no message in
@@ -301,7 +347,8 @@ class System:
         elif p.status == RUNNING:
             if "leave" in faults:
                 c2, outs = self.step_member(p.consumer, Leave())
-                out.append((Action("leave", s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
+                out.append((Action("leave", s, None),
+                            Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
             if "pause" in faults:
                 out.append((Action("pause", s, None), p._replace(status=PAUSED)))
         elif p.status == CRASHED and "restart" in faults:
@@ -326,9 +373,40 @@ def processing(state: State):
 
 
 def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
-    """``state`` with slot ``s``'s process replaced, ``cost`` faults spent."""
+    """``state`` with slot ``s``'s process replaced, ``cost`` faults spent; other
+    processes' ``shared`` forget what slot ``s`` no longer owns."""
     procs = state.procs
-    return State(state.group, procs[:s] + (proc,) + procs[s + 1:], state.faults_left - cost)
+    procs = _released(procs[:s] + (proc,) + procs[s + 1:], s, proc.consumer.owned if proc.consumer else 0)
+    return State(state.group, procs, state.faults_left - cost)
+
+
+def _overlapping(procs: tuple, s: int) -> bool:
+    """Whether slot ``s``'s consumer owns a partition another live process owns."""
+    mine = procs[s].consumer.owned
+    return any(t != s and (q.status == RUNNING or q.status == PAUSED) and q.consumer.owned & mine
+               for t, q in enumerate(procs))
+
+
+def _masked(shared: tuple, owned: int) -> tuple:
+    """``Proc.shared`` for what is still ``owned``."""
+    if not shared:
+        return shared
+    shared = tuple(x & owned for x in shared)
+    return shared if any(shared) else ()
+
+
+def _released(procs: tuple, s: int, owned: int) -> tuple:
+    """``procs`` with every other process's ``shared`` for slot ``s`` cut to what
+    slot ``s`` still ``owned``s (R41: an overlap ends when either side lets go)."""
+    if not any(q.shared and q.shared[s] & ~owned for q in procs):
+        return procs
+    out = list(procs)
+    for t, q in enumerate(procs):
+        if q.shared and q.shared[s] & ~owned:
+            shared = list(q.shared)
+            shared[s] &= owned
+            out[t] = q._replace(shared=tuple(shared) if any(shared) else ())
+    return tuple(out)
 
 
 def queue_changes(before: State, action: Action | None, after: State):

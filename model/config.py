@@ -44,6 +44,21 @@ MUTATIONS = {
         "the leader's assignor never gives out the first partition once the group has 4 members or more",
         "test-only: a deliberately wrong assignor, not a Kafka bug (a group left unbalanced for good)",
     ),
+    "keep-owned-on-unknown-member-id": (
+        "a member answered UNKNOWN_MEMBER_ID rejoins under a new member id still owning its partitions "
+        "(onJoinPrepare skipped, so they are neither revoked nor lost)",
+        "KAFKA-12983 (Kafka 2.4-3.0; fixed in 3.1)",
+    ),
+    "reset-generation-when-empty": (
+        "the coordinator starts the generation again at 0 when the group empties, instead of going on",
+        "test-only: a deliberately wrong coordinator, not a Kafka bug (generations must only grow: "
+        "GroupMetadata.initNextGeneration)",
+    ),
+    "static-rejoin-rebalances": (
+        "a static member rejoining a Stable group under a new process triggers a rebalance, as a dynamic "
+        "member's would, instead of getting its assignment back",
+        "KIP-345 (before it: every restart rebalances); GroupCoordinator.updateStaticMemberAndRebalance",
+    ),
     "keep-revoked": (
         "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if "
         "it had revoked them",

@@ -352,7 +352,7 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     first = mid if group.first_joiner == old.member_id else group.first_joiner
     members = tuple(sorted(x for x in group.members if x.member_id != old.member_id) + [m])
     group = group._replace(members=members, issued=issued, leader=leader, first_joiner=first)
-    if group.phase == Phase.STABLE:
+    if group.phase == Phase.STABLE and "static-rejoin-rebalances" not in cfg.mutations:
         out.append(_join_response(group, m, skip_assignment=mid == leader))
         return group
     return _await_join(cfg, group, m, out)
@@ -528,4 +528,6 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
         group = _delete(group, out)
     else:
         raise TypeError(f"coordinator cannot handle input {event!r}")
+    if group.phase == Phase.EMPTY and group.generation and "reset-generation-when-empty" in cfg.mutations:
+        group = group._replace(generation=0)
     return group, tuple(out)

@@ -2,7 +2,7 @@
 and the pure handler ``handle``.
 
 ``handle(cfg, consumer, input) -> (consumer', outputs)``; inputs are the local
-commands ``Start``, ``HeartbeatDue``, ``Leave`` and the coordinator's responses;
+commands ``Start``, ``HeartbeatDue``, ``CommitDue``, ``Leave`` and the coordinator's responses;
 outputs are ``Send(request)`` and ``Callback(kind, partitions)``
 (ConsumerRebalanceListener: revoked / assigned / lost). A member has at most one
 request outstanding. Rule tags (R..) refer to spec/SPEC.md.
@@ -21,9 +21,9 @@ from typing import NamedTuple
 from .assignors import assign
 from .config import GroupConfig
 from .protocol import (
-    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, Error, Heartbeat, HeartbeatDue,
-    HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
-    LeaveGroupResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse, Tick,
+    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, Error, Heartbeat,
+    HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
+    LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse, Tick,
     EMPTY_SUBSCRIPTION,
 )
 
@@ -106,7 +106,10 @@ def _on_membership_error(cfg: GroupConfig, c: Consumer, error: Error, out: list)
         c = _lose(c, out, reset_member_id=True)
         return c._replace(phase=MemberPhase.LEFT, heartbeat_inflight=False)
     if error == Error.UNKNOWN_MEMBER_ID:
-        c = _lose(c, out, reset_member_id=True)
+        if "keep-owned-on-unknown-member-id" in cfg.mutations:  # KAFKA-12983: onJoinPrepare skipped
+            c = c._replace(member_id=NO_MEMBER_ID, generation=NO_GENERATION)
+        else:
+            c = _lose(c, out, reset_member_id=True)
     elif error == Error.ILLEGAL_GENERATION:
         c = _lose(c, out, reset_member_id=False)
     return _rejoin(cfg, c, out)
@@ -175,8 +178,13 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         c = _sync_response(cfg, c, event, out)
     elif kind is HeartbeatResponse:
         c = _heartbeat_response(cfg, c, event, out)
-    elif kind is LeaveGroupResponse:
+    elif kind is LeaveGroupResponse or kind is OffsetCommitResponse:
+        # R41: a refused commit changes nothing here; the next heartbeat finds out why (R19)
         pass
+    elif kind is CommitDue:
+        # R41: commit what it owns, under its member id and generation (ConsumerCoordinator.commitOffsetsAsync)
+        if c.phase == MemberPhase.STABLE and c.owned and not c.heartbeat_inflight:
+            out.append(Send(OffsetCommit(c.member_id, c.generation, c.owned, c.group_instance_id)))
     elif kind is Start:
         if c.phase == MemberPhase.UNJOINED:
             c = _rejoin(cfg, c._replace(group_instance_id=event.group_instance_id), out)

@@ -377,6 +377,13 @@ class Leave(NamedTuple):
     tag: int = 112
 
 
+class CommitDue(NamedTuple):
+    """The application commits its position in the partitions it owns
+    (KafkaConsumer.commitAsync; the checker's abstract commit)."""
+
+    tag: int = 115
+
+
 # --- outputs ----------------------------------------------------------------------
 
 

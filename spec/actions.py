@@ -342,7 +342,9 @@ ACTIONS = {
     "SyncGroupResponse": _member(GRANTED, REFUSED),
     "HeartbeatResponse": _member(REFUSED),
     "LeaveGroupResponse": _member(STUTTER),
+    "OffsetCommitResponse": _member(STUTTER),
     "SendHeartbeat": _member(STUTTER),
+    "SendCommit": _member(STUTTER),
     "ScheduledRebalance": _member(STUTTER),
     # the environment
     "Join": _member(START),

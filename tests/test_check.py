@@ -25,7 +25,6 @@ def test_counts_are_deterministic(check_json):
 
 @pytest.mark.parametrize("mutations,prop", [
     (["assign-before-revoke"], "revoke_before_assign"),
-    (["no-commit-fencing"], "exclusive_ownership"),
     # KAFKA-13419 as it happened: old-generation claims after REBALANCE_IN_PROGRESS,
     # meeting an assignor that drops claims older than the newest (pre-KAFKA-14639)
     (["keep-owned-on-rebalance-in-progress", "ignore-owned-generation"], "revoke_before_assign"),
@@ -50,6 +49,25 @@ def test_each_half_of_kafka_14639_alone_is_harmless(check_json, mutation):
     code, s = check_json("--faults", "join,leave,crash", "--mutation", mutation)
     assert code == 0 and s["verdict"] == "holds"
     assert {c["name"]: c["reached"] for c in s["covers"]}["sync_rebalance_in_progress"]
+
+
+# spec: R41 R9
+def test_no_commit_fencing_breaks_the_model_with_an_accepted_stale_commit(check_json, tmp_path):
+    faults = ("--faults", "join,leave,crash,restart,pause")
+    (_, right), (code, wrong) = (check_json(*faults, "--continue", *m) for m in ((), ("--mutation", "no-commit-fencing")))
+    status = {p["name"]: p["status"] for p in right["properties"]}
+    assert status["exclusive_ownership"] == "holds" and right["actions_fired"]["commit"] > 0
+    # the mutation changes what the coordinator does, so the state space differs
+    assert wrong["distinct_states"] != right["distinct_states"]
+    assert code == 1 and wrong["counterexample"]["property"] == "exclusive_ownership"
+    doc = json.loads((tmp_path / "out" / "exclusive_ownership.json").read_text())
+    texts = [st["action"]["text"] for st in doc["steps"][1:]]
+    assert texts[-1].startswith("coordinator <- ") and "OffsetCommit(" in texts[-1]
+    # the stale commit: a generation older than the group's, accepted
+    stale_gen = int(texts[-1].split("gen ")[1].split(",")[0])
+    assert stale_gen < doc["final_state"]["coordinator"]["generation"]
+    last = doc["final_state"][texts[-1].split("<- ")[1][0]]
+    assert last["to_member"] == ["OffsetCommitResponse(NONE)"]
 
 
 def test_pause_breaks_exclusive_processing_but_not_exclusive_ownership(check_json):

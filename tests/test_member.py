@@ -3,8 +3,9 @@ from rebalance.model import member
 from rebalance.model.config import GroupConfig
 from rebalance.model.member import NEW_CONSUMER, MemberPhase
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, Assignment, Callback, Error, HeartbeatDue, HeartbeatResponse, JoinGroup,
-    JoinGroupResponse, Leave, LeaveGroup, Send, Start, Subscription, SyncGroup, SyncGroupResponse,
+    EMPTY_ASSIGNMENT, Assignment, Callback, CommitDue, Error, HeartbeatDue, HeartbeatResponse, JoinGroup,
+    JoinGroupResponse, Leave, LeaveGroup, OffsetCommit, OffsetCommitResponse, Send, Start, Subscription,
+    SyncGroup, SyncGroupResponse,
 )
 
 COOP = GroupConfig()
@@ -90,3 +91,16 @@ def test_leave_revokes_and_sends_leave_group():
     c, out = member.handle(COOP, c, Leave())
     assert out == (Callback("revoked", 0b0011), Send(LeaveGroup(((A, 0),))))
     assert c.phase == MemberPhase.LEFT and c.owned == 0
+
+
+# spec: R41
+def test_a_stable_member_commits_what_it_owns_and_a_refusal_changes_nothing():
+    c = stable(COOP, owned=0b0101, generation=4)
+    c2, out = member.handle(COOP, c, CommitDue())
+    assert c2 == c and out == (Send(OffsetCommit(A, 4, 0b0101)),)
+    for error in (Error.NONE, Error.ILLEGAL_GENERATION, Error.UNKNOWN_MEMBER_ID):
+        assert member.handle(COOP, c, OffsetCommitResponse(error)) == (c, ())
+    joining, _ = member.handle(COOP, c, HeartbeatResponse(Error.REBALANCE_IN_PROGRESS))
+    assert member.handle(COOP, joining, CommitDue()) == (joining, ())  # one request outstanding
+    nothing = c._replace(owned=0)
+    assert member.handle(COOP, nothing, CommitDue()) == (nothing, ())
