@@ -12,8 +12,16 @@ Written under the output directory (each file written aside, then renamed):
 * ``runs.parquet``: one row per run (``ROW_FIELDS``);
 * ``table.csv`` and ``table.md``: per situation, size, protocol and static:
   runs, mean rebalances, mean partitions moved, mean partition-ticks
-  unavailable, median ticks to balance, share balanced at the end;
+  unavailable, median ticks to balance, and the runs censored (count and share);
 * ``<metric>.png``: a bar chart per metric, one panel per situation.
+
+Every run goes on until its group is quiet (checker/simulation.py) or is cut,
+censored, ``horizon_ms`` after its last scripted action. A censored run's
+figures are lower bounds, so the table's means and median are over the runs
+that reached their verdict only (None, "—" in table.md, when every run of a
+cell was censored); censored runs are counted in ``censored`` and
+``censored_share`` and keep their figures in runs.parquet, flagged
+``censored`` (``ticks_to_balance`` null).
 """
 from __future__ import annotations
 
@@ -29,13 +37,13 @@ from typing import NamedTuple
 
 from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
 
-from .simulation import Timing, simulate
+from .simulation import DEFAULT_HORIZON_MS, Timing, simulate
 from .situations import SITUATIONS, script
 
 DEFAULT_SIZES = ((3, 12), (10, 100), (30, 300))
 MAX_SIZE = (100, 1_000)
 ROW_FIELDS = ("run", "situation", "protocol", "static", "members", "partitions", "seed", "rebalances", "moved",
-              "unavailable_ticks", "ticks_to_balance", "balanced_at_end", "events")
+              "unavailable_ticks", "ticks_to_balance", "censored", "events")
 METRICS = (("rebalances", "mean rebalances"), ("moved", "mean partitions moved"),
            ("unavailable_ticks", "mean partition-ticks unavailable"),
            ("ticks_to_balance", "median ticks to balance"))
@@ -43,7 +51,9 @@ METRICS = (("rebalances", "mean rebalances"), ("moved", "mean partitions moved")
 
 class Campaign(NamedTuple):
     """What to run: ``runs`` runs seeded by ``seed`` over the grid ``situations`` ×
-    ``sizes`` ((members, partitions), ...) × ``protocols`` × ``static`` (False, True)."""
+    ``sizes`` ((members, partitions), ...) × ``protocols`` × ``static`` (False, True);
+    ``horizon_ms``: simulated ms after a run's last scripted action at which it
+    is cut and censored if its group is not yet quiet."""
 
     runs: int
     seed: int
@@ -52,11 +62,14 @@ class Campaign(NamedTuple):
     protocols: tuple = PROTOCOLS
     static: tuple = (False, True)
     timing: Timing = Timing()
+    horizon_ms: int = DEFAULT_HORIZON_MS
 
     def validate(self) -> None:
         """Raises ConfigError naming the first bad value."""
         if self.runs < 1:
             raise ConfigError(f"--runs must be at least 1, got {self.runs}")
+        if self.horizon_ms < 1:
+            raise ConfigError(f"--horizon-ms must be at least 1, got {self.horizon_ms}")
         for name in self.situations:
             if name not in SITUATIONS:
                 raise ConfigError(f"unknown situation {name!r} (expected one of {', '.join(SITUATIONS)})")
@@ -81,15 +94,14 @@ class Campaign(NamedTuple):
                 for sit, (m, p), proto, static in [grid[i % len(grid)]]]
 
 
-def run_one(spec: tuple, timing: Timing = Timing()) -> tuple:
+def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HORIZON_MS) -> tuple:
     """One run: the spec's fields followed by its Metrics, in ROW_FIELDS order."""
     run, situation, protocol, static, members, partitions, seed = spec
     rng = random.Random(f"{seed}:{run}")
     cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol,
                       assignor=DEFAULT_ASSIGNOR[protocol])
-    m = simulate(cfg, members, static, script(situation, rng, members), timing, rng)
-    return (run, situation, protocol, static, members, partitions, seed, m.rebalances, m.moved,
-            m.unavailable_ticks, m.ticks_to_balance, m.balanced_at_end, m.events)
+    m = simulate(cfg, members, static, script(situation, rng, members), timing, rng, horizon_ms)
+    return (run, situation, protocol, static, members, partitions, seed, *m)
 
 
 def parse_sizes(text: str) -> tuple:
@@ -106,8 +118,8 @@ def parse_sizes(text: str) -> tuple:
 def _schema():
     from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
     kinds = {"situation": StringType(), "protocol": StringType(), "static": BooleanType(),
-             "balanced_at_end": BooleanType(), "unavailable_ticks": LongType(), "events": LongType()}
-    return StructType([StructField(f, kinds.get(f, IntegerType()), False) for f in ROW_FIELDS])
+             "censored": BooleanType(), "unavailable_ticks": LongType(), "events": LongType()}
+    return StructType([StructField(f, kinds.get(f, IntegerType()), f == "ticks_to_balance") for f in ROW_FIELDS])
 
 
 def run_campaign(campaign: Campaign, out: Path, master: str = "local[*]", progress=None) -> list:
@@ -125,8 +137,8 @@ def run_campaign(campaign: Campaign, out: Path, master: str = "local[*]", progre
     sc = spark.sparkContext
     specs = campaign.specs()
     slices = min(len(specs), max(4 * sc.defaultParallelism, 32))
-    timing = campaign.timing
-    rows = sc.parallelize(specs, slices).map(lambda spec: run_one(spec, timing))
+    timing, horizon_ms = campaign.timing, campaign.horizon_ms
+    rows = sc.parallelize(specs, slices).map(lambda spec: run_one(spec, timing, horizon_ms))
     frame = spark.createDataFrame(rows, _schema())
     staging = Path(tempfile.mkdtemp(prefix=".runs-", dir=out))
     done = threading.Event()
@@ -141,14 +153,15 @@ def run_campaign(campaign: Campaign, out: Path, master: str = "local[*]", progre
             watcher.join()
     runs = spark.read.parquet(str(staging / "runs.parquet"))
     keys = ["situation", "members", "partitions", "protocol", "static"]
+    verdict = lambda name: F.when(~F.col("censored"), F.col(name))  # noqa: E731  (null for a censored run)
     table = (runs.groupBy(*keys)
              .agg(F.count("*").alias("runs"),
-                  F.round(F.avg("rebalances"), 2).alias("rebalances"),
-                  F.round(F.avg("moved"), 1).alias("moved"),
-                  F.round(F.avg("unavailable_ticks"), 0).alias("unavailable_ticks"),
-                  F.expr("percentile(CASE WHEN ticks_to_balance >= 0 THEN ticks_to_balance END, 0.5)")
-                   .alias("ticks_to_balance"),
-                  F.round(F.avg(F.col("balanced_at_end").cast("double")), 3).alias("balanced_at_end"))
+                  F.round(F.avg(verdict("rebalances")), 2).alias("rebalances"),
+                  F.round(F.avg(verdict("moved")), 1).alias("moved"),
+                  F.round(F.avg(verdict("unavailable_ticks")), 0).alias("unavailable_ticks"),
+                  F.expr("percentile(ticks_to_balance, 0.5)").alias("ticks_to_balance"),  # null if censored
+                  F.sum(F.col("censored").cast("int")).alias("censored"),
+                  F.round(F.avg(F.col("censored").cast("double")), 3).alias("censored_share"))
              .collect())
     order = {name: i for i, name in enumerate(campaign.situations)}
     protos = {name: i for i, name in enumerate(campaign.protocols)}
@@ -188,7 +201,7 @@ def _write_atomic(path: Path, data) -> None:
 
 
 TABLE_FIELDS = ("situation", "members", "partitions", "protocol", "static", "runs", "rebalances", "moved",
-                "unavailable_ticks", "ticks_to_balance", "balanced_at_end")
+                "unavailable_ticks", "ticks_to_balance", "censored", "censored_share")
 
 
 def _csv(table: list) -> str:
@@ -205,10 +218,12 @@ def _markdown(table: list, campaign: Campaign) -> str:
              f"A tick is {t.tick_ms} ms. session.timeout.ms {t.session_ms}, heartbeat.interval.ms "
              f"{t.heartbeat_ms}, max.poll.interval.ms {t.rebalance_ms}, group.initial.rebalance.delay.ms "
              f"{t.initial_delay_ms}, scheduled.rebalance.max.delay.ms {t.scheduled_delay_ms}, "
-             f"latency {t.latency_ms} ms. Means over runs; ticks to balance is the median "
-             "(runs balanced at the end).", ""]
+             f"latency {t.latency_ms} ms. A run goes on until the group is balanced and quiet, or is "
+             f"censored {campaign.horizon_ms:,} ms after its last scripted action. Means, and the median ticks "
+             "to balance, are over the runs that were not censored (— if none); censored runs are counted, "
+             "their figures (lower bounds) are in runs.parquet.", ""]
     header = ("members × partitions", "protocol", "static", "runs", "rebalances", "moved",
-              "partition-ticks unavailable", "ticks to balance", "balanced at end")
+              "partition-ticks unavailable", "ticks to balance", "censored")
     for situation in campaign.situations:
         rows = [r for r in table if r["situation"] == situation]
         if not rows:
@@ -216,12 +231,17 @@ def _markdown(table: list, campaign: Campaign) -> str:
         lines += [f"## {situation.replace('_', ' ')}", "", "| " + " | ".join(header) + " |",
                   "|" + "---|" * len(header)]
         for r in rows:
-            ticks = "—" if r["ticks_to_balance"] is None else f"{r['ticks_to_balance']:,.0f}"
+            figures = (_cell(r["rebalances"], ",.2f"), _cell(r["moved"], ",.1f"),
+                       _cell(r["unavailable_ticks"], ",.0f"), _cell(r["ticks_to_balance"], ",.0f"))
             lines.append(f"| {r['members']} × {r['partitions']} | {r['protocol']} | {'yes' if r['static'] else 'no'} "
-                         f"| {r['runs']} | {r['rebalances']:,.2f} | {r['moved']:,.1f} "
-                         f"| {r['unavailable_ticks']:,.0f} | {ticks} | {r['balanced_at_end']:.0%} |")
+                         f"| {r['runs']} | {' | '.join(figures)} | {r['censored']} ({r['censored_share']:.0%}) |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _cell(value, spec: str) -> str:
+    """A table.md figure: "—" for a cell whose runs were all censored."""
+    return "—" if value is None else format(value, spec)
 
 
 def _plots(table: list, campaign: Campaign, out: Path) -> None:

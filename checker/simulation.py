@@ -13,19 +13,31 @@ ms; results are in ticks of ``tick_ms`` (``Timing.ticks``). Events at the same
 time run in the order they were scheduled, so a run is a function of its inputs.
 
 A script is ``((time_ms, action, slot), ...)`` relative to the moment the group
-first settles (balanced and Stable after the initial members start, within one
+first settles (quiet, below, after the initial members start within one
 heartbeat interval):
 ``start`` a process on the slot (static members keep ``instance_id(slot)``),
 ``stop`` it gracefully (R20: revoke, LeaveGroup unless static) or ``crash`` it
 (nothing sent; requests in flight lost; its partitions unavailable until
 reassigned).
 
+A run goes to a verdict. It ends at the first event after its last scripted
+action at which the group is *quiet* (``Simulation.quiet``): balanced as
+``properties.imbalance`` defines it (Stable, every partition owned by exactly
+one running process, loads within one), every running process a Stable member
+of the current generation, the coordinator's members exactly those processes
+(no departed member left for its session timeout, no member id pending), and no
+ScheduledRebalanceTimeout counting down or overdue (R32, R38). From a quiet
+state only heartbeats happen until the next scripted action. A run not quiet
+``horizon_ms`` after its last scripted action is cut there and *censored*: its
+figures are lower bounds and it has no ticks to balance; it is not an
+unbalanced run, only one whose verdict the horizon did not wait for.
+
 Measured from the script's start (``Metrics``): ``rebalances`` (generations
 the coordinator completed), ``moved`` (partitions assigned to a different
 process slot than the one that last owned them), ``unavailable_ticks``
 (partition-ticks during which no running process owned the partition) and
-``ticks_to_balance`` (until the group was last Stable with every partition
-owned once and loads within one; -1 if it is not at the end).
+``ticks_to_balance`` (until the group was last balanced, the state it stayed in
+to the end of the run; None if censored).
 """
 from __future__ import annotations
 
@@ -36,9 +48,9 @@ from typing import NamedTuple
 from rebalance.model import coordinator, member
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP
-from rebalance.model.member import NEW_CONSUMER
+from rebalance.model.member import NEW_CONSUMER, MemberPhase
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, Callback, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start, Tick,
+    NO_INSTANCE_ID, NOT_SCHEDULED, Callback, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start, Tick,
     connection, epoch_of, instance_id, partitions_of, slot_of, union,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
@@ -62,25 +74,32 @@ class Timing(NamedTuple):
         return round(ms / self.tick_ms)
 
 
+DEFAULT_HORIZON_MS = 3_600_000  # an hour of simulated time after the last scripted action
+
+
 class Metrics(NamedTuple):
-    """What one run cost, from the script's start (see the module docstring)."""
+    """What one run cost, from the script's start (see the module docstring).
+    ``censored``: the run was cut at its horizon before it was quiet; its counts
+    are then lower bounds and ``ticks_to_balance`` is None. ``events``: events
+    processed, warm-up included."""
 
     rebalances: int
     moved: int
     unavailable_ticks: int
-    ticks_to_balance: int
-    balanced_at_end: bool
+    ticks_to_balance: int | None
+    censored: bool
     events: int
 
 
 class SimulationError(RuntimeError):
-    """The group did not settle before the script could start, or a run exceeded its event budget."""
+    """The group was not quiet before the script could start, or a run exceeded its event budget."""
 
 
 class Simulation:
     """One run. ``cfg``: the group's configuration; ``members``: slots started
     within the first heartbeat interval (at times drawn from ``rng``);
-    ``static``: whether processes are static members (KIP-345)."""
+    ``static``: whether processes are static members (KIP-345). ``actions_left``
+    counts the scheduled ``start`` / ``stop`` / ``crash`` actions not yet run."""
 
     MAX_EVENTS = 5_000_000
 
@@ -106,14 +125,26 @@ class Simulation:
         self._unavailable = cfg.num_partitions
         self._since = 0
         self.balanced_since: int | None = None
+        self.actions_left = 0
         rng = rng or random.Random(0)
         for slot in range(members):  # started within one heartbeat interval, so their heartbeats interleave
-            self._at(rng.randrange(timing.heartbeat_ms), "start", slot)
+            self.act_at(rng.randrange(timing.heartbeat_ms), "start", slot)
 
     # --- the clock ----------------------------------------------------------------
     def _at(self, time: int, kind: str, *args) -> None:
         self.seq += 1
         heapq.heappush(self.queue, (time, self.seq, kind, args))
+
+    def act_at(self, time: int, action: str, slot: int) -> None:
+        """Schedule ``action`` ("start" | "stop" | "crash") of ``slot`` at ``time`` ms."""
+        if action not in ("start", "stop", "crash"):
+            raise ValueError(f"unknown action {action!r} (expected start, stop or crash)")
+        self.actions_left += 1
+        self._at(time, "act", action, slot)
+
+    def _act(self, action: str, slot: int) -> None:
+        self.actions_left -= 1
+        getattr(self, "_" + action)(slot)
 
     def run_until(self, end: int, stop=None) -> None:
         """Process events up to time ``end`` (or until ``stop()`` is true after one)."""
@@ -140,6 +171,7 @@ class Simulation:
         self.consumers[slot] = NEW_CONSUMER
         self._member(slot, Start(instance_id(slot) if self.static else NO_INSTANCE_ID))
         self._at(self.now + self.t.heartbeat_ms, "beat", slot, epoch)
+        self._ownership_changed()  # a process owning nothing yet: loads may now differ by more than one
 
     def _stop(self, slot: int) -> None:
         if slot in self.consumers:
@@ -251,29 +283,55 @@ class Simulation:
     def balanced(self) -> bool:
         return self.balanced_since is not None
 
+    def quiet(self) -> bool:
+        """Whether the run has reached its verdict: no scheduled action left, the
+        group balanced (``properties.imbalance``), every running process a Stable
+        member (MemberPhase.STABLE) of the coordinator's generation with no
+        ScheduledRebalanceTimeout counting down or due (R38; an overdue one has
+        ``scheduled == 0``), and the coordinator's members exactly those
+        processes, none of them held at a barrier, and no member id pending (R36).
+        Nothing but heartbeats can then happen: no request other than a
+        Heartbeat is in flight (each JoinGroup / SyncGroup leaves its member
+        JOINING / SYNCING until answered; a LeaveGroup in flight leaves its member
+        at the coordinator), and no timer but the running members' session
+        timeouts is armed."""
+        if self.actions_left or not self.balanced:
+            return False
+        group = self.group
+        if group.pending or len(group.members) != len(self.consumers):
+            return False
+        if any(m.awaiting_join or m.awaiting_sync or m.pending_sync for m in group.members):
+            return False
+        ids = {m.member_id for m in group.members}
+        return all(c.phase == MemberPhase.STABLE and c.generation == group.generation and c.member_id in ids
+                   and c.scheduled == NOT_SCHEDULED for c in self.consumers.values())
+
 
 def simulate(cfg: GroupConfig, members: int, static: bool, script, timing: Timing = Timing(),
-             rng: random.Random | None = None, settle_ms: int | None = None, warmup_ms: int = 600_000) -> Metrics:
+             rng: random.Random | None = None, horizon_ms: int = DEFAULT_HORIZON_MS,
+             warmup_ms: int = 600_000) -> Metrics:
     """Run ``script`` (``((time_ms, "start" | "stop" | "crash", slot), ...)``, times
-    from the moment the initial ``members`` have formed a balanced group) and
-    measure it. ``settle_ms``: how long the run goes on after the last action
-    (default: long enough for a session timeout, a scheduled rebalance and a
-    rebalance round); ``rng``: where the initial processes' start times come
-    from. Raises SimulationError if the group does not settle within
-    ``warmup_ms`` first."""
+    from the moment the initial ``members`` have formed a quiet group) to its
+    verdict and measure it. The run ends at the first moment after the last
+    action that the group is quiet (``Simulation.quiet``), or is cut and
+    censored ``horizon_ms`` (ms of simulated time, positive) after the last
+    action. ``rng``: where the initial processes' start times come from.
+    Raises SimulationError if the group is not quiet within ``warmup_ms``
+    first, ValueError for a bad horizon or action."""
+    if horizon_ms <= 0:
+        raise ValueError(f"horizon_ms must be positive, got {horizon_ms}")
     sim = Simulation(cfg, members, static, timing, rng)
-    sim.run_until(warmup_ms, stop=lambda: sim.balanced and sim.now >= timing.initial_delay_ms)
-    if not sim.balanced:
-        raise SimulationError(f"{members} members did not form a balanced group within {warmup_ms} ms")
+    sim.run_until(warmup_ms, stop=sim.quiet)
+    if not sim.quiet():
+        raise SimulationError(f"{members} members did not form a quiet group within {warmup_ms} ms")
     t0 = sim.now
     generation, sim.moved, sim.unavailable_ms = sim.group.generation, 0, 0
     for time, action, slot in script:
-        sim._at(t0 + time, action, slot)
-    if settle_ms is None:
-        settle_ms = timing.session_ms + timing.scheduled_delay_ms + 4 * timing.heartbeat_ms + 10_000
+        sim.act_at(t0 + time, action, slot)
     last = max((time for time, _, _ in script), default=0)
-    sim.run_until(t0 + last + settle_ms)
+    sim.run_until(t0 + last + horizon_ms, stop=sim.quiet)
+    censored = not sim.quiet()
     return Metrics(rebalances=sim.group.generation - generation, moved=sim.moved,
                    unavailable_ticks=timing.ticks(sim.unavailable_ms),
-                   ticks_to_balance=timing.ticks(max(sim.balanced_since - t0, 0)) if sim.balanced else -1,
-                   balanced_at_end=sim.balanced, events=sim.events)
+                   ticks_to_balance=None if censored else timing.ticks(max(sim.balanced_since - t0, 0)),
+                   censored=censored, events=sim.events)

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from rebalance.checker import counterexample, prove, replay as replaying
 from rebalance.checker.campaign import DEFAULT_SIZES
+from rebalance.checker.simulation import DEFAULT_HORIZON_MS
 from rebalance.checker.situations import SITUATIONS
 from rebalance.checker.render import lane
 from rebalance.checker.explore import explore, fair_except_timers
@@ -457,17 +458,25 @@ def _print_obligation(ob) -> None:
               help="Comma-separated MEMBERSxPARTITIONS, up to 100x1000.")
 @click.option("--static", "static", type=click.Choice(["both", "yes", "no"]), default="both", show_default=True,
               help="Static membership (KIP-345): with and without, only with, only without.")
+@click.option("--horizon-ms", default=DEFAULT_HORIZON_MS, show_default=True, type=int,
+              help="Simulated ms after a run's last scripted action at which a run whose group is not yet "
+                   "balanced and quiet is cut and reported censored (counted, not averaged).")
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as one JSON object on stdout.")
-def simulate(out_dir, runs, seed, situations, protocols, sizes, static, spark_master, as_json):
+def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_ms, spark_master, as_json):
     """Run a simulation campaign on Spark: the seeds' situations, timed.
 
     Each run drives the model's coordinator and member handlers with a virtual
     clock (ms; results in ticks of 100 ms) through one situation — rolling
     bounce, process death (killed, back 5-60 s later), scale up, scale down,
     host swap — and measures rebalances, partitions moved, partition-ticks of
-    unavailability and ticks until the group is balanced again. Runs go over
-    protocols x static membership x sizes, on Spark (local mode by default).
+    unavailability and ticks until the group is balanced again. A run goes on
+    until the group is balanced and quiet (Stable, every partition owned once,
+    loads within one, every member in the current generation, no rebalance
+    scheduled or in flight), or is cut at --horizon-ms after its last scripted
+    action and counted as censored: the table's means are over the other runs.
+    Runs go over protocols x static membership x sizes, on Spark (local mode by
+    default).
 
     \b
     rebalance simulate --out results/ --runs 10000
@@ -484,7 +493,8 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, spark_ma
     split = lambda text: tuple(filter(None, (s.strip() for s in text.split(","))))  # noqa: E731
     campaign = Campaign(runs=runs, seed=seed, situations=split(situations), sizes=parse_sizes(sizes),
                         protocols=split(protocols),
-                        static={"both": (False, True), "yes": (True,), "no": (False,)}[static])
+                        static={"both": (False, True), "yes": (True,), "no": (False,)}[static],
+                        horizon_ms=horizon_ms)
     campaign.validate()
     started = time.monotonic()
     if err.is_terminal:
@@ -497,8 +507,8 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, spark_ma
         table = run_campaign(campaign, Path(out_dir), spark_master)
     seconds = time.monotonic() - started
     if as_json:
-        click.echo(json.dumps({"runs": runs, "seed": seed, "seconds": round(seconds, 1), "out": str(out_dir),
-                               "table": table}, indent=2))
+        click.echo(json.dumps({"runs": runs, "seed": seed, "horizon_ms": horizon_ms, "seconds": round(seconds, 1),
+                               "out": str(out_dir), "table": table}, indent=2))
     else:
         out.print(Path(out_dir, "table.md").read_text(), highlight=False, markup=False)
         out.print(f"{runs:,} runs in {seconds:.0f} s; written to {out_dir}/: runs.parquet, table.md, table.csv, "
