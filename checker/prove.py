@@ -16,10 +16,15 @@
       member) through ``transcribe_sticky``, a transcription of model/assignors.py
       written once over a logic (like spec/actions.py), and z3 searches, for each
       member and partition count, for an input breaking the contract: ``unsat`` is a
-      proof for every input of that size. The transcription is held to the
-      Python assignors by the obligation ``transcription``: every input with up to
-      3 members and 4 partitions (all claims, generations 0..2) and a seeded
-      sample up to the bound give the same assignment.
+      proof *about the transcription* for every input of that size. The
+      transcription is held to the model's assignors by the obligation
+      ``transcription agrees with model/assignors.py``, which is not a proof for
+      every input: whole assignments agree on every input with up to 3 members
+      and 3 partitions (all claims, generations 0..2) and on a seeded sample up
+      to the bound (generations 0..7); claim resolution (R22, where generations
+      are read) agrees on every generation vector in 0..7 for every member count
+      up to the bound and every set of claimants. About the model, the sticky
+      obligations hold as far as that comparison reaches.
 
 (b) Stickiness: the number of owned partitions the cooperative sticky target
     moves, against the minimum over all balanced assignments (z3's Optimize), as a
@@ -45,7 +50,7 @@ from typing import Callable, NamedTuple
 
 import z3
 
-from rebalance.model.assignors import assign
+from rebalance.model.assignors import assign, resolve_claims
 from rebalance.model.config import GroupConfig
 from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, mask_of, partitions_of
 from rebalance.spec import actions as spec
@@ -344,7 +349,8 @@ def sticky_obligation(assignor: str, max_members: int, max_partitions: int, muta
         name = f"{assignor}: loads within one"
     else:
         name = f"{assignor}: exactly once" + (", never assigned while claimed elsewhere" if cooperative else "")
-    bound = _bound(max_members, max_partitions) + f", any claims, any generations (0..{GENERATIONS - 1})"
+    bound = (f"the transcription: {_bound(max_members, max_partitions)}, any claims, any generations "
+             f"(0..{GENERATIONS - 1}); the model: as far as 'transcription agrees' reaches")
     method = "z3 symbolic (fill abstracted to any member under quota)"
     t0 = time.perf_counter()
     for m, n in _sizes(max_members, max_partitions):
@@ -388,13 +394,22 @@ def _assignor_counterexample(assignor, m, n, claims, generations, mutations, coo
 
 
 def transcription_obligation(max_members: int, max_partitions: int, mutations=frozenset()) -> Obligation:
-    """The exact transcription (greedy fill) agrees with model/assignors.py, for
-    ``sticky`` (the target) and ``cooperative-sticky`` (the final assignment): on
-    every input with up to 3 members and 3 partitions (every claim pattern,
-    generations 0..2: every order of 3 claims, ties included), and on a seeded
-    sample of ``SAMPLE`` inputs up to the bound."""
+    """The exact transcription (greedy fill) agrees with model/assignors.py run with
+    ``mutations``, on three sets of inputs (the z3 obligations above are about the
+    transcription; this one is what ties them to the model):
+
+    * whole assignments, ``sticky`` (the target) and ``cooperative-sticky`` (the
+      final assignment): every input with up to 3 members and 3 partitions (every
+      claim pattern, generations 0..2: every order of 3 claims, ties included);
+    * whole assignments: a seeded sample of ``SAMPLE`` inputs up to the bound,
+      generations 0..GENERATIONS - 1;
+    * claim resolution (R22): ``resolve`` against the model's ``resolve_claims``
+      (through which the sticky assignors read generations), for every member
+      count up to the bound and every vector of generations in
+      0..GENERATIONS - 1, the very domain of the z3 obligations, on inputs whose
+      partitions carry every non-empty set of claimants (spread over several
+      inputs when there are more sets than ``max_partitions``)."""
     t0 = time.perf_counter()
-    rng = random.Random(SEED)
     small = (min(3, max_members), min(3, max_partitions))
     inputs = []
     for m, n in _sizes(*small):
@@ -404,7 +419,27 @@ def transcription_obligation(max_members: int, max_partitions: int, mutations=fr
                 if all(any(row) or x == 0 for row, x in zip(claims, g)):  # a generation only for claimers
                     inputs.append((m, n, claims, list(g)))
     exhaustive = len(inputs)
-    inputs.extend(_random_input(rng, max_members, max_partitions) for _ in range(SAMPLE))
+    rng = random.Random(SEED)
+    sample = [_random_input(rng, max_members, max_partitions) for _ in range(SAMPLE)]
+    resolutions = [0]
+    found = (_assignment_mismatch(inputs, mutations) or _resolution_mismatch(max_members, max_partitions, mutations,
+                                                                             resolutions)
+             or _assignment_mismatch(sample, mutations))
+    name = "transcription agrees with model/assignors.py"
+    bound = (f"whole assignments of sticky and cooperative-sticky: every input with members 1..{small[0]}, "
+             f"partitions 1..{small[1]}, generations 0..2 ({exhaustive:,} inputs), and {SAMPLE} sampled up to "
+             f"{max_members} members, {max_partitions} partitions, generations 0..{GENERATIONS - 1} (seed {SEED}); "
+             f"claim resolution (R22): members 1..{max_members}, every generation vector in 0..{GENERATIONS - 1}, "
+             f"every set of claimants")
+    if found:
+        return Obligation(name, bound, "comparison", "counterexample", time.perf_counter() - t0, found)
+    return Obligation(name, f"{bound} ({resolutions[0]:,} inputs)", "comparison", "proved", time.perf_counter() - t0)
+
+
+def _assignment_mismatch(inputs, mutations) -> dict | None:
+    """The first input ``(members, partitions, claims, generations)`` on which the
+    transcription's sticky target or cooperative final assignment differs from the
+    model's, as a counterexample; None if there is none."""
     for m, n, claims, g in inputs:
         x = transcribe_sticky(PYTHON, m, resolve(PYTHON, claims, g, mutations), True, mutations)
         for assignor, ours in (("sticky", x.target), ("cooperative-sticky", x.final)):
@@ -413,24 +448,60 @@ def transcription_obligation(max_members: int, max_partitions: int, mutations=fr
             except (AssertionError, ValueError) as e:
                 model = str(e)
             if [max(v, WITHHELD) for v in ours] != model:
-                return Obligation("transcription agrees with model/assignors.py", "", "comparison",
-                                  "counterexample", time.perf_counter() - t0, {
-                                      "assignor": assignor, "members": m, "partitions": n,
-                                      "input": _input_json(claims, g), "transcription": _assignment_json(ours, m),
-                                      "model_assignment": model if isinstance(model, str)
-                                      else _assignment_json(model, m)})
-    return Obligation("transcription agrees with model/assignors.py",
-                      f"sticky and cooperative-sticky: every input with members 1..{small[0]}, partitions "
-                      f"1..{small[1]}, generations 0..2 ({exhaustive:,} inputs), and {SAMPLE} sampled "
-                      f"up to {max_members} members, {max_partitions} partitions (seed {SEED})",
-                      "comparison", "proved", time.perf_counter() - t0)
+                return {"assignor": assignor, "members": m, "partitions": n,
+                        "input": _input_json(claims, g), "transcription": _assignment_json(ours, m),
+                        "model_assignment": model if isinstance(model, str) else _assignment_json(model, m)}
+    return None
+
+
+def _resolution_mismatch(max_members: int, max_partitions: int, mutations, count: list) -> dict | None:
+    """R22 over the whole generation domain: the first input (every member count up
+    to ``max_members``, every generation vector in 0..GENERATIONS - 1, the claims
+    of ``_every_claimant_set``) on which ``resolve`` and the model's
+    ``resolve_claims`` give a partition different owners, as a counterexample with
+    both whole cooperative assignments; None if there is none. ``count[0]`` is
+    increased by the inputs compared."""
+    for m in range(1, max_members + 1):
+        for claims in _every_claimant_set(m, max_partitions):
+            n = len(claims[0])
+            cfg = GroupConfig(topics=(("t", n),), protocol="eager", assignor="sticky",
+                              mutations=frozenset(mutations), initial_rebalance_delay=False)
+            ours_by_order: dict = {}
+            for g in itertools.product(range(GENERATIONS), repeat=m):
+                count[0] += 1
+                # resolve reads generations only through < and <=: its answer depends on their order
+                order = tuple(sorted(set(g)).index(x) for x in g)
+                ours = ours_by_order.get(order)
+                if ours is None:
+                    ours = ours_by_order[order] = resolve(PYTHON, claims, list(order), mutations)
+                owner = resolve_claims(cfg, _members(claims, g))
+                theirs = [owner.get(p, 0) - 1 for p in range(n)]
+                if theirs != ours:
+                    g = list(g)
+                    return {"rule": "R22: claims weighed by generation (model/assignors.py, resolve_claims)",
+                            "members": m, "partitions": n, "input": _input_json(claims, g),
+                            "transcription_owners": _assignment_json(ours, m),
+                            "model_owners": _assignment_json(theirs, m),
+                            "transcription": _assignment_json(transcribe_sticky(PYTHON, m, ours, True, mutations).final,
+                                                              m),
+                            "model_assignment": _assignment_json(
+                                model_assignment("cooperative-sticky", n, claims, g, mutations), m)}
+    return None
+
+
+def _every_claimant_set(m: int, max_partitions: int) -> list:
+    """Claim matrices (``claims[k][p]``) of ``m`` members whose partitions, together,
+    carry every non-empty set of claimants once, at most ``max_partitions`` each."""
+    columns = [c for c in itertools.product((False, True), repeat=m) if any(c)]
+    chunks = [columns[i:i + max_partitions] for i in range(0, len(columns), max_partitions)]
+    return [[[c[k] for c in chunk] for k in range(m)] for chunk in chunks]
 
 
 def _random_input(rng: random.Random, max_members: int, max_partitions: int) -> tuple:
     m, n = rng.randint(1, max_members), rng.randint(1, max_partitions)
     density = rng.choice((0.1, 0.3, 0.6))
     claims = [[rng.random() < density for _ in range(n)] for _ in range(m)]
-    return m, n, claims, [rng.randint(0, 3) if any(row) else 0 for row in claims]
+    return m, n, claims, [rng.randrange(GENERATIONS) if any(row) else 0 for row in claims]
 
 
 # --- (b) stickiness ---------------------------------------------------------------------
@@ -471,8 +542,9 @@ def stickiness_obligation(max_members: int, max_partitions: int, symbolic_partit
     ratio = total / best if best else 1.0
     sample = (f"sample of {SAMPLE} (seed {SEED}): {total} moves against a minimum of {best}, "
               f"ratio {ratio:.3f}, equal on {equal}/{SAMPLE}")
-    bound = (f"sample up to {max_members} members, {max_partitions} partitions; every input (any claims, "
-             f"generations 0..{GENERATIONS - 1}) up to {max_members} members, {symbolic_partitions} partitions")
+    bound = (f"the model: a sample up to {max_members} members, {max_partitions} partitions; the transcription: "
+             f"every input (any claims, generations 0..{GENERATIONS - 1}) up to {max_members} members, "
+             f"{symbolic_partitions} partitions")
     method = "z3 Optimize on a sample; z3 symbolic for every input (fill abstracted)"
     for m, n in _sizes(max_members, symbolic_partitions):
         claims, generations, domain, _, x = _symbolic_sticky(m, n, False, mutations)

@@ -387,7 +387,9 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
         every partition assigned exactly once, loads within one, and the
         cooperative adjustment never assigns a partition whose newest claim is
         another member's; range and roundrobin by exhaustive enumeration, sticky
-        and cooperative-sticky symbolically (z3 searches for a breaking input);
+        and cooperative-sticky symbolically (z3 searches for a breaking input
+        to prove's transcription of the model, which one more obligation
+        compares with the model's assignors, generations 0..7 included);
     (b) stickiness: moves of the cooperative sticky target against z3's minimum
         for a balanced assignment, as a ratio over a sample, and proven minimal
         for every input up to the counting bound;
@@ -397,7 +399,8 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     Each obligation prints its status, what exactly it covers and its time.
     A counterexample is concrete: the input (each member's claims and
     generation) with the model's own assignment, or the abstract states and the
-    spec action. Try `--mutation assign-before-revoke` or
+    spec action. Try `--mutation assign-before-revoke`,
+    `--mutation generation-mod-4` or
     `--spec-mutation install-ignores-owned` to see one.
 
     \b

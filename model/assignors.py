@@ -25,21 +25,40 @@ from .config import GroupConfig
 from .protocol import NOT_SCHEDULED, Assignment, mask_of, union
 
 
+def _claim_weight(generation: int) -> int:
+    """R22: a claim weighs as much as its generation (KIP-792; AbstractStickyAssignor
+    since KAFKA-14639 compares the generations themselves)."""
+    return generation
+
+
+def _claim_weight_mod_4(generation: int) -> int:
+    """Mutation ``generation-mod-4``: generations compared modulo 4, so a claim
+    from generation 4 ties with one from generation 0 (test-only)."""
+    return generation % 4
+
+
+# mutation -> its replacement of the claim-weighing rule (R22)
+CLAIM_WEIGHTS = {"generation-mod-4": _claim_weight_mod_4}
+
+
 def resolve_claims(cfg: GroupConfig, members) -> dict:
-    """Owner of each claimed partition: ``{partition: member_id}`` (R22).
+    """Owner of each claimed partition: ``{partition: member_id}`` (R22): the one
+    claimant of the highest weight (``_claim_weight``: the generation).
 
     Mutation ``ignore-owned-generation``: claims made in an older generation than
     the newest claim in the group are ignored instead of weighed, so their
     partitions count as unowned (AbstractStickyAssignor before KAFKA-14639, which
-    used the generation of KAFKA-12984 as a filter).
+    used the generation of KAFKA-12984 as a filter). Mutation ``generation-mod-4``
+    (``CLAIM_WEIGHTS``): claims weigh their generation modulo 4.
     """
-    best: dict = {}  # partition -> (generation, member_id or None when tied)
+    best: dict = {}  # partition -> (weight, member_id or None when tied)
+    weight = next((CLAIM_WEIGHTS[m] for m in sorted(cfg.mutations) if m in CLAIM_WEIGHTS), _claim_weight)
     newest = None
     if "ignore-owned-generation" in cfg.mutations:
         newest = max((sub.generation for _, _, sub in members if sub.owned), default=None)
     for mid, _, sub in members:
-        owned, gen = sub.owned, sub.generation
-        if newest is not None and gen < newest:
+        owned, gen = sub.owned, weight(sub.generation)
+        if newest is not None and sub.generation < newest:
             continue
         p = 0
         while owned:

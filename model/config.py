@@ -20,6 +20,11 @@ MUTATIONS = {
         "the newest claim, instead of weighing them",
         "KAFKA-12984's generation filter in AbstractStickyAssignor (Kafka 3.0-3.4.0), replaced by KAFKA-14639",
     ),
+    "generation-mod-4": (
+        "the sticky assignors compare owned-partition claims by generation modulo 4, so a "
+        "claim from generation 4 ties with one from generation 0 and neither keeps the partition",
+        "test-only: a deliberately wrong model, not a Kafka bug",
+    ),
     "keep-owned-on-rebalance-in-progress": (
         "a member answered REBALANCE_IN_PROGRESS on SyncGroup rejoins claiming its old partitions "
         "with the old generation (the one they were assigned in) instead of the generation it joined",

@@ -161,7 +161,10 @@ def _member_frame(L, s: View, t: View, i: int):
 # acting client slot (unused by the coordinator's timers).
 
 
-def _stutter_pre(L, s, i, muts):
+def _no_pre(L, s, i, muts):
+    """No pre-condition. (The member cases without one, taken by a slot without a
+    process, where everything is zero, change nothing, and a stutter is never
+    forbidden: a pre-condition there would be a dead clause.)"""
     return ()
 
 
@@ -175,7 +178,7 @@ def _membership_post(L, s, t, i, muts):
     yield "consumers unchanged, member ids only forgotten", _consumers_unchanged(L, s, t)
     yield "no grant sent", L.And(*(_grants_unchanged(L, s, t, j) for j in slots(s)))
     yield "only the leader's SyncGroup makes a group Stable", L.Implies(t.phase == STABLE, s.phase == STABLE)
-    yield "Dead is final", L.Implies(s.phase == DEAD, t.phase == DEAD)
+    yield "no membership action makes a group Dead", L.Implies(t.phase == DEAD, s.phase == DEAD)
     completes = t.generation == s.generation + 1
     if "barrier-never-completes" in muts:
         yield "generation unchanged", t.generation == s.generation
@@ -253,16 +256,18 @@ def _refused_post(L, s, t, i, muts):
     yield "grants unchanged", _grants_unchanged(L, s, t, i)
 
 
-def _granted_pre(L, s, i, muts):
-    yield "a grant in flight", s.granting[i]
-
-
 def _granted_post(L, s, t, i, muts):
     """R18: the member owns exactly what it is granted (revoking owned − assigned,
-    starting assigned − owned); a member no longer syncing ignores it."""
+    starting assigned − owned). There is no "ignores it": a grant answers the
+    member's own SyncGroup on its own connection, a member sends nothing else
+    until that is answered (it stays syncing), and leaving or crashing closes the
+    connection, so the grant is dropped (checker/system.py, System.route).
+
+    No pre-condition: from a slot with no grant in flight (so ``grant`` is 0) the
+    case lets the member drop everything, which ``refused or stale`` allows too."""
     yield "others and the group unchanged", _member_frame(L, s, t, i)
     yield "grant consumed", L.And(L.Not(t.granting[i]), t.grant[i] == 0)
-    yield "owns the grant (or, not syncing, ignores it)", L.Or(t.owned[i] == s.grant[i], _same(s, t, "owned", i))
+    yield "owns exactly the grant (R18)", t.owned[i] == s.grant[i]
     yield "generation and member id unchanged", L.And(_same(s, t, "member_generation", i), _same(s, t, "known", i),
                                                      _same(s, t, "live", i))
 
@@ -296,15 +301,15 @@ class Case(NamedTuple):
     post: Callable  # (logic, View, View, slot, spec mutations) -> iterable of (clause, condition)
 
 
-STUTTER = Case("no abstract change", _stutter_pre, _stutter_post)
-MEMBERSHIP = Case("membership change", _stutter_pre, _membership_post)
+STUTTER = Case("no abstract change", _no_pre, _stutter_post)
+MEMBERSHIP = Case("membership change", _no_pre, _membership_post)
 INSTALL = Case("the leader's assignment is installed", _install_pre, _install_post)
 LATE_SYNC = Case("SyncGroup in Stable", _late_sync_pre, _late_sync_post)
 JOINED = Case("joined", _live_pre, _joined_post)
-REFUSED = Case("refused or stale", _live_pre, _refused_post)
-GRANTED = Case("granted", _granted_pre, _granted_post)
+REFUSED = Case("refused or stale", _no_pre, _refused_post)
+GRANTED = Case("granted", _no_pre, _granted_post)
 START = Case("process starts", _start_pre, _start_post)
-STOP = Case("process stops", _live_pre, _stop_post)
+STOP = Case("process stops", _no_pre, _stop_post)
 
 class SpecAction(NamedTuple):
     """An action: the disjunction of its cases. ``local``: its cases read only the
@@ -356,6 +361,53 @@ ACTIONS = {
 }
 
 
+# --- clause mutations: every clause of every action, negated or dropped ------------
+
+CLAUSE_OPS = ("negate", "drop")
+
+
+class Clause(NamedTuple):
+    """One clause of a spec action: ``kind`` "pre" or "post" of case ``case``."""
+
+    action: str
+    case: str
+    kind: str
+    clause: str
+
+    def mutation(self, op: str) -> str:
+        """The spec mutation ``op`` ("negate" or "drop") of this clause, a name
+        ``op:action:case:clause`` that ``evaluate`` and ``encode`` accept among
+        their spec mutations: the clause's condition replaced by its negation, or
+        left out, in this action only."""
+        return f"{op}:{self.action}:{self.case}:{self.clause}"
+
+
+def clauses(name: str | None = None) -> list:
+    """Every clause (``Clause``) of spec action ``name`` (None: of every action), in
+    order; clause names are unique within a case and contain no ':'."""
+    zero = View(EMPTY, 0, (False,) * 2, (False,) * 2, (NO_GENERATION,) * 2, (0,) * 2, (0,) * 2, (False,) * 2,
+                (0,) * 2)
+    out = []
+    for action in ([name] if name else ACTIONS):
+        for case in ACTIONS[action].cases:
+            for kind, pairs in (("pre", case.pre(PYTHON, zero, 0, frozenset())),
+                                ("post", case.post(PYTHON, zero, zero, 0, frozenset()))):
+                out.extend(Clause(action, case.name, kind, c) for c, _ in pairs)
+    return out
+
+
+def _conditions(L, pairs, name: str, case: "Case", kind: str, muts):
+    """``pairs`` ((clause, condition), ...) with this action's clause mutations applied."""
+    if not muts:
+        yield from pairs
+        return
+    for clause, condition in pairs:
+        c = Clause(name, case.name, kind, clause)
+        if c.mutation("drop") in muts:
+            continue
+        yield clause, (L.Not(condition) if c.mutation("negate") in muts else condition)
+
+
 def evaluate(name: str, s: View, t: View, slot: int, muts=frozenset()) -> str | None:
     """Check one concrete step against spec action ``name``: None if some case's
     pre-condition and post-condition hold, else why not (for the case whose
@@ -363,11 +415,13 @@ def evaluate(name: str, s: View, t: View, slot: int, muts=frozenset()) -> str | 
     Raises KeyError for an unknown action name."""
     enabled, disabled = [], []
     for case in ACTIONS[name].cases:
-        bad = next((c for c, ok in case.pre(PYTHON, s, slot, muts) if not ok), None)
+        pre = _conditions(PYTHON, case.pre(PYTHON, s, slot, muts), name, case, "pre", muts)
+        bad = next((c for c, ok in pre if not ok), None)
         if bad is not None:
             disabled.append(f"{case.name}: pre-condition '{bad}' fails")
             continue
-        bad = next((c for c, ok in case.post(PYTHON, s, t, slot, muts) if not ok), None)
+        post = _conditions(PYTHON, case.post(PYTHON, s, t, slot, muts), name, case, "post", muts)
+        bad = next((c for c, ok in post if not ok), None)
         if bad is None:
             return None
         enabled.append(f"{case.name}: post-condition '{bad}' fails")
@@ -376,7 +430,8 @@ def evaluate(name: str, s: View, t: View, slot: int, muts=frozenset()) -> str | 
 
 def encode(L, name: str, s: View, t: View, slot: int, muts=frozenset()):
     """Spec action ``name`` for ``slot`` as one formula of logic ``L``."""
-    return L.Or(*(L.And(*(c for _, c in case.pre(L, s, slot, muts)), *(c for _, c in case.post(L, s, t, slot, muts)))
+    return L.Or(*(L.And(*(c for _, c in _conditions(L, case.pre(L, s, slot, muts), name, case, "pre", muts)),
+                        *(c for _, c in _conditions(L, case.post(L, s, t, slot, muts), name, case, "post", muts)))
                   for case in ACTIONS[name].cases))
 
 

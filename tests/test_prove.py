@@ -19,6 +19,16 @@ def prove_json(tmp_path, *args, bound=SMALL):
     return code, json.loads(out)["obligations"]
 
 
+def only_counterexample(tmp_path, mutation: str, obligation: str) -> dict:
+    """`prove --mutation MUTATION` at the tiny bound exits 1 with one obligation,
+    named ``obligation``, failing: its counterexample."""
+    code, obligations = prove_json(tmp_path, "--mutation", mutation, bound=TINY)
+    assert code == 1
+    bad = [o for o in obligations if o["status"] == "counterexample"]
+    assert [o["name"] for o in bad] == [obligation]
+    return bad[0]["counterexample"]
+
+
 # spec: R22, R23
 def test_every_obligation_proved_on_a_small_bound(tmp_path):
     code, obligations = prove_json(tmp_path)
@@ -30,16 +40,18 @@ def test_every_obligation_proved_on_a_small_bound(tmp_path):
                    "init ⇒ inv", "inv ∧ next ⇒ inv′", "inv ⇒ exclusive_ownership"):
         assert any(needed in n for n in names), needed
     assert all(o["seconds"] >= 0 and o["bound"] and o["counterexample"] is None for o in obligations)
-    assert "members 1..3, partitions 1..5" in obligations[2]["bound"]
+    assert len(obligations) == 11
+    # the z3 obligations speak of the transcription; the tie to the model says how far it reaches
+    assert obligations[2]["bound"].startswith("the transcription: members 1..3, partitions 1..5, any claims, "
+                                              "any generations (0..7)")
+    tie = next(o for o in obligations if o["name"] == "transcription agrees with model/assignors.py")
+    assert "claim resolution (R22): members 1..3, every generation vector in 0..7" in tie["bound"]
 
 
 # spec: R23
 def test_weakened_assignor_gives_a_concrete_counterexample(tmp_path):
-    code, obligations = prove_json(tmp_path, "--mutation", "assign-before-revoke", bound=TINY)
-    assert code == 1
-    bad = [o for o in obligations if o["status"] == "counterexample"]
-    assert [o["name"] for o in bad] == ["cooperative-sticky: exactly once, never assigned while claimed elsewhere"]
-    cx = bad[0]["counterexample"]
+    cx = only_counterexample(tmp_path, "assign-before-revoke",
+                             "cooperative-sticky: exactly once, never assigned while claimed elsewhere")
     # replay the input on the model's own assignor: a partition claimed by one member goes to another
     claims = [[f"t-{p}" in m["claims"] for p in range(cx["partitions"])] for m in cx["input"]]
     gens = [m["generation"] or 0 for m in cx["input"]]
@@ -65,8 +77,33 @@ def test_bad_bounds_are_bad_input(tmp_path, args):
 
 def test_text_output_lists_each_obligation_with_its_time(tmp_path):
     code, out, _ = run_cli("prove", *TINY, cwd=tmp_path)
-    assert code == 0 and "all proved" in out
-    assert out.count("proved") >= 11 and " s  " in out
+    assert code == 0 and "11 obligations" in out and "all proved" in out
+    assert sum(line.split()[0] == "proved" for line in out.splitlines() if line.strip()) == 11 and " s  " in out
+
+
+# spec: R22
+def test_generations_compared_modulo_4_fail_prove(tmp_path):
+    # issue 14: a model that weighs claims by generation modulo 4 must not get "all proved"
+    cx = only_counterexample(tmp_path, "generation-mod-4", "transcription agrees with model/assignors.py")
+    gens = [m["generation"] for m in cx["input"] if m["claims"]]
+    assert max(gens) >= 4 and cx["model_owners"] != cx["transcription_owners"]
+    # the model itself: a partition claimed by A at generation 0 and B at 4 goes to nobody, so A may get it back
+    claims = [[True], [True]]
+    assert prove.model_assignment("cooperative-sticky", 1, claims, [0, 4]) == [1]
+    assert prove.model_assignment("cooperative-sticky", 1, claims, [0, 4], {"generation-mod-4"}) == [0]
+
+
+def test_the_tie_check_covers_generations_beyond_3():
+    # the claim-resolution part alone catches the mutation, at 2 members, whatever the sample draws
+    count = [0]
+    cx = prove._resolution_mismatch(2, 3, frozenset({"generation-mod-4"}), count)
+    assert cx["members"] == 2 and {m["generation"] for m in cx["input"]} == {0, 4}
+    assert prove._resolution_mismatch(5, 10, frozenset(), [0]) is None
+
+
+def test_unknown_prove_mutation_is_bad_input(tmp_path):
+    code, _, err = run_cli("prove", *TINY, "--mutation", "nope", cwd=tmp_path)
+    assert code == 2 and "nope" in err
 
 
 # spec: R22
@@ -94,4 +131,7 @@ def test_default_bound_all_proved(tmp_path):
     obligations = json.loads(out)["obligations"]
     assert code == 0 and {o["status"] for o in obligations} == {"proved"}, err
     assert len(obligations) == 11
-    assert any("members 1..5, partitions 1..10" in o["bound"] for o in obligations)
+    assert obligations[2]["bound"].startswith("the transcription: members 1..5, partitions 1..10")
+    tie = next(o for o in obligations if o["name"] == "transcription agrees with model/assignors.py")
+    assert tie["bound"].endswith("claim resolution (R22): members 1..5, every generation vector in 0..7, every set "
+                                 "of claimants (139,848 inputs)")

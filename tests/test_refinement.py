@@ -9,6 +9,8 @@ from rebalance.checker.explore import explore
 from rebalance.checker.refinement import Refinement, action_name
 from rebalance.checker.system import System
 from rebalance.model.config import GroupConfig
+from rebalance.model.member import MemberPhase
+from rebalance.model.protocol import Error, SyncGroupResponse
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import PYTHON, View
 
@@ -103,7 +105,58 @@ def test_granted_case_owns_exactly_the_grant():
     good = s._replace(granting=(False, False), grant=(0, 0), owned=(0b11, 0b00))
     assert spec.evaluate("SyncGroupResponse", s, good, 0) is None
     bad = good._replace(owned=(0b111, 0b00))
-    assert "owns the grant" in spec.evaluate("SyncGroupResponse", s, bad, 0)
+    assert "owns exactly the grant" in spec.evaluate("SyncGroupResponse", s, bad, 0)
+
+
+def revoking_grant(system):
+    """The first state (breadth first) in which a member is about to handle a grant
+    that revokes some of what it owns, with that step: ``(state, action, next)``."""
+    state = system.initial()
+    frontier, visited = [state], {state}
+    while frontier:
+        s = frontier.pop(0)
+        for action, n in system.successors(s):
+            r = action.detail
+            if (action.kind == "reply" and type(r) is SyncGroupResponse and r.error == Error.NONE
+                    and s.procs[action.slot].consumer.owned & ~r.assignment.partitions):
+                return s, action, n
+            if n not in visited:
+                visited.add(n)
+                frontier.append(n)
+    raise AssertionError("no revoking grant reachable")
+
+
+@pytest.mark.parametrize("protocol", ["eager", "cooperative"])
+def test_a_grant_reaches_only_a_syncing_member(protocol):
+    # why SyncGroupResponse's "granted" case has no "ignores it" alternative (spec/SPEC.md, section 8)
+    system = small_system(protocol)
+    state = system.initial()
+    frontier, visited, grants = [state], {state}, 0
+    while frontier:
+        s = frontier.pop()
+        for action, n in system.successors(s):
+            r = action.detail
+            if action.kind == "reply" and type(r) is SyncGroupResponse and r.error == Error.NONE:
+                grants += 1
+                assert s.procs[action.slot].consumer.phase == MemberPhase.SYNCING
+            if n not in visited:
+                visited.add(n)
+                frontier.append(n)
+    assert grants > 10
+
+
+# spec: R18
+def test_a_member_ignoring_its_revocation_is_refused():
+    # issue 14: the member keeps what it was told to revoke (owned 0b011, grant 0b001, owned after 0b011)
+    system = small_system()
+    state, action, nxt = revoking_grant(system)
+    r = Refinement(system)
+    assert r.step(state, action, nxt) is None  # the model's own step: owns exactly the grant
+    p = nxt.procs[action.slot]
+    kept = p._replace(consumer=p.consumer._replace(owned=state.procs[action.slot].consumer.owned))
+    ignoring = nxt._replace(procs=nxt.procs[:action.slot] + (kept,) + nxt.procs[action.slot + 1:])
+    why = r.step(state, action, ignoring)
+    assert why is not None and "SyncGroupResponse" in why and "owns exactly the grant (R18)" in why
 
 
 # spec: R23
