@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from rebalance.model.assignors import assign, resolve_claims
@@ -33,7 +34,7 @@ def test_roundrobin_deals_in_turn():
     assert partitions_of(out[257].partitions) == (1, 3)
 
 
-# spec: R22
+@pytest.mark.spec("R22")
 def test_claims_higher_generation_wins_and_ties_drop():
     cfg = GroupConfig()
     members = ((1, 0, Subscription(0b0011, 5)), (257, 0, Subscription(0b0110, 6)), (513, 0, Subscription(0b1000, 6)),
@@ -42,7 +43,7 @@ def test_claims_higher_generation_wins_and_ties_drop():
     assert owners == {0: 1, 1: 257, 2: 257}  # partition 1: gen 6 beats gen 5; partition 3: tie, dropped
 
 
-# spec: R23
+@pytest.mark.spec("R23")
 def test_cooperative_withholds_moving_partition_seed_design1():
     # seed 000, Design I, member joins: A(T1,T4) B(T2) C(T3), D joins
     cfg = GroupConfig()
@@ -92,7 +93,7 @@ def test_every_partition_once_and_balanced(claims, partitions, assignor):
         assert given_to.get(p, owner) == owner
 
 
-# spec: R29
+@pytest.mark.spec("R29")
 def test_static_members_are_ordered_by_instance_id():
     # KIP-345's range example: a restarted static member (new member id) keeps its range
     cfg = GroupConfig(topics=(("t", 4),), protocol="eager", assignor="range")
@@ -117,7 +118,7 @@ def backoff_round(a_owns, b_owns, revoked, successive, scheduled=-1):
     return out[1].partitions, out[257].partitions, out[1].scheduled, out[1].echo[2:]
 
 
-# spec: R40
+@pytest.mark.spec("R40")
 def test_a_second_revoking_round_in_a_row_is_held_back_with_a_growing_delay():
     # B came with nothing: the first revoking round revokes at once (t-2, t-3 withheld from B meanwhile)
     assert backoff_round(0b1111, 0, 0, 0) == (0b0011, 0, 0, (1, 0))

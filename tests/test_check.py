@@ -42,16 +42,7 @@ def test_mutation_is_caught_with_a_counterexample(check_json, tmp_path, mutation
     assert cx["files"]["svg"].endswith(f"{prop}.svg")
 
 
-@pytest.mark.parametrize("mutation", ["keep-owned-on-rebalance-in-progress", "ignore-owned-generation"])
-def test_each_half_of_kafka_14639_alone_is_harmless(check_json, mutation):
-    # claims carry the generation the member joined (KIP-792) and are weighed
-    # (KAFKA-14639): either defence alone keeps ownership exclusive
-    code, s = check_json("--faults", "join,leave,crash", "--mutation", mutation)
-    assert code == 0 and s["verdict"] == "holds"
-    assert {c["name"]: c["reached"] for c in s["covers"]}["sync_rebalance_in_progress"]
-
-
-# spec: R41 R9
+@pytest.mark.spec("R41", "R9")
 def test_no_commit_fencing_breaks_the_model_with_an_accepted_stale_commit(check_json, tmp_path):
     faults = ("--faults", "join,leave,crash,restart,pause")
     (_, right), (code, wrong) = (check_json(*faults, "--continue", *m) for m in ((), ("--mutation", "no-commit-fencing")))
@@ -121,7 +112,7 @@ def test_default_configuration_main_job(tmp_path):
     assert "verdict: holds" in out and "exclusive_ownership" in out
 
 
-# spec: R21
+@pytest.mark.spec("R21")
 def test_without_timer_fairness_eventual_balance_fails_by_stuttering(check_json):
     code, s = check_json("--faults", "crash", "--max-faults", "1", "--no-timer-fairness")
     assert code == 1
@@ -153,7 +144,7 @@ def assert_churn_lasso(s, out):
     assert (out / "bounded_deferral.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
 
 
-# spec: R39
+@pytest.mark.spec("R39")
 @pytest.mark.parametrize("mutation,code", [((), 0), (("--mutation", "leader-forgets-delay"), 1)])
 def test_leader_churn_extends_a_delay_only_kept_in_the_leaders_memory(check_json, tmp_path, mutation, code):
     got, s = check_json("--protocol", "deferred", "--members", "2", "--partitions", "2",
@@ -173,7 +164,7 @@ def test_leader_forgets_delay_lasso_at_the_issue_bound(check_json, tmp_path):
     assert_churn_lasso(s, tmp_path / "out")
 
 
-# spec: R40
+@pytest.mark.spec("R40")
 def test_deferred_holds_where_revoking_rounds_back_off(check_json):
     code, s = check_json("--protocol", "deferred", "--members", "2", "--partitions", "4",
                          "--faults", "join,leave,crash", "--max-faults", "3")

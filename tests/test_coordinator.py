@@ -1,4 +1,5 @@
 """The coordinator handler against Kafka's GroupCoordinator behaviour."""
+import pytest
 from rebalance.model import coordinator
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, commit_allowed, find
@@ -30,7 +31,7 @@ def formed():
     return g
 
 
-# spec: R2 R3 R4 R5 R10
+@pytest.mark.spec("R2", "R3", "R4", "R5", "R10")
 def test_new_member_gets_fresh_id_and_triggers_rebalance():
     g = formed()
     g, out = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
@@ -44,7 +45,7 @@ def test_new_member_gets_fresh_id_and_triggers_rebalance():
     assert by_conn[CA].members and by_conn[CB].members == ()  # only the leader gets the member list
 
 
-# spec: R3 R6
+@pytest.mark.spec("R3", "R6")
 def test_follower_rejoin_in_stable_with_same_metadata_causes_no_rebalance():
     g = formed()
     g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
@@ -58,7 +59,7 @@ def test_follower_rejoin_in_stable_with_same_metadata_causes_no_rebalance():
     assert g3.phase == Phase.PREPARING_REBALANCE
 
 
-# spec: R8
+@pytest.mark.spec("R8")
 def test_sync_errors():
     g = formed()
     _, out = step(g, CB, SyncGroup(B, 1, ()))
@@ -70,7 +71,7 @@ def test_sync_errors():
     assert out[0].response.error == Error.REBALANCE_IN_PROGRESS
 
 
-# spec: R3 R7 R8
+@pytest.mark.spec("R3", "R7", "R8")
 def test_held_sync_answered_rebalance_in_progress_when_a_rebalance_starts():
     g = formed()
     g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
@@ -83,7 +84,7 @@ def test_held_sync_answered_rebalance_in_progress_when_a_rebalance_starts():
     assert g.phase == Phase.PREPARING_REBALANCE
 
 
-# spec: R5 R11
+@pytest.mark.spec("R5", "R11")
 def test_session_timeout_spares_members_held_at_a_barrier():
     g = formed()
     g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
@@ -94,7 +95,7 @@ def test_session_timeout_spares_members_held_at_a_barrier():
     assert out[0].response.members  # B is the new leader
 
 
-# spec: R4
+@pytest.mark.spec("R4")
 def test_rebalance_timeout_removes_members_that_did_not_rejoin():
     g = formed()
     g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
@@ -102,7 +103,7 @@ def test_rebalance_timeout_removes_members_that_did_not_rejoin():
     assert [m.member_id for m in g.members] == [B] and g.generation == 2 and g.leader == B
 
 
-# spec: R12
+@pytest.mark.spec("R12")
 def test_sync_timeout_removes_members_that_never_synced():
     g = formed()
     g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION))
@@ -112,7 +113,7 @@ def test_sync_timeout_removes_members_that_never_synced():
     assert find(g, B) is None and g.phase == Phase.PREPARING_REBALANCE  # A must rejoin
 
 
-# spec: R9
+@pytest.mark.spec("R9")
 def test_commit_fencing_and_mutation():
     g = formed()
     assert commit_allowed(CFG, g, A, 1)
@@ -123,7 +124,7 @@ def test_commit_fencing_and_mutation():
     assert commit_allowed(loose, g, B, 0)
 
 
-# spec: R1 R7
+@pytest.mark.spec("R1", "R7")
 def test_last_member_leaving_empties_the_group_and_only_empty_groups_die():
     g = formed()
     g2, _ = coordinator.handle(CFG, g, DeleteGroup())
@@ -143,7 +144,7 @@ def test_messages_of_different_types_never_compare_equal():
     assert JoinGroupResponse(Error.NONE, A, 1, A, ()) != JoinGroup(A, EMPTY_SUBSCRIPTION)
 
 
-# spec: R30
+@pytest.mark.spec("R30")
 def test_initial_rebalance_delay_holds_the_first_barrier():
     # KIP-134: an Empty group waits group.initial.rebalance.delay.ms for more members
     from rebalance.model.protocol import InitialRebalanceDelay

@@ -1,4 +1,5 @@
 """The consumer handler: eager and cooperative (seed 000, Design I; ConsumerCoordinator)."""
+import pytest
 from rebalance.model import member
 from rebalance.model.config import GroupConfig
 from rebalance.model.member import NEW_CONSUMER, MemberPhase
@@ -21,20 +22,20 @@ def stable(cfg, owned=0b0011, generation=3):
     return c
 
 
-# spec: R13
+@pytest.mark.spec("R13")
 def test_start_sends_join_with_empty_member_id():
     c, out = member.handle(COOP, NEW_CONSUMER, Start())
     assert c.phase == MemberPhase.JOINING and out == (Send(JoinGroup(0, Subscription(0, -1))),)
 
 
-# spec: R16
+@pytest.mark.spec("R16")
 def test_leader_assigns_in_sync_group():
     c, _ = member.handle(COOP, NEW_CONSUMER, Start())
     c, out = member.handle(COOP, c, JoinGroupResponse(Error.NONE, A, 1, A, ((A, 0, Subscription(0, -1)),)))
     assert c.leader and out == (Send(SyncGroup(A, 1, ((A, Assignment(0b1111)),))),)
 
 
-# spec: R14 R19
+@pytest.mark.spec("R14", "R19")
 def test_eager_revokes_everything_before_rejoining():
     c = stable(EAGER)
     c, out = member.handle(EAGER, c, HeartbeatDue())
@@ -43,7 +44,7 @@ def test_eager_revokes_everything_before_rejoining():
     assert out[1] == Send(JoinGroup(A, Subscription(0, -1)))
 
 
-# spec: R13 R19
+@pytest.mark.spec("R13", "R19")
 def test_cooperative_keeps_owned_while_rejoining_and_claims_them():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
@@ -51,7 +52,7 @@ def test_cooperative_keeps_owned_while_rejoining_and_claims_them():
     assert c.owned == 0b0011 and out == (Send(JoinGroup(A, Subscription(0b0011, 3))),)
 
 
-# spec: R18
+@pytest.mark.spec("R18")
 def test_cooperative_revokes_owned_minus_assigned_and_rejoins_at_once():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
@@ -63,7 +64,7 @@ def test_cooperative_revokes_owned_minus_assigned_and_rejoins_at_once():
     assert out[2] == Send(JoinGroup(A, Subscription(0b0110, 4)))
 
 
-# spec: R15
+@pytest.mark.spec("R15")
 def test_partitions_are_lost_not_revoked_when_membership_is_lost():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
@@ -72,7 +73,7 @@ def test_partitions_are_lost_not_revoked_when_membership_is_lost():
     assert out[1] == Send(JoinGroup(0, Subscription(0, -1)))
 
 
-# spec: R17
+@pytest.mark.spec("R17")
 def test_rebalance_in_progress_on_sync_claims_owned_with_the_joined_generation():
     c = stable(COOP)
     c, _ = member.handle(COOP, c, HeartbeatDue())
@@ -85,7 +86,7 @@ def test_rebalance_in_progress_on_sync_claims_owned_with_the_joined_generation()
     assert out == (Send(JoinGroup(A, Subscription(0b0011, 3))),)  # KAFKA-13419: the old one
 
 
-# spec: R20
+@pytest.mark.spec("R20")
 def test_leave_revokes_and_sends_leave_group():
     c = stable(COOP)
     c, out = member.handle(COOP, c, Leave())
@@ -93,7 +94,7 @@ def test_leave_revokes_and_sends_leave_group():
     assert c.phase == MemberPhase.LEFT and c.owned == 0
 
 
-# spec: R41
+@pytest.mark.spec("R41")
 def test_a_stable_member_commits_what_it_owns_and_a_refusal_changes_nothing():
     c = stable(COOP, owned=0b0101, generation=4)
     c2, out = member.handle(COOP, c, CommitDue())

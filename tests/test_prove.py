@@ -29,7 +29,7 @@ def only_counterexample(tmp_path, mutation: str, obligation: str) -> dict:
     return bad[0]["counterexample"]
 
 
-# spec: R22, R23
+@pytest.mark.spec("R22", "R23")
 def test_every_obligation_proved_on_a_small_bound(tmp_path):
     code, obligations = prove_json(tmp_path)
     assert code == 0
@@ -48,7 +48,7 @@ def test_every_obligation_proved_on_a_small_bound(tmp_path):
     assert "claim resolution (R22): members 1..3, every generation vector in 0..7" in tie["bound"]
 
 
-# spec: R23
+@pytest.mark.spec("R23")
 def test_weakened_assignor_gives_a_concrete_counterexample(tmp_path):
     cx = only_counterexample(tmp_path, "assign-before-revoke",
                              "cooperative-sticky: exactly once, never assigned while claimed elsewhere")
@@ -81,7 +81,7 @@ def test_text_output_lists_each_obligation_with_its_time(tmp_path):
     assert sum(line.split()[0] == "proved" for line in out.splitlines() if line.strip()) == 11 and " s  " in out
 
 
-# spec: R22
+@pytest.mark.spec("R22")
 def test_generations_compared_modulo_4_fail_prove(tmp_path):
     # issue 14: a model that weighs claims by generation modulo 4 must not get "all proved"
     cx = only_counterexample(tmp_path, "generation-mod-4", "transcription agrees with model/assignors.py")
@@ -106,7 +106,7 @@ def test_unknown_prove_mutation_is_bad_input(tmp_path):
     assert code == 2 and "nope" in err
 
 
-# spec: R22
+@pytest.mark.spec("R22")
 @pytest.mark.parametrize("mutations", [frozenset(), frozenset({"ignore-owned-generation"})])
 def test_transcription_matches_the_model_on_random_inputs(mutations):
     rng = random.Random(11)

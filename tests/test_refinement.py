@@ -38,7 +38,7 @@ def test_check_reports_refinement_holding(check_json, protocol):
     assert code == 0 and status["refinement"] == "holds"
 
 
-# spec: R8
+@pytest.mark.spec("R8")
 def test_a_wrong_spec_action_fails_the_check_naming_it(check_json, tmp_path):
     code, s = check_json(*SMALL, "--spec-mutation", "late-sync-grants-nothing")
     assert code == 1 and s["verdict"] == "violated"
@@ -99,7 +99,7 @@ def test_the_initial_state_satisfies_init_and_the_invariant():
         assert v.phase == spec.STABLE and v.known[:2] == (True, True) and v.owned[0] | v.owned[1] == 0b111
 
 
-# spec: R18
+@pytest.mark.spec("R18")
 def test_granted_case_owns_exactly_the_grant():
     s = view(granting=(True, False), grant=(0b11, 0), assigned=(0b11, 0b00), owned=(0b01, 0b00))
     good = s._replace(granting=(False, False), grant=(0, 0), owned=(0b11, 0b00))
@@ -145,7 +145,7 @@ def test_a_grant_reaches_only_a_syncing_member(protocol):
     assert grants > 10
 
 
-# spec: R18
+@pytest.mark.spec("R18")
 def test_a_member_ignoring_its_revocation_is_refused():
     # issue 14: the member keeps what it was told to revoke (owned 0b011, grant 0b001, owned after 0b011)
     system = small_system()
@@ -159,7 +159,7 @@ def test_a_member_ignoring_its_revocation_is_refused():
     assert why is not None and "SyncGroupResponse" in why and "owns exactly the grant (R18)" in why
 
 
-# spec: R23
+@pytest.mark.spec("R23")
 def test_install_refuses_an_assignment_of_what_another_member_owns():
     s = view(phase=spec.COMPLETING, assigned=(0, 0))
     fine = s._replace(phase=spec.STABLE, assigned=(0b01, 0b10))

@@ -1,4 +1,5 @@
 """The seeds' worked examples, replayed as the seeds describe them."""
+import pytest
 import json
 
 from conftest import EXAMPLES, run_cli
@@ -78,7 +79,7 @@ def test_replay_rejects_malformed_scenarios(tmp_path):
         assert code == 2 and message in err, (text, err)
 
 
-# spec: R31 R32 R33
+@pytest.mark.spec("R31", "R32", "R33")
 def test_design2_member_leaves_defers_then_assigns():
     # seed 000, Design II: empty assignments with a delay, the lost partition after it
     r = play("design2_member_leaves.toml")
@@ -89,7 +90,7 @@ def test_design2_member_leaves_defers_then_assigns():
     assert "deferred" not in second and member(second, "A")["assigned"] == ["T-0", "T-3"]
 
 
-# spec: R33
+@pytest.mark.spec("R33")
 def test_design2_member_bounces_gets_its_partition_back():
     # D' back before the delay ends gets T4 (T-3 here) at once
     r = play("design2_member_bounces.toml")
@@ -98,7 +99,7 @@ def test_design2_member_bounces_gets_its_partition_back():
     assert member(second, "D")["assigned"] == ["T-3"] and r["rebalances"] == 2
 
 
-# spec: R34
+@pytest.mark.spec("R34")
 def test_design3_moves_one_partition_per_round():
     r = play("design3_member_joins.toml")
     moves = [sum(len(m["revoked"]) for m in x["members"].values()) for x in r["rounds"]]
@@ -110,7 +111,7 @@ def connect(name):
     return play(f"connect/{name}.toml")
 
 
-# spec: R31 R33
+@pytest.mark.spec("R31", "R33")
 def test_connect_situations_on_the_deferred_protocol():
     # after Kafka Connect's IncrementalCooperativeAssignorTest
     joins = connect("worker_joins")

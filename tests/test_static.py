@@ -1,4 +1,5 @@
 """KIP-345 static membership, after GroupCoordinatorTest's static-membership cases."""
+import pytest
 from conftest import EXAMPLES, run_cli
 from rebalance.checker import replay
 from rebalance.model import coordinator, member
@@ -31,7 +32,7 @@ def stable_static():
     return g
 
 
-# spec: R25 R26
+@pytest.mark.spec("R25", "R26")
 def test_restarted_static_leader_rejoins_stable_group_without_rebalance():
     g = stable_static()
     g2, out = step(g, CA2, JoinGroup(0, EMPTY_SUBSCRIPTION, IA))
@@ -43,7 +44,7 @@ def test_restarted_static_leader_rejoins_stable_group_without_rebalance():
     assert out[0].response.assignment == Assignment(0b0011)  # its assignment back
 
 
-# spec: R24
+@pytest.mark.spec("R24")
 def test_old_member_id_is_fenced_everywhere():
     g, _ = step(stable_static(), CA2, JoinGroup(0, EMPTY_SUBSCRIPTION, IA))
     gen = g.generation
@@ -56,14 +57,14 @@ def test_old_member_id_is_fenced_everywhere():
     assert [e for _, _, e in out[0].response.members] == [Error.FENCED_INSTANCE_ID, Error.NONE]
 
 
-# spec: R24
+@pytest.mark.spec("R24")
 def test_unknown_instance_with_known_member_id():
     g = stable_static()
     _, out = step(g, CB, Heartbeat(B1, g.generation, 7))
     assert out[0].response.error == Error.UNKNOWN_MEMBER_ID
 
 
-# spec: R25
+@pytest.mark.spec("R25")
 def test_duplicate_fenced_in_preparing_and_completing():
     g = stable_static()
     g, _ = step(g, connection(2, 1), JoinGroup(0, EMPTY_SUBSCRIPTION))  # C joins: PreparingRebalance
@@ -77,7 +78,7 @@ def test_duplicate_fenced_in_preparing_and_completing():
     assert g.phase == Phase.PREPARING_REBALANCE and find_instance(g, IA).member_id == member_id(0, 3)
 
 
-# spec: R27
+@pytest.mark.spec("R27")
 def test_static_member_holds_rebalance_until_its_session_times_out():
     g = stable_static()
     g, _ = step(g, connection(2, 1), JoinGroup(0, EMPTY_SUBSCRIPTION))
@@ -94,7 +95,7 @@ def test_admin_removal_by_instance_id_triggers_rebalance():
     assert out[0].response.members == ((B1, IB, Error.NONE),)
 
 
-# spec: R27 R28
+@pytest.mark.spec("R27", "R28")
 def test_static_member_sends_no_leave_group_and_fenced_member_stops():
     from rebalance.model.protocol import Start
     c, _ = member.handle(CFG, member.NEW_CONSUMER, Start(IA))

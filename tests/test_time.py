@@ -28,7 +28,7 @@ def random_walks(system, seed: int, walks: int, steps: int):
             s = rng.choice(succ)[1]
 
 
-# spec: R38
+@pytest.mark.spec("R38")
 def test_a_scheduled_rebalance_counts_down_in_ticks_and_is_due_only_at_zero():
     c = NEW_CONSUMER._replace(phase=MemberPhase.STABLE, member_id=1, generation=1, scheduled=2)
     assert member.handle(DEFERRED, c, ScheduledRebalanceDue())[0] == c  # not due yet
@@ -41,7 +41,7 @@ def test_a_scheduled_rebalance_counts_down_in_ticks_and_is_due_only_at_zero():
     assert member.handle(DEFERRED, NEW_CONSUMER, Tick())[0].scheduled == NOT_SCHEDULED
 
 
-# spec: R38
+@pytest.mark.spec("R38")
 def test_ticks_pass_only_between_rounds_while_a_countdown_runs():
     system = System(DEFERRED, 3, 1, ("crash", "restart", "join", "leave"), 2)
     seen_tick = False
@@ -84,7 +84,7 @@ def test_successors_commute_with_renaming():
     assert checked > 800
 
 
-# spec: R39
+@pytest.mark.spec("R39")
 def test_a_leader_bounce_comes_between_rounds_spends_nothing_and_brings_a_new_member():
     system = System(DEFERRED, 3, 1, ("crash", "restart", "join", "leave"), 2)
     bounced = 0

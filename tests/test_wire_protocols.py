@@ -1,5 +1,6 @@
 """The coordinator rules that only the wire form exercises: protocol selection
 (R35), MEMBER_ID_REQUIRED (R36) and the stored group (R37)."""
+import pytest
 from rebalance.model import coordinator
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, armed_timers, find, session_refreshed, stored
@@ -23,7 +24,7 @@ def replies(out, kind=JoinGroupResponse):
     return [r.response for r in out if type(r.response) is kind]
 
 
-# spec: R35
+@pytest.mark.spec("R35")
 def test_the_leader_gets_each_members_metadata_for_the_selected_protocol():
     g, _ = step(EMPTY_GROUP, CA, JoinGroup(0, COOP_AND_RANGE))
     assert g.phase == Phase.COMPLETING_REBALANCE and g.protocol == "cooperative-sticky"
@@ -34,7 +35,7 @@ def test_the_leader_gets_each_members_metadata_for_the_selected_protocol():
     assert ra.members == ((A1, 0, b"a-coop"), (B1, 0, b"b-coop")) and rb.members == ()
 
 
-# spec: R35
+@pytest.mark.spec("R35")
 def test_an_eager_only_member_switches_the_group_to_its_protocol():
     g, _ = step(EMPTY_GROUP, CA, JoinGroup(0, COOP_AND_RANGE))
     g, _ = step(g, CC, JoinGroup(0, RANGE_ONLY))
@@ -44,7 +45,7 @@ def test_an_eager_only_member_switches_the_group_to_its_protocol():
     assert leader.members == ((A1, 0, b"a-range"), (C1, 0, b"c-range"))
 
 
-# spec: R35
+@pytest.mark.spec("R35")
 def test_votes_decide_and_ties_go_to_the_earliest_member():
     members = [coordinator.MemberMetadata(i, 0, 0, p, Assignment(0), False, False, False) for i, p in enumerate((
         Protocols("consumer", (("range", b""), ("roundrobin", b""))),
@@ -55,7 +56,7 @@ def test_votes_decide_and_ties_go_to_the_earliest_member():
     assert coordinator.select_protocol(members[:2]) == "range"
 
 
-# spec: R35
+@pytest.mark.spec("R35")
 def test_a_member_sharing_no_protocol_or_type_is_refused():
     g, _ = step(EMPTY_GROUP, CA, JoinGroup(0, Protocols("consumer", (("cooperative-sticky", b""),))))
     for sub in (RANGE_ONLY, Protocols("connect", (("cooperative-sticky", b""),)), Protocols("consumer", ())):
@@ -63,7 +64,7 @@ def test_a_member_sharing_no_protocol_or_type_is_refused():
         assert g2 == g and replies(out)[0].error == Error.INCONSISTENT_GROUP_PROTOCOL
 
 
-# spec: R36
+@pytest.mark.spec("R36")
 def test_member_id_required_then_join_with_it():
     g, out = step(EMPTY_GROUP, CA, JoinGroup(0, COOP_AND_RANGE, require_known_member_id=True))
     (r,) = replies(out)
@@ -75,7 +76,7 @@ def test_member_id_required_then_join_with_it():
     assert replies(out)[0].error == Error.NONE and replies(out)[0].member_id == A1
 
 
-# spec: R36
+@pytest.mark.spec("R36")
 def test_an_unused_pending_id_expires():
     g, _ = step(EMPTY_GROUP, CA, JoinGroup(0, COOP_AND_RANGE, require_known_member_id=True))
     g, _ = coordinator.handle(CFG, g, PendingMemberTimeout(A1))
@@ -84,7 +85,7 @@ def test_an_unused_pending_id_expires():
     assert replies(out)[0].error == Error.UNKNOWN_MEMBER_ID
 
 
-# spec: R37
+@pytest.mark.spec("R37")
 def test_only_stable_or_empty_groups_are_stored_and_without_held_requests():
     g, _ = step(EMPTY_GROUP, CA, JoinGroup(0, COOP_AND_RANGE))
     g, _ = step(g, CB, JoinGroup(0, COOP_AND_RANGE))  # PreparingRebalance
@@ -103,14 +104,14 @@ def test_only_stable_or_empty_groups_are_stored_and_without_held_requests():
     assert stored(g) is None  # PreparingRebalance again
 
 
-# spec: R37
+@pytest.mark.spec("R37")
 def test_session_timers_restart_on_member_requests():
     assert session_refreshed(Heartbeat(A1, 3)) == A1
     assert session_refreshed(JoinGroup(B1, COOP_AND_RANGE)) == B1
     assert session_refreshed(LeaveGroup(((A1, 0),))) == 0
 
 
-# spec: R36
+@pytest.mark.spec("R36")
 def test_the_member_rejoins_at_once_with_the_id_handed_out():
     from rebalance.model import member
     c, out = member.handle(CFG, member.NEW_CONSUMER, member.Start())

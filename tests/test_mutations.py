@@ -1,0 +1,63 @@
+"""The mutation matrix: every registered mutation (model/config.py MUTATIONS), a
+deliberately wrong model, checked with --continue so every property gets a
+verdict: what it breaks and what it leaves holding. Every property is caught by
+at least one mutation, so no "holds" is a verdict nobody has seen fail."""
+import pytest
+
+from rebalance.checker.properties import PROPERTIES
+from rebalance.model.config import MUTATIONS
+
+COOP = ("--faults", "join,leave,crash")
+ZOMBIES = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
+STATIC = ("--static", "--faults", "restart,crash,leave")
+
+# (mutations, configuration, the properties violated; every other one holds)
+MATRIX = [
+    ((), COOP, set()),
+    (("assign-before-revoke",), COOP, {"revoke_before_assign", "exclusive_processing", "refinement"}),
+    # KAFKA-14639: neither half alone breaks anything; both together do
+    (("ignore-owned-generation",), COOP, set()),
+    (("keep-owned-on-rebalance-in-progress",), COOP, set()),
+    (("keep-owned-on-rebalance-in-progress", "ignore-owned-generation"), COOP,
+     {"revoke_before_assign", "exclusive_processing", "refinement"}),
+    (("leader-forgets-delay",),
+     ("--protocol", "deferred", "--members", "2", "--partitions", "2", "--faults", "join,leave,crash,restart"),
+     {"bounded_deferral"}),
+    (("no-fencing-on-duplicate-instance",), STATIC, {"unique_instance", "static_restart_no_rebalance"}),
+    (("static-rejoin-rebalances",), STATIC, {"static_restart_no_rebalance"}),
+    ((), ZOMBIES, {"exclusive_processing"}),  # zombies process; fencing keeps commits exclusive
+    (("no-commit-fencing",), ZOMBIES, {"exclusive_processing", "exclusive_ownership"}),
+    # KAFKA-12983: a member told UNKNOWN_MEMBER_ID rejoins still owning, and commits under its new id
+    (("keep-owned-on-unknown-member-id",), ZOMBIES,
+     {"exclusive_processing", "exclusive_ownership", "revoke_before_assign", "refinement"}),
+    (("withhold-partition",), ("--faults", "join,crash", "--max-faults", "2"), {"quiescent_balance", "eventual_balance"}),
+    (("keep-revoked",), COOP, {"refinement", "eventual_balance", "no_rebalance_storm"}),
+    (("reset-generation-when-empty",),
+     ("--members", "2", "--partitions", "2", "--faults", "leave,join", "--max-faults", "3"), {"single_leader", "refinement"}),
+    # its claims only reach generation 4 beyond this bound: `rebalance prove` catches it (tests/test_prove.py)
+    (("generation-mod-4",), COOP, set()),
+]
+
+
+def _args(mutations):
+    return [x for m in mutations for x in ("--mutation", m)]
+
+
+@pytest.mark.parametrize("mutations,config,violated", MATRIX, ids=[" + ".join(m) or "none" for m, _, _ in MATRIX])
+def test_what_each_mutation_breaks_and_leaves_holding(check_json, mutations, config, violated):
+    code, s = check_json(*config, *_args(mutations), "--continue")
+    status = {p["name"]: p["status"] for p in s["properties"]}
+    assert {n for n, st in status.items() if st == "violated"} == violated
+    assert all(st == "holds" for n, st in status.items() if n not in violated)
+    expected = {"exclusive_processing"} if "pause" in config[-1] else set()
+    assert code == (1 if violated - expected else 0)
+    for v in s["counterexamples"]:
+        assert v["property"] in violated and v["length"] > 0
+    if "keep-owned-on-rebalance-in-progress" in mutations:  # the half of KAFKA-14639 is exercised
+        assert {c["name"]: c["reached"] for c in s["covers"]}["sync_rebalance_in_progress"]
+
+
+def test_every_mutation_is_in_the_matrix_and_every_property_is_caught():
+    assert {m for ms, _, _ in MATRIX for m in ms} == set(MUTATIONS)
+    caught = {p for ms, _, violated in MATRIX if ms for p in violated}
+    assert {p.name for p in PROPERTIES} <= caught
