@@ -9,8 +9,9 @@ explored transition. ``kind`` is "invariant" (every reachable state and step),
 environment's, is enabled) or "liveness": ◇□ once faults stop, ``check`` the
 goal (None on goal states) and ``step``, if given, the steps that must stop
 (see checker/liveness.py, ``find_recurrence``); or, with ``lasso``, an
-invariant part beside its own lasso search. Commit rights come from the model
-(``coordinator.commit_allowed``), never recomputed here.
+invariant part beside its own lasso search. Whether a commit is accepted is
+the model's coordinator's decision (R9, recorded by the checker in
+``Proc.shared``, R41), never recomputed here.
 """
 from __future__ import annotations
 
@@ -162,7 +163,7 @@ def imbalance(cfg, phase: Phase, live) -> str | None:
     if not live:
         return None if phase in (Phase.EMPTY, Phase.DEAD) else f"no members but group {phase.name}"
     if phase != Phase.STABLE:
-        return f"quiescent in {phase.name}"
+        return f"group {phase.name}, not Stable"
     owned = 0
     loads = []
     for c in live:

@@ -177,16 +177,19 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
-    coordinator timers and faults (join, leave, crash, restart, pause/resume)
-    within the fault budget, checking exclusive_ownership, exclusive_processing,
-    single_leader, revoke_before_assign (cooperative), quiescent_balance and,
-    under weak fairness once faults stop, eventual_balance; and refinement: every
+    coordinator timers, offset commits and faults (join, leave, crash, restart,
+    pause/resume) within the fault budget, up to renaming of generations and
+    member ids, checking exclusive_ownership (on the commits the coordinator
+    accepts), exclusive_processing, single_leader, revoke_before_assign
+    (cooperative), quiescent_balance and, under weak fairness of the protocol's
+    own actions once faults stop, eventual_balance (◇□ balanced) and
+    no_rebalance_storm (finitely many rebalances); and refinement: every
     step is an action of the declarative spec (spec/actions.py: pre- and
     post-condition over the abstract state) and every state satisfies the spec's
     inductive invariant (--spec-mutation NAME breaks a spec action on purpose:
     the check then fails naming it). A violation's shortest
-    counterexample (a lasso for eventual_balance) is written under --out as JSON,
-    DOT and SVG.
+    counterexample (a lasso for a liveness property) is written under --out as
+    JSON, DOT and SVG.
 
     \b
     Exit codes: 0 holds, 1 violated, 2 bad input, 3 incomplete (a limit was hit).

@@ -91,6 +91,8 @@ def test_every_partition_once_and_balanced(claims, partitions, assignor):
     given_to = {p: m for m, a in out for p in partitions_of(a.partitions)}
     for p, owner in owners.items():  # never assigned while another member owns it
         assert given_to.get(p, owner) == owner
+    for p in range(partitions):  # only a partition moving away from its owner is withheld (R23)
+        assert p in given_to or p in owners, f"t-{p} withheld though nobody owns it"
 
 
 @pytest.mark.spec("R29")

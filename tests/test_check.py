@@ -8,12 +8,13 @@ from conftest import EXAMPLES, run_cli
 SMALL = ("--members", "3", "--partitions", "4")
 
 
-@pytest.mark.parametrize("protocol", ["cooperative", "eager"])
-def test_holds_with_join_leave_crash(check_json, protocol):
+# the exact counts, up to renaming: a change of the model or the checker that moves them must say why
+@pytest.mark.parametrize("protocol,states,transitions", [("cooperative", 37_246, 117_488), ("eager", 17_938, 54_603)])
+def test_holds_with_join_leave_crash(check_json, protocol, states, transitions):
     code, s = check_json("--protocol", protocol, *SMALL, "--faults", "join,leave,crash")
     assert code == 0 and s["verdict"] == "holds" and s["counterexample"] is None
     assert all(p["status"] == "holds" for p in s["properties"])
-    assert s["distinct_states"] > 10_000 and s["transitions"] > s["distinct_states"]
+    assert (s["distinct_states"], s["transitions"]) == (states, transitions)
     assert s["actions_fired"]["crash"] > 0 and s["actions_fired"]["leave"] > 0
 
 
@@ -44,8 +45,8 @@ def test_mutation_is_caught_with_a_counterexample(check_json, tmp_path, mutation
 
 @pytest.mark.spec("R41", "R9")
 def test_no_commit_fencing_breaks_the_model_with_an_accepted_stale_commit(check_json, tmp_path):
-    faults = ("--faults", "join,leave,crash,restart,pause")
-    (_, right), (code, wrong) = (check_json(*faults, "--continue", *m) for m in ((), ("--mutation", "no-commit-fencing")))
+    zombies = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
+    (_, right), (code, wrong) = (check_json(*zombies, "--continue", *m) for m in ((), ("--mutation", "no-commit-fencing")))
     status = {p["name"]: p["status"] for p in right["properties"]}
     assert status["exclusive_ownership"] == "holds" and right["actions_fired"]["commit"] > 0
     # the mutation changes what the coordinator does, so the state space differs

@@ -1,5 +1,5 @@
 """The weak-fairness lasso search on small hand-made graphs."""
-from rebalance.checker.liveness import Graph, find_lasso
+from rebalance.checker.liveness import Graph, find_lasso, find_recurrence
 
 
 def graph(edges):
@@ -38,3 +38,45 @@ def test_self_loop_counts_as_a_cycle():
     g = graph([(0, 0, "a")])
     stem, cycle, _ = find_lasso(2, g, bytearray([0, 1]), fair_all)
     assert stem == 0 and len(cycle) == 1
+
+
+def env(key):
+    return key == "crash"
+
+
+def test_an_environment_action_enabled_is_no_progress():
+    # only a fault can leave state 0 (not the goal): once faults stop, the system stays there
+    g = graph([(0, 1, "crash")])
+    stem, cycle, reason = find_lasso(2, g, bytearray([0, 1]), fair_all, excluded=env)
+    assert stem == 0 and cycle == [] and "stay forever" in reason
+    assert find_recurrence(2, g, bytearray([0, 1]), fair_all, excluded=env)[:2] == (0, [])
+
+
+def test_reaching_the_goal_is_not_keeping_it():
+    # 0 (not balanced) <-> 1 (balanced): ◇ goal holds, ◇□ goal fails on the fair cycle
+    g = graph([(0, 1, "a"), (1, 0, "b")])
+    goal = bytearray([0, 1])
+    assert find_lasso(2, g, goal, fair_all) is None
+    stem, cycle, _ = find_recurrence(2, g, goal, fair_all)
+    assert sorted(g.cls[k] for k in cycle) == [0, 1]
+
+
+def test_a_marked_step_on_a_fair_cycle_is_a_storm():
+    g = Graph()
+    g.add(0, 1, "a")
+    g.add(1, 0, "b", mark=1)  # a generation completes
+    goal = bytearray([1, 1])
+    assert find_recurrence(2, g, goal, fair_all, mark=1)[1]
+    assert find_recurrence(2, g, goal, fair_all, mark=0) is None
+    # the storm needs its marked step: a cycle that can avoid it is not a storm
+    g.add(1, 1, "c")
+    found = find_recurrence(2, g, goal, lambda key: key != "b", mark=1)
+    assert found is None or any(g.marks[k] for k in found[1])
+
+
+def test_the_witness_cycle_is_itself_fair():
+    # component {0,1,2}; "x" is enabled at 0 and 1 only and never taken, so a cycle 0-1-0 would starve it;
+    # the witness must pass through 2, where x is not enabled
+    g = graph([(0, 1, "a"), (1, 0, "b"), (1, 2, "c"), (2, 0, "d"), (0, 3, "x"), (1, 3, "x")])
+    stem, cycle, _ = find_lasso(4, g, bytearray([0, 0, 0, 1]), fair_all)
+    assert 2 in {g.src[k] for k in cycle}
