@@ -33,7 +33,7 @@ from rebalance.model.protocol import Callback, Error, SyncGroupResponse, mask_of
 
 from .render import bracket, lane, partitions, slot_named
 from .settings import parse_toml, resolve, static_slots, validate
-from .system import ENVIRONMENT, FAULTS, STATUS_NAMES, State, System, settle
+from .system import ENVIRONMENT, FAULTS, STATUS_NAMES, Action, State, System, settle
 
 
 
@@ -114,8 +114,10 @@ def _ownership(cfg: GroupConfig, state: State) -> dict:
             if p.consumer is not None}
 
 
-def run(scenario: dict) -> dict:
+def run(scenario: dict, steps: list | None = None) -> dict:
     """Play the events; return ``{name, source, initial, events, rounds, rebalances, final}``.
+    ``steps``, if given, receives every ``(Action, State)`` taken, the events
+    (``Action(action, slot, None)``) included (checker/vectors.py's seed cases).
 
     ``rounds``: one entry per generation whose SyncGroup completed, ``{generation,
     leader, [scheduled, deferred,] members: {lane: {member_id, assigned, revoked,
@@ -135,11 +137,15 @@ def run(scenario: dict) -> dict:
     for action, slot, do_settle, timers in scenario["events"]:
         state = _apply(system, state, action, slot)
         report["events"].append(f"{lane(slot)} {action}")
+        if steps is not None:
+            steps.append((Action(action, slot, None), state))
         if not do_settle:
             continue
         trace: list = []
         prev = state
         state = settle(system, state, trace, timers)
+        if steps is not None:
+            steps.extend(trace)
         for a, nxt in trace:
             if a.kind == "reply":
                 before = prev.procs[a.slot].consumer

@@ -169,13 +169,16 @@ class System:
         self.route(procs, replies)
         return State(group, tuple(procs), state.faults_left)
 
+    def started(self) -> State:
+        """The configured members just started, their first JoinGroups in flight, the
+        group Empty, the fault budget full."""
+        procs = tuple(self.start(s, NO_PROC) if s < self.members else NO_PROC for s in range(self.slots))
+        return State(EMPTY_GROUP, procs, self.max_faults)
+
     def initial(self) -> State:
         """The configured members started from an empty group and run, deterministically,
         to a quiescent Stable group: the state exploration starts from."""
-        procs = tuple(self.start(s, NO_PROC) if s < self.members else NO_PROC for s in range(self.slots))
-        state = State(EMPTY_GROUP, procs, 0)
-        state = settle(self, state)
-        return state._replace(faults_left=self.max_faults)
+        return settle(self, self.started())
 
     def stable(self, owned: dict, generation: int, leader_slot: int) -> State:
         """A Stable group at ``generation`` in which each slot of ``owned`` ({slot:

@@ -10,13 +10,14 @@ import contextlib
 import json
 import sys
 import time
+from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rebalance.checker import counterexample, prove, replay as replaying
+from rebalance.checker import counterexample, prove, replay as replaying, vectors as vectors_module
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS
 from rebalance.checker.situations import SITUATIONS
@@ -248,6 +249,44 @@ def replay(scenario, as_json):
         click.echo(json.dumps(report, indent=2))
     else:
         out.print(replaying.text(report), highlight=False, markup=False)
+
+
+@main.command()
+@click.option("--out", "out_dir", required=True, type=click.Path(),
+              help="Directory to write the cases into (created if missing).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def vectors(out_dir, as_json):
+    """Write golden test vectors generated from the model (spec/VECTORS.md).
+
+    \b
+    OUT/coordinator/*.json  an initial group, inputs (requests, timer firings) and
+                            the coordinator's expected responses and group after each
+    OUT/assignor/*.json     members' claims and the properties the assignment must meet
+    OUT/index.json          every case with its kind and file
+    OUT/vectors.schema.json the JSON Schema of a case (spec/vectors.schema.json)
+
+    The same bytes on every run. Exit 0 written, 2 bad input (OUT is a file).
+    """
+    path = Path(out_dir)
+    problem = f"--out {out_dir}: is a file, expected a directory" if path.exists() and not path.is_dir() else None
+    if problem is None:
+        try:
+            index = vectors_module.write(path)
+        except OSError as e:
+            problem = f"--out {out_dir}: cannot write there ({e.strerror or e})"
+    if problem is not None:
+        if as_json:
+            click.echo(json.dumps({"error": problem}))
+        raise ConfigError(problem)
+    summary = {"out": str(path), "total": index["total"], "counts": index["counts"],
+               "from_seed_examples": index["from_seed_examples"], "index": str(path / "index.json")}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        counts = index["counts"]
+        out.print(f"{index['total']} cases ({counts['coordinator']} coordinator, {index['from_seed_examples']} of "
+                  f"them the seeds' worked examples; {counts['assignor']} assignor) written to {path}",
+                  highlight=False, markup=False)
 
 
 def _topic(ctx, param, values):

@@ -1,0 +1,253 @@
+"""Model values in a Kafka-level JSON vocabulary, both ways (spec/VECTORS.md).
+
+What another implementation reads, instead of the model's small ints and bitmasks:
+
+* member.id ``"A-1"``: client.id (the client slot's letter) + "-" + k, the k-th
+  member id the coordinator handed out to that client (Kafka's is client.id + "-" +
+  a UUID, GroupCoordinator.doNewMemberJoinGroup); ``""`` is the empty member id;
+* group.instance.id ``"i-A"`` (KIP-345), ``null`` for a dynamic member;
+* a connection ``"A/1"``: client A's 1st process (its TCP connection);
+* partitions ``"t-0"`` (topic-partition), errors by their name in
+  org.apache.kafka.common.protocol.Errors, group states by
+  kafka.coordinator.group.GroupState's names, generations as ints.
+
+Messages and inputs are objects ``{"type": "JoinGroup", <fields>}`` with the
+fields of model/protocol.py (``conn`` spelled ``connection``); ``decode`` inverts
+``encode`` exactly, so a case replays against the model bit for bit.
+"""
+from __future__ import annotations
+
+from rebalance.model import protocol as P
+from rebalance.model.config import GroupConfig
+from rebalance.model.coordinator import Group, MemberMetadata
+from rebalance.model.protocol import (
+    NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Assignment, Error, Phase, Subscription,
+    connection, epoch_of, instance_name, member_id, serial_of, slot_of,
+)
+
+from .render import lane, partitions, slot_named
+
+GROUP_STATES = {Phase.EMPTY: "Empty", Phase.PREPARING_REBALANCE: "PreparingRebalance",
+                Phase.COMPLETING_REBALANCE: "CompletingRebalance", Phase.STABLE: "Stable", Phase.DEAD: "Dead"}
+PHASE_OF = {name: phase for phase, name in GROUP_STATES.items()}
+# every message, coordinator input and output a vector may carry, by type name
+MESSAGES = {cls.__name__: cls for cls in (
+    P.JoinGroup, P.SyncGroup, P.Heartbeat, P.LeaveGroup, P.OffsetCommit, P.JoinGroupResponse,
+    P.SyncGroupResponse, P.HeartbeatResponse, P.LeaveGroupResponse, P.OffsetCommitResponse, P.Receive,
+    P.SessionTimeout, P.RebalanceTimeout, P.SyncTimeout, P.InitialRebalanceDelay, P.PendingMemberTimeout,
+    P.DeleteGroup, P.Reply)}
+RENAMED = {"conn": "connection"}
+
+
+class Codec:
+    """Encoder and decoder for one group configuration (its partition names)."""
+
+    def __init__(self, cfg: GroupConfig):
+        self.cfg = cfg
+        self.index = {cfg.partition_name(p): p for p in range(cfg.num_partitions)}
+
+    # -- identifiers ------------------------------------------------------------
+    @staticmethod
+    def member(mid: int) -> str:
+        """``"A-1"``; ``""`` for the empty member id."""
+        return "" if mid == NO_MEMBER_ID else f"{lane(slot_of(mid))}-{serial_of(mid)}"
+
+    @staticmethod
+    def member_of(name: str) -> int:
+        if name == "":
+            return NO_MEMBER_ID
+        letter, _, k = name.partition("-")
+        return member_id(slot_named(letter), int(k))
+
+    @staticmethod
+    def instance(iid: int):
+        return None if iid == NO_INSTANCE_ID else instance_name(iid)
+
+    @staticmethod
+    def instance_of(name) -> int:
+        return NO_INSTANCE_ID if name is None else slot_named(name[2:]) + 1
+
+    @staticmethod
+    def conn(conn: int) -> str:
+        return f"{lane(slot_of(conn))}/{epoch_of(conn)}"
+
+    @staticmethod
+    def conn_of(name: str) -> int:
+        letter, _, epoch = name.partition("/")
+        return connection(slot_named(letter), int(epoch))
+
+    def parts(self, mask: int) -> list:
+        return partitions(self.cfg, mask)
+
+    def mask(self, names) -> int:
+        return P.mask_of(self.index[n] for n in names)
+
+    # -- the consumer embedded protocol ---------------------------------------------
+    def subscription(self, sub: Subscription) -> dict:
+        """``{owned_partitions, generation}``; Design II adds ``echo`` (the last
+        Assignment's group-level part, R31) and ``scheduled_ticks_left`` (R32)."""
+        out = {"owned_partitions": self.parts(sub.owned), "generation": sub.generation}
+        if sub.echo:
+            g, assigned, deferred, revoked, successive = sub.echo
+            out["echo"] = {"generation": g, "assigned": self.parts(assigned), "deferred": self.parts(deferred),
+                           "revoked_for_balance": revoked, "revoking_rounds_in_a_row": successive}
+        if sub.scheduled != NOT_SCHEDULED:
+            out["scheduled_ticks_left"] = sub.scheduled
+        return out
+
+    def subscription_of(self, d: dict) -> Subscription:
+        echo = d.get("echo")
+        if echo:
+            echo = (echo["generation"], self.mask(echo["assigned"]), self.mask(echo["deferred"]),
+                    echo["revoked_for_balance"], echo["revoking_rounds_in_a_row"])
+        return Subscription(self.mask(d["owned_partitions"]), d["generation"], echo or (),
+                            d.get("scheduled_ticks_left", NOT_SCHEDULED))
+
+    def assignment(self, a: Assignment) -> dict:
+        """``{partitions}``; Designs II and III add ``scheduled_rebalance_ticks``
+        (the ScheduledRebalanceTimeout) and ``echo`` (R31, R40)."""
+        out = {"partitions": self.parts(a.partitions)}
+        if a.scheduled:
+            out["scheduled_rebalance_ticks"] = a.scheduled
+        if a.echo:
+            assigned, deferred, revoked, successive = a.echo
+            out["echo"] = {"assigned": self.parts(assigned), "deferred": self.parts(deferred),
+                           "revoked_for_balance": revoked, "revoking_rounds_in_a_row": successive}
+        return out
+
+    def assignment_of(self, d: dict) -> Assignment:
+        echo = d.get("echo")
+        if echo:
+            echo = (self.mask(echo["assigned"]), self.mask(echo["deferred"]), echo["revoked_for_balance"],
+                    echo["revoking_rounds_in_a_row"])
+        return Assignment(self.mask(d["partitions"]), d.get("scheduled_rebalance_ticks", 0), echo or ())
+
+    # -- messages and inputs ----------------------------------------------------------
+    def encode(self, msg) -> dict:
+        """A message, coordinator input or ``Reply`` as ``{"type", <fields>}``."""
+        out = {"type": type(msg).__name__}
+        for f, x in zip(msg._fields, msg):
+            if f != "tag":
+                out[RENAMED.get(f, f)] = self._field(type(msg), f, x)
+        return out
+
+    def decode(self, d: dict):
+        """The inverse of ``encode``; KeyError for an unknown type or a missing field."""
+        cls = MESSAGES[d["type"]]
+        return cls(*(self._field_of(cls, f, d[RENAMED.get(f, f)]) for f in cls._fields if f != "tag"))
+
+    def _field(self, cls, f: str, x):
+        if f in ("member_id", "leader"):
+            return self.member(x)
+        if f == "group_instance_id":
+            return self.instance(x)
+        if f == "error":
+            return x.name
+        if f == "conn":
+            return self.conn(x)
+        if f in ("request", "response"):
+            return self.encode(x)
+        if f == "subscription":
+            return self.subscription(x)
+        if f == "assignment":
+            return self.assignment(x)
+        if f == "assignments":
+            return [{"member_id": self.member(m), "assignment": self.assignment(a)} for m, a in x]
+        if f == "partitions":
+            return self.parts(x)
+        if f == "members":
+            return [self._member_entry(cls, m) for m in x]
+        return x  # generation, flags, protocol name
+
+    def _field_of(self, cls, f: str, x):
+        if f in ("member_id", "leader"):
+            return self.member_of(x)
+        if f == "group_instance_id":
+            return self.instance_of(x)
+        if f == "error":
+            return Error[x]
+        if f == "conn":
+            return self.conn_of(x)
+        if f in ("request", "response"):
+            return self.decode(x)
+        if f == "subscription":
+            return self.subscription_of(x)
+        if f == "assignment":
+            return self.assignment_of(x)
+        if f == "assignments":
+            return tuple((self.member_of(e["member_id"]), self.assignment_of(e["assignment"])) for e in x)
+        if f == "partitions":
+            return self.mask(x)
+        if f == "members":
+            return tuple(self._member_entry_of(cls, e) for e in x)
+        return x
+
+    def _member_entry(self, cls, m) -> dict:
+        """An entry of JoinGroupResponse.members (with the member's Subscription as
+        ``metadata``), LeaveGroup.members or LeaveGroupResponse.members (with an error)."""
+        out = {"member_id": self.member(m[0]), "group_instance_id": self.instance(m[1])}
+        if cls is P.JoinGroupResponse:
+            out["metadata"] = self.subscription(m[2])
+        elif cls is P.LeaveGroupResponse:
+            out["error"] = m[2].name
+        return out
+
+    def _member_entry_of(self, cls, e: dict) -> tuple:
+        head = (self.member_of(e["member_id"]), self.instance_of(e["group_instance_id"]))
+        if cls is P.JoinGroupResponse:
+            return head + (self.subscription_of(e["metadata"]),)
+        if cls is P.LeaveGroupResponse:
+            return head + (Error[e["error"]],)
+        return head
+
+    # -- the coordinator's group --------------------------------------------------------
+    def group(self, g: Group) -> dict:
+        """The whole coordinator state (R1): what an implementation loads before a case."""
+        return {
+            "state": GROUP_STATES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
+            "protocol": g.protocol, "first_joiner": self.member(g.first_joiner),
+            "initial_rebalance_delay_pending": g.initial_delay,
+            "member_ids_issued": {lane(s): k for s, k in g.issued},
+            "pending_member_ids": [self.member(m) for m in g.pending],
+            "members": [{"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id),
+                         "connection": self.conn(m.conn), "subscription": self.subscription(m.subscription),
+                         "assignment": self.assignment(m.assignment), "awaiting_join": m.awaiting_join,
+                         "awaiting_sync": m.awaiting_sync, "pending_sync": m.pending_sync} for m in g.members],
+        }
+
+    def group_of(self, d: dict) -> Group:
+        members = tuple(MemberMetadata(
+            self.member_of(m["member_id"]), self.instance_of(m["group_instance_id"]), self.conn_of(m["connection"]),
+            self.subscription_of(m["subscription"]), self.assignment_of(m["assignment"]), m["awaiting_join"],
+            m["awaiting_sync"], m["pending_sync"]) for m in d["members"])
+        return Group(PHASE_OF[d["state"]], d["generation"], self.member_of(d["leader"]), members,
+                     self.member_of(d["first_joiner"]),
+                     tuple(sorted((slot_named(c), k) for c, k in d["member_ids_issued"].items())),
+                     d["initial_rebalance_delay_pending"], d["protocol"],
+                     tuple(self.member_of(m) for m in d["pending_member_ids"]))
+
+    def summary(self, g: Group) -> dict:
+        """What a case expects of the group after a step: state, generation, leader,
+        member ids (with group.instance.id) in the coordinator's order."""
+        return {"state": GROUP_STATES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
+                "members": [{"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id)}
+                            for m in g.members]}
+
+
+def config(cfg: GroupConfig) -> dict:
+    """A GroupConfig as JSON (topics as ``[{name, partitions}]``, times in ticks)."""
+    return {"protocol": cfg.protocol, "assignor": cfg.assignor,
+            "topics": [{"name": n, "partitions": c} for n, c in cfg.topics],
+            "mutations": sorted(cfg.mutations), "initial_rebalance_delay": cfg.initial_rebalance_delay,
+            "max_moves": cfg.max_moves, "scheduled_delay_ticks": cfg.scheduled_delay_ticks,
+            "rejoin_ticks": cfg.rejoin_ticks, "revoking_backoff_ticks": list(cfg.revoking_backoff_ticks)}
+
+
+def config_of(d: dict, mutations=frozenset()) -> GroupConfig:
+    """The inverse of ``config``, with ``mutations`` switched on besides the case's."""
+    return GroupConfig(topics=tuple((t["name"], t["partitions"]) for t in d["topics"]), protocol=d["protocol"],
+                       assignor=d["assignor"], mutations=frozenset(d["mutations"]) | frozenset(mutations),
+                       initial_rebalance_delay=d["initial_rebalance_delay"], max_moves=d["max_moves"],
+                       scheduled_delay_ticks=d["scheduled_delay_ticks"], rejoin_ticks=d["rejoin_ticks"],
+                       revoking_backoff_ticks=tuple(d["revoking_backoff_ticks"]))
+

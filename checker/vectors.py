@@ -1,0 +1,331 @@
+"""Golden test vectors generated from the model (``rebalance vectors``; format:
+spec/VECTORS.md, schema: spec/vectors.schema.json).
+
+Two kinds of case, each ``{id, kind, description, rules, source, config, ...}``:
+
+* ``coordinator``: an initial group (the coordinator's whole state), then steps,
+  each an input (a request on a connection, or a timer firing) with the
+  responses the coordinator's handler (model/coordinator.py ``handle``) gives and
+  the group's state, generation, leader and members after it. The inputs come
+  from the seeds' worked examples (examples/*.toml run by checker/replay.py)
+  and from seeded random walks of the checker's system (checker/system.py
+  ``System.successors``: members, network, timers and faults composed).
+* ``assignor``: the members of a JoinGroup response with their owned partitions
+  and generations, and the properties the leader's assignment must meet
+  (model/assignors.py ``assign``): exclusive, complete except the partitions it
+  may withhold, balanced within one, sticky (what owners keep, R22), cooperative
+  (R23); the exact answer only for range and roundrobin, which are deterministic.
+
+Everything is a function of fixed seeds: the same bytes on every run.
+"""
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+from rebalance import spec as spec_package
+from rebalance.model import coordinator
+from rebalance.model.assignors import assign, resolve_claims
+from rebalance.model.config import GroupConfig
+from rebalance.model.coordinator import find_instance
+from rebalance.model.protocol import (
+    NO_GENERATION, NO_MEMBER_ID, DeleteGroup, Error, Heartbeat, InitialRebalanceDelay, JoinGroup, LeaveGroup,
+    OffsetCommit, PendingMemberTimeout, Phase, RebalanceTimeout, Receive, SessionTimeout, Subscription,
+    SyncGroup, SyncTimeout, connection, instance_id, mask_of, member_id,
+)
+
+from . import replay
+from .counterexample import _atomic_write
+from .kafka_json import GROUP_STATES, Codec, config
+from .render import lane
+from .settings import parse_toml
+from .system import ENVIRONMENT, FAULTS, System
+
+FORMAT = "rebalance-vectors"
+VERSION = 1
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+SCHEMA = Path(spec_package.__file__).resolve().parent / "vectors.schema.json"
+KINDS = ("coordinator", "assignor")
+
+# the seeded walks: (protocol, assignor, topics) x dynamic/static x start x seeds
+WALK_GROUPS = (("eager", "range", (("t", 3), ("u", 2))), ("eager", "roundrobin", (("t", 3), ("u", 2))),
+               ("eager", "sticky", (("t", 4),)), ("cooperative", "cooperative-sticky", (("t", 4),)),
+               ("deferred", "cooperative-sticky", (("t", 4),)), ("incremental", "cooperative-sticky", (("t", 4),)))
+WALK_SEEDS = 4
+WALK_INPUTS = 24  # coordinator inputs per walk, at most
+WALK_STEPS = 120  # system steps per walk, at most
+# the assignor cases: assignor -> how many
+ASSIGNOR_CASES = {"range": 25, "roundrobin": 25, "sticky": 30, "cooperative-sticky": 40}
+ASSIGNOR_TOPICS = ((("t", 4),), (("t", 6),), (("t", 3), ("u", 2)), (("t", 1),), (("t", 5), ("u", 3)))
+ASSIGNOR_SOURCES = {
+    "range": "Kafka RangeAssignor (per topic, contiguous ranges)",
+    "roundrobin": "Kafka RoundRobinAssignor",
+    "sticky": "Kafka StickyAssignor (KIP-54); claims weighed by generation, KIP-792 / KAFKA-14639",
+    "cooperative-sticky": "Kafka CooperativeStickyAssignor (KIP-429); seed 000, Design I, leader process",
+}
+ASSIGNOR_RULES = {"range": ("R16", "R29"), "roundrobin": ("R16", "R29"), "sticky": ("R16", "R22", "R29"),
+                  "cooperative-sticky": ("R16", "R22", "R23", "R29")}
+TIMER_RULES = {SessionTimeout: "R11", RebalanceTimeout: "R4", SyncTimeout: "R12", InitialRebalanceDelay: "R30",
+               PendingMemberTimeout: "R36", DeleteGroup: "R1"}
+REQUEST_RULES = {JoinGroup: "R2", SyncGroup: "R8", Heartbeat: "R10", LeaveGroup: "R7", OffsetCommit: "R9"}
+PROTOCOL_RULES = {"deferred": ("R31", "R32"), "incremental": ("R34",)}
+
+
+def by_number(rules) -> list:
+    return sorted(set(rules), key=lambda r: int(r[1:]))
+
+
+# -- coordinator cases -------------------------------------------------------------------
+
+
+def step_rules(before, event, after, replies) -> set:
+    """The spec rules (R..) one coordinator step exercises, from its input, the
+    errors it answered and how the group moved."""
+    rules = {"R1"}
+    errors = {r.response.error for r in replies}
+    if type(event) is Receive:
+        req = event.request
+        rules.add(REQUEST_RULES[type(req)])
+        if type(req) is JoinGroup:
+            if Error.MEMBER_ID_REQUIRED in errors or req.member_id in before.pending:
+                rules.add("R36")
+            if req.group_instance_id and req.member_id == NO_MEMBER_ID and find_instance(before, req.group_instance_id):
+                rules.add("R25")
+                if before.phase == after.phase == Phase.STABLE:
+                    rules.add("R26")
+            if before.phase == after.phase == Phase.COMPLETING_REBALANCE:
+                rules.add("R6")
+        if type(req) is SyncGroup and req.assignments:
+            rules.add("R16")
+        if type(req) is Heartbeat and Error.REBALANCE_IN_PROGRESS in errors:
+            rules.add("R19")
+        if getattr(req, "group_instance_id", 0) and errors & {Error.FENCED_INSTANCE_ID, Error.UNKNOWN_MEMBER_ID}:
+            rules.add("R24")
+    else:
+        rules.add(TIMER_RULES[type(event)])
+        if type(event) is RebalanceTimeout and any(m.instance_id for m in after.members):
+            rules.add("R27")
+    if Error.FENCED_INSTANCE_ID in errors:
+        rules.add("R24")
+    if before.phase != Phase.PREPARING_REBALANCE and after.phase == Phase.PREPARING_REBALANCE:
+        rules.add("R3")
+    if after.generation > before.generation:
+        rules.update(("R4", "R5"))
+    if after.initial_delay:
+        rules.add("R30")
+    return rules
+
+
+def coordinator_case(cid: str, description: str, source: str, cfg: GroupConfig, group, events,
+                     rules=()) -> dict:
+    """A coordinator case: ``events`` (coordinator inputs) played from ``group``
+    through ``coordinator.handle``; each step expects the replies it gave and the
+    group it left."""
+    codec = Codec(cfg)
+    rules = set(rules) | set(PROTOCOL_RULES.get(cfg.protocol, ()))
+    steps, g = [], group
+    for event in events:
+        g2, replies = coordinator.handle(cfg, g, event)
+        rules |= step_rules(g, event, g2, replies)
+        steps.append({"input": codec.encode(event),
+                      "expect": {"responses": [codec.encode(r) for r in replies], "group": codec.summary(g2)}})
+        g = g2
+    return {"id": cid, "kind": "coordinator", "description": description, "rules": by_number(rules),
+            "source": source, "config": config(cfg), "initial_group": codec.group(group), "steps": steps}
+
+
+def coordinator_inputs(start, steps) -> list:
+    """The coordinator inputs along an execution ``[(Action, State), ...]`` from
+    ``start``: each delivered request on its process's connection, each timer."""
+    events, prev = [], start
+    for action, state in steps:
+        if action.kind == "deliver":
+            events.append(Receive(connection(action.slot, prev.procs[action.slot].epoch), action.detail))
+        elif action.kind == "timer":
+            events.append(action.detail)
+        prev = state
+    return events
+
+
+def scenario_files() -> list:
+    """The seeds' worked examples: every examples/**/*.toml with events."""
+    return [p for p in sorted(EXAMPLES.rglob("*.toml")) if "events" in parse_toml(str(p), "scenario file")]
+
+
+def seed_cases() -> list:
+    """One coordinator case per worked example, replayed by checker/replay.py."""
+    out = []
+    for path in scenario_files():
+        scenario = replay.load(str(path))
+        steps: list = []
+        report = replay.run(scenario, steps)
+        start = scenario["initial"]
+        name = path.relative_to(EXAMPLES).with_suffix("").as_posix().replace("/", "-").replace("_", "-")
+        description = (f"{scenario['name']}: events {', '.join(report['events'])}; the group goes from generation "
+                       f"{report['initial']['generation']} to {report['final']['generation']} "
+                       f"({GROUP_STATES[Phase[report['final']['phase']]]}).")
+        source = f"{scenario['source'] or ''} (examples/{path.relative_to(EXAMPLES).as_posix()})".strip()
+        out.append(coordinator_case(f"coordinator/seed-{name}", description, source, scenario["system"].cfg,
+                                    start.group, coordinator_inputs(start, steps)))
+    return out
+
+
+def _walk(system: System, start, rng: random.Random) -> tuple:
+    """A seeded random walk: ``(steps, faults taken)``, up to WALK_INPUTS
+    coordinator inputs or WALK_STEPS steps, or until nothing is enabled."""
+    steps, faults, state, inputs = [], [], start, 0
+    for _ in range(WALK_STEPS):
+        successors = system.successors(state)
+        if not successors or inputs >= WALK_INPUTS:
+            break
+        action, state = rng.choice(successors)
+        steps.append((action, state))
+        inputs += action.kind in ("deliver", "timer")
+        if action.kind in ENVIRONMENT:
+            faults.append(f"{action.kind} {lane(action.slot)}")
+    return steps, faults
+
+
+def walk_cases() -> list:
+    out = []
+    for protocol, assignor, topics in WALK_GROUPS:
+        cfg = GroupConfig(topics=topics, protocol=protocol, assignor=assignor)
+        for static in (False, True):
+            system = System(cfg, members=3, joiners=1, faults=FAULTS, max_faults=3,
+                            static=range(4) if static else ())
+            for start_name, start in (("empty", system.started()), ("stable", system.initial())):
+                for seed in range(1, WALK_SEEDS + 1):
+                    cid = (f"coordinator/walk-{protocol}-{assignor}-{'static' if static else 'dynamic'}-"
+                           f"{start_name}-{seed}")
+                    steps, faults = _walk(system, start, random.Random(cid))
+                    events = coordinator_inputs(start, steps)
+                    description = (
+                        f"Seeded random walk ({cid}) of the checker's system: 3 {'static' if static else 'dynamic'} "
+                        f"members and 1 joiner, {protocol} protocol, {assignor} assignor, from "
+                        f"{'an Empty group with the first JoinGroups in flight' if start_name == 'empty' else 'the Stable group they formed'}; "
+                        f"faults: {', '.join(faults) or 'none'}; {len(events)} coordinator inputs.")
+                    source = ("the model's coordinator (kafka.coordinator.group.GroupCoordinator, seed 004"
+                              + (", KIP-345" if static else "") + "), inputs from checker/system.py")
+                    out.append(coordinator_case(cid, description, source, cfg, start.group, events))
+    return out
+
+
+# -- assignor cases ------------------------------------------------------------------------
+
+
+def _assignor_members(cfg: GroupConfig, rng: random.Random) -> tuple:
+    """Random JoinGroup members ((member_id, group_instance_id, Subscription), ...),
+    in member id order: 1-5 of clients A-F, some static, each claiming some
+    partitions at its own generation; a partition now and then claimed twice."""
+    slots = sorted(rng.sample(range(6), rng.randint(1, 5)))
+    mids = {s: member_id(s, rng.randint(1, 3)) for s in slots}
+    gens = {s: rng.randint(1, 5) for s in slots}
+    owned = {s: 0 for s in slots}
+    for p in range(cfg.num_partitions):
+        for s in rng.sample(slots, min(len(slots), rng.choice((0, 1, 1, 1, 2)))):
+            owned[s] |= 1 << p
+    return tuple((mids[s], instance_id(s) if rng.random() < 0.3 else 0,
+                  Subscription(owned[s], gens[s]) if owned[s] else Subscription(0, NO_GENERATION))
+                 for s in sorted(slots, key=lambda s: mids[s]))
+
+
+def assignor_expect(cfg: GroupConfig, members, assignment) -> dict:
+    """The properties the leader's assignment must meet, from the spec's rules:
+    ``exclusive``; ``may_withhold``, the partitions it may leave out (cooperative:
+    claimed ones, R23; else none); ``balanced`` ``{max_load, min_load}`` (a member's
+    load is at most max_load, and with every withheld partition added at least
+    min_load; not for range over several topics); ``sticky`` (R22: per member the
+    partitions it owns by the newest claim and how many of them it keeps at least);
+    ``owners`` (cooperative, R23: a partition with an owner goes to it or nobody);
+    ``exact`` (range, roundrobin: the one answer)."""
+    codec = Codec(cfg)
+    n = len(members)
+    base, extra = divmod(cfg.num_partitions, n)
+    owners = resolve_claims(cfg, members)
+    claimed = 0
+    for _, _, sub in members:
+        claimed |= sub.owned
+    expect = {"exclusive": True, "may_withhold": codec.parts(claimed) if cfg.cooperative else []}
+    if not (cfg.assignor == "range" and len(cfg.topics) > 1):
+        expect["balanced"] = {"max_load": base + (1 if extra else 0), "min_load": base}
+    if cfg.assignor in ("sticky", "cooperative-sticky"):
+        sticky = []
+        for mid, _, _ in members:
+            mine = mask_of(p for p, o in owners.items() if o == mid)
+            if mine:
+                sticky.append({"member_id": codec.member(mid), "owned_partitions": codec.parts(mine),
+                               "keep_at_least": min(bin(mine).count("1"), base)})
+        expect["sticky"] = sticky
+    if cfg.cooperative:
+        expect["owners"] = {cfg.partition_name(p): codec.member(o) for p, o in sorted(owners.items())}
+    if cfg.assignor in ("range", "roundrobin"):
+        expect["exact"] = {codec.member(mid): codec.parts(a.partitions) for mid, a in assignment}
+    return expect
+
+
+def assignor_cases() -> list:
+    out = []
+    for assignor, count in ASSIGNOR_CASES.items():
+        protocol = "cooperative" if assignor == "cooperative-sticky" else "eager"
+        for i in range(1, count + 1):
+            cid = f"assignor/{assignor}-{i}"
+            rng = random.Random(cid)
+            cfg = GroupConfig(topics=ASSIGNOR_TOPICS[i % len(ASSIGNOR_TOPICS)], protocol=protocol, assignor=assignor)
+            members = _assignor_members(cfg, rng)
+            codec = Codec(cfg)
+            tied = sorted(set().union(*[set(codec.parts(s.owned)) for _, _, s in members]) -
+                          set(codec.parts(mask_of(resolve_claims(cfg, members)))))
+            description = (f"{assignor} over {', '.join(f'{t}:{c}' for t, c in cfg.topics)} with {len(members)} "
+                           f"member(s)" + (f"; claimed at the same newest generation by two members: {', '.join(tied)}"
+                                           if tied else "") + ".")
+            out.append({"id": cid, "kind": "assignor", "description": description,
+                        "rules": by_number(ASSIGNOR_RULES[assignor]), "source": ASSIGNOR_SOURCES[assignor],
+                        "config": config(cfg),
+                        "members": [{"member_id": codec.member(mid), "group_instance_id": codec.instance(iid),
+                                     "subscription": codec.subscription(sub)} for mid, iid, sub in members],
+                        "expect": assignor_expect(cfg, members, assign(cfg, members))})
+    return out
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def cases() -> list:
+    """Every case, in a fixed order: the seeds' examples, the walks, the assignors."""
+    return seed_cases() + walk_cases() + assignor_cases()
+
+
+def _json(value) -> bytes:
+    return (json.dumps(value, indent=1, sort_keys=True) + "\n").encode()
+
+
+def write(out_dir) -> dict:
+    """Write ``<out>/<kind>/<name>.json`` per case, ``<out>/index.json`` and a copy of
+    the schema ``<out>/vectors.schema.json``, each atomically (a temporary file,
+    then a rename); stale case files of an earlier run are removed. Returns the
+    index: ``{format, version, schema, counts (per kind), total,
+    from_seed_examples, cases: [{id, kind, file}]}``."""
+    out = Path(out_dir)
+    all_cases = cases()
+    for kind in KINDS:
+        (out / kind).mkdir(parents=True, exist_ok=True)
+    written = set()
+    for case in all_cases:
+        path = out / f"{case['id']}.json"
+        _atomic_write(path, _json(case))
+        written.add(path)
+    for kind in KINDS:
+        for stale in (out / kind).glob("*.json"):
+            if stale not in written and re.fullmatch(r"[a-z0-9-]+\.json", stale.name):
+                stale.unlink()
+    _atomic_write(out / "vectors.schema.json", SCHEMA.read_bytes())
+    counts = {kind: sum(c["kind"] == kind for c in all_cases) for kind in KINDS}
+    index = {"format": FORMAT, "version": VERSION, "schema": "vectors.schema.json", "counts": counts,
+             "total": len(all_cases),
+             "from_seed_examples": sum(c["id"].startswith("coordinator/seed-") for c in all_cases),
+             "cases": [{"id": c["id"], "kind": c["kind"], "file": f"{c['id']}.json"} for c in all_cases]}
+    _atomic_write(out / "index.json", _json(index))
+    return index

@@ -1,0 +1,96 @@
+"""`rebalance vectors` (issue 15, Build 4): golden cases generated from the model,
+valid against spec/vectors.schema.json, replayed against the model's own handlers;
+a deliberately wrong model fails some of them."""
+import json
+
+import jsonschema
+import pytest
+
+from conftest import ROOT, run_cli
+from rebalance.checker import vectors
+from rebalance.checker.kafka_json import Codec, config_of
+from rebalance.checker.vectors_run import run_case
+
+SCHEMA = json.loads((ROOT / "spec" / "vectors.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    """The CLI's output: (exit code, --json summary, out dir, [case, ...])."""
+    out = tmp_path_factory.mktemp("v") / "v"
+    code, stdout, stderr = run_cli("vectors", "--out", out, "--json")
+    index = json.loads((out / "index.json").read_text()) if code == 0 else None
+    cases = [json.loads((out / c["file"]).read_text()) for c in index["cases"]] if index else []
+    return code, stdout, stderr, out, index, cases
+
+
+def test_cli_writes_at_least_200_cases_valid_against_the_schema(written):
+    code, stdout, stderr, out, index, cases = written
+    assert code == 0, stderr
+    summary = json.loads(stdout)
+    assert summary["total"] == len(cases) >= 200
+    assert index["counts"]["coordinator"] >= 100 and index["counts"]["assignor"] >= 100
+    assert index["from_seed_examples"] == len(vectors.scenario_files()) >= 15
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert json.loads((out / "vectors.schema.json").read_text()) == SCHEMA
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    for case in cases:
+        errors = list(validator.iter_errors(case))
+        assert not errors, (case["id"], errors[0].message)
+        assert case["rules"] and case["source"] and case["description"]
+    index_schema = {k: v for k, v in SCHEMA.items() if k != "oneOf"} | {"$ref": "#/$defs/index"}
+    jsonschema.validate(index, index_schema, cls=jsonschema.Draft202012Validator)
+    assert len({c["id"] for c in cases}) == len(cases)
+
+
+def test_output_is_the_same_bytes_every_run(written, tmp_path):
+    out = written[3]
+    again = tmp_path / "again"
+    vectors.write(again)
+    first = sorted(p.relative_to(out) for p in out.rglob("*.json"))
+    assert first == sorted(p.relative_to(again) for p in again.rglob("*.json"))
+    assert all((out / p).read_bytes() == (again / p).read_bytes() for p in first)
+
+
+@pytest.mark.spec("R2", "R3", "R4", "R8", "R10", "R11", "R22", "R23", "R25")
+def test_every_case_passes_against_the_model(written):
+    cases = written[-1]
+    failures = {c["id"]: f for c in cases if (f := run_case(c))}
+    assert not failures
+    rules = {r for c in cases for r in c["rules"]}
+    assert {"R2", "R3", "R4", "R7", "R8", "R10", "R11", "R16", "R22", "R23", "R25", "R29", "R31", "R34"} <= rules
+
+
+def test_the_kafka_vocabulary_round_trips(written):
+    """Decoding a case's group and inputs and encoding them again gives the same JSON:
+    the vectors carry everything the handler reads."""
+    for case in written[-1]:
+        if case["kind"] != "coordinator":
+            continue
+        codec = Codec(config_of(case["config"]))
+        assert codec.group(codec.group_of(case["initial_group"])) == case["initial_group"]
+        for step in case["steps"]:
+            assert codec.encode(codec.decode(step["input"])) == step["input"]
+
+
+@pytest.mark.parametrize("mutation, kind", [("assign-before-revoke", "assignor"),
+                                            ("no-fencing-on-duplicate-instance", "coordinator"),
+                                            ("reset-generation-when-empty", "coordinator")])
+def test_a_wrong_model_fails_some_vectors(written, mutation, kind):
+    failing = [c["id"] for c in written[-1] if run_case(c, {mutation})]
+    assert failing and all(i.startswith(kind + "/") for i in failing), failing
+
+
+def test_assignor_properties_name_what_breaks():
+    case = next(c for c in vectors.assignor_cases() if c["id"] == "assignor/cooperative-sticky-40")
+    assert run_case(case) == []
+    got = run_case(case, {"assign-before-revoke"})
+    assert any(f.startswith("cooperative:") for f in got), got
+
+
+def test_out_pointing_at_a_file_exits_2(tmp_path):
+    target = tmp_path / "file"
+    target.write_text("x")
+    code, stdout, stderr = run_cli("vectors", "--out", target, "--json")
+    assert code == 2
+    assert "is a file" in json.loads(stdout)["error"] and "Traceback" not in stderr
