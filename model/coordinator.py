@@ -355,7 +355,10 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     member id in the old one's place, and the old one's held JoinGroup or SyncGroup
     is answered FENCED_INSTANCE_ID (GroupCoordinator.doStaticMemberJoinGroup,
     GroupMetadata.replaceStaticMember). In Stable no rebalance: the member gets the
-    current generation and, through SyncGroup, the stored assignment (R26)."""
+    current generation and, through SyncGroup, the stored assignment (R26), unless
+    its protocols change the protocol the group would select (R35): then a rebalance
+    starts, so the assignment and the selected protocol agree
+    (GroupCoordinator.updateStaticMemberAndRebalance, Kafka 2.5-4.0)."""
     if old.awaiting_join:
         out.append(Reply(old.conn, JoinGroupResponse(Error.FENCED_INSTANCE_ID, old.member_id,
                                                      NO_GENERATION, NO_MEMBER_ID, ())))
@@ -368,7 +371,8 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     first = mid if group.first_joiner == old.member_id else group.first_joiner
     members = tuple(sorted(x for x in group.members if x.member_id != old.member_id) + [m])
     group = group._replace(members=members, issued=issued, leader=leader, first_joiner=first)
-    if group.phase == Phase.STABLE and "static-rejoin-rebalances" not in cfg.mutations:
+    if (group.phase == Phase.STABLE and "static-rejoin-rebalances" not in cfg.mutations
+            and select_protocol(group.members) == group.protocol):
         out.append(_join_response(group, m, skip_assignment=mid == leader))
         return group
     return _await_join(cfg, group, m, out)

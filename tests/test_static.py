@@ -8,7 +8,7 @@ from rebalance.model.coordinator import EMPTY_GROUP, find, find_instance
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
     EMPTY_SUBSCRIPTION, Assignment, Error, Heartbeat, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
-    OffsetCommit, Phase, RebalanceTimeout, Receive, SessionTimeout, SyncGroup, connection, member_id,
+    OffsetCommit, Phase, Protocols, RebalanceTimeout, Receive, SessionTimeout, SyncGroup, connection, member_id,
 )
 
 CFG = GroupConfig(initial_rebalance_delay=False)  # KIP-134 tested on its own
@@ -118,6 +118,30 @@ def test_rebalance_waits_while_no_member_rejoined():
     assert g2.generation == g.generation
     g3, _ = coordinator.handle(CFG, g2, SessionTimeout(A1))
     assert g3.phase == Phase.EMPTY and not g3.members and g3.generation == g.generation + 1
+
+
+@pytest.mark.spec("R26", "R35")
+def test_static_rejoin_that_changes_the_selected_protocol_rebalances():
+    """After Kafka's GroupCoordinatorTest.staticMemberRejoinWithUnknownMemberIdAndChangeOfProtocolWithSelectedProtocolChanged
+    and ...WhileSelectProtocolUnchanged (GroupCoordinator.updateStaticMemberAndRebalance,
+    Kafka 4.0-SNAPSHOT): a static member restarting with protocols that change the
+    group's selected protocol starts a rebalance; one that leaves it unchanged gets
+    the current generation at once."""
+    superset = Protocols("consumer", (("range", b""), ("roundrobin", b"")))
+    g, _ = step(EMPTY_GROUP, CA1, JoinGroup(0, superset, IA))
+    g, _ = step(g, CB, JoinGroup(0, superset, IB))
+    g, _ = step(g, CA1, JoinGroup(A1, superset, IA))
+    g, _ = step(g, CA1, SyncGroup(A1, g.generation, ((A1, Assignment(0b0011)), (B1, Assignment(0b1100))), IA))
+    g, _ = step(g, CB, SyncGroup(B1, g.generation, (), IB))
+    assert g.phase == Phase.STABLE and g.protocol == "range"
+    same, out = step(g, CA2, JoinGroup(0, Protocols("consumer", (("range", b""),)), IB))
+    assert same.phase == Phase.STABLE and same.generation == g.generation and out[0].response.error == Error.NONE
+    g2, out = step(g, CA2, JoinGroup(0, Protocols("consumer", (("roundrobin", b""),)), IB))
+    assert g2.phase == Phase.PREPARING_REBALANCE and out == ()  # the new member id's JoinGroup is held
+    b2 = find_instance(g2, IB).member_id
+    g3, out = coordinator.handle(CFG, g2, SessionTimeout(A1))  # the old leader does not rejoin
+    assert g3.phase == Phase.COMPLETING_REBALANCE and g3.generation == g.generation + 1
+    assert g3.leader == b2 and g3.protocol == "roundrobin" and out[0].response.protocol == "roundrobin"
 
 
 def test_admin_removal_by_instance_id_triggers_rebalance():
