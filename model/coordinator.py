@@ -237,24 +237,40 @@ def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = Fals
 
 def _maybe_complete_join(group: Group, out: list) -> Group:
     """Complete the JoinGroup barrier once every member has rejoined (R4, R5) and no
-    initial rebalance delay is pending (R30)."""
+    initial rebalance delay is pending (R30) (GroupCoordinator.tryCompleteJoin)."""
     if group.phase != Phase.PREPARING_REBALANCE or group.initial_delay:
         return group
     for m in group.members:
         if not m.awaiting_join:
             return group
+    return _complete_join(group, out)
+
+
+def _complete_join(group: Group, out: list) -> Group:
+    """The barrier completes (R4, R5; GroupCoordinator.onCompleteJoin, Kafka 3.x-4.0):
+    the next generation starts with every member still in the group, including a
+    static member that did not rejoin (R27); only the members whose JoinGroup is held
+    are answered, every member is owed a SyncGroup (KAFKA-12890). A leader that did
+    not rejoin is replaced by a member that did (GroupMetadata.maybeElectNewJoinedLeader;
+    we take the first to rejoin, Kafka any). If members remain but none rejoined, the
+    round waits (onCompleteJoin schedules another DelayedJoin) until session timeouts
+    remove them."""
     generation = group.generation + 1
     if not group.members:
         return group._replace(phase=Phase.EMPTY, generation=generation, leader=NO_MEMBER_ID,
                               first_joiner=NO_MEMBER_ID, protocol="")
+    joined = [m.member_id for m in group.members if m.awaiting_join]
+    if not joined:
+        return group
     leader = group.leader
-    if find(group, leader) is None:  # R5: the old leader did not rejoin
-        leader = group.first_joiner if find(group, group.first_joiner) else group.members[0].member_id
+    if leader not in joined:  # R5: the old leader did not rejoin
+        leader = group.first_joiner if group.first_joiner in joined else joined[0]
     members = tuple(m._replace(awaiting_join=False, pending_sync=True) for m in group.members)
     group = Group(Phase.COMPLETING_REBALANCE, generation, leader, members, NO_MEMBER_ID, group.issued,
                   protocol=select_protocol(members), pending=group.pending)
     for m in members:
-        out.append(_join_response(group, m))
+        if m.member_id in joined:
+            out.append(_join_response(group, m))
     return group
 
 
@@ -339,7 +355,10 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     member id in the old one's place, and the old one's held JoinGroup or SyncGroup
     is answered FENCED_INSTANCE_ID (GroupCoordinator.doStaticMemberJoinGroup,
     GroupMetadata.replaceStaticMember). In Stable no rebalance: the member gets the
-    current generation and, through SyncGroup, the stored assignment (R26)."""
+    current generation and, through SyncGroup, the stored assignment (R26), unless
+    its protocols change the protocol the group would select (R35): then a rebalance
+    starts, so the assignment and the selected protocol agree
+    (GroupCoordinator.updateStaticMemberAndRebalance, Kafka 2.5-4.0)."""
     if old.awaiting_join:
         out.append(Reply(old.conn, JoinGroupResponse(Error.FENCED_INSTANCE_ID, old.member_id,
                                                      NO_GENERATION, NO_MEMBER_ID, ())))
@@ -352,7 +371,8 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     first = mid if group.first_joiner == old.member_id else group.first_joiner
     members = tuple(sorted(x for x in group.members if x.member_id != old.member_id) + [m])
     group = group._replace(members=members, issued=issued, leader=leader, first_joiner=first)
-    if group.phase == Phase.STABLE and "static-rejoin-rebalances" not in cfg.mutations:
+    if (group.phase == Phase.STABLE and "static-rejoin-rebalances" not in cfg.mutations
+            and select_protocol(group.members) == group.protocol):
         out.append(_join_response(group, m, skip_assignment=mid == leader))
         return group
     return _await_join(cfg, group, m, out)
@@ -452,12 +472,15 @@ def _session_timeout(group: Group, mid: int, out: list) -> Group:
 
 
 def _rebalance_timeout(group: Group, out: list) -> Group:
-    """R4: the barrier's deadline removes dynamic members that did not rejoin
-    (onCompleteJoin); static members stay until their session times out (R27)."""
+    """R4, R27: the barrier's deadline (GroupCoordinator.onCompleteJoin, Kafka 3.x-4.0)
+    removes the dynamic members that did not rejoin and completes the join with the
+    members that did; a static member that did not rejoin stays in the group (its
+    session timeout or the pending-sync timeout removes it later). Seed 002,
+    "Server Behavior Changes": the rebalance timeout only stops PreparingRebalance."""
     if group.phase != Phase.PREPARING_REBALANCE:
         return group
     group = group._replace(members=tuple(m for m in group.members if m.awaiting_join or m.instance_id))
-    return _maybe_complete_join(group, out)
+    return _complete_join(group, out)
 
 
 def _sync_timeout(group: Group, out: list) -> Group:

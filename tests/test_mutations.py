@@ -23,7 +23,8 @@ MATRIX = [
     (("leader-forgets-delay",),
      ("--protocol", "deferred", "--members", "2", "--partitions", "2", "--faults", "join,leave,crash,restart"),
      {"bounded_deferral"}),
-    (("no-fencing-on-duplicate-instance",), STATIC, {"unique_instance", "static_restart_no_rebalance"}),
+    (("no-fencing-on-duplicate-instance",), STATIC, {"unique_instance", "static_restart_no_rebalance",
+                                                     "quiescent_balance", "eventual_balance"}),
     (("static-rejoin-rebalances",), STATIC, {"static_restart_no_rebalance"}),
     ((), ZOMBIES, {"exclusive_processing"}),  # zombies process; fencing keeps commits exclusive
     (("no-commit-fencing",), ZOMBIES, {"exclusive_processing", "exclusive_ownership"}),

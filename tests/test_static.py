@@ -8,7 +8,7 @@ from rebalance.model.coordinator import EMPTY_GROUP, find, find_instance
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
     EMPTY_SUBSCRIPTION, Assignment, Error, Heartbeat, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
-    OffsetCommit, Phase, RebalanceTimeout, Receive, SessionTimeout, SyncGroup, connection, member_id,
+    OffsetCommit, Phase, Protocols, RebalanceTimeout, Receive, SessionTimeout, SyncGroup, connection, member_id,
 )
 
 CFG = GroupConfig(initial_rebalance_delay=False)  # KIP-134 tested on its own
@@ -78,15 +78,70 @@ def test_duplicate_fenced_in_preparing_and_completing():
     assert g.phase == Phase.PREPARING_REBALANCE and find_instance(g, IA).member_id == member_id(0, 3)
 
 
+@pytest.mark.spec("R27", "R4", "R5")
+def test_rebalance_timeout_completes_the_join_and_keeps_the_silent_static_member():
+    """After Kafka's GroupCoordinatorTest.testStaticMemberFollowerFailToRejoinBeforeRebalanceTimeout
+    and testStaticMemberLeaderFailToRejoinBeforeRebalanceTimeout (Kafka 4.0-SNAPSHOT,
+    GroupCoordinator.onCompleteJoin): a new static member C joins, one of the old
+    static members rejoins, the other stays silent; at the rebalance timeout the
+    join completes at the next generation with all three members in the leader's
+    JoinGroup response, the silent one kept and answered nothing."""
+    IC, CC, C1 = 3, connection(2, 1), member_id(2, 1)
+    for rejoined, silent in ((A1, B1), (B1, A1)):  # follower silent, then leader silent
+        g = stable_static()
+        g, _ = step(g, CC, JoinGroup(0, EMPTY_SUBSCRIPTION, IC))
+        conn, iid = (CA1, IA) if rejoined == A1 else (CB, IB)
+        g, _ = step(g, conn, JoinGroup(rejoined, EMPTY_SUBSCRIPTION, iid))
+        assert g.phase == Phase.PREPARING_REBALANCE
+        g2, out = coordinator.handle(CFG, g, RebalanceTimeout())
+        assert g2.phase == Phase.COMPLETING_REBALANCE and g2.generation == g.generation + 1
+        assert {m.member_id for m in g2.members} == {A1, B1, C1}  # the silent static member stays
+        assert g2.leader in (rejoined, C1)  # a member that rejoined leads (maybeElectNewJoinedLeader)
+        assert sorted(r.response.member_id for r in out) == sorted((rejoined, C1))  # silent: no answer
+        (lead,) = [r.response for r in out if r.response.member_id == g2.leader]
+        assert {mid for mid, _, _ in lead.members} == {A1, B1, C1}
+        assert find(g2, silent).pending_sync  # owed a SyncGroup (KAFKA-12890)
+
+
 @pytest.mark.spec("R27")
-def test_static_member_holds_rebalance_until_its_session_times_out():
+def test_rebalance_waits_while_no_member_rejoined():
+    """After GroupCoordinatorTest.groupStuckInRebalanceTimeoutDueToNonjoinedStaticMember:
+    the dynamic members that did not rejoin are removed at the rebalance timeout, and
+    a static member that did not rejoin either keeps the group in PreparingRebalance
+    (onCompleteJoin schedules another DelayedJoin) until its session times out."""
     g = stable_static()
-    g, _ = step(g, connection(2, 1), JoinGroup(0, EMPTY_SUBSCRIPTION))
-    g, _ = step(g, CB, JoinGroup(B1, EMPTY_SUBSCRIPTION, IB))
-    g2, _ = coordinator.handle(CFG, g, RebalanceTimeout())
-    assert g2 == g  # the rebalance timeout does not remove static A1
-    g3, _ = coordinator.handle(CFG, g, SessionTimeout(A1))
-    assert find(g3, A1) is None and g3.phase == Phase.COMPLETING_REBALANCE
+    g, _ = step(g, connection(2, 1), JoinGroup(0, EMPTY_SUBSCRIPTION))  # dynamic C joins
+    g, _ = coordinator.handle(CFG, g, RebalanceTimeout())  # generation 3: A, B silent, C leads
+    g, _ = step(g, CB, LeaveGroup(((B1, IB),)))  # B leaves: PreparingRebalance
+    g2, out = coordinator.handle(CFG, g, RebalanceTimeout())  # C did not rejoin: removed; A stays
+    assert g2.phase == Phase.PREPARING_REBALANCE and [m.member_id for m in g2.members] == [A1]
+    assert g2.generation == g.generation
+    g3, _ = coordinator.handle(CFG, g2, SessionTimeout(A1))
+    assert g3.phase == Phase.EMPTY and not g3.members and g3.generation == g.generation + 1
+
+
+@pytest.mark.spec("R26", "R35")
+def test_static_rejoin_that_changes_the_selected_protocol_rebalances():
+    """After Kafka's GroupCoordinatorTest.staticMemberRejoinWithUnknownMemberIdAndChangeOfProtocolWithSelectedProtocolChanged
+    and ...WhileSelectProtocolUnchanged (GroupCoordinator.updateStaticMemberAndRebalance,
+    Kafka 4.0-SNAPSHOT): a static member restarting with protocols that change the
+    group's selected protocol starts a rebalance; one that leaves it unchanged gets
+    the current generation at once."""
+    superset = Protocols("consumer", (("range", b""), ("roundrobin", b"")))
+    g, _ = step(EMPTY_GROUP, CA1, JoinGroup(0, superset, IA))
+    g, _ = step(g, CB, JoinGroup(0, superset, IB))
+    g, _ = step(g, CA1, JoinGroup(A1, superset, IA))
+    g, _ = step(g, CA1, SyncGroup(A1, g.generation, ((A1, Assignment(0b0011)), (B1, Assignment(0b1100))), IA))
+    g, _ = step(g, CB, SyncGroup(B1, g.generation, (), IB))
+    assert g.phase == Phase.STABLE and g.protocol == "range"
+    same, out = step(g, CA2, JoinGroup(0, Protocols("consumer", (("range", b""),)), IB))
+    assert same.phase == Phase.STABLE and same.generation == g.generation and out[0].response.error == Error.NONE
+    g2, out = step(g, CA2, JoinGroup(0, Protocols("consumer", (("roundrobin", b""),)), IB))
+    assert g2.phase == Phase.PREPARING_REBALANCE and out == ()  # the new member id's JoinGroup is held
+    b2 = find_instance(g2, IB).member_id
+    g3, out = coordinator.handle(CFG, g2, SessionTimeout(A1))  # the old leader does not rejoin
+    assert g3.phase == Phase.COMPLETING_REBALANCE and g3.generation == g.generation + 1
+    assert g3.leader == b2 and g3.protocol == "roundrobin" and out[0].response.protocol == "roundrobin"
 
 
 def test_admin_removal_by_instance_id_triggers_rebalance():
