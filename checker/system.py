@@ -26,7 +26,7 @@ from typing import NamedTuple
 from rebalance.model import coordinator, member
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
-from rebalance.model.member import NEW_CONSUMER, Consumer, assigned_consumer
+from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer
 from rebalance.model.protocol import (
     NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, Leave, OffsetCommit, Phase, Receive,
     ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of,
@@ -196,14 +196,17 @@ class System:
     @staticmethod
     def live_members(state: State) -> set:
         """Member ids whose connection belongs to a running process that still holds
-        (or, mid-JoinGroup, is being given) that id; the others are silent (R21)."""
+        (or, mid-JoinGroup, is being given) that id; the others are silent (R21). A
+        process that forgot its member id and is not joining (fenced, R28) speaks
+        for nobody."""
         live = set()
         procs = state.procs
         for m in state.group.members:
             p = procs[slot_of(m.conn)]
-            if (p.status == RUNNING and p.epoch == epoch_of(m.conn)
-                    and (p.consumer.member_id == m.member_id or p.consumer.member_id == NO_MEMBER_ID)):
-                live.add(m.member_id)
+            if p.status == RUNNING and p.epoch == epoch_of(m.conn):
+                c = p.consumer
+                if c.member_id == m.member_id or (c.member_id == NO_MEMBER_ID and c.phase == MemberPhase.JOINING):
+                    live.add(m.member_id)
         return live
 
     def local_steps(self, s: int, p: Proc) -> tuple:
