@@ -37,13 +37,13 @@ from typing import NamedTuple
 
 from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
 
-from .simulation import DEFAULT_HORIZON_MS, Timing, simulate
+from .files import atomic_write
+from .simulation import DEFAULT_HORIZON_MS, Metrics, Timing, simulate
 from .situations import SITUATIONS, script
 
 DEFAULT_SIZES = ((3, 12), (10, 100), (30, 300))
 MAX_SIZE = (100, 1_000)
-ROW_FIELDS = ("run", "situation", "protocol", "static", "members", "partitions", "seed", "rebalances", "moved",
-              "unavailable_ticks", "ticks_to_balance", "censored", "events")
+ROW_FIELDS = ("run", "situation", "protocol", "static", "members", "partitions", "seed") + Metrics._fields
 METRICS = (("rebalances", "mean rebalances"), ("moved", "mean partitions moved"),
            ("unavailable_ticks", "mean partition-ticks unavailable"),
            ("ticks_to_balance", "median ticks to balance"))
@@ -170,8 +170,8 @@ def run_campaign(campaign: Campaign, out: Path, master: str = "local[*]", progre
                                   r["static"]))
     _replace_dir(staging / "runs.parquet", out / "runs.parquet")
     shutil.rmtree(staging, ignore_errors=True)
-    _write_atomic(out / "table.csv", _csv(table))
-    _write_atomic(out / "table.md", _markdown(table, campaign))
+    atomic_write(out / "table.csv", _csv(table))
+    atomic_write(out / "table.md", _markdown(table, campaign))
     _plots(table, campaign, out)
     return table
 
@@ -190,14 +190,6 @@ def _replace_dir(src: Path, dst: Path) -> None:
     if dst.exists():
         shutil.rmtree(dst)
     os.replace(src, dst)
-
-
-def _write_atomic(path: Path, data) -> None:
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, mode) as f:
-        f.write(data)
-    os.replace(tmp, path)
 
 
 TABLE_FIELDS = ("situation", "members", "partitions", "protocol", "static", "runs", "rebalances", "moved",
@@ -271,4 +263,4 @@ def _plots(table: list, campaign: Campaign, out: Path) -> None:
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)
-        _write_atomic(out / f"{metric}.png", buf.getvalue())
+        atomic_write(out / f"{metric}.png", buf.getvalue())

@@ -11,18 +11,18 @@ Files are written to a temporary name and renamed, so none is ever half-written.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import graphviz
 
 from rebalance.model.config import GroupConfig
 
-from .explore import FAULT_KINDS, Violation
+from .explore import Violation
+from .files import atomic_write
 from .render import action_text, bracket, changes, lane, state_view
-from .system import SendOrder
+from .system import BOUNCE, ENVIRONMENT, SendOrder
 
+FAULTS_DRAWN = frozenset(ENVIRONMENT + (BOUNCE,))  # drawn as faults; a commit is drawn as a message
 
 
 def to_json(cfg: GroupConfig, v: Violation) -> dict:
@@ -106,7 +106,7 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
             node = f"{actor}_{i}"
             text = action_text(cfg, action).split(": ", 1)[-1]
             style = {"shape": "box", "style": "rounded,filled", "fillcolor": "white"}
-            if action.kind in FAULT_KINDS:
+            if action.kind in FAULTS_DRAWN:
                 style.update(fillcolor="mistyrose", color="red", shape="octagon")
                 text = action.kind
             elif action.kind == "timer" or action.kind == "tick":
@@ -142,18 +142,6 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
     return g.source
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write(cfg: GroupConfig, v: Violation, out_dir: str | Path, extra: dict | None = None) -> dict:
     """Write ``<property>.json``, ``.dot`` and ``.svg`` under ``out_dir`` (created if
     missing). Returns ``{"json": path, "dot": path, "svg": path or None}``; svg is
@@ -165,14 +153,14 @@ def write(cfg: GroupConfig, v: Violation, out_dir: str | Path, extra: dict | Non
     if extra:
         doc["configuration"] = extra
     paths = {"json": str(stem.with_suffix(".json")), "dot": str(stem.with_suffix(".dot")), "svg": None}
-    _atomic_write(Path(paths["json"]), json.dumps(doc, indent=2).encode())
+    atomic_write(Path(paths["json"]), json.dumps(doc, indent=2).encode())
     dot = to_dot(cfg, v)
-    _atomic_write(Path(paths["dot"]), dot.encode())
+    atomic_write(Path(paths["dot"]), dot.encode())
     try:
         svg = graphviz.Source(dot).pipe(format="svg")
     except graphviz.ExecutableNotFound:
         paths["svg_error"] = "graphviz's dot program is not installed (Debian package graphviz)"
         return paths
     paths["svg"] = str(stem.with_suffix(".svg"))
-    _atomic_write(Path(paths["svg"]), svg)
+    atomic_write(Path(paths["svg"]), svg)
     return paths

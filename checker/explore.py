@@ -33,8 +33,9 @@ class Violation:
     loop_start: int | None = None
 
 
-# the actions not the protocol's own: the environment's and the application's commits (no fairness)
-FAULT_KINDS = frozenset(ENVIRONMENT + (BOUNCE, COMMIT))
+# the actions not the protocol's own, never fair: the environment's (faults, resume, bounce) and the
+# application's commits
+UNFAIR_KINDS = frozenset(ENVIRONMENT + (BOUNCE, COMMIT))
 TIMER_KINDS = ("timer", "scheduled", "tick")  # the coordinator's timers, ScheduledRebalanceTimeouts, the clock
 
 
@@ -53,7 +54,7 @@ def fairness_class(action: Action) -> tuple:
 def environmental(key: tuple) -> bool:
     """Whether a fairness class is not the protocol's own: a fault, a resume, a
     bounce or the application's commit."""
-    return key[0] in FAULT_KINDS
+    return key[0] in UNFAIR_KINDS
 
 
 def fair_except_timers(key: tuple) -> bool:
@@ -226,7 +227,7 @@ def explore(system: System, properties, initial: State | None = None,
                     if graph is not None:
                         graph.add(i, i, fairness_class(action))
                     continue
-                if action.kind not in FAULT_KINDS:
+                if action.kind not in UNFAIR_KINDS:
                     moved = True
                 for name, step in tuple(step_checks):
                     why = step(system, s, action, n)

@@ -21,15 +21,13 @@ from rebalance.model import protocol as P
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import Group, MemberMetadata
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Assignment, Error, Phase, Subscription,
-    connection, epoch_of, instance_name, member_id, serial_of, slot_of,
+    GROUP_STATE_NAMES, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Assignment, Error, Subscription,
+    connection, epoch_of, instance_id, instance_name, member_id, serial_of, slot_of,
 )
 
 from .render import lane, partitions, slot_named
 
-GROUP_STATES = {Phase.EMPTY: "Empty", Phase.PREPARING_REBALANCE: "PreparingRebalance",
-                Phase.COMPLETING_REBALANCE: "CompletingRebalance", Phase.STABLE: "Stable", Phase.DEAD: "Dead"}
-PHASE_OF = {name: phase for phase, name in GROUP_STATES.items()}
+PHASE_OF = {name: phase for phase, name in GROUP_STATE_NAMES.items()}
 # every message, coordinator input and output a vector may carry, by type name
 MESSAGES = {cls.__name__: cls for cls in (
     P.JoinGroup, P.SyncGroup, P.Heartbeat, P.LeaveGroup, P.OffsetCommit, P.JoinGroupResponse,
@@ -37,6 +35,15 @@ MESSAGES = {cls.__name__: cls for cls in (
     P.SessionTimeout, P.RebalanceTimeout, P.SyncTimeout, P.InitialRebalanceDelay, P.PendingMemberTimeout,
     P.DeleteGroup, P.Reply)}
 RENAMED = {"conn": "connection"}
+# message field -> (Codec's encoder, its inverse); other fields (generations, flags,
+# the protocol name) are written as they are
+FIELD_CODECS = {
+    "member_id": ("member", "member_of"), "leader": ("member", "member_of"),
+    "group_instance_id": ("instance", "instance_of"), "error": ("error", "error_of"),
+    "conn": ("conn", "conn_of"), "request": ("encode", "decode"), "response": ("encode", "decode"),
+    "subscription": ("subscription", "subscription_of"), "assignment": ("assignment", "assignment_of"),
+    "assignments": ("assignments", "assignments_of"), "partitions": ("parts", "mask"),
+}
 
 
 class Codec:
@@ -65,7 +72,7 @@ class Codec:
 
     @staticmethod
     def instance_of(name) -> int:
-        return NO_INSTANCE_ID if name is None else slot_named(name[2:]) + 1
+        return NO_INSTANCE_ID if name is None else instance_id(slot_named(name[2:]))
 
     @staticmethod
     def conn(conn: int) -> str:
@@ -134,53 +141,30 @@ class Codec:
     def decode(self, d: dict):
         """The inverse of ``encode``; KeyError for an unknown type or a missing field."""
         cls = MESSAGES[d["type"]]
-        return cls(*(self._field_of(cls, f, d[RENAMED.get(f, f)]) for f in cls._fields if f != "tag"))
+        return cls(*(self._field(cls, f, d[RENAMED.get(f, f)], True) for f in cls._fields if f != "tag"))
 
-    def _field(self, cls, f: str, x):
-        if f in ("member_id", "leader"):
-            return self.member(x)
-        if f == "group_instance_id":
-            return self.instance(x)
-        if f == "error":
-            return x.name
-        if f == "conn":
-            return self.conn(x)
-        if f in ("request", "response"):
-            return self.encode(x)
-        if f == "subscription":
-            return self.subscription(x)
-        if f == "assignment":
-            return self.assignment(x)
-        if f == "assignments":
-            return [{"member_id": self.member(m), "assignment": self.assignment(a)} for m, a in x]
-        if f == "partitions":
-            return self.parts(x)
-        if f == "members":
-            return [self._member_entry(cls, m) for m in x]
-        return x  # generation, flags, protocol name
+    @staticmethod
+    def error(e: Error) -> str:
+        return e.name
 
-    def _field_of(self, cls, f: str, x):
-        if f in ("member_id", "leader"):
-            return self.member_of(x)
-        if f == "group_instance_id":
-            return self.instance_of(x)
-        if f == "error":
-            return Error[x]
-        if f == "conn":
-            return self.conn_of(x)
-        if f in ("request", "response"):
-            return self.decode(x)
-        if f == "subscription":
-            return self.subscription_of(x)
-        if f == "assignment":
-            return self.assignment_of(x)
-        if f == "assignments":
-            return tuple((self.member_of(e["member_id"]), self.assignment_of(e["assignment"])) for e in x)
-        if f == "partitions":
-            return self.mask(x)
+    @staticmethod
+    def error_of(name: str) -> Error:
+        return Error[name]
+
+    def assignments(self, x) -> list:
+        return [{"member_id": self.member(m), "assignment": self.assignment(a)} for m, a in x]
+
+    def assignments_of(self, x) -> tuple:
+        return tuple((self.member_of(e["member_id"]), self.assignment_of(e["assignment"])) for e in x)
+
+    def _field(self, cls, f: str, x, inverse: bool = False):
+        """Field ``f`` of a ``cls`` message encoded (or, ``inverse``, decoded) by
+        ``FIELD_CODECS``; ``members`` entries depend on the message type."""
         if f == "members":
-            return tuple(self._member_entry_of(cls, e) for e in x)
-        return x
+            return (tuple(self._member_entry_of(cls, e) for e in x) if inverse
+                    else [self._member_entry(cls, m) for m in x])
+        names = FIELD_CODECS.get(f)
+        return x if names is None else getattr(self, names[inverse])(x)
 
     def _member_entry(self, cls, m) -> dict:
         """An entry of JoinGroupResponse.members (with the member's Subscription as
@@ -204,7 +188,7 @@ class Codec:
     def group(self, g: Group) -> dict:
         """The whole coordinator state (R1): what an implementation loads before a case."""
         return {
-            "state": GROUP_STATES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
+            "state": GROUP_STATE_NAMES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
             "protocol": g.protocol, "first_joiner": self.member(g.first_joiner),
             "initial_rebalance_delay_pending": g.initial_delay,
             "member_ids_issued": {lane(s): k for s, k in g.issued},
@@ -229,7 +213,7 @@ class Codec:
     def summary(self, g: Group) -> dict:
         """What a case expects of the group after a step: state, generation, leader,
         member ids (with group.instance.id) in the coordinator's order."""
-        return {"state": GROUP_STATES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
+        return {"state": GROUP_STATE_NAMES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
                 "members": [{"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id)}
                             for m in g.members]}
 

@@ -163,11 +163,12 @@ def _enabled(n: int, g: Graph, fair_class: list) -> list:
     return enabled
 
 
-def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted) -> tuple | None:
+def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = "") -> tuple | None:
     """The lasso machinery both searches share. ``stuck``: states where stuttering
     violates the property; ``keep``: states a cycle may visit; ``wanted(comp,
     members, offsets, targets, edges)``: the edge positions a cycle in the fair
-    component must take, or None if the component cannot violate."""
+    component must take, or None if the component cannot violate; ``why``: what
+    a fair cycle's reason adds."""
     usable = [not (excluded and excluded(key)) for key in g.names]
     fair_class = [usable[c] and fair(key) for c, key in enumerate(g.names)]
     enabled = _enabled(n, g, fair_class)
@@ -189,7 +190,7 @@ def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted) -> tuple | No
         if need is None:
             continue
         cycle = _fair_cycle(comp, members, need, taken, enabled, offsets, targets, edges, g)
-        return min(comp), cycle, f"a fair cycle of {len(cycle)} steps"
+        return min(comp), cycle, f"a fair cycle of {len(cycle)} steps{why}"
     return None
 
 
@@ -253,8 +254,7 @@ def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tu
                              if targets[p] in members)]
 
     not_goal = bytearray(0 if x else 1 for x in goal)
-    found = _search(n, g, fair, excluded, not_goal, not_goal, wanted)
-    return found and (found[0], found[1], found[2] + " never reaches the goal" if found[1] else found[2])
+    return _search(n, g, fair, excluded, not_goal, not_goal, wanted, " never reaches the goal")
 
 
 def find_recurrence(n: int, g: Graph, goal, fair, mark: int = 0, excluded=None) -> tuple | None:

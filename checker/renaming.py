@@ -136,16 +136,9 @@ def _proc(slot: int, p: Proc, n: _Names) -> Proc:
                 p.committed)
 
 
-def _walk(state: State, n: _Names) -> State:
-    return State(_group(state.group, n), tuple(_proc(s, p, n) for s, p in enumerate(state.procs)), 0)
-
-
 def shape(state: State) -> State:
-    """``state`` up to renaming (see the module docstring)."""
-    names = _Names()
-    _walk(state, names)  # collect the values in use
-    names.freeze()
-    return _walk(state, names)
+    """``state`` up to renaming, ``faults_left`` 0 (see the module docstring)."""
+    return Renamer().canonical(state)._replace(faults_left=0)
 
 
 def _collected(walk, part) -> tuple:
@@ -178,10 +171,10 @@ class Renamer:
         self._names: dict = {}
         self._renamed: dict = {}
 
-    def _names_of(self, key, walk, part) -> tuple:
-        hit = self._names.get(key)
+    def _names_of(self, walk, part) -> tuple:
+        hit = self._names.get(part)
         if hit is None:
-            hit = self._names[key] = _collected(walk, part)
+            hit = self._names[part] = _collected(walk, part)
         return hit
 
     def canonical(self, state: State) -> State:
@@ -189,10 +182,10 @@ class Renamer:
         1, 2, ... in order (module docstring); ``faults_left`` kept. A state and its
         canonical form have the same behaviour up to that renaming."""
         group = state.group
-        gens, serials, epochs = (set(x) for x in self._names_of(group, _group, group))
+        gens, serials, epochs = (set(x) for x in self._names_of(_group, group))
         for slot, p in enumerate(state.procs):
             if p.epoch:
-                g, s, e = self._names_of((slot, p), _slot_proc, (slot, p))
+                g, s, e = self._names_of(_slot_proc, (slot, p))
                 gens |= g
                 serials |= s
                 epochs |= e

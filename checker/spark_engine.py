@@ -34,7 +34,7 @@ import time
 from collections import Counter
 
 from .explore import (
-    FAULT_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of,
+    UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of,
 )
 from .liveness import Graph
 from .renaming import Renamer
@@ -120,7 +120,7 @@ def _expand(key, names, with_graph, partition):
                        0 if c == s else mark(marking, system, s, action, n))
             if c == s:
                 continue
-            if action.kind not in FAULT_KINDS:
+            if action.kind not in UNFAIR_KINDS:
                 moved = True
             yield ("succ", nfp, (rank, idx, nblob, fp))
             for p in steps:

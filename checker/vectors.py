@@ -31,14 +31,14 @@ from rebalance.model.assignors import assign, resolve_claims
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import find_instance
 from rebalance.model.protocol import (
-    NO_GENERATION, NO_MEMBER_ID, DeleteGroup, Error, Heartbeat, InitialRebalanceDelay, JoinGroup, LeaveGroup,
-    OffsetCommit, PendingMemberTimeout, Phase, RebalanceTimeout, Receive, SessionTimeout, Subscription,
-    SyncGroup, SyncTimeout, connection, instance_id, mask_of, member_id,
+    GROUP_STATE_NAMES, NO_GENERATION, NO_MEMBER_ID, DeleteGroup, Error, Heartbeat, InitialRebalanceDelay,
+    JoinGroup, LeaveGroup, OffsetCommit, PendingMemberTimeout, Phase, RebalanceTimeout, Receive, SessionTimeout,
+    Subscription, SyncGroup, SyncTimeout, connection, instance_id, mask_of, member_id,
 )
 
 from . import replay
-from .counterexample import _atomic_write
-from .kafka_json import GROUP_STATES, Codec, config
+from .files import atomic_write
+from .kafka_json import Codec, config
 from .render import lane
 from .settings import parse_toml
 from .system import ENVIRONMENT, FAULTS, System
@@ -119,13 +119,12 @@ def step_rules(before, event, after, replies) -> set:
     return rules
 
 
-def coordinator_case(cid: str, description: str, source: str, cfg: GroupConfig, group, events,
-                     rules=()) -> dict:
+def coordinator_case(cid: str, description: str, source: str, cfg: GroupConfig, group, events) -> dict:
     """A coordinator case: ``events`` (coordinator inputs) played from ``group``
     through ``coordinator.handle``; each step expects the replies it gave and the
     group it left."""
     codec = Codec(cfg)
-    rules = set(rules) | set(PROTOCOL_RULES.get(cfg.protocol, ()))
+    rules = set(PROTOCOL_RULES.get(cfg.protocol, ()))
     steps, g = [], group
     for event in events:
         g2, replies = coordinator.handle(cfg, g, event)
@@ -166,7 +165,7 @@ def seed_cases() -> list:
         name = path.relative_to(EXAMPLES).with_suffix("").as_posix().replace("/", "-").replace("_", "-")
         description = (f"{scenario['name']}: events {', '.join(report['events'])}; the group goes from generation "
                        f"{report['initial']['generation']} to {report['final']['generation']} "
-                       f"({GROUP_STATES[Phase[report['final']['phase']]]}).")
+                       f"({GROUP_STATE_NAMES[Phase[report['final']['phase']]]}).")
         source = f"{scenario['source'] or ''} (examples/{path.relative_to(EXAMPLES).as_posix()})".strip()
         out.append(coordinator_case(f"coordinator/seed-{name}", description, source, scenario["system"].cfg,
                                     start.group, coordinator_inputs(start, steps)))
@@ -315,17 +314,17 @@ def write(out_dir) -> dict:
     written = set()
     for case in all_cases:
         path = out / f"{case['id']}.json"
-        _atomic_write(path, _json(case))
+        atomic_write(path, _json(case))
         written.add(path)
     for kind in KINDS:
         for stale in (out / kind).glob("*.json"):
             if stale not in written and re.fullmatch(r"[a-z0-9-]+\.json", stale.name):
                 stale.unlink()
-    _atomic_write(out / "vectors.schema.json", SCHEMA.read_bytes())
+    atomic_write(out / "vectors.schema.json", SCHEMA.read_bytes())
     counts = {kind: sum(c["kind"] == kind for c in all_cases) for kind in KINDS}
     index = {"format": FORMAT, "version": VERSION, "schema": "vectors.schema.json", "counts": counts,
              "total": len(all_cases),
              "from_seed_examples": sum(c["id"].startswith("coordinator/seed-") for c in all_cases),
              "cases": [{"id": c["id"], "kind": c["kind"], "file": f"{c['id']}.json"} for c in all_cases]}
-    _atomic_write(out / "index.json", _json(index))
+    atomic_write(out / "index.json", _json(index))
     return index

@@ -23,9 +23,9 @@ import uuid
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
+    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
     JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
-    Phase, Protocols, Receive, Reply, SyncGroup, SyncGroupResponse, connection, epoch_of,
+    Protocols, Receive, Reply, SyncGroup, SyncGroupResponse, connection, epoch_of,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
 
@@ -37,8 +37,6 @@ from .wire import MAX_FRAME, Api, FrameError, UnsupportedVersion, ms, read_reque
 log = logging.getLogger("rebalance.serve")
 
 UNKNOWN_ID = -1  # a member.id string the coordinator never handed out
-STATE_NAMES = {Phase.EMPTY: "Empty", Phase.PREPARING_REBALANCE: "PreparingRebalance",
-               Phase.COMPLETING_REBALANCE: "CompletingRebalance", Phase.STABLE: "Stable", Phase.DEAD: "Dead"}
 RESPONSE_OF = {JoinGroup: JoinGroupResponse, SyncGroup: SyncGroupResponse, Heartbeat: HeartbeatResponse,
                LeaveGroup: LeaveGroupResponse, OffsetCommit: OffsetCommitResponse}
 FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
@@ -137,7 +135,7 @@ class GroupRuntime:
     def _log_phase(self) -> None:
         g = self.group
         members = ", ".join(self.name(m.member_id) + ("*" if m.member_id == g.leader else "") for m in g.members)
-        log.info("group %s: generation %d %s%s%s", self.group_id, g.generation, STATE_NAMES[g.phase],
+        log.info("group %s: generation %d %s%s%s", self.group_id, g.generation, GROUP_STATE_NAMES[g.phase],
                  f" ({g.protocol})" if g.protocol else "", f": {members}" if members else "")
 
     # --- timers (model/timing.py) ---------------------------------------------------
@@ -375,5 +373,5 @@ class Coordinator:
                             "client_id": c.client_id if c else "", "client_host": c.host if c else "",
                             "member_metadata": meta,
                             "member_assignment": b"" if m.assignment is EMPTY_ASSIGNMENT else m.assignment})
-        return {"error_code": 0, "group_id": group_id, "group_state": STATE_NAMES[g.phase],
+        return {"error_code": 0, "group_id": group_id, "group_state": GROUP_STATE_NAMES[g.phase],
                 "protocol_type": rt.protocol_type() or "", "protocol_data": g.protocol, "members": members}

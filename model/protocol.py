@@ -71,6 +71,11 @@ class Phase(IntEnum):
     DEAD = 4
 
 
+# the group states as Kafka names them (DescribeGroups' group_state; ConsumerGroupState)
+GROUP_STATE_NAMES = {Phase.EMPTY: "Empty", Phase.PREPARING_REBALANCE: "PreparingRebalance",
+                     Phase.COMPLETING_REBALANCE: "CompletingRebalance", Phase.STABLE: "Stable", Phase.DEAD: "Dead"}
+
+
 def slot_of(ident: int) -> int:
     """The client slot of a member id or a connection."""
     return ident >> ID_BITS

@@ -363,9 +363,6 @@ ACTIONS = {
 
 # --- clause mutations: every clause of every action, negated or dropped ------------
 
-CLAUSE_OPS = ("negate", "drop")
-
-
 class Clause(NamedTuple):
     """One clause of a spec action: ``kind`` "pre" or "post" of case ``case``."""
 
