@@ -1,0 +1,46 @@
+"""What every side of ``rebalance conform`` returns: the interface between the trace
+reader (``trace.py``), the sides (``coordinator.py``, ``members.py``, ``clients.py``)
+and the command line.
+
+A side is a function ``check(trace, options) -> Verdict``. ``trace`` is the parsed,
+schema-valid trace (header and records with their 1-based line numbers, spec/TRACE.md);
+a malformed trace never reaches a side (the reader raises ``TraceError``: exit 2).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+CONFORMS, DIVERGENT, INCOMPLETE = "conforms", "divergent", "incomplete"
+EXIT_CODE = {CONFORMS: 0, DIVERGENT: 1, INCOMPLETE: 3}
+
+
+class Divergence(NamedTuple):
+    """The first record the model cannot match. ``line``: its 1-based line in the
+    trace; ``record``: the record as read; ``side``: "coordinator", "members" or
+    "clients"; ``rule``: the spec/SPEC.md rule (R..) broken, or a property name for
+    the clients side; ``expected``: what the model allows there, one readable line
+    each; ``reason``: one sentence; ``context``: the records (line, record) of the
+    connections or members involved up to and including ``line``, for the lane SVG."""
+
+    line: int
+    record: dict
+    side: str
+    rule: str
+    expected: tuple
+    reason: str
+    context: tuple = ()
+
+
+class Verdict(NamedTuple):
+    """``status``: CONFORMS, DIVERGENT or INCOMPLETE. ``records_checked``: records
+    consumed by the model; ``rules``: the rules (R..) the consumed records exercised;
+    ``divergence``: the first divergence (DIVERGENT only); ``uninterpreted``: what the
+    side could not interpret, named (INCOMPLETE only, e.g. "line 12: SyncGroup
+    assignment is opaque bytes"); ``figures``: side-specific counts for --json."""
+
+    status: str
+    records_checked: int
+    rules: frozenset = frozenset()
+    divergence: Divergence | None = None
+    uninterpreted: tuple = ()
+    figures: dict = {}
