@@ -176,3 +176,17 @@ def test_deferred_holds_where_revoking_rounds_back_off(check_json):
 def test_incremental_holds(check_json):
     code, s = check_json("--protocol", "incremental", "--members", "3", "--partitions", "4", "--faults", "join,leave")
     assert code == 0 and s["verdict"] == "holds"
+
+
+def test_counterexample_files_are_readable_by_others(tmp_path):
+    """Files are written atomically through mkstemp (0600) but end up as open() makes them (issue 20)."""
+    import os
+    old = os.umask(0o022)
+    try:
+        code, _, _ = run_cli("check", "--members", "2", "--partitions", "2", "--faults", "pause",
+                             "--out", tmp_path / "out", cwd=tmp_path)
+    finally:
+        os.umask(old)
+    files = list((tmp_path / "out").iterdir())
+    assert code == 0 and files
+    assert all(f.stat().st_mode & 0o777 == 0o644 for f in files), [(f.name, oct(f.stat().st_mode)) for f in files]
