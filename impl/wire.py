@@ -125,6 +125,9 @@ def read_request(frame: bytes) -> Request:
         raise FrameError(f"malformed {schema.__name__} v{version}: {type(e).__name__}: {e}") from None
     if used + size != len(frame):
         raise FrameError(f"{schema.__name__} v{version}: {len(frame) - used - size} trailing bytes")
+    null = _forbidden_null(body)
+    if null:
+        raise FrameError(f"{schema.__name__} v{version}: {null} is null, which the schema forbids")
     return Request(api_key, version, header.correlation_id, header.client_id or "", body)
 
 
@@ -146,6 +149,38 @@ def _field_types(cls) -> dict:
         inner = _unwrap(_unwrap(hints[f.name]))
         out[f.name] = (inner if is_dataclass(inner) else None, inner)
     return out
+
+
+@cache
+def _non_nullable(cls) -> tuple:
+    """((field name, nested entity class or None), ...) of the fields of a kio
+    dataclass whose type does not admit None."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in fields(cls):
+        hint = hints[f.name]
+        nullable = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
+        if not nullable:
+            out.append((f.name, _field_types(cls)[f.name][0]))
+    return tuple(out)
+
+
+def _forbidden_null(entity, path: str = ""):
+    """The dotted path of the first field of ``entity`` (nested entities too) that is
+    None though its schema does not allow null, or None. kio reads a null array or
+    string where the schema forbids one as None; Kafka's generated readers refuse
+    such a request ("non-nullable field ... was serialized as null") and the broker
+    closes the connection."""
+    for name, nested in _non_nullable(type(entity)):
+        value = getattr(entity, name)
+        if value is None:
+            return path + name
+        if nested is not None:
+            for i, item in enumerate(value if isinstance(value, tuple) else (value,)):
+                found = _forbidden_null(item, f"{path}{name}[{i}].")
+                if found:
+                    return found
+    return None
 
 
 def _unwrap(hint):

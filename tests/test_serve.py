@@ -162,3 +162,55 @@ def test_describe_groups_and_admin_removal_of_a_static_member(server):
     assert [(m.member_id, m.error_code) for m in left.members] == [(r.member_id, 0)]
     (g,) = admin.call(Api.DESCRIBE_GROUPS, 5, groups=["s"], include_authorized_operations=False).groups
     assert g.group_state == "Empty" and g.members == ()
+
+
+def zero_request(api: int, version: int, null_field: str) -> bytes:
+    """A request frame of ``api`` at ``version`` whose fields are all empty (0, "", [],
+    null where the schema allows), but ``null_field``, a non-nullable array, null."""
+    import datetime
+    import typing
+    from dataclasses import fields
+
+    from kio.index import load_request_schema
+    cls = load_request_schema(api, version)
+    hints = typing.get_type_hints(cls)
+    data = {}
+    for f in fields(cls):
+        hint = hints[f.name]
+        args = typing.get_args(hint)
+        if type(None) in args:
+            data[f.name] = None
+        elif typing.get_origin(hint) is tuple:
+            data[f.name] = []
+        elif hint is bool:
+            data[f.name] = False
+        elif issubclass(hint, (str, bytes)):
+            data[f.name] = hint("" if issubclass(hint, str) else b"")  # kio's phantom types take a value
+        elif issubclass(hint, datetime.timedelta):
+            data[f.name] = 0
+        else:
+            data[f.name] = hint(0)
+    assert null_field in data and typing.get_origin(hints[null_field]) is tuple
+    data[null_field] = None
+    return request_frame(api, version, 1, "nulls", data)
+
+
+# (API, a version serve advertises, a non-nullable array): issue 18 item 7's eight APIs
+NULL_ARRAYS = [(Api.OFFSET_FETCH, 1, "topics"), (Api.JOIN_GROUP, 9, "protocols"), (Api.SYNC_GROUP, 5, "assignments"),
+               (Api.LEAVE_GROUP, 5, "members"), (Api.DESCRIBE_GROUPS, 5, "groups"), (Api.LIST_OFFSETS, 7, "topics"),
+               (Api.FETCH, 12, "topics"), (Api.OFFSET_COMMIT, 8, "topics")]
+
+
+def test_a_null_array_the_schema_forbids_closes_the_connection_without_a_traceback(server):
+    """Kafka's generated readers refuse "non-nullable field ... serialized as null" and
+    the broker closes the connection; serve did the same only after a TypeError."""
+    member, mid, generation = stable_member(server.port)
+    for api, version, field in NULL_ARRAYS:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+            s.sendall(zero_request(api, version, field))
+            assert closed(s), (api, field)
+        assert server.alive()
+        assert any(f"{field} is null, which the schema forbids" in line for line in server.log), (api, field)
+    assert not any("Traceback" in line or "internal error" in line for line in server.log)
+    assert member.call(Api.HEARTBEAT, 4, group_id="g", generation_id=generation, member_id=mid,
+                       group_instance_id=None).error_code == 0
