@@ -332,18 +332,30 @@ class Coordinator:
         return {"throttle_time": 0, "error_code": error, "members": results}
 
     async def _commit(self, c: Connection, rt: GroupRuntime, req) -> dict:
+        """OffsetCommit: partitions this broker does not host are answered
+        UNKNOWN_TOPIC_OR_PARTITION and never stored; the rest go to the model (R9) only
+        if there are any, as KafkaApis.handleOffsetCommitRequest filters them before
+        the group coordinator sees the request."""
         b = req.body
-        generation = getattr(b, "generation_id", None)
-        if generation is None:
-            generation = b.generation_id_or_member_epoch
-        r = await rt.request(c, OffsetCommit(rt.member_id(b.member_id), generation, 0,
-                                             rt.instance_id(getattr(b, "group_instance_id", None))))
-        if r.error == 0:  # R37: on disk before the response
-            self.store.commit_offsets(rt.group_id, [(t.name, p.partition_index, p.committed_offset,
-                                                     p.committed_metadata) for t in b.topics for p in t.partitions])
+        hosted = [(t.name, p) for t in b.topics for p in t.partitions
+                  if 0 <= p.partition_index < self.cluster.partitions(t.name)]
+        error = broker.UNKNOWN_TOPIC_OR_PARTITION
+        if hosted:
+            generation = getattr(b, "generation_id", None)
+            if generation is None:
+                generation = b.generation_id_or_member_epoch
+            r = await rt.request(c, OffsetCommit(rt.member_id(b.member_id), generation, 0,
+                                                 rt.instance_id(getattr(b, "group_instance_id", None))))
+            error = r.error
+            if error == 0:  # R37: on disk before the response
+                self.store.commit_offsets(rt.group_id, [(name, p.partition_index, p.committed_offset,
+                                                         p.committed_metadata) for name, p in hosted])
+        known = {(name, p.partition_index) for name, p in hosted}
         return {"throttle_time": 0, "topics": [
-            {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": r.error}
-                                            for p in t.partitions]} for t in b.topics]}
+            {"name": t.name, "partitions": [
+                {"partition_index": p.partition_index,
+                 "error_code": error if (t.name, p.partition_index) in known else broker.UNKNOWN_TOPIC_OR_PARTITION}
+                for p in t.partitions]} for t in b.topics]}
 
     def _offset_fetch(self, b) -> dict:
         committed = self.store.offsets(b.group_id)

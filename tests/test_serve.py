@@ -214,3 +214,22 @@ def test_a_null_array_the_schema_forbids_closes_the_connection_without_a_traceba
     assert not any("Traceback" in line or "internal error" in line for line in server.log)
     assert member.call(Api.HEARTBEAT, 4, group_id="g", generation_id=generation, member_id=mid,
                        group_instance_id=None).error_code == 0
+
+
+def test_commits_to_partitions_this_broker_does_not_host_are_refused_and_not_stored(server):
+    """UNKNOWN_TOPIC_OR_PARTITION per partition (KafkaApis.handleOffsetCommitRequest);
+    the hosted partitions of the same request are committed as usual."""
+    member, mid, generation = stable_member(server.port)
+    r = member.call(Api.OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=generation, member_id=mid,
+                    group_instance_id=None, topics=[
+                        {"name": "t", "partitions": [{"partition_index": 1, "committed_offset": 5,
+                                                      "committed_leader_epoch": -1, "committed_metadata": None},
+                                                     {"partition_index": 9, "committed_offset": 5,
+                                                      "committed_leader_epoch": -1, "committed_metadata": None}]},
+                        {"name": "nope", "partitions": [{"partition_index": 0, "committed_offset": 7,
+                                                         "committed_leader_epoch": -1, "committed_metadata": None}]}])
+    errors = {(t.name, p.partition_index): p.error_code for t in r.topics for p in t.partitions}
+    assert errors == {("t", 1): 0, ("t", 9): 3, ("nope", 0): 3}
+    f = member.call(Api.OFFSET_FETCH, 7, group_id="g", topics=None, require_stable=False)
+    stored = {(t.name, p.partition_index): p.committed_offset for t in f.topics for p in t.partitions}
+    assert stored == {("t", 1): 5}
