@@ -313,7 +313,11 @@ def _topic(ctx, param, values):
               help="Append every model step as a JSON line to this file (format: spec/TRACE.md).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
               help="Switch on a known-bad coordinator behaviour (repeatable).")
-def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
+@click.option("--group-min-session-timeout-ms", "min_session_ms", default=6_000, show_default=True,
+              type=click.IntRange(1), help="group.min.session.timeout.ms: shorter JoinGroups get INVALID_SESSION_TIMEOUT.")
+@click.option("--group-max-session-timeout-ms", "max_session_ms", default=1_800_000, show_default=True,
+              type=click.IntRange(1), help="group.max.session.timeout.ms: longer JoinGroups get INVALID_SESSION_TIMEOUT.")
+def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster for consumer groups: any Kafka client
@@ -333,12 +337,15 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
     from rebalance.impl.coordinator import Coordinator
     from rebalance.impl.store import Store
     from rebalance.impl.trace import Trace
+    from rebalance.model.timing import SessionBounds
 
+    if min_session_ms > max_session_ms:
+        raise click.BadParameter(f"{min_session_ms} > {max_session_ms}", param_hint="--group-min-session-timeout-ms")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Trace(trace_path), initial_delay_ms,
-                                  mutations)
+                                  mutations, SessionBounds(min_session_ms, max_session_ms))
         try:
             await coordinator.start()
         except OSError as e:

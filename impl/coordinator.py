@@ -27,7 +27,7 @@ from rebalance.model.protocol import (
     JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
     Protocols, Receive, Reply, SyncGroup, SyncGroupResponse, connection, epoch_of,
 )
-from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
+from rebalance.model.timing import DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, rearm, session_timeout_error
 
 from . import broker
 from .store import GroupRecord, Store
@@ -168,12 +168,13 @@ class GroupRuntime:
 class Coordinator:
     """The server. ``cluster``: host, port and topics (broker.Cluster); ``store``:
     a Store; ``trace``: a Trace; ``initial_delay_ms``: group.initial.rebalance.delay.ms
-    (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS)."""
+    (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS);
+    ``session_bounds``: group.min/max.session.timeout.ms (R42)."""
 
     def __init__(self, cluster: broker.Cluster, store: Store, trace: Trace, initial_delay_ms: int = 3000,
-                 mutations=()):
+                 mutations=(), session_bounds: SessionBounds = SessionBounds()):
         self.cluster, self.store, self.trace = cluster, store, trace
-        self.initial_delay_ms = initial_delay_ms
+        self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
                                initial_rebalance_delay=initial_delay_ms > 0)
         self.connections: dict = {}
@@ -279,6 +280,12 @@ class Coordinator:
             return {"throttle_time": 0, "groups": [self._describe(gid) for gid in b.groups]}
         if key == Api.OFFSET_FETCH:
             return self._offset_fetch(b)
+        if key == Api.JOIN_GROUP:
+            error = session_timeout_error(ms(b.session_timeout), self.session_bounds)
+            if error:  # R42: answered before the group is looked at, so none is made for it
+                return {"throttle_time": 0, "error_code": error, "generation_id": -1, "protocol_type": None,
+                        "protocol_name": None if req.version >= 7 else "", "leader": "", "skip_assignment": False,
+                        "member_id": b.member_id, "members": []}
         rt = self.group(b.group_id)
         if key == Api.JOIN_GROUP:
             return await self._join(c, rt, req)

@@ -28,6 +28,10 @@ from .protocol import (
 )
 
 
+# JoinGroup errors that end the member instead of a rejoin (R35, R42)
+FATAL_JOIN_ERRORS = frozenset({Error.INCONSISTENT_GROUP_PROTOCOL, Error.INVALID_SESSION_TIMEOUT})
+
+
 class MemberPhase(IntEnum):
     """Where the member is in the protocol (AbstractCoordinator.MemberState, refined)."""
 
@@ -101,6 +105,10 @@ def _lose(c: Consumer, out: list, reset_member_id: bool) -> Consumer:
 
 
 def _on_membership_error(cfg: GroupConfig, c: Consumer, error: Error, out: list) -> Consumer:
+    if error in FATAL_JOIN_ERRORS:
+        # R35, R42: the application gets the error (AbstractCoordinator.JoinGroupResponseHandler raises it)
+        c = _lose(c, out, reset_member_id=False)
+        return c._replace(phase=MemberPhase.LEFT, heartbeat_inflight=False)
     if error == Error.FENCED_INSTANCE_ID:
         # R28: another process holds our group.instance.id: fatal (FencedInstanceIdException)
         c = _lose(c, out, reset_member_id=True)

@@ -14,13 +14,17 @@ has passed. Durations are in ms:
   KAFKA-12890 for the pending sync);
 * ``InitialRebalanceDelay``: group.initial.rebalance.delay.ms, at most the
   rebalance timeout (KIP-134; InitialDelayedJoin).
+
+A JoinGroup's session.timeout.ms must lie within the broker's
+group.min.session.timeout.ms and group.max.session.timeout.ms
+(``session_timeout_error``), or the timers above could not be run as asked.
 """
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
 from .coordinator import Group, armed_timers
-from .protocol import InitialRebalanceDelay, PendingMemberTimeout, SessionTimeout
+from .protocol import Error, InitialRebalanceDelay, PendingMemberTimeout, SessionTimeout
 
 
 class Timeouts(NamedTuple):
@@ -32,6 +36,22 @@ class Timeouts(NamedTuple):
 
 
 DEFAULT_TIMEOUTS = Timeouts()
+
+
+class SessionBounds(NamedTuple):
+    """The broker's group.min.session.timeout.ms and group.max.session.timeout.ms
+    (ms; Kafka's defaults)."""
+
+    min_ms: int = 6_000
+    max_ms: int = 1_800_000
+
+
+def session_timeout_error(session_ms: int, bounds: SessionBounds = SessionBounds()) -> Error:
+    """INVALID_SESSION_TIMEOUT for a JoinGroup whose session.timeout.ms lies outside
+    ``bounds``, else NONE: the coordinator answers it at once, before it looks at the
+    group (GroupCoordinator.handleJoinGroup), so a member cannot ask for a session
+    that never expires (R42)."""
+    return Error.NONE if bounds.min_ms <= session_ms <= bounds.max_ms else Error.INVALID_SESSION_TIMEOUT
 
 
 def _per_member(timer) -> bool:

@@ -233,3 +233,29 @@ def test_commits_to_partitions_this_broker_does_not_host_are_refused_and_not_sto
     f = member.call(Api.OFFSET_FETCH, 7, group_id="g", topics=None, require_stable=False)
     stored = {(t.name, p.partition_index): p.committed_offset for t in f.topics for p in t.partitions}
     assert stored == {("t", 1): 5}
+
+
+@pytest.mark.spec("R42")
+@pytest.mark.parametrize("session_ms", [5_999, 1_800_001, 2**31 - 1])
+def test_a_session_timeout_outside_the_brokers_bounds_is_refused(server, session_ms):
+    """INVALID_SESSION_TIMEOUT at once and no group made (GroupCoordinator.handleJoinGroup);
+    2**31-1 ms used to be accepted, so the pending member id never expired."""
+    c = Client(server.port, "greedy")
+    r = c.call(Api.JOIN_GROUP, 9, group_id="greedy", session_timeout=session_ms, rebalance_timeout=10_000,
+               member_id="", group_instance_id=None, protocol_type="consumer",
+               protocols=[{"name": "range", "metadata": b"m"}], reason=None)
+    assert r.error_code == 26 and r.member_id == "" and r.generation_id == -1
+    d = c.call(Api.DESCRIBE_GROUPS, 5, groups=["greedy"], include_authorized_operations=False)
+    assert d.groups[0].group_state == "Dead"  # nothing was made for it
+    assert c.join("greedy").error_code == 79  # within bounds: MEMBER_ID_REQUIRED, as usual
+
+
+@pytest.mark.spec("R42")
+def test_a_member_refused_its_session_timeout_stops_instead_of_rejoining():
+    from rebalance.model.config import GroupConfig
+    from rebalance.model.member import NEW_CONSUMER, MemberPhase, handle
+    from rebalance.model.protocol import Error, JoinGroupResponse, Send, Start
+    cfg = GroupConfig()
+    c, out = handle(cfg, NEW_CONSUMER, Start())
+    c, out = handle(cfg, c, JoinGroupResponse(Error.INVALID_SESSION_TIMEOUT, 0, -1, 0, ()))
+    assert c.phase == MemberPhase.LEFT and not any(type(o) is Send for o in out)
