@@ -317,7 +317,10 @@ def _topic(ctx, param, values):
               type=click.IntRange(1), help="group.min.session.timeout.ms: shorter JoinGroups get INVALID_SESSION_TIMEOUT.")
 @click.option("--group-max-session-timeout-ms", "max_session_ms", default=1_800_000, show_default=True,
               type=click.IntRange(1), help="group.max.session.timeout.ms: longer JoinGroups get INVALID_SESSION_TIMEOUT.")
-def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms):
+@click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Log lines as escaped text or one JSON object each; warnings are rate-limited (10 a minute per kind).")
+def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
+          log_format):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster for consumer groups: any Kafka client
@@ -331,8 +334,8 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     rebalance serve --port 0 --topic t:4 --store :memory: --trace trace.jsonl
     """
     import asyncio
-    import logging
 
+    from rebalance.impl import logs
     from rebalance.impl.broker import Cluster
     from rebalance.impl.coordinator import Coordinator
     from rebalance.impl.store import Store
@@ -341,7 +344,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 
     if min_session_ms > max_session_ms:
         raise click.BadParameter(f"{min_session_ms} > {max_session_ms}", param_hint="--group-min-session-timeout-ms")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logs.configure(log_format)
 
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Trace(trace_path), initial_delay_ms,
