@@ -32,7 +32,7 @@ from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rear
 from . import broker
 from .store import GroupRecord, Store
 from .trace import Recorder, settings
-from .wire import MAX_FRAME, Api, FrameError, UnsupportedVersion, ms, read_request, response_frame
+from .wire import Api, FrameError, UnsupportedVersion, ms, read_frame, read_request, response_frame
 
 log = logging.getLogger("rebalance.serve")
 
@@ -234,11 +234,7 @@ class Coordinator:
         name = trace.open(host) if trace.enabled else None
         try:
             while True:
-                head = await reader.readexactly(4)
-                size = int.from_bytes(head, "big", signed=True)
-                if not 0 < size <= MAX_FRAME:
-                    raise FrameError(f"frame size {size} outside 1..{MAX_FRAME}")
-                frame = await reader.readexactly(size)
+                frame = await read_frame(reader)
                 try:
                     req = read_request(frame)
                 except UnsupportedVersion as e:

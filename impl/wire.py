@@ -205,6 +205,21 @@ def request_key(frame: bytes) -> tuple:
     return _i16(frame, 0), _i16(frame, 2), int.from_bytes(frame[4:8], "big", signed=True)
 
 
+async def read_frame(reader) -> bytes:
+    """The next frame's bytes (without the size prefix) from an asyncio
+    StreamReader. Raises FrameError for a size outside 1..MAX_FRAME and
+    asyncio.IncompleteReadError when the peer closes."""
+    size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+    if not 0 < size <= MAX_FRAME:
+        raise FrameError(f"frame size {size} outside 1..{MAX_FRAME}")
+    return await reader.readexactly(size)
+
+
+def sized(frame: bytes) -> bytes:
+    """A frame with its int32 size prefix."""
+    return len(frame).to_bytes(4, "big") + frame
+
+
 def response_correlation(frame: bytes) -> int:
     """The correlation id a response frame (without the size prefix) starts with.
     Raises FrameError if shorter than 4 bytes."""

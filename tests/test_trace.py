@@ -1,80 +1,19 @@
-"""Traces in format v2 (spec/TRACE.md), recorded by a real ``rebalance serve``
-process and by our member runtime on real sockets: every line validates against
-spec/trace.schema.json, and the records say what happened in Kafka's terms."""
+"""Traces in format v2 (spec/TRACE.md), recorded by real ``rebalance serve`` and
+``rebalance proxy`` processes and by our member runtime on real sockets: every
+line validates against spec/trace.schema.json, and the records say what
+happened in Kafka's terms."""
 import asyncio
 import json
 import re
 import time
-from pathlib import Path
-
-from jsonschema import Draft202012Validator
 
 from interop.harness import Server
-from rebalance.impl.member import MemberRuntime
 from rebalance.impl.trace import Recorder
+from traces import (
+    PARTITIONS, TOPIC, ProxyProcess, form_group, group_records, hang_up, read_trace, record_wrong_upstream, responses,
+)
 
-ROOT = Path(__file__).resolve().parent.parent
-VALIDATOR = Draft202012Validator(json.loads((ROOT / "spec" / "trace.schema.json").read_text()))
-TOPIC, PARTITIONS = "t", 4
-
-
-def read_trace(path: Path) -> list:
-    """The records of a trace, each line checked against the schema and the rules
-    TRACE.md adds: the header first and only there, t_ms never decreasing, every
-    response after its request on the same connection, once."""
-    records = [json.loads(line) for line in path.read_text().splitlines()]
-    for n, r in enumerate(records, 1):
-        errors = [e.message for e in VALIDATOR.iter_errors(r)]
-        assert not errors, f"{path.name} line {n}: {errors[:3]} in {r}"
-    assert records[0]["type"] == "header" and all(r["type"] != "header" for r in records[1:])
-    times = [r["t_ms"] for r in records[1:]]
-    assert times == sorted(times), "t_ms went backwards"
-    pending, opened = set(), set()
-    for r in records[1:]:
-        if r["type"] == "open":
-            assert r["connection"] not in opened, "connection names are unique"
-            opened.add(r["connection"])
-        elif r["type"] in ("request", "response"):
-            assert r["connection"] in opened
-            key = (r["connection"], r["correlation_id"])
-            if r["type"] == "request":
-                pending.add(key)
-            else:
-                assert key in pending, f"a response without its request: {r}"
-                pending.remove(key)
-    return records
-
-
-def group_records(records: list) -> dict:
-    """{connection: [(type, api, correlation_id, body), ...]} of its group requests and responses."""
-    out: dict = {}
-    for r in records:
-        if r["type"] in ("request", "response"):
-            out.setdefault(r["connection"], []).append((r["type"], r["api"], r["correlation_id"], r["body"]))
-    return out
-
-
-async def form_group(bootstrap: str, names, trace_dir: Path | None = None) -> list:
-    """Our members (cooperative, 100 ms heartbeats) joined one by one until the
-    group owns every partition, each member some."""
-    members = []
-    for name in names:
-        trace = Recorder(trace_dir / f"{name}.jsonl", "member") if trace_dir else None
-        m = MemberRuntime(bootstrap, "g", [TOPIC], client_id=name, heartbeat_ms=100, trace=trace)
-        await m.start()
-        members.append(m)
-    end = time.monotonic() + 15
-    while time.monotonic() < end:
-        owned = [m.owned for m in members]
-        if all(owned) and sum(map(len, owned)) == PARTITIONS:
-            return members
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"the group did not form: {[m.owned for m in members]}")
-
-
-def joined_ids(records: list) -> set:
-    return {r["body"]["member_id"] for r in records if r["type"] == "response" and r["api"] == "JoinGroup"
-            and r["body"]["error"] in ("NONE", "MEMBER_ID_REQUIRED")}
+UUID = r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
 
 
 def test_serve_and_member_traces(tmp_path):
@@ -82,42 +21,94 @@ def test_serve_and_member_traces(tmp_path):
     try:
         async def run():
             members = await form_group(f"127.0.0.1:{server.port}", "AB", tmp_path)
-            return members, {m.client_id: set(m.names.values()) - {""} for m in members}
-        members, known = asyncio.run(run())
+            return {m.client_id: set(m.names.values()) - {""} for m in members}
+        known = asyncio.run(run())
         server.kill9()  # the members are still in the group: the store keeps it
         server.start()
-        wait_ms = time.monotonic() + 5
-        while time.monotonic() < wait_ms and "restart" not in server.trace.read_text():
+        end = time.monotonic() + 5
+        while time.monotonic() < end and "restart" not in server.trace.read_text():
             time.sleep(0.1)
     finally:
         server.stop()
 
     records = read_trace(server.trace)
-    header = records[0]
-    assert header["recorder"] == "serve" and header["settings"] == {
+    assert records[0]["recorder"] == "serve" and records[0]["settings"] == {
         "topics": [{"name": TOPIC, "partitions": PARTITIONS}], "group_initial_rebalance_delay_ms": 0,
         "mutations": []}
-    restarts = [r for r in records if r["type"] == "restart"]
-    assert [r["groups"] for r in restarts] == [["g"]]
+    assert [r["groups"] for r in records if r["type"] == "restart"] == [["g"]]
+    opens = [r["connection"] for r in records if r["type"] == "open"]
+    assert opens == [f"c{n}" for n in range(1, len(opens) + 1)]
 
     # member ids are the Kafka strings serve handed out: client.id, "-", a UUID
-    ids = joined_ids(records)
-    assert {i.rsplit("-", 5)[0] for i in ids} == {"A", "B"}
-    assert all(re.fullmatch(r"[AB]-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", i) for i in ids)
-    assert set().union(*known.values()) <= ids
+    ids = {r["body"]["member_id"] for r in responses(records, "JoinGroup")}
+    assert all(re.fullmatch(f"[AB]-{UUID}", i) for i in ids) and {i[0] for i in ids} == {"A", "B"}
+    assert set().union(*known.values()) == ids
     used = {r["body"]["member_id"] for r in records if r["type"] == "request" and r["api"] != "JoinGroup"}
     assert used <= ids
-    ok = [r for r in records if r["type"] == "response" and r["api"] == "JoinGroup" and r["body"]["error"] == "NONE"]
-    assert [r["body"]["generation_id"] for r in ok][-2:] == [3, 3]  # B's join: a revoking round, then the follow-up
-    assigned = [r["body"]["assignment"] for r in records if r["type"] == "response" and r["api"] == "SyncGroup"]
-    assert all(a is None or a["version"] >= 0 for a in assigned)
-    assert any(a and a["assigned_partitions"] for a in assigned)
-    assert Server.generations(server) == [r["body"]["generation_id"] for r in ok]
+    ok = [r["body"]["generation_id"] for r in responses(records, "JoinGroup") if r["body"]["error"] == "NONE"]
+    assert ok[-2:] == [3, 3]  # B's join: a revoking round (2), then the follow-up (3)
+    assert Server.generations(server) == ok
+    assigned = [r["body"]["assignment"] for r in responses(records, "SyncGroup")]
+    assert sorted(p for a in assigned[-2:] for tp in a["assigned_partitions"] for p in tp["partitions"]) == [0, 1, 2, 3]
 
     # each member's own trace is what serve recorded on that connection, record for record
-    serve_connections = group_records(records)
+    serve_connections = list(group_records(records).values())
     for name in "AB":
         mine = read_trace(tmp_path / f"{name}.jsonl")
         assert mine[0]["recorder"] == "member"
-        (conn, seen), = group_records(mine).items()
-        assert seen in serve_connections.values(), f"{name}'s records differ from serve's"
+        (seen,) = group_records(mine).values()
+        assert seen in serve_connections, f"{name}'s records differ from serve's"
+
+
+def test_recorder_error_stops_recording_and_nothing_else(tmp_path, caplog):
+    trace = Recorder(tmp_path / "t.jsonl", "serve")
+    trace.begin({"topics": [], "group_initial_rebalance_delay_ms": 0, "mutations": []})
+    name = trace.open("127.0.0.1")
+    trace.request(name, b"\x00\x0b\x00\x09garbage")  # a JoinGroup v9 that does not parse
+    assert not trace.enabled
+    trace.close(name)  # no error: recording has stopped
+    assert [json.loads(x)["type"] for x in (tmp_path / "t.jsonl").read_text().splitlines()] == ["header", "open"]
+    assert "trace recording stopped" in caplog.text
+    assert not Recorder(None, "serve").enabled
+
+
+def test_proxy_records_what_serve_records(tmp_path):
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
+    proxy = ProxyProcess(tmp_path, server.port)
+    try:
+        async def run():
+            members = await form_group(f"127.0.0.1:{proxy.port}", "AB")
+            assert {m.wire.writer.get_extra_info("peername")[1] for m in members} == {proxy.port}
+            await hang_up(members)
+        asyncio.run(run())
+    finally:
+        proxy.stop()
+        server.stop()
+
+    records, upstream = read_trace(proxy.trace), read_trace(server.trace)
+    assert records[0]["recorder"] == "proxy" and records[0]["settings"] == {
+        "topics": [{"name": TOPIC, "partitions": PARTITIONS}], "group_initial_rebalance_delay_ms": 0,
+        "mutations": [], "upstream": f"127.0.0.1:{server.port}"}
+    ok = [r for r in responses(records, "JoinGroup") if r["body"]["error"] == "NONE"]
+    assert len({r["body"]["member_id"] for r in ok}) == 2 and ok[-1]["body"]["generation_id"] == 3
+    # record for record: same APIs, errors, member ids and bodies, in the same order per connection
+    mine, theirs = group_records(records), group_records(upstream)
+    assert sorted(map(json.dumps, mine.values())) == sorted(map(json.dumps, theirs.values()))
+    # every connection serve saw came from the proxy: the clients' and its own Metadata at start
+    count = lambda rs: sum(r["type"] == "open" for r in rs)  # noqa: E731
+    assert count(upstream) == count(records) + 1
+
+
+def test_wrong_upstream_accepts_a_stale_commit(tmp_path):
+    records = read_trace(record_wrong_upstream(tmp_path))
+    (commit,) = [r for r in records if r["type"] == "request" and r["api"] == "OffsetCommit"]
+    (answer,) = responses(records, "OffsetCommit")
+    assert commit["body"]["generation_id"] == 1 and commit["body"]["member_id"].startswith("A-")
+    assert answer["body"]["topics"] == [{"name": TOPIC, "partitions": [{"partition": 0, "error": "NONE"}]}]
+    assert max(r["body"]["generation_id"] for r in responses(records, "JoinGroup")) == 3
+
+
+def test_correct_upstream_fences_the_stale_commit(tmp_path):
+    records = read_trace(record_wrong_upstream(tmp_path, mutations=()))
+    (answer,) = responses(records, "OffsetCommit")
+    assert answer["body"]["topics"][0]["partitions"][0]["error"] == "ILLEGAL_GENERATION"
