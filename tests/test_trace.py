@@ -112,3 +112,35 @@ def test_correct_upstream_fences_the_stale_commit(tmp_path):
     records = read_trace(record_wrong_upstream(tmp_path, mutations=()))
     (answer,) = responses(records, "OffsetCommit")
     assert answer["body"]["topics"][0]["partitions"][0]["error"] == "ILLEGAL_GENERATION"
+
+
+def test_proxy_pipelines_in_order_and_a_bad_frame_costs_its_connection_only(tmp_path):
+    import socket
+    import struct
+
+    from rebalance.impl.wire import Api, read_response, request_frame
+
+    def read(sock):
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        return sock.recv(size, socket.MSG_WAITALL)
+
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
+    proxy = ProxyProcess(tmp_path, server.port)
+    try:
+        good = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        bad = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        good.sendall(request_frame(Api.METADATA, 12, 7, "raw", {"topics": None, "allow_auto_topic_creation": False,
+                                                                   "include_topic_authorized_operations": False})
+                     + request_frame(Api.FIND_COORDINATOR, 4, 8, "raw", {"key_type": 0, "coordinator_keys": ["g"]}))
+        bad.sendall(struct.pack(">i", -5) + b"junk")
+        assert bad.recv(1) == b""  # closed
+        correlation, meta = read_response(read(good), Api.METADATA, 12)
+        assert correlation == 7 and [(b.host, b.port) for b in meta.brokers] == [("127.0.0.1", proxy.port)]
+        correlation, found = read_response(read(good), Api.FIND_COORDINATOR, 4)
+        assert correlation == 8 and [(c.host, c.port) for c in found.coordinators] == [("127.0.0.1", proxy.port)]
+        good.close()
+        bad.close()
+    finally:
+        proxy.stop()  # asserts no traceback in the proxy's log
+        server.stop()
+    assert any("frame size -5" in line for line in proxy.log)
