@@ -18,7 +18,6 @@ the member with ConnectionError (no reconnection).
 from __future__ import annotations
 
 import asyncio
-import struct
 
 from rebalance.model.config import DEFAULT_ASSIGNOR, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, handle
@@ -31,7 +30,7 @@ from .consumer_protocol import (
     decode_assignment, decode_subscription, encode_assignment, encode_subscription, topic_partitions,
 )
 from .trace import Recorder, settings
-from .wire import Api, read_response, request_frame
+from .wire import Api, FrameError, read_frame, read_response, request_frame
 
 
 class Wire:
@@ -59,11 +58,10 @@ class Wire:
         self.writer.write(frame)
         await self.writer.drain()
         try:
-            size = struct.unpack(">i", await self.reader.readexactly(4))[0]
-            response = await self.reader.readexactly(size)
-        except asyncio.IncompleteReadError:
+            response = await read_frame(self.reader)
+        except (asyncio.IncompleteReadError, FrameError) as e:
             self.close()
-            raise ConnectionError("the broker closed the connection") from None
+            raise ConnectionError(f"the broker closed the connection or sent a bad frame: {e}") from None
         if self.trace:
             self.trace.response(self.name, response)
         correlation, body = read_response(response, api, version)
