@@ -95,17 +95,10 @@ def subscription_json(protocol_type, data: bytes) -> dict:
     ``topics``, ``owned_partitions`` (KIP-429, v1+), ``generation`` (KIP-792, v2+; -1
     before), ``rack`` (v3+), ``user_data`` (base64); ``{"opaque": base64}`` under a
     protocol_type other than "consumer" or for bytes that do not parse."""
-    if protocol_type == "consumer":
-        try:
-            version, s = _read_versioned(SUBSCRIPTION, bytes(data))
-        except FrameError:
-            pass
-        else:
-            return {"version": version, "topics": list(s.topics),
-                    "owned_partitions": _tps_json(getattr(s, "owned_partitions", ())),
-                    "generation": getattr(s, "generation_id", NO_GENERATION), "rack": getattr(s, "rack_id", None),
-                    "user_data": _b64(s.user_data)}
-    return {"opaque": _b64(data)}
+    return _json(SUBSCRIPTION, protocol_type, data, lambda s: {
+        "topics": list(s.topics), "owned_partitions": _tps_json(getattr(s, "owned_partitions", ())),
+        "generation": getattr(s, "generation_id", NO_GENERATION), "rack": getattr(s, "rack_id", None),
+        "user_data": _b64(s.user_data)})
 
 
 def assignment_json(protocol_type, data: bytes):
@@ -114,14 +107,19 @@ def assignment_json(protocol_type, data: bytes):
     assignment); ``{"opaque": base64}`` as for ``subscription_json``."""
     if not data:
         return None
+    return _json(ASSIGNMENT, protocol_type, data, lambda a: {
+        "assigned_partitions": _tps_json(a.assigned_partitions), "user_data": _b64(a.user_data)})
+
+
+def _json(name: str, protocol_type, data: bytes, fields) -> dict:
+    """``{"version", **fields(payload)}`` of consumer protocol bytes, or ``{"opaque"}``."""
     if protocol_type == "consumer":
         try:
-            version, a = _read_versioned(ASSIGNMENT, bytes(data))
+            version, payload = _read_versioned(name, bytes(data))
         except FrameError:
             pass
         else:
-            return {"version": version, "assigned_partitions": _tps_json(a.assigned_partitions),
-                    "user_data": _b64(a.user_data)}
+            return {"version": version, **fields(payload)}
     return {"opaque": _b64(data)}
 
 
