@@ -15,6 +15,13 @@ MUTATIONS = {
         "the cooperative assignor hands a moving partition to its new owner in the same round",
         "seed 000, Design I (the leader withholds revoked partitions)",
     ),
+    "contested-claims-unowned": (
+        "a partition claimed by several members tied at the highest generation counts as unclaimed: the "
+        "cooperative assignors give it out in the same round (before both claimants have revoked it) and the "
+        "deferred protocol holds it back as lost under a full delay",
+        "this model before issue 15; against AbstractStickyAssignor.partitionsWithMultiplePreviousOwners with "
+        "CooperativeStickyAssignor.adjustAssignment, and IncrementalCooperativeAssignor's duplicatedToRevoke",
+    ),
     "ignore-owned-generation": (
         "the sticky assignor ignores owned-partition claims from an older generation than "
         "the newest claim, instead of weighing them",
