@@ -173,3 +173,33 @@ def test_a_second_revoking_round_in_a_row_is_held_back_with_a_growing_delay():
     assert backoff_round(0b1111, 0, 1, 2) == (0b1111, 0, 3, (1, 2))
     # a round after a revoking one that revokes nothing starts the count again
     assert backoff_round(0b0011, 0b1100, 1, 2) == (0b0011, 0b1100, 0, (0, 0))
+
+
+DEFERRED = GroupConfig(protocol="deferred")
+
+
+def deferred_round(cfg, *claims, echo):
+    """One Design II round of members 1, 257, ... claiming ``(owned, generation)``,
+    each echoing ``echo``: ``(per member's partitions, ScheduledRebalanceTimeout)``."""
+    members = tuple((1 + 256 * i, 0, Subscription(o, g, echo) if o else Subscription(0, -1, echo))
+                    for i, (o, g) in enumerate(claims))
+    out = assign(cfg, members)
+    return tuple(a.partitions for _, a in out), out[0][1].scheduled
+
+
+@pytest.mark.spec("R22", "R33")
+def test_deferred_revokes_duplicates_at_once_and_reassigns_them_next_round():
+    # IncrementalCooperativeAssignorTest.testTaskAssignmentWhenTasksDuplicatedInWorkerAssignment: worker1 runs
+    # everything, worker2 joins running a duplicate of half of it. The duplicates are revoked from both
+    # (duplicatedToRevoke), with no delay; the next round assigns them as new work, no revocations, balanced
+    first = deferred_round(DEFERRED, (0b1111, 1), (0b0011, 1), echo=(1, 0b1111, 0, 0, 0))
+    assert first == ((0b1100, 0), 0)
+    second = deferred_round(DEFERRED, (0b1100, 2), (0, -1), echo=(2, 0b1100, 0, 0, 0))
+    assert second == ((0b1100, 0b0011), 0)
+
+
+def test_contested_claims_unowned_mutation_holds_duplicates_as_lost():
+    # the model before issue 15: the duplicates counted as lost and waited a full scheduled delay
+    cfg = GroupConfig(protocol="deferred", mutations=frozenset({"contested-claims-unowned"}))
+    out, delay = deferred_round(cfg, (0b1111, 1), (0b0011, 1), echo=(1, 0b1111, 0, 0, 0))
+    assert delay == cfg.scheduled_delay_ticks and not any(p & 0b0011 for p in out)
