@@ -176,7 +176,7 @@ def newest_echo(subscriptions) -> tuple:
     return max(echoes) if echoes else (0, 0, 0, 0, 0)
 
 
-def _design2(cfg: GroupConfig, members, mids, owners: dict, contested: int, memory: int) -> tuple:
+def _design2(cfg: GroupConfig, members, mids, owners: dict, contested: int, memory: tuple) -> tuple:
     """A Design II round (seed 000, Design II, Leader process): ``(assignment,
     ScheduledRebalanceTimeout in ticks, echo)``. Lost partitions come first (R33):
     a round holding some back revokes nothing and clears "revoked" (R40); otherwise
@@ -196,31 +196,42 @@ def _design2(cfg: GroupConfig, members, mids, owners: dict, contested: int, memo
     return out, delay, (union(out.values()), 0) + backoff
 
 
-def _deferral(cfg: GroupConfig, subs, claimed: int, memory: int, echo: tuple, left: int) -> tuple:
+def _deferral(cfg: GroupConfig, subs, claimed: int, memory: tuple, echo: tuple, left: int) -> tuple:
     """The Design II decision (seed 000, Design II, Leader process; R31-R33):
     ``(held, delay)``, the bitmask of lost partitions to hold back this round and
     the ScheduledRebalanceTimeout to send with them, in ticks (0 when none held).
 
     Lost partitions were assigned last round (the newest ``echo``) or deferred,
     and are not in ``claimed`` (the bitmask of partitions some member claims, a
-    contested claim included: Connect counts duplicates as active, not lost). They are given out at once when a member with
-    nothing (a candidate: a returning member, IncrementalCooperativeAssignor) is
-    there, or, for those already deferred, once a member reports that the
-    ScheduledRebalanceTimeout passed (0 ticks left). Otherwise they are held: a
-    running delay keeps its deadline, the earliest any member reports, so a new
-    leader inherits it; a new one runs ``cfg.scheduled_delay_ticks``.
-    Mutation ``leader-forgets-delay`` (Kafka Connect's handleLostAssignments): which
-    delay is running comes from the leader's own ``memory``, not from the echo, so
-    a new leader that sees the deferred partitions still lost starts the delay
-    again; and a member with nothing does not end the delay (Connect keeps such
-    candidate workers for when its delay expires).
+    contested claim included: Connect counts duplicates as active, not lost).
+    They are given out at once when scheduled.rebalance.max.delay is 0
+    (``cfg.scheduled_delay_ticks``; Connect's handleLostAssignments, maxDelay == 0),
+    when a member with nothing (a candidate: a returning member,
+    IncrementalCooperativeAssignor) is there, or, for those already deferred, once
+    a member reports that the ScheduledRebalanceTimeout passed (0 ticks left).
+    Otherwise they are held: a running delay keeps its deadline, the earliest any
+    member reports, so a new leader inherits it; a new one runs
+    ``cfg.scheduled_delay_ticks``.
+
+    ``memory``: ``(previous, deferred)``, the bitmasks this leader assigned or held
+    back, and held back, in the last round it led (read under the mutations
+    only). Mutation ``leader-forgets-delay`` (the seed as written): which delay
+    is running comes from ``memory``, not from the echo, so a new leader that sees
+    the deferred partitions still lost starts the delay again; and a member with
+    nothing does not end the delay. Mutation ``connect-leader-state`` (Kafka
+    Connect): as ``leader-forgets-delay``, and what was assigned last round comes
+    from ``memory`` too, which the member passes only if it led the last round
+    (IncrementalCooperativeAssignor resets previousAssignment otherwise), so a
+    new leader finds nothing lost and gives the old leader's partitions out at
+    once.
     """
-    assigned_prev, deferred_prev = echo[1:3]
+    connect = "connect-leader-state" in cfg.mutations
+    assigned_prev, deferred_prev = memory if connect else echo[1:3]
     lost = (assigned_prev | deferred_prev) & ~claimed
-    forgets = "leader-forgets-delay" in cfg.mutations
-    if not lost or (not forgets and any(not sub.owned for sub in subs)):
+    forgets = connect or "leader-forgets-delay" in cfg.mutations
+    if not lost or not cfg.scheduled_delay_ticks or (not forgets and any(not sub.owned for sub in subs)):
         return 0, 0
-    running = (memory if forgets else deferred_prev) & lost
+    running = (memory[1] if forgets else deferred_prev) & lost
     if running and left <= 0:  # the delay passed: what it held goes out now
         held = lost & ~running
         return held, cfg.scheduled_delay_ticks if held else 0
@@ -252,7 +263,10 @@ def _revoking_backoff(cfg: GroupConfig, mids, owners: dict, contested: int, echo
     if not revoked:
         return out, 0, (1, successive)
     successive = min(successive + 1, len(cfg.revoking_backoff_ticks))
-    return _deferring(cfg, mids, owners, contested), cfg.revoking_backoff_ticks[successive - 1], (1, successive)
+    delay = cfg.revoking_backoff_ticks[successive - 1]
+    if not delay:  # scheduled.rebalance.max.delay 0: Connect revokes at once (testImmediateRevocationsWhenMaxDelayIs0)
+        return out, 0, (1, successive)
+    return _deferring(cfg, mids, owners, contested), delay, (1, successive)
 
 
 def _incremental(cfg: GroupConfig, mids, owners: dict, contested: int) -> tuple:
@@ -267,14 +281,16 @@ def _incremental(cfg: GroupConfig, mids, owners: dict, contested: int) -> tuple:
     return out, len(moving) > cfg.max_moves
 
 
-def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
+def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
     ``members``: ((member_id, group_instance_id, Subscription), ...), non-empty.
     Members are ordered static first by group.instance.id, then dynamic by member
     id (R29; AbstractPartitionAssignor.MemberInfo, KIP-345), so a restarted static
-    member with a new member id keeps its place. ``memory``: what this leader
-    deferred itself (used by the ``leader-forgets-delay`` mutation only).
+    member with a new member id keeps its place. ``memory``: ``(previous,
+    deferred)`` bitmasks, what this leader assigned or held back, and held back,
+    itself (``_deferral``; used by the ``leader-forgets-delay`` and
+    ``connect-leader-state`` mutations only).
     Mutation ``assign-before-revoke``: the cooperative adjustment is skipped;
     ``withhold-partition`` (test-only): the first partition goes to nobody once
     there are 4 members or more.
