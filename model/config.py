@@ -38,10 +38,11 @@ MUTATIONS = {
         "KAFKA-13419",
     ),
     "leader-forgets-delay": (
-        "the deferral lives only in the leader's memory (seed 000, Design II as written; Kafka "
-        "Connect): a new leader starts the delay again for partitions already deferred, and lost "
+        "the deferral lives only in the leader's memory (seed 000, Design II as written): a new leader "
+        "that detects the lost partitions starts the delay again for partitions already deferred, and lost "
         "partitions wait for the delay even when a member with nothing is there",
-        "seed 000, Design II; IncrementalCooperativeAssignor.handleLostAssignments",
+        "seed 000, Design II (its Discussion names the liveness problem); Kafka Connect's leader state is "
+        "connect-leader-state",
     ),
     "connect-leader-state": (
         "Kafka Connect's leader state: the previous assignment and the running delay live in the leader's "
