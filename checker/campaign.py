@@ -68,6 +68,9 @@ class Campaign(NamedTuple):
         """Raises ConfigError naming the first bad value."""
         if self.runs < 1:
             raise ConfigError(f"--runs must be at least 1, got {self.runs}")
+        if self.timing.scheduled_delay_ms < 0:
+            raise ConfigError("--scheduled-rebalance-max-delay-ms must be at least 0, "
+                              f"got {self.timing.scheduled_delay_ms}")
         if self.horizon_ms < 1:
             raise ConfigError(f"--horizon-ms must be at least 1, got {self.horizon_ms}")
         for name in self.situations:
@@ -99,7 +102,7 @@ def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HO
     run, situation, protocol, static, members, partitions, seed = spec
     rng = random.Random(f"{seed}:{run}")
     cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol,
-                      assignor=DEFAULT_ASSIGNOR[protocol])
+                      assignor=DEFAULT_ASSIGNOR[protocol], **timing.group_ticks())
     m = simulate(cfg, members, static, script(situation, rng, members), timing, rng, horizon_ms)
     return (run, situation, protocol, static, members, partitions, seed, *m)
 

@@ -50,7 +50,7 @@ from typing import Callable, NamedTuple
 
 import z3
 
-from rebalance.model.assignors import assign, resolve_claims
+from rebalance.model.assignors import assign, contested_claims, resolve_claims
 from rebalance.model.config import GroupConfig
 from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, mask_of, partitions_of
 from rebalance.spec import actions as spec
@@ -64,6 +64,7 @@ LIMITS = (8, 16)  # the largest bounds accepted (members, partitions)
 SLOTS, PARTITIONS = 3, 4  # the size of the inductive-invariant proof
 TIMEOUT_MS = 120_000  # per z3 query
 WITHHELD, NOBODY = -1, -2  # transcription: a moving partition given to nobody; no member could take it
+CONTESTED = -3  # resolve: claims tied at the highest generation, so no owner (R22)
 SAMPLE, SEED = 200, 5
 
 
@@ -109,10 +110,12 @@ Z3 = Z3BitVectors()
 
 def resolve(L, claims, generations, mutations=frozenset()) -> list:
     """R22 over a logic: per partition, the member holding the newest claim (the
-    only claimant with the highest generation), or -1. ``claims[k][p]``: member k
-    claims partition p; ``generations[k]``: its claim's generation. Mutation
-    ``ignore-owned-generation``: claims older than the newest in the group are
-    ignored (model/assignors.py, resolve_claims)."""
+    only claimant with the highest generation), CONTESTED if several claims tie at
+    the highest generation (model/assignors.py, contested_claims), or -1 if none.
+    ``claims[k][p]``: member k claims partition p; ``generations[k]``: its claim's
+    generation. Mutation ``ignore-owned-generation``: claims older than the newest
+    in the group are ignored (model/assignors.py, resolve_claims); mutation
+    ``contested-claims-unowned``: a contested partition is -1."""
     m, n = len(claims), len(claims[0])
     if "ignore-owned-generation" in mutations:
         claiming = [L.Or(*claims[k]) for k in range(m)]
@@ -121,6 +124,11 @@ def resolve(L, claims, generations, mutations=frozenset()) -> list:
     owners = []
     for p in range(n):
         owner = -1
+        if "contested-claims-unowned" not in mutations:
+            tied = [L.And(claims[k][p], claims[j][p], generations[k] == generations[j],
+                          *(L.Implies(claims[i][p], generations[i] <= generations[k]) for i in range(m)))
+                    for k in range(m) for j in range(k + 1, m)]
+            owner = L.If(L.Or(*tied), CONTESTED, -1) if tied else -1
         for k in reversed(range(m)):
             newest = L.And(claims[k][p], *(L.Implies(claims[j][p], generations[j] < generations[k])
                                            for j in range(m) if j != k))
@@ -183,8 +191,8 @@ def transcribe_sticky(L, m: int, owners: list, cooperative: bool, mutations=froz
     fill = L.And(*(load[k] <= quota[k] for k in range(m)))
     if not cooperative or "assign-before-revoke" in mutations:
         final = list(target)
-    else:
-        final = [L.If(L.And(o >= 0, t != o), WITHHELD, t) for o, t in zip(owners, target)]
+    else:  # moving or contested: withheld (R23)
+        final = [L.If(L.Or(L.And(o >= 0, t != o), o == CONTESTED), WITHHELD, t) for o, t in zip(owners, target)]
     return Sticky(owners, quota, kept_load, target, final, fill)
 
 
@@ -200,8 +208,11 @@ def contract(L, m: int, claims: list, x: Sticky, cooperative: bool) -> list:
     if cooperative:
         out.append(("nothing assigned while another member holds its newest claim (R23)",
                     L.And(*(L.Or(f < 0, o < 0, f == o) for f, o in zip(x.final, claims)))))
-        out.append(("only moving partitions withheld, the rest assigned as targeted",
-                    L.And(*(L.If(f == WITHHELD, L.And(o >= 0, t != o), f == t)
+        out.append(("a partition claimed by several members at its newest generation assigned to nobody (R23; "
+                    "CooperativeStickyAssignor.adjustAssignment)",
+                    L.And(*(L.Implies(o == CONTESTED, f == WITHHELD) for f, o in zip(x.final, claims)))))
+        out.append(("only moving and contested partitions withheld, the rest assigned as targeted",
+                    L.And(*(L.If(f == WITHHELD, L.Or(L.And(o >= 0, t != o), o == CONTESTED), f == t)
                             for f, o, t in zip(x.final, x.owners, x.target)))))
     return out
 
@@ -404,7 +415,8 @@ def transcription_obligation(max_members: int, max_partitions: int, mutations=fr
     * whole assignments: a seeded sample of ``SAMPLE`` inputs up to the bound,
       generations 0..GENERATIONS - 1;
     * claim resolution (R22): ``resolve`` against the model's ``resolve_claims``
-      (through which the sticky assignors read generations), for every member
+      and ``contested_claims`` (through which the sticky assignors read
+      generations), for every member
       count up to the bound and every vector of generations in
       0..GENERATIONS - 1, the very domain of the z3 obligations, on inputs whose
       partitions carry every non-empty set of claimants (spread over several
@@ -458,7 +470,8 @@ def _resolution_mismatch(max_members: int, max_partitions: int, mutations, count
     """R22 over the whole generation domain: the first input (every member count up
     to ``max_members``, every generation vector in 0..GENERATIONS - 1, the claims
     of ``_every_claimant_set``) on which ``resolve`` and the model's
-    ``resolve_claims`` give a partition different owners, as a counterexample with
+    ``resolve_claims`` and ``contested_claims`` give a partition different owners
+    (CONTESTED included), as a counterexample with
     both whole cooperative assignments; None if there is none. ``count[0]`` is
     increased by the inputs compared."""
     for m in range(1, max_members + 1):
@@ -474,8 +487,9 @@ def _resolution_mismatch(max_members: int, max_partitions: int, mutations, count
                 ours = ours_by_order.get(order)
                 if ours is None:
                     ours = ours_by_order[order] = resolve(PYTHON, claims, list(order), mutations)
-                owner = resolve_claims(cfg, _members(claims, g))
-                theirs = [owner.get(p, 0) - 1 for p in range(n)]
+                members = _members(claims, g)
+                owner, contested = resolve_claims(cfg, members), contested_claims(cfg, members)
+                theirs = [owner[p] - 1 if p in owner else CONTESTED if contested >> p & 1 else -1 for p in range(n)]
                 if theirs != ours:
                     g = list(g)
                     return {"rule": "R22: claims weighed by generation (model/assignors.py, resolve_claims)",

@@ -7,6 +7,8 @@ A scenario file (TOML)::
     [group]                       # as in a check configuration
     protocol = "cooperative"
     topics = { T = 4 }
+    [time]                        # optional, as in a check configuration (R38)
+    scheduled_rebalance_max_delay_ms = 0
     [initial]
     generation = 1
     leader = "A"
@@ -18,6 +20,11 @@ A scenario file (TOML)::
     settle = true                 # run the group to quiescence afterwards (default)
     timers = true                 # ... letting timers fire (false: settle within the deadlines)
 
+``source`` names what the scenario's outcome follows (a seed section, a Kafka
+test), and the replay prints it. ``mutations`` (model/config.py MUTATIONS) are
+added to those given on the command line, e.g. ``connect-leader-state`` to
+replay a Design II scenario as Kafka Connect behaves.
+
 Members are client slots named A, B, C, ...; ``initial.owned`` lists the ones
 running at the start; any other letter up to the highest named is a slot that
 ``join`` can start. After an event the deterministic schedule (messages delivered
@@ -28,7 +35,7 @@ Raises ConfigError for a malformed scenario (the message names the key).
 """
 from __future__ import annotations
 
-from rebalance.model.config import ConfigError, GroupConfig
+from rebalance.model.config import MUTATIONS, ConfigError, GroupConfig
 from rebalance.model.protocol import Callback, Error, SyncGroupResponse, mask_of, member_name
 
 from .render import bracket, lane, partitions, slot_named
@@ -51,14 +58,21 @@ def _mask(cfg: GroupConfig, names, where: str) -> int:
     return mask_of(index[n] for n in names)
 
 
-def load(path: str) -> dict:
-    """Parse and validate a scenario file into ``{name, source, system, initial, events}``."""
+KEYS = ("name", "source", "group", "time", "mutations", "initial", "events")
+
+
+def load(path: str, mutations=()) -> dict:
+    """Parse and validate a scenario file into ``{name, source, system, initial,
+    events}``; ``mutations``: names added to the file's ``mutations``."""
     data = parse_toml(path, "scenario file")
-    unknown = set(data) - {"name", "source", "group", "initial", "events"}
+    unknown = set(data) - set(KEYS)
     if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} "
-                          "(expected name, source, group, initial, events)")
-    cfg = resolve(validate({"group": data.get("group", {})}, path)).group
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(sorted(unknown))} (expected {', '.join(KEYS)})")
+    named = data.get("mutations", [])
+    if not isinstance(named, list):
+        raise ConfigError(f"{path}: mutations must be a list of names, got {named!r}")
+    cfg = resolve(validate({"group": data.get("group", {}), "time": data.get("time", {})}, path),
+                  mutations=tuple(named) + tuple(mutations)).group
     initial = data.get("initial", {})
     if not isinstance(initial, dict):
         raise ConfigError(f"{path}: [initial] must be a table")
@@ -115,7 +129,7 @@ def _ownership(cfg: GroupConfig, state: State) -> dict:
 
 
 def run(scenario: dict, steps: list | None = None) -> dict:
-    """Play the events; return ``{name, source, initial, events, rounds, rebalances, final}``.
+    """Play the events; return ``{name, source, mutations, initial, events, rounds, rebalances, final}``.
     ``steps``, if given, receives every ``(Action, State)`` taken, the events
     (``Action(action, slot, None)``) included (checker/vectors.py's seed cases).
 
@@ -128,7 +142,7 @@ def run(scenario: dict, steps: list | None = None) -> dict:
     """
     system, state = scenario["system"], scenario["initial"]
     cfg = system.cfg
-    report = {"name": scenario["name"], "source": scenario["source"],
+    report = {"name": scenario["name"], "source": scenario["source"], "mutations": sorted(cfg.mutations),
               "initial": {"generation": state.group.generation, "ownership": _ownership(cfg, state)},
               "events": [], "rounds": []}
     rounds: dict = {}
@@ -182,6 +196,8 @@ def text(report: dict) -> str:
     lines = [f"scenario: {report['name']}"]
     if report["source"]:
         lines.append(f"source: {report['source']}")
+    for name in report["mutations"]:
+        lines.append(f"mutation {name}: {MUTATIONS[name][0]} ({MUTATIONS[name][1]})")
     init = report["initial"]
     lines.append(f"initial (generation {init['generation']}): " + _owners(init["ownership"]))
     lines.append("events: " + ", ".join(report["events"]))

@@ -141,13 +141,16 @@ TIME_DEFAULTS = {"tick_ms": 150_000, "scheduled_rebalance_max_delay_ms": 300_000
 
 
 def ticks(t: dict) -> dict:
-    """R38: the ``[time]`` table's durations in ticks (rounded up, at least one):
+    """R38: the ``[time]`` table's durations in ticks (rounded up, at least one; a
+    scheduled.rebalance.max.delay.ms of 0 is 0 ticks, Connect's "no delay"):
     ``{"scheduled_delay_ticks": n, "rejoin_ticks": n, "revoking_backoff_ticks": (n,
     ...)}``. The backoff (R40) is Kafka Connect's ExponentialBackoff(1 ms, x40,
     scheduled.rebalance.max.delay.ms, no jitter) for the 1st, 2nd, ... revoking round
-    in a row, up to the first that reaches the maximum. ConfigError for a value that
-    is not a positive whole number of ms."""
-    ms = {k: _count(f"time.{k}", t.get(k, v), 1) for k, v in TIME_DEFAULTS.items()}
+    in a row, up to the first that reaches the maximum; (0,) when the maximum is 0
+    (ExponentialBackoff(0, ...): revoke at once). ConfigError for a value that is
+    not a whole number of ms, positive (the delay: not negative)."""
+    ms = {k: _count(f"time.{k}", t.get(k, v), 0 if k == "scheduled_rebalance_max_delay_ms" else 1)
+          for k, v in TIME_DEFAULTS.items()}
     tick, most = ms["tick_ms"], ms["scheduled_rebalance_max_delay_ms"]
     backoff, n = [], 1
     while not backoff or 40 ** (n - 1) < most:

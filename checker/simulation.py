@@ -7,8 +7,8 @@ one schedule with time: every message takes ``latency_ms``, members heartbeat
 every ``heartbeat_ms``, the coordinator's timers run the durations of
 model/timing.py (the same code as impl/'s asyncio timers), a member's
 ScheduledRebalanceTimeout counts down in the model's ticks (R38), one every
-``scheduled_delay_ms`` / ``GroupConfig.scheduled_delay_ticks`` (so deferred's
-scheduled.rebalance.max.delay.ms is ``scheduled_delay_ms``). The clock is in
+``clock_ms`` (``Timing.group_ticks`` maps deferred's scheduled.rebalance.max.delay.ms,
+``scheduled_delay_ms``, to them; 0: no delay, Connect's maxDelay == 0). The clock is in
 ms; results are in ticks of ``tick_ms`` (``Timing.ticks``). Events at the same
 time run in the order they were scheduled, so a run is a function of its inputs.
 
@@ -60,7 +60,9 @@ from .properties import imbalance
 
 class Timing(NamedTuple):
     """The clock's settings, ms. Defaults: the Java consumer's and broker's (3.0+),
-    scheduled.rebalance.max.delay.ms shortened from Connect's 300 s to 60 s."""
+    scheduled.rebalance.max.delay.ms shortened from Connect's 300 s to 60 s (0: no
+    delay); ``clock_ms``: the model's tick, how often a ScheduledRebalanceTimeout
+    counts down (R38)."""
 
     tick_ms: int = 100
     latency_ms: int = 5
@@ -69,9 +71,18 @@ class Timing(NamedTuple):
     heartbeat_ms: int = 3_000
     initial_delay_ms: int = 3_000
     scheduled_delay_ms: int = 60_000
+    clock_ms: int = 30_000
 
     def ticks(self, ms: float) -> int:
         return round(ms / self.tick_ms)
+
+    def group_ticks(self) -> dict:
+        """The GroupConfig fields for ``scheduled_delay_ms`` in ticks of ``clock_ms``
+        (rounded up): ``scheduled_delay_ticks`` and, for a delay of 0, Connect's
+        ExponentialBackoff(0, ...) as ``revoking_backoff_ticks`` (0,): revoke at once."""
+        if not self.scheduled_delay_ms:
+            return {"scheduled_delay_ticks": 0, "revoking_backoff_ticks": (0,)}
+        return {"scheduled_delay_ticks": -(-self.scheduled_delay_ms // self.clock_ms)}
 
 
 DEFAULT_HORIZON_MS = 3_600_000  # an hour of simulated time after the last scripted action
@@ -117,7 +128,7 @@ class Simulation:
         self.epochs: dict = {}        # slot -> epoch of its latest process
         self.closed: set = set()      # connections cut by a crash
         self.scheduled: set = set()   # (slot, epoch) with a Tick pending
-        self.clock_ms = timing.scheduled_delay_ms // cfg.scheduled_delay_ticks  # the model's tick
+        self.clock_ms = timing.clock_ms  # the model's tick
         self.overdue: set = set()     # (slot, epoch) whose ScheduledRebalanceDue passed while busy
         self.last_owner: dict = {}    # partition -> slot that last had it assigned
         self.moved = 0

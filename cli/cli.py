@@ -20,7 +20,7 @@ from rich.table import Table
 
 from rebalance.checker import counterexample, prove, replay as replaying, vectors as vectors_module
 from rebalance.checker.campaign import DEFAULT_SIZES
-from rebalance.checker.simulation import DEFAULT_HORIZON_MS
+from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
 from rebalance.checker.render import lane
 from rebalance.checker.explore import explore, fair_except_timers
@@ -235,8 +235,11 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
 
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--mutation", "mutations", multiple=True,
+              help="Switch on a mutation (model/config.py MUTATIONS), e.g. connect-leader-state to replay a "
+                   "Design II scenario as Kafka Connect behaves; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def replay(scenario, as_json):
+def replay(scenario, mutations, as_json):
     """Run one scripted scenario deterministically.
 
     The scenario (TOML) gives the group, the members with the partitions they own
@@ -245,7 +248,7 @@ def replay(scenario, as_json):
     says settle = false). Prints every rebalance round with each member's
     assigned and revoked partitions, and the final ownership.
     """
-    report = replaying.run(replaying.load(scenario))
+    report = replaying.run(replaying.load(scenario, mutations))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
@@ -600,9 +603,14 @@ def _print_obligation(ob) -> None:
 @click.option("--horizon-ms", default=DEFAULT_HORIZON_MS, show_default=True, type=int,
               help="Simulated ms after a run's last scripted action at which a run whose group is not yet "
                    "balanced and quiet is cut and reported censored (counted, not averaged).")
+@click.option("--scheduled-rebalance-max-delay-ms", "scheduled_delay_ms", default=Timing().scheduled_delay_ms,
+              show_default=True, type=int,
+              help="The deferred protocol's scheduled.rebalance.max.delay.ms (Kafka Connect's setting; 0: lost "
+                   "partitions are reassigned at once and revoking rounds do not back off).")
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as one JSON object on stdout.")
-def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_ms, spark_master, as_json):
+def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_ms, scheduled_delay_ms, spark_master,
+             as_json):
     """Run a simulation campaign on Spark: the seeds' situations, timed.
 
     Each run drives the model's coordinator and member handlers with a virtual
@@ -633,7 +641,7 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
     campaign = Campaign(runs=runs, seed=seed, situations=split(situations), sizes=parse_sizes(sizes),
                         protocols=split(protocols),
                         static={"both": (False, True), "yes": (True,), "no": (False,)}[static],
-                        horizon_ms=horizon_ms)
+                        horizon_ms=horizon_ms, timing=Timing(scheduled_delay_ms=scheduled_delay_ms))
     campaign.validate()
     started = time.monotonic()
     if err.is_terminal:

@@ -12,12 +12,17 @@ Subscription), ...)``. Every member subscribes to every topic of ``cfg.topics``.
 * ``cooperative-sticky`` (CooperativeStickyAssignor): ``sticky``, then the
   cooperative adjustment of seed 000, Design I (leader process): a partition whose
   owner changes is left out of its new owner's assignment until the owner has
-  revoked it and rejoined (the follow-up round).
+  revoked it and rejoined (the follow-up round), and so is a contested one.
 
 Owned-partition claims are weighed by generation (KIP-792; AbstractStickyAssignor
 since KAFKA-14639): of several members claiming a partition, the one with the
 highest generation keeps the claim; claims tied at the highest generation are
-dropped from all of them.
+dropped from all of them, and the partition is *contested* (AbstractStickyAssignor
+``partitionsWithMultiplePreviousOwners``): ``sticky`` gives it out at once, as
+StickyAssignor does; the cooperative assignors withhold it this round, as
+CooperativeStickyAssignor.adjustAssignment does with every partition in
+``partitionsTransferringOwnership``, so it is given out once both claimants have
+revoked it (R23).
 """
 from __future__ import annotations
 
@@ -41,16 +46,10 @@ def _claim_weight_mod_4(generation: int) -> int:
 CLAIM_WEIGHTS = {"generation-mod-4": _claim_weight_mod_4}
 
 
-def resolve_claims(cfg: GroupConfig, members) -> dict:
-    """Owner of each claimed partition: ``{partition: member_id}`` (R22): the one
-    claimant of the highest weight (``_claim_weight``: the generation).
-
-    Mutation ``ignore-owned-generation``: claims made in an older generation than
-    the newest claim in the group are ignored instead of weighed, so their
-    partitions count as unowned (AbstractStickyAssignor before KAFKA-14639, which
-    used the generation of KAFKA-12984 as a filter). Mutation ``generation-mod-4``
-    (``CLAIM_WEIGHTS``): claims weigh their generation modulo 4.
-    """
+def _weigh_claims(cfg: GroupConfig, members) -> dict:
+    """R22: per claimed partition, ``(weight, member_id)`` of its newest claim, or
+    ``(weight, None)`` when several claims tie at the highest weight (``_claim_weight``:
+    the generation). Mutations: see ``resolve_claims``."""
     best: dict = {}  # partition -> (weight, member_id or None when tied)
     weight = next((CLAIM_WEIGHTS[m] for m in sorted(cfg.mutations) if m in CLAIM_WEIGHTS), _claim_weight)
     newest = None
@@ -70,7 +69,32 @@ def resolve_claims(cfg: GroupConfig, members) -> dict:
                     best[p] = (gen, None)
             owned >>= 1
             p += 1
-    return {p: mid for p, (_, mid) in best.items() if mid is not None}
+    return best
+
+
+def resolve_claims(cfg: GroupConfig, members) -> dict:
+    """Owner of each claimed partition: ``{partition: member_id}`` (R22): the one
+    claimant of the highest weight (``_claim_weight``: the generation). A partition
+    whose claims tie at the highest weight has no owner (``contested_claims``).
+
+    Mutation ``ignore-owned-generation``: claims made in an older generation than
+    the newest claim in the group are ignored instead of weighed, so their
+    partitions count as unowned (AbstractStickyAssignor before KAFKA-14639, which
+    used the generation of KAFKA-12984 as a filter). Mutation ``generation-mod-4``
+    (``CLAIM_WEIGHTS``): claims weigh their generation modulo 4.
+    """
+    return {p: mid for p, (_, mid) in _weigh_claims(cfg, members).items() if mid is not None}
+
+
+def contested_claims(cfg: GroupConfig, members) -> int:
+    """The bitmask of contested partitions (R22, R23): claimed by several members
+    tied at the highest weight, so owned by none (AbstractStickyAssignor
+    ``partitionsWithMultiplePreviousOwners``, Kafka 3.4.1+). Mutation
+    ``contested-claims-unowned``: none (they count as unclaimed, as in this model
+    before issue 15)."""
+    if "contested-claims-unowned" in cfg.mutations:
+        return 0
+    return mask_of(p for p, (_, mid) in _weigh_claims(cfg, members).items() if mid is None)
 
 
 def _range(cfg: GroupConfig, mids) -> dict:
@@ -123,25 +147,25 @@ def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
     return _fill(cfg, mids, out, union(out.values()), quota)
 
 
-def _cooperative_sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
+def _cooperative_sticky(cfg: GroupConfig, mids, owners: dict, contested: int) -> dict:
+    """``sticky``, then R23's adjustment (CooperativeStickyAssignor.adjustAssignment):
+    a partition moving away from its owner, and a ``contested`` one (bitmask), is
+    withheld this round. Mutation ``assign-before-revoke``: no adjustment."""
     out = _sticky(cfg, mids, owners)
     if "assign-before-revoke" not in cfg.mutations:
-        for p, owner in owners.items():
-            bit = 1 << p
-            if not out[owner] & bit:  # R23: moving, withheld from the new owner
-                for m in mids:
-                    out[m] &= ~bit
+        withheld = contested | mask_of(p for p, owner in owners.items() if not out[owner] >> p & 1)
+        out = {m: mask & ~withheld for m, mask in out.items()}
     return out
 
 
-def _deferring(cfg: GroupConfig, mids, owners: dict, held: int) -> dict:
+def _deferring(cfg: GroupConfig, mids, owners: dict, withheld: int) -> dict:
     """No revocations while a delay is pending (seed 000, Design II): everyone keeps
-    what it owns; unowned partitions other than the ``held`` ones go to the least
-    loaded members."""
+    what it owns; unowned partitions other than the ``withheld`` ones (bitmask: lost
+    partitions held back, contested ones) go to the least loaded members."""
     out = {m: 0 for m in mids}
     for p, m in owners.items():
         out[m] |= 1 << p
-    return _fill(cfg, mids, out, held | union(out.values()))
+    return _fill(cfg, mids, out, withheld | union(out.values()))
 
 
 def newest_echo(subscriptions) -> tuple:
@@ -152,54 +176,69 @@ def newest_echo(subscriptions) -> tuple:
     return max(echoes) if echoes else (0, 0, 0, 0, 0)
 
 
-def _design2(cfg: GroupConfig, members, mids, owners: dict, memory: int) -> tuple:
+def _design2(cfg: GroupConfig, members, mids, owners: dict, contested: int, memory: tuple) -> tuple:
     """A Design II round (seed 000, Design II, Leader process): ``(assignment,
     ScheduledRebalanceTimeout in ticks, echo)``. Lost partitions come first (R33):
     a round holding some back revokes nothing and clears "revoked" (R40); otherwise
     the backoff of revoking rounds decides (R40). ``left``: the fewest ticks left
-    any member reports (NOT_SCHEDULED: none), the deadline a new leader inherits."""
+    any member reports (NOT_SCHEDULED: none), the deadline a new leader inherits.
+    ``contested`` partitions (R22) are claimed, so not lost: every round withholds
+    them, as Connect revokes its duplicates from every holder (``duplicatedToRevoke``),
+    and the next one gives them out with no delay."""
     subs = [sub for _, _, sub in members]
     echo = newest_echo(subs)
     left = min((sub.scheduled for sub in subs if sub.scheduled >= 0), default=NOT_SCHEDULED)
-    held, delay = _deferral(cfg, subs, owners, memory, echo, left)
+    held, delay = _deferral(cfg, subs, mask_of(owners) | contested, memory, echo, left)
     if held:
-        out = _deferring(cfg, mids, owners, held)
+        out = _deferring(cfg, mids, owners, held | contested)
         return out, delay, (union(out.values()), held, 0, echo[4])
-    out, delay, backoff = _revoking_backoff(cfg, mids, owners, echo, left)
+    out, delay, backoff = _revoking_backoff(cfg, mids, owners, contested, echo, left)
     return out, delay, (union(out.values()), 0) + backoff
 
 
-def _deferral(cfg: GroupConfig, subs, owners: dict, memory: int, echo: tuple, left: int) -> tuple:
+def _deferral(cfg: GroupConfig, subs, claimed: int, memory: tuple, echo: tuple, left: int) -> tuple:
     """The Design II decision (seed 000, Design II, Leader process; R31-R33):
     ``(held, delay)``, the bitmask of lost partitions to hold back this round and
     the ScheduledRebalanceTimeout to send with them, in ticks (0 when none held).
 
     Lost partitions were assigned last round (the newest ``echo``) or deferred,
-    and nobody claims them now. They are given out at once when a member with
-    nothing (a candidate: a returning member, IncrementalCooperativeAssignor) is
-    there, or, for those already deferred, once a member reports that the
-    ScheduledRebalanceTimeout passed (0 ticks left). Otherwise they are held: a
-    running delay keeps its deadline, the earliest any member reports, so a new
-    leader inherits it; a new one runs ``cfg.scheduled_delay_ticks``.
-    Mutation ``leader-forgets-delay`` (Kafka Connect's handleLostAssignments): which
-    delay is running comes from the leader's own ``memory``, not from the echo, so
-    a new leader that sees the deferred partitions still lost starts the delay
-    again; and a member with nothing does not end the delay (Connect keeps such
-    candidate workers for when its delay expires).
+    and are not in ``claimed`` (the bitmask of partitions some member claims, a
+    contested claim included: Connect counts duplicates as active, not lost).
+    They are given out at once when scheduled.rebalance.max.delay is 0
+    (``cfg.scheduled_delay_ticks``; Connect's handleLostAssignments, maxDelay == 0),
+    when a member with nothing (a candidate: a returning member,
+    IncrementalCooperativeAssignor) is there, or, for those already deferred, once
+    a member reports that the ScheduledRebalanceTimeout passed (0 ticks left).
+    Otherwise they are held: a running delay keeps its deadline, the earliest any
+    member reports, so a new leader inherits it; a new one runs
+    ``cfg.scheduled_delay_ticks``.
+
+    ``memory``: ``(previous, deferred)``, the bitmasks this leader assigned or held
+    back, and held back, in the last round it led (read under the mutations
+    only). Mutation ``leader-forgets-delay`` (the seed as written): which delay
+    is running comes from ``memory``, not from the echo, so a new leader that sees
+    the deferred partitions still lost starts the delay again; and a member with
+    nothing does not end the delay. Mutation ``connect-leader-state`` (Kafka
+    Connect): as ``leader-forgets-delay``, and what was assigned last round comes
+    from ``memory`` too, which the member passes only if it led the last round
+    (IncrementalCooperativeAssignor resets previousAssignment otherwise), so a
+    new leader finds nothing lost and gives the old leader's partitions out at
+    once.
     """
-    assigned_prev, deferred_prev = echo[1:3]
-    lost = (assigned_prev | deferred_prev) & ~mask_of(owners)
-    forgets = "leader-forgets-delay" in cfg.mutations
-    if not lost or (not forgets and any(not sub.owned for sub in subs)):
+    connect = "connect-leader-state" in cfg.mutations
+    assigned_prev, deferred_prev = memory if connect else echo[1:3]
+    lost = (assigned_prev | deferred_prev) & ~claimed
+    forgets = connect or "leader-forgets-delay" in cfg.mutations
+    if not lost or not cfg.scheduled_delay_ticks or (not forgets and any(not sub.owned for sub in subs)):
         return 0, 0
-    running = (memory if forgets else deferred_prev) & lost
+    running = (memory[1] if forgets else deferred_prev) & lost
     if running and left <= 0:  # the delay passed: what it held goes out now
         held = lost & ~running
         return held, cfg.scheduled_delay_ticks if held else 0
     return lost, left if running else cfg.scheduled_delay_ticks
 
 
-def _revoking_backoff(cfg: GroupConfig, mids, owners: dict, echo: tuple, left: int) -> tuple:
+def _revoking_backoff(cfg: GroupConfig, mids, owners: dict, contested: int, echo: tuple, left: int) -> tuple:
     """KAFKA-12495 (IncrementalCooperativeAssignor since Kafka 3.4.0; R40), for a
     Design II round that holds nothing back: ``(assignment, delay in ticks,
     (revoked, successive))``, the last two for the echo.
@@ -210,42 +249,48 @@ def _revoking_backoff(cfg: GroupConfig, mids, owners: dict, echo: tuple, left: i
     once it has passed the revocation happens. The count of rounds in a row starts
     again only after a round after a revoking one revokes nothing. The state
     travels in the echo, so a new leader keeps the count (in Connect it is the
-    leader's memory).
+    leader's memory). ``contested`` partitions are withheld whatever the backoff
+    (Connect's ``duplicatedToRevoke`` is not a load-balancing revocation).
     """
     revoked, successive = echo[3:]
     if revoked and left > 0:  # the backoff runs: keep everything where it is
-        return _deferring(cfg, mids, owners, 0), left, (0, successive)
+        return _deferring(cfg, mids, owners, contested), left, (0, successive)
     if left == 0:
         revoked = 0  # the backoff passed: revoking is allowed again
-    out = _cooperative_sticky(cfg, mids, owners)
+    out = _cooperative_sticky(cfg, mids, owners, contested)
     if all(out[owner] >> p & 1 for p, owner in owners.items()):  # no revocation
         return out, 0, (0, 0 if revoked else successive)
     if not revoked:
         return out, 0, (1, successive)
     successive = min(successive + 1, len(cfg.revoking_backoff_ticks))
-    return _deferring(cfg, mids, owners, 0), cfg.revoking_backoff_ticks[successive - 1], (1, successive)
+    delay = cfg.revoking_backoff_ticks[successive - 1]
+    if not delay:  # scheduled.rebalance.max.delay 0: Connect revokes at once (testImmediateRevocationsWhenMaxDelayIs0)
+        return out, 0, (1, successive)
+    return _deferring(cfg, mids, owners, contested), delay, (1, successive)
 
 
-def _incremental(cfg: GroupConfig, mids, owners: dict) -> tuple:
+def _incremental(cfg: GroupConfig, mids, owners: dict, contested: int) -> tuple:
     """Design III (seed 000, Incremental Resolution of Imbalance; R34): of the
     partitions the cooperative sticky target moves away from their owners, only
     the first ``cfg.max_moves`` are revoked this round; the others stay, and a
     rebalance is scheduled to move more. Returns ``(assignment, more to move)``."""
-    out = _cooperative_sticky(cfg, mids, owners)
+    out = _cooperative_sticky(cfg, mids, owners, contested)
     moving = sorted(p for p, owner in owners.items() if not out[owner] >> p & 1)
     for p in moving[cfg.max_moves:]:
         out[owners[p]] |= 1 << p
     return out, len(moving) > cfg.max_moves
 
 
-def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
+def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
     ``members``: ((member_id, group_instance_id, Subscription), ...), non-empty.
     Members are ordered static first by group.instance.id, then dynamic by member
     id (R29; AbstractPartitionAssignor.MemberInfo, KIP-345), so a restarted static
-    member with a new member id keeps its place. ``memory``: what this leader
-    deferred itself (used by the ``leader-forgets-delay`` mutation only).
+    member with a new member id keeps its place. ``memory``: ``(previous,
+    deferred)`` bitmasks, what this leader assigned or held back, and held back,
+    itself (``_deferral``; used by the ``leader-forgets-delay`` and
+    ``connect-leader-state`` mutations only).
     Mutation ``assign-before-revoke``: the cooperative adjustment is skipped;
     ``withhold-partition`` (test-only): the first partition goes to nobody once
     there are 4 members or more.
@@ -260,12 +305,13 @@ def assign(cfg: GroupConfig, members, memory: int = 0) -> tuple:
     elif cfg.assignor == "sticky":
         out = _sticky(cfg, mids, resolve_claims(cfg, members))
     elif cfg.protocol == "incremental":
-        out, more = _incremental(cfg, mids, resolve_claims(cfg, members))
+        out, more = _incremental(cfg, mids, resolve_claims(cfg, members), contested_claims(cfg, members))
         delay = cfg.rejoin_ticks if more else 0
     elif cfg.deferred:
-        out, delay, echo = _design2(cfg, members, mids, resolve_claims(cfg, members), memory)
+        out, delay, echo = _design2(cfg, members, mids, resolve_claims(cfg, members), contested_claims(cfg, members),
+                                    memory)
     else:
-        out = _cooperative_sticky(cfg, mids, resolve_claims(cfg, members))
+        out = _cooperative_sticky(cfg, mids, resolve_claims(cfg, members), contested_claims(cfg, members))
     if "withhold-partition" in cfg.mutations and len(mids) >= 4:
         out = {m: mask & ~1 for m, mask in out.items()}
     return tuple((mid, Assignment(out[mid], delay, echo)) for mid, _, _ in members)

@@ -15,6 +15,13 @@ MUTATIONS = {
         "the cooperative assignor hands a moving partition to its new owner in the same round",
         "seed 000, Design I (the leader withholds revoked partitions)",
     ),
+    "contested-claims-unowned": (
+        "a partition claimed by several members tied at the highest generation counts as unclaimed: the "
+        "cooperative assignors give it out in the same round (before both claimants have revoked it) and the "
+        "deferred protocol holds it back as lost under a full delay",
+        "this model before issue 15; against AbstractStickyAssignor.partitionsWithMultiplePreviousOwners with "
+        "CooperativeStickyAssignor.adjustAssignment, and IncrementalCooperativeAssignor's duplicatedToRevoke",
+    ),
     "ignore-owned-generation": (
         "the sticky assignor ignores owned-partition claims from an older generation than "
         "the newest claim, instead of weighing them",
@@ -31,10 +38,19 @@ MUTATIONS = {
         "KAFKA-13419",
     ),
     "leader-forgets-delay": (
-        "the deferral lives only in the leader's memory (seed 000, Design II as written; Kafka "
-        "Connect): a new leader starts the delay again for partitions already deferred, and lost "
+        "the deferral lives only in the leader's memory (seed 000, Design II as written): a new leader "
+        "that detects the lost partitions starts the delay again for partitions already deferred, and lost "
         "partitions wait for the delay even when a member with nothing is there",
-        "seed 000, Design II; IncrementalCooperativeAssignor.handleLostAssignments",
+        "seed 000, Design II (its Discussion names the liveness problem); Kafka Connect's leader state is "
+        "connect-leader-state",
+    ),
+    "connect-leader-state": (
+        "Kafka Connect's leader state: the previous assignment and the running delay live in the leader's "
+        "memory, kept only while it leads round after round; a new leader starts from an empty previous "
+        "assignment (what the old one had counts as new work, given out at once), and a member with nothing "
+        "does not end a running delay (Connect serves its candidate workers when the delay expires)",
+        "IncrementalCooperativeAssignor.performTaskAssignment (previousAssignment reset when previousGenerationId "
+        "!= lastCompletedGenerationId), handleLostAssignments; IncrementalCooperativeAssignorTest",
     ),
     "no-fencing-on-duplicate-instance": (
         "a known group.instance.id joining with an unknown member id is added as another "
@@ -89,10 +105,11 @@ class GroupConfig:
     owned partitions the incremental protocol moves per round (Design III).
     Time is in ticks (a check configuration maps ms to ticks, checker/settings):
     ``scheduled_delay_ticks``: scheduled.rebalance.max.delay.ms, how long Design II
-    holds lost partitions back; ``rejoin_ticks``: how long after an incremental
+    holds lost partitions back (0: not at all, Connect's maxDelay == 0, R33);
+    ``rejoin_ticks``: how long after an incremental
     round the group rejoins to move more (Design III); ``revoking_backoff_ticks``:
     the delay before the n-th revoking round in a row (n = 1, 2, ...; the last
-    repeats), KAFKA-12495's exponential backoff (Design II).
+    repeats; 0: revoke at once), KAFKA-12495's exponential backoff (Design II).
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, or
@@ -120,15 +137,16 @@ class GroupConfig:
         for name in self.mutations:
             if name not in MUTATIONS:
                 raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(MUTATIONS)})")
-        if "leader-forgets-delay" in self.mutations and not self.deferred:
-            raise ConfigError("mutation 'leader-forgets-delay' needs the deferred protocol (only it defers)")
-        for name in ("max_moves", "scheduled_delay_ticks", "rejoin_ticks"):
+        for name in ("leader-forgets-delay", "connect-leader-state"):
+            if name in self.mutations and not self.deferred:
+                raise ConfigError(f"mutation {name!r} needs the deferred protocol (only it defers)")
+        for name, least in (("max_moves", 1), ("scheduled_delay_ticks", 0), ("rejoin_ticks", 1)):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{name} must be a positive whole number, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigError(f"{name} must be a whole number of at least {least}, got {value!r}")
         backoff = self.revoking_backoff_ticks
-        if not backoff or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 1 for t in backoff):
-            raise ConfigError(f"revoking_backoff_ticks must be positive whole numbers, got {backoff!r}")
+        if not backoff or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in backoff):
+            raise ConfigError(f"revoking_backoff_ticks must be whole numbers, none negative, got {backoff!r}")
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:

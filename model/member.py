@@ -49,8 +49,10 @@ class Consumer(NamedTuple):
     000): ``scheduled``: its ScheduledRebalanceTimeout, ticks left (0: due;
     ``NOT_SCHEDULED``: none), a relative deadline that ``Tick`` counts down.
     Deferred protocol (Design II): ``echo``: the group-level part of its last
-    assignment; ``memory``: what it deferred as leader (only kept under the
-    ``leader-forgets-delay`` mutation)."""
+    assignment; ``memory``: ``(previous, deferred)``, the bitmasks it assigned or
+    held back, and held back, in the last round it led (only kept under the
+    ``leader-forgets-delay`` and ``connect-leader-state`` mutations; model/assignors.py
+    ``_deferral``)."""
 
     phase: MemberPhase
     member_id: int
@@ -62,7 +64,7 @@ class Consumer(NamedTuple):
     heartbeat_inflight: bool
     scheduled: int = NOT_SCHEDULED
     echo: tuple = ()
-    memory: int = 0
+    memory: tuple = (0, 0)
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
@@ -74,8 +76,9 @@ def assigned_consumer(cfg: GroupConfig, mid: int, iid: int, generation: int, lea
     """A Stable member of ``generation`` owning what it was assigned, the group
     having assigned ``group_assigned`` in all (a scenario's start)."""
     echo = (generation, group_assigned, 0, 0, 0) if cfg.deferred else ()
+    memory = (group_assigned, 0) if leader and "connect-leader-state" in cfg.mutations else (0, 0)
     return Consumer(MemberPhase.STABLE, mid, iid, generation, leader, owned,
-                    generation if owned else NO_GENERATION, False, echo=echo)
+                    generation if owned else NO_GENERATION, False, echo=echo, memory=memory)
 
 
 def subscription(c: Consumer) -> Subscription:
@@ -132,9 +135,14 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
         return _on_membership_error(cfg, c, r.error, out)
     leader = r.leader == r.member_id
     # R16: the leader assigns, unless it rejoined a Stable group as a static member (R26)
-    assignments = assign(cfg, r.members, c.memory) if leader and not r.skip_assignment else ()
-    if assignments and "leader-forgets-delay" in cfg.mutations:
-        c = c._replace(memory=assignments[0][1].echo[1])
+    memory = c.memory if leader else (0, 0)
+    assignments = assign(cfg, r.members, memory) if leader and not r.skip_assignment else ()
+    if "connect-leader-state" in cfg.mutations:
+        # Connect: the leader's state counts only if the last round it led completed (previousGenerationId
+        # == lastCompletedGenerationId); it is stored again when this round's SyncGroup succeeds
+        c = c._replace(memory=(0, 0))
+    elif assignments and "leader-forgets-delay" in cfg.mutations:
+        c = c._replace(memory=(0, assignments[0][1].echo[1]))
     out.append(Send(SyncGroup(r.member_id, r.generation, assignments, c.group_instance_id)))
     return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
 
@@ -163,6 +171,9 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
                    scheduled=r.assignment.scheduled or NOT_SCHEDULED,
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
+    if c.leader and r.assignment.echo and "connect-leader-state" in cfg.mutations:
+        assigned_all, held = r.assignment.echo[:2]  # the round it led completed: its state counts (Connect)
+        c = c._replace(memory=(assigned_all | held, held))
     if revoked:  # R18: after revoking, rejoin at once (Design I)
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)

@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from rebalance.model.assignors import assign, resolve_claims
+from rebalance.model.assignors import assign, contested_claims, resolve_claims
 from rebalance.model.config import GroupConfig
 from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, member_id, partitions_of
 
@@ -54,6 +54,42 @@ def test_cooperative_withholds_moving_partition_seed_design1():
     assert out[769].partitions == 0  # T4 withheld until A has revoked it
 
 
+# AbstractStickyAssignorTest's claims: C1 owns t-0, t-1 and C2 owns t-0, t-2, both at one generation; C3 new
+SAME_GENERATION = ((1, 0, Subscription(0b011, 1)), (257, 0, Subscription(0b101, 1)), (513, 0, EMPTY_SUBSCRIPTION))
+
+
+@pytest.mark.spec("R22", "R23")
+@pytest.mark.parametrize("partitions,first", [(3, 0b010), (4, 0b1010)], ids=["equal", "unequal"])
+def test_cooperative_withholds_a_partition_claimed_twice_in_one_generation(partitions, first):
+    # CooperativeStickyAssignorTest.testAllConsumersHaveOwnedPartitionInvalidatedWhenClaimedByMultipleConsumers
+    # InSameGenerationWith{Equal,Unequal}PartitionsPerConsumer: t-0 is "owned" and goes to nobody until both
+    # claimants have revoked it (partitionsWithMultiplePreviousOwners -> partitionsTransferringOwnership)
+    cfg = GroupConfig(topics=(("t", partitions),))
+    assert contested_claims(cfg, SAME_GENERATION) == 0b1
+    out = dict(assign(cfg, SAME_GENERATION))
+    assert (out[1].partitions, out[257].partitions, out[513].partitions) == (first, 0b100, 0)
+    # the next round: both revoked t-0 (R18), C3 claims nothing; t-0 is nobody's and goes to C3 at once
+    after = ((1, 0, Subscription(first, 2)), (257, 0, Subscription(0b100, 2)), (513, 0, EMPTY_SUBSCRIPTION))
+    assert dict(assign(cfg, after))[513].partitions == 0b1
+
+
+@pytest.mark.spec("R22")
+@pytest.mark.parametrize("partitions,first", [(3, 0b010), (4, 0b1010)], ids=["equal", "unequal"])
+def test_eager_sticky_gives_a_partition_claimed_twice_out_at_once(partitions, first):
+    # StickyAssignorTest.testAllConsumersHaveOwnedPartitionInvalidatedWhenClaimedByMultipleConsumers
+    # InSameGenerationWith{Equal,Unequal}PartitionsPerConsumer: StickyAssignor has no adjustment, t-0 goes to C3
+    cfg = GroupConfig(topics=(("t", partitions),), protocol="eager", assignor="sticky")
+    out = dict(assign(cfg, SAME_GENERATION))
+    assert (out[1].partitions, out[257].partitions, out[513].partitions) == (first, 0b100, 0b1)
+
+
+def test_contested_claims_unowned_mutation_gives_it_out_in_the_same_round():
+    # the model before issue 15: the cooperative assignor gave t-0 to C3 while C1 and C2 still held it
+    cfg = GroupConfig(topics=(("t", 3),), mutations=frozenset({"contested-claims-unowned"}))
+    assert contested_claims(cfg, SAME_GENERATION) == 0
+    assert dict(assign(cfg, SAME_GENERATION))[513].partitions == 0b1
+
+
 def test_assign_before_revoke_mutation_hands_it_over_at_once():
     cfg = GroupConfig(mutations=frozenset({"assign-before-revoke"}))
     members = ((1, 0, Subscription(0b1001, 1)), (257, 0, Subscription(0b0010, 1)), (513, 0, Subscription(0b0100, 1)),
@@ -91,8 +127,10 @@ def test_every_partition_once_and_balanced(claims, partitions, assignor):
     given_to = {p: m for m, a in out for p in partitions_of(a.partitions)}
     for p, owner in owners.items():  # never assigned while another member owns it
         assert given_to.get(p, owner) == owner
-    for p in range(partitions):  # only a partition moving away from its owner is withheld (R23)
-        assert p in given_to or p in owners, f"t-{p} withheld though nobody owns it"
+    contested = contested_claims(cfg, members)
+    for p in range(partitions):  # only a partition moving away from its owner, or contested, is withheld (R23)
+        assert p in given_to or p in owners or contested >> p & 1, f"t-{p} withheld though nobody claims it"
+        assert not (p in given_to and contested >> p & 1), f"contested t-{p} given out"
 
 
 @pytest.mark.spec("R29")
@@ -135,3 +173,33 @@ def test_a_second_revoking_round_in_a_row_is_held_back_with_a_growing_delay():
     assert backoff_round(0b1111, 0, 1, 2) == (0b1111, 0, 3, (1, 2))
     # a round after a revoking one that revokes nothing starts the count again
     assert backoff_round(0b0011, 0b1100, 1, 2) == (0b0011, 0b1100, 0, (0, 0))
+
+
+DEFERRED = GroupConfig(protocol="deferred")
+
+
+def deferred_round(cfg, *claims, echo):
+    """One Design II round of members 1, 257, ... claiming ``(owned, generation)``,
+    each echoing ``echo``: ``(per member's partitions, ScheduledRebalanceTimeout)``."""
+    members = tuple((1 + 256 * i, 0, Subscription(o, g, echo) if o else Subscription(0, -1, echo))
+                    for i, (o, g) in enumerate(claims))
+    out = assign(cfg, members)
+    return tuple(a.partitions for _, a in out), out[0][1].scheduled
+
+
+@pytest.mark.spec("R22", "R33")
+def test_deferred_revokes_duplicates_at_once_and_reassigns_them_next_round():
+    # IncrementalCooperativeAssignorTest.testTaskAssignmentWhenTasksDuplicatedInWorkerAssignment: worker1 runs
+    # everything, worker2 joins running a duplicate of half of it. The duplicates are revoked from both
+    # (duplicatedToRevoke), with no delay; the next round assigns them as new work, no revocations, balanced
+    first = deferred_round(DEFERRED, (0b1111, 1), (0b0011, 1), echo=(1, 0b1111, 0, 0, 0))
+    assert first == ((0b1100, 0), 0)
+    second = deferred_round(DEFERRED, (0b1100, 2), (0, -1), echo=(2, 0b1100, 0, 0, 0))
+    assert second == ((0b1100, 0b0011), 0)
+
+
+def test_contested_claims_unowned_mutation_holds_duplicates_as_lost():
+    # the model before issue 15: the duplicates counted as lost and waited a full scheduled delay
+    cfg = GroupConfig(protocol="deferred", mutations=frozenset({"contested-claims-unowned"}))
+    out, delay = deferred_round(cfg, (0b1111, 1), (0b0011, 1), echo=(1, 0b1111, 0, 0, 0))
+    assert delay == cfg.scheduled_delay_ticks and not any(p & 0b0011 for p in out)

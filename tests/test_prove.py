@@ -52,13 +52,31 @@ def test_every_obligation_proved_on_a_small_bound(tmp_path):
 def test_weakened_assignor_gives_a_concrete_counterexample(tmp_path):
     cx = only_counterexample(tmp_path, "assign-before-revoke",
                              "cooperative-sticky: exactly once, never assigned while claimed elsewhere")
-    # replay the input on the model's own assignor: a partition claimed by one member goes to another
+    # replay the input on the model's own assignor: a partition claimed by one member goes to another, or
+    # a partition claimed by several at one generation goes to someone (the adjustment skipped altogether)
     claims = [[f"t-{p}" in m["claims"] for p in range(cx["partitions"])] for m in cx["input"]]
     gens = [m["generation"] or 0 for m in cx["input"]]
     owners = prove.resolve(PYTHON, claims, gens)
     given = prove.model_assignment("cooperative-sticky", cx["partitions"], claims, gens,
                                    frozenset({"assign-before-revoke"}))
-    assert any(o >= 0 and g >= 0 and g != o for o, g in zip(owners, given))
+    assert any(g >= 0 and (o == prove.CONTESTED or 0 <= o != g) for o, g in zip(owners, given))
+
+
+@pytest.mark.spec("R22", "R23")
+def test_contested_partition_given_out_at_once_fails_prove(tmp_path):
+    # issue 15: the model before it gave a partition claimed twice in one generation to a third member
+    # in the same round; CooperativeStickyAssignor.adjustAssignment withholds it
+    cx = only_counterexample(tmp_path, "contested-claims-unowned",
+                             "cooperative-sticky: exactly once, never assigned while claimed elsewhere")
+    assert [v for v in cx["violates"] if "several members at its newest generation" in v]
+    claims = [[f"t-{p}" in m["claims"] for p in range(cx["partitions"])] for m in cx["input"]]
+    gens = [m["generation"] or 0 for m in cx["input"]]
+    owners = prove.resolve(PYTHON, claims, gens)
+    given = prove.model_assignment("cooperative-sticky", cx["partitions"], claims, gens,
+                                   frozenset({"contested-claims-unowned"}))
+    assert any(o == prove.CONTESTED and g >= 0 for o, g in zip(owners, given))
+    assert all(g == -1 for o, g in zip(owners, prove.model_assignment("cooperative-sticky", cx["partitions"], claims,
+                                                                        gens)) if o == prove.CONTESTED)
 
 
 def test_wrong_spec_action_breaks_the_induction(tmp_path):
@@ -87,10 +105,10 @@ def test_generations_compared_modulo_4_fail_prove(tmp_path):
     cx = only_counterexample(tmp_path, "generation-mod-4", "transcription agrees with model/assignors.py")
     gens = [m["generation"] for m in cx["input"] if m["claims"]]
     assert max(gens) >= 4 and cx["model_owners"] != cx["transcription_owners"]
-    # the model itself: a partition claimed by A at generation 0 and B at 4 goes to nobody, so A may get it back
+    # the model itself: a partition claimed by A at generation 0 and B at 4 ties, so B, its owner, loses it
     claims = [[True], [True]]
     assert prove.model_assignment("cooperative-sticky", 1, claims, [0, 4]) == [1]
-    assert prove.model_assignment("cooperative-sticky", 1, claims, [0, 4], {"generation-mod-4"}) == [0]
+    assert prove.model_assignment("cooperative-sticky", 1, claims, [0, 4], {"generation-mod-4"}) == [-1]
 
 
 def test_the_tie_check_covers_generations_beyond_3():

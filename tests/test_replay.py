@@ -129,3 +129,54 @@ def test_connect_situations_on_the_deferred_protocol():
     r = connect("worker_joins_during_delay")
     assert member(r["rounds"][1], "D")["assigned"] == ["t-4", "t-5"]
     assert connect("leader_leaves")["rounds"][0]["leader"] == "B1"  # a new leader ran the deferral
+
+
+def connect_flavoured(name):
+    return replay.run(replay.load(str(EXAMPLES / f"connect/{name}.toml"), ("connect-leader-state",)))
+
+
+@pytest.mark.spec("R31", "R33")
+@pytest.mark.parametrize("name", ["worker_joins", "worker_leaves", "worker_leaves_no_delay"])
+def test_connect_and_the_seed_agree(name):
+    # the example's source names both; the Connect-flavoured replay ends where the seed's does
+    seed, connect_ = connect(name), connect_flavoured(name)
+    assert "agree" in seed["source"] or "Connect" in seed["source"]
+    assert connect_["final"] == seed["final"] and connect_["rebalances"] == seed["rebalances"]
+
+
+@pytest.mark.spec("R31", "R33")
+def test_where_connect_differs_the_example_says_so_and_the_mutation_replays_connects_test():
+    for name in ("worker_bounces", "worker_joins_during_delay", "leader_leaves", "leader_bounces"):
+        assert "Kafka Connect differs" in connect(name)["source"] and "connect-leader-state" in connect(name)["source"]
+    # IncrementalCooperativeAssignorTest.testTaskAssignmentWhenWorkerBounces: the worker back before the delay
+    # expires gets nothing (assertEmptyAssignment) until it expires, then its work back, no revocations
+    for name, back in (("worker_bounces", "C"), ("worker_joins_during_delay", "D")):
+        r = connect_flavoured(name)
+        held, waiting, served = r["rounds"]
+        assert held["deferred"] and waiting["deferred"] and member(waiting, back)["assigned"] == []
+        assert "deferred" not in served and member(served, back)["assigned"] == ["t-4", "t-5"]
+        assert not any(m["revoked"] for m in served["members"].values())
+    # testTaskAssignmentWhenLeaderLeavesPermanently: the new leader starts from a clean slate, assertDelay(0),
+    # balanced at once; the seed's (with R31) holds the leader's partitions back for the delay
+    r = connect_flavoured("leader_leaves")
+    (only,) = r["rounds"]
+    assert "scheduled" not in only and only["leader"] == "B1"
+    assert sorted(len(p) for p in r["final"]["ownership"].values()) == [3, 3]
+    assert connect("leader_leaves")["rounds"][0]["deferred"] == ["t-0", "t-1"]
+    # testTaskAssignmentWhenLeaderBounces: reassigned at once; the old leader returns as a new worker, a
+    # revoking round, then the follow-up round with no revocations, balanced (the seed: it gets its own back)
+    r = connect_flavoured("leader_bounces")
+    first, revoking, follow_up = r["rounds"]
+    assert not any("scheduled" in x for x in r["rounds"])
+    assert member(revoking, "A")["assigned"] == [] and sum(len(m["revoked"]) for m in revoking["members"].values()) == 2
+    assert not any(m["revoked"] for m in follow_up["members"].values())
+    assert sorted(len(p) for p in r["final"]["ownership"].values()) == [2, 2, 2]
+    assert r["final"]["ownership"] != connect("leader_bounces")["final"]["ownership"]
+
+
+def test_replay_prints_the_mutation_and_its_source(tmp_path):
+    code, out, _ = run_cli("replay", str(EXAMPLES / "connect/leader_leaves.toml"), "--mutation", "connect-leader-state",
+                           cwd=tmp_path)
+    assert code == 0 and "mutation connect-leader-state:" in out and "IncrementalCooperativeAssignor" in out
+    code, _, err = run_cli("replay", str(EXAMPLES / "connect/leader_leaves.toml"), "--mutation", "nope", cwd=tmp_path)
+    assert code == 2 and "nope" in err

@@ -42,6 +42,19 @@ def test_eager_stops_the_world_cooperative_moves_only_what_moves():
     assert runs["cooperative"].moved == 3  # 12 partitions over 4 members: 3 move to the new one
 
 
+@pytest.mark.spec("R33", "R38")
+def test_without_a_scheduled_delay_lost_partitions_return_right_after_the_session_timeout():
+    # Connect's scheduled.rebalance.max.delay.ms = 0 (testScheduledDelayIsDisabled): a dead member's 3
+    # partitions are reassigned in the round its session timeout (45 s) starts, not 60 s later
+    runs = {}
+    for delay_ms in (0, 60 * S):
+        timing = Timing(scheduled_delay_ms=delay_ms)
+        cfg = GroupConfig(topics=(("t", 12),), protocol="deferred", **timing.group_ticks())
+        runs[delay_ms] = simulate(cfg, 4, False, [(0, "crash", 1)], timing)
+    assert 3 * 450 <= runs[0].unavailable_ticks < 3 * 500 and not runs[0].censored
+    assert runs[60 * S].unavailable_ticks >= 3 * (450 + 600)
+
+
 def test_a_run_is_a_function_of_its_spec():
     spec = (5, "rolling_bounce", "deferred", False, 4, 12, 3)
     assert run_one(spec) == run_one(spec)
@@ -148,6 +161,7 @@ def test_censored_runs_are_counted_not_averaged(tmp_path):
     (("--horizon-ms", "0"), "--horizon-ms must be at least 1"),
     (("--situations", "meteor_strike"), "unknown situation 'meteor_strike'"),
     (("--protocols", "streams"), "unknown protocol 'streams'"),
+    (("--scheduled-rebalance-max-delay-ms", "-1"), "--scheduled-rebalance-max-delay-ms must be at least 0"),
 ])
 def test_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
     code, _, err = run_cli("simulate", "--out", tmp_path / "r", *args, cwd=tmp_path)

@@ -9,8 +9,9 @@ from rebalance.checker.settings import resolve
 from rebalance.checker.system import System
 from rebalance.model import member
 from rebalance.model.config import ConfigError, GroupConfig
+from rebalance.model.assignors import assign
 from rebalance.model.member import NEW_CONSUMER, MemberPhase
-from rebalance.model.protocol import NOT_SCHEDULED, Phase, ScheduledRebalanceDue, Tick
+from rebalance.model.protocol import NOT_SCHEDULED, Phase, ScheduledRebalanceDue, Subscription, Tick
 
 DEFERRED = GroupConfig(protocol="deferred", scheduled_delay_ticks=2)
 
@@ -111,3 +112,48 @@ def test_a_fair_cycle_without_a_required_tick_is_no_lasso():
         lasso = find_lasso(3, g, bytearray([0, 0, 1]), lambda key: key[0] != "crash",
                            required=lambda key: key[0] == "tick")
         assert (lasso is not None) == found
+
+
+@pytest.mark.spec("R33", "R38")
+def test_a_zero_scheduled_delay_maps_to_zero_ticks_and_no_backoff():
+    s = resolve({"time": {"scheduled_rebalance_max_delay_ms": 0}}, protocol="deferred")
+    assert s.group.scheduled_delay_ticks == 0 and s.group.revoking_backoff_ticks == (0,)
+    with pytest.raises(ConfigError, match="scheduled_rebalance_max_delay_ms must be at least 0"):
+        resolve({"time": {"scheduled_rebalance_max_delay_ms": -1}})
+
+
+NO_DELAY = GroupConfig(protocol="deferred", topics=(("t", 6),), scheduled_delay_ticks=0, revoking_backoff_ticks=(0,))
+
+
+@pytest.mark.spec("R33")
+def test_without_a_delay_a_lost_partition_is_reassigned_in_the_next_round():
+    # IncrementalCooperativeAssignorTest.testLostAssignmentHandlingWhenScheduledDelayIsDisabled (and
+    # testScheduledDelayIsDisabled): worker1 of three leaves; its work is reassigned at once, no delay
+    echo = (1, 0b111111, 0, 0, 0)
+    members = ((1, 0, Subscription(0b000011, 1, echo)), (257, 0, Subscription(0b001100, 1, echo)))
+    out = dict(assign(NO_DELAY, members))
+    assert out[1].scheduled == 0 and out[1].echo[1] == 0  # nothing deferred, no ScheduledRebalanceTimeout
+    assert out[1].partitions | out[257].partitions == 0b111111  # t-4, t-5 given out in this very round
+    # with the default delay the same round holds them back
+    assert dict(assign(GroupConfig(protocol="deferred", topics=(("t", 6),)), members))[1].echo[1] == 0b110000
+
+
+@pytest.mark.spec("R40")
+def test_without_a_delay_successive_revoking_rounds_revoke_at_once():
+    # IncrementalCooperativeAssignorTest.testImmediateRevocationsWhenMaxDelayIs0: right after a revoking round,
+    # a round that must revoke for balance revokes at once (ExponentialBackoff(0, ...) gives 0)
+    echo = (1, 0b111111, 0, 1, 0)  # the last round revoked
+    members = ((1, 0, Subscription(0b111111, 1, echo)), (257, 0, Subscription(0, -1, echo)))
+    out = dict(assign(NO_DELAY, members))
+    assert out[1].partitions == 0b000111 and out[1].scheduled == 0 and out[1].echo[2:] == (1, 1)
+    backing_off = GroupConfig(protocol="deferred", topics=(("t", 6),))
+    assert dict(assign(backing_off, members))[1].partitions == 0b111111  # the default backs off instead
+
+
+@pytest.mark.spec("R33", "R38")
+def test_check_with_no_scheduled_delay_holds_and_defers_nothing(check_json, tmp_path):
+    (tmp_path / "nodelay.toml").write_text("[time]\nscheduled_rebalance_max_delay_ms = 0\n")
+    code, s = check_json(str(tmp_path / "nodelay.toml"), "--protocol", "deferred", "--members", "2",
+                         "--partitions", "2", "--faults", "join,leave,crash,restart")
+    covers = {c["name"]: c["reached"] for c in s["covers"]}
+    assert code == 0 and covers["session_timeout"] and not covers["deferral_started"]

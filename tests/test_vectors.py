@@ -94,3 +94,11 @@ def test_out_pointing_at_a_file_exits_2(tmp_path):
     code, stdout, stderr = run_cli("vectors", "--out", target, "--json")
     assert code == 2
     assert "is a file" in json.loads(stdout)["error"] and "Traceback" not in stderr
+
+
+@pytest.mark.spec("R33", "R38")
+def test_a_zero_scheduled_delay_is_a_vector_too(written):
+    # scheduled.rebalance.max.delay.ms = 0 (examples/connect/worker_leaves_no_delay.toml) end to end
+    (case,) = [c for c in written[-1] if c["id"] == "coordinator/seed-connect-worker-leaves-no-delay"]
+    assert case["config"]["scheduled_delay_ticks"] == 0 and case["config"]["revoking_backoff_ticks"] == [0]
+    assert config_of(case["config"]).scheduled_delay_ticks == 0 and not run_case(case)
