@@ -289,6 +289,56 @@ def vectors(out_dir, as_json):
                   highlight=False, markup=False)
 
 
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--side", type=click.Choice(["clients"]), required=True,
+              help="clients: observed logs the applications wrote (spec/OBSERVED.md).")
+@click.option("--skew-ms", type=click.IntRange(0), default=0, show_default=True,
+              help="The most the writers' clocks may differ (clients side).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def conform(paths, side, skew_ms, as_json):
+    """Hold what was recorded against the model and name where they part.
+
+    \b
+    --side clients   one or more observed logs (spec/OBSERVED.md): ownership intervals
+                     rebuilt from the rebalance callbacks; a commit acknowledged ok
+                     outside its member's ownership, or to two members owning the
+                     partition at once, is divergent (exclusive_ownership); overlapping
+                     ownership alone (a zombie) is reported as exclusive_processing.
+
+    Exit 0 conforms, 1 divergent, 2 malformed input (FILE:LINE named), 3 incomplete.
+    """
+    from rebalance.checker.conform import clients
+    from rebalance.checker.conform.verdict import EXIT_CODE
+
+    try:
+        v = clients.check(list(paths), {"skew_ms": skew_ms})
+    except (clients.ObservedError, OSError) as e:
+        problem = str(e) if isinstance(e, clients.ObservedError) else f"{e.filename}: {e.strerror}"
+        if as_json:
+            click.echo(json.dumps({"error": problem}))
+        raise ConfigError(problem) from None
+    d = v.divergence
+    if as_json:
+        click.echo(json.dumps({"verdict": v.status, "side": side, "records_checked": v.records_checked,
+                               "rules": sorted(v.rules), "uninterpreted": list(v.uninterpreted),
+                               "divergence": d and {"line": d.line, "record": d.record, "side": d.side,
+                                                    "rule": d.rule, "expected": list(d.expected),
+                                                    "reason": d.reason},
+                               "figures": v.figures}, indent=2))
+    else:
+        f = v.figures
+        out.print(f"{v.status}: {v.records_checked} records, {f['members']} members, {f['intervals']} ownership "
+                  f"intervals, commits {f['commits']}", highlight=False, markup=False)
+        for o in f["exclusive_processing"]:
+            zombie = f" (paused: {', '.join(o['paused'])})" if o["paused"] else ""
+            out.print(f"exclusive_processing: {o['partition']} owned by {' and '.join(o['members'])} from "
+                      f"{o['from_ms']} to {o['to_ms'] or 'the end'}{zombie}", highlight=False, markup=False)
+        if d is not None:
+            out.print(f"{d.rule}: {d.reason}", highlight=False, markup=False)
+    sys.exit(EXIT_CODE[v.status])
+
+
 def _topic(ctx, param, values):
     topics = []
     for value in values:
