@@ -417,7 +417,11 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
 @click.option("--heartbeat-interval-ms", "heartbeat_ms", default=1_000, show_default=True, type=click.IntRange(1))
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="Append every model step as a JSON line to this file (format: spec/TRACE.md).")
-def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path):
+@click.option("--observe", "observe_path", type=click.Path(dir_okay=False),
+              help="Append the rebalance callbacks and commits this member sees to this observed log "
+                   "(spec/OBSERVED.md; several members may share one file), for conform --side clients.")
+def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path,
+           observe_path):
     """Join a consumer group as a member running the model's member handler.
 
     Speaks Kafka's wire protocol and consumer-protocol bytes, so it can share a
@@ -433,6 +437,7 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
     import signal
 
     from rebalance.impl.member import MemberRuntime
+    from rebalance.impl.observed import ObservedLog
     from rebalance.impl.trace import Trace
 
     def show(kind, partitions):
@@ -442,7 +447,8 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
 
     runtime = MemberRuntime(bootstrap, group, topics, protocol, instance_id=instance_id, client_id=client_id,
                             session_ms=session_ms, heartbeat_ms=heartbeat_ms, listener=show,
-                            trace=Trace(trace_path))
+                            trace=Trace(trace_path),
+                            observe=ObservedLog(observe_path, client_id) if observe_path else None)
 
     async def run():
         stop = asyncio.Event()
@@ -455,6 +461,8 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
             raise click.ClickException(f"cannot join {group!r} through {bootstrap}: {e}")
         await stop.wait()
         await runtime.close()
+        if runtime.observe is not None:
+            runtime.observe.marker("closed")
 
     asyncio.run(run())
 

@@ -39,7 +39,6 @@ from typing import NamedTuple
 
 from .verdict import CONFORMS, DIVERGENT, Divergence, Verdict
 
-FORMAT, VERSION = "rebalance-observed", 1
 RULES = frozenset({"R9", "R41"})
 INF = float("inf")
 RECORD_KINDS = {"assigned": "callback", "revoked": "callback", "lost": "callback", "consumed": "consumed",
@@ -119,7 +118,7 @@ def read(sources) -> tuple[dict, list]:
                 continue
             kind = RECORD_KINDS.get(data.get("event")) if isinstance(data, Mapping) else None
             if kind is None:
-                if isinstance(data, Mapping) and data.get("format") == FORMAT:
+                if isinstance(data, Mapping) and "format" in data:
                     raise ObservedError(f"{where}: a second header (only the first line is one)")
                 raise ObservedError(f"{where}: not a record: 'event' must be one of {', '.join(RECORD_KINDS)}")
             _valid(kind, data, where)

@@ -1,8 +1,10 @@
 """Real processes for the interop tests: ``rebalance serve`` and consumer agents
-(agent.py), with what they print collected by reader threads.
+(agent.py; agent.js for kafkajs), with what they print collected by reader threads.
 
-Ownership is rebuilt from the agents' callback events on one clock
-(CLOCK_MONOTONIC is shared by the processes of a machine).
+The agents print observed-log records (spec/OBSERVED.md); a Group writes them,
+with its own ``killed``, ``paused`` and ``resumed`` markers, to one observed log
+(``observed.jsonl`` beside the coordinator's trace) for ``rebalance conform --side
+clients``, and rebuilds ownership from them (wall-clock ms of one machine).
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from rebalance.impl.observed import header, now_ms
 
 HERE = Path(__file__).parent
 REBALANCE = Path(sys.executable).parent / "rebalance"
@@ -39,17 +43,19 @@ def wait_for(predicate, timeout: float, what: str):
 class Server:
     """``rebalance serve`` in its own process, on a fixed port."""
 
-    def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300):
+    def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300,
+                 mutations: tuple = ()):
         self.tmp, self.topic, self.port = tmp, topic, port or free_port()
         self.store, self.trace = tmp / "coordinator.db", tmp / "trace.jsonl"
-        self.initial_delay_ms = initial_delay_ms
+        self.initial_delay_ms, self.mutations = initial_delay_ms, mutations
         self.log: list = []
         self.start()
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [str(REBALANCE), "serve", "--port", str(self.port), "--topic", self.topic, "--store", str(self.store),
-             "--trace", str(self.trace), "--initial-rebalance-delay-ms", str(self.initial_delay_ms)],
+             "--trace", str(self.trace), "--initial-rebalance-delay-ms", str(self.initial_delay_ms),
+             *[arg for m in self.mutations for arg in ("--mutation", m)]],
             stderr=subprocess.PIPE, text=True)
         threading.Thread(target=lambda: [self.log.append(line) for line in self.proc.stderr], daemon=True).start()
         wait_for(lambda: any("listening on" in line for line in self.log), 30, "the coordinator to listen")
@@ -77,17 +83,38 @@ class Server:
         return out
 
 
+def conform(side: str, *paths) -> tuple:
+    """``rebalance conform --side SIDE PATHS... --json``: (exit code, its JSON object)."""
+    r = subprocess.run([str(REBALANCE), "conform", "--side", side, *map(str, paths), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, json.loads(r.stdout)
+
+
+def partitions(record: dict) -> set:
+    return {tp["partition"] for tp in record.get("partitions", ())}
+
+
 class Group:
-    """Consumer agents of one group and their callback events."""
+    """Consumer agents of one group, their observed records and the observed log."""
 
     def __init__(self, server: Server, group: str, topic: str, partitions: int):
         self.server, self.group, self.topic, self.partitions = server, group, topic, partitions
         self.events: list = []
         self.members: dict = {}
         self.lock = threading.Lock()
+        self.observed = server.tmp / "observed.jsonl"
+        self.observed.write_text(json.dumps(header([(topic, partitions)], group)) + "\n")
+
+    def record(self, record: dict) -> None:
+        with self.lock:
+            self.events.append(record)
+            with self.observed.open("a") as f:
+                f.write(json.dumps(record) + "\n")
 
     def start(self, client: str, name: str, instance_id: str | None = None, session_ms: int = 6000):
-        cmd = [sys.executable, str(HERE / "agent.py"), client, name, "--bootstrap", f"127.0.0.1:{self.server.port}",
+        agent = ["node", str(HERE / "agent.js")] if client == "kafkajs" else \
+            [sys.executable, str(HERE / "agent.py"), client]
+        cmd = [*agent, name, "--bootstrap", f"127.0.0.1:{self.server.port}",
                "--group", self.group, "--topic", self.topic, "--session-ms", str(session_ms)]
         if instance_id:
             cmd += ["--instance-id", instance_id]
@@ -98,8 +125,7 @@ class Group:
         def read():
             for line in proc.stdout:
                 if line.startswith("{"):
-                    with self.lock:
-                        self.events.append(json.loads(line))
+                    self.record(json.loads(line))
         threading.Thread(target=read, daemon=True).start()
         return proc
 
@@ -111,23 +137,33 @@ class Group:
     def close(self, name: str) -> None:
         self.tell(name, "close")
         self.members.pop(name).wait(30)
+        time.sleep(0.1)  # the reader thread takes the last line
         assert self.last(name)["event"] == "closed"
 
     def kill9(self, name: str) -> None:
         proc = self.members.pop(name)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        with self.lock:
-            self.events.append({"t": time.monotonic(), "member": name, "event": "killed", "partitions": []})
+        self.record({"t_ms": now_ms(), "member": name, "event": "killed"})
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP: a zombie (a long GC pause); its heartbeats stop, its state stays."""
+        self.members[name].send_signal(signal.SIGSTOP)
+        self.record({"t_ms": now_ms(), "member": name, "event": "paused"})
+
+    def resume(self, name: str) -> None:
+        self.record({"t_ms": now_ms(), "member": name, "event": "resumed"})
+        self.members[name].send_signal(signal.SIGCONT)
 
     def stop_all(self) -> None:
         for proc in self.members.values():
+            proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait()
 
     def snapshot(self) -> list:
         with self.lock:
-            return sorted(self.events, key=lambda e: e["t"])
+            return sorted(self.events, key=lambda e: e["t_ms"])
 
     def last(self, name: str) -> dict:
         return [e for e in self.snapshot() if e["member"] == name][-1]
@@ -138,9 +174,9 @@ class Group:
         for e in self.snapshot():
             mine = owned.setdefault(e["member"], set())
             if e["event"] == "assigned":
-                mine |= set(e["partitions"])
+                mine |= partitions(e)
             elif e["event"] in ("revoked", "lost"):
-                mine -= set(e["partitions"])
+                mine -= partitions(e)
             elif e["event"] in ("killed", "closed"):
                 mine.clear()
         return owned
@@ -150,7 +186,7 @@ class Group:
         holder: dict = {}
         found = []
         for e in self.snapshot():
-            for p in e["partitions"]:
+            for p in partitions(e):
                 if e["event"] == "assigned":
                     if holder.get(p, e["member"]) != e["member"]:
                         found.append(f"t-{p} assigned to {e['member']} while {holder[p]} held it")
@@ -166,7 +202,7 @@ class Group:
         """The running members own every partition once, loads within one, and no
         callback for ``quiet`` seconds."""
         events = self.snapshot()
-        if not events or time.monotonic() - events[-1]["t"] < quiet:
+        if not events or now_ms() - events[-1]["t_ms"] < quiet * 1000:
             return False
         owned = self.owned()
         loads = [owned.get(m, set()) for m in self.members]
