@@ -11,7 +11,9 @@ which the harness writes), one JSON line each: every rebalance callback, taken o
 entry to an assignment and on exit from a revocation or loss, so that intervals
 of ownership are never shorter than the real ones; every commit with its outcome;
 ``closed`` once closed. Reads commands on stdin: ``close`` (close the consumer
-gracefully) and ``commit PARTITION OFFSET`` (commit that offset synchronously).
+gracefully) and ``commit PARTITION OFFSET`` (commit that offset synchronously, if
+the callbacks so far say the partition is owned, as a correct application
+commits only what it owns: a zombie that has not yet learned of its loss does).
 """
 from __future__ import annotations
 
@@ -25,9 +27,17 @@ from rebalance.impl.observed import ObservedLog, now_ms
 
 commands: queue.Queue = queue.Queue()
 log: ObservedLog
+owned: set = set()  # partition numbers, from the callbacks
+
+
+def track(kind, partitions):
+    """Keep ``owned`` from a callback's [(topic, partition)]."""
+    mine = {p for _, p in partitions}
+    owned.update(mine) if kind == "assigned" else owned.difference_update(mine)
 
 
 def callback(kind, partitions):
+    track(kind, [(p.topic, p.partition) for p in partitions])
     log.callback(kind, [(p.topic, p.partition) for p in partitions])
 
 
@@ -140,7 +150,7 @@ def rebalance(a):
 
     async def run():
         m = MemberRuntime(a.bootstrap, a.group, [a.topic], instance_id=a.instance_id, client_id=a.name,
-                          session_ms=a.session_ms, heartbeat_ms=300, observe=log)
+                          session_ms=a.session_ms, heartbeat_ms=300, listener=track, observe=log)
         await m.start()
         pending = []
         while serve(lambda p, offset: pending.append(asyncio.ensure_future(m.commit({(a.topic, p): offset})))):
@@ -157,7 +167,8 @@ def serve(commit) -> bool:
     except queue.Empty:
         return True
     if line[:1] == ["commit"]:
-        commit(int(line[1]), int(line[2]))
+        if int(line[1]) in owned:
+            commit(int(line[1]), int(line[2]))
         return True
     return False
 

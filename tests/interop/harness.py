@@ -69,6 +69,11 @@ class Server:
             self.proc.terminate()
             self.proc.wait(10)
 
+    def rebalances_since(self, mark: int) -> int:
+        """Rebalances begun (PreparingRebalance logged) after log line ``mark``
+        (``len(server.log)`` taken before)."""
+        return sum("PreparingRebalance" in line for line in self.log[mark:])
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -151,9 +156,12 @@ class Group:
         self.members[name].send_signal(signal.SIGSTOP)
         self.record({"t_ms": now_ms(), "member": name, "event": "paused"})
 
-    def resume(self, name: str) -> None:
-        self.record({"t_ms": now_ms(), "member": name, "event": "resumed"})
+    def resume(self, name: str) -> float:
+        """SIGCONT; returns the resume's t_ms."""
+        t = now_ms()
+        self.record({"t_ms": t, "member": name, "event": "resumed"})
         self.members[name].send_signal(signal.SIGCONT)
+        return t
 
     def stop_all(self) -> None:
         for proc in self.members.values():
@@ -201,11 +209,15 @@ class Group:
     def balanced(self, quiet: float = 1.5) -> bool:
         """The running members own every partition once, loads within one, and no
         callback for ``quiet`` seconds."""
+        return self.balanced_among(list(self.members), quiet)
+
+    def balanced_among(self, names: list, quiet: float = 1.5) -> bool:
+        """As ``balanced``, for the members ``names`` (others, paused, may own some too)."""
         events = self.snapshot()
         if not events or now_ms() - events[-1]["t_ms"] < quiet * 1000:
             return False
         owned = self.owned()
-        loads = [owned.get(m, set()) for m in self.members]
+        loads = [owned.get(m, set()) for m in names]
         union = set().union(*loads) if loads else set()
         return (sum(map(len, loads)) == len(union) == self.partitions
                 and max(map(len, loads)) - min(map(len, loads)) <= 1)
