@@ -11,7 +11,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test,spark,interop]'
 	touch $(STAMP)
 
-setup: $(STAMP) dot
+setup: $(STAMP) dot tests/interop/node_modules/.package-lock.json
+
+# kafkajs for the interop tests (tests/interop/agent.js), pinned by package-lock.json
+tests/interop/node_modules/.package-lock.json: tests/interop/package-lock.json
+	cd tests/interop && npm ci --no-audit --no-fund --silent
 
 # graphviz's `dot` renders counterexamples as SVG (Debian package graphviz)
 dot:
@@ -28,7 +32,7 @@ test: setup
 test-slow: setup
 	$(PY) -m pytest -q -m slow
 
-# real Kafka clients (librdkafka via confluent-kafka, kafka-python) against `rebalance serve`
+# real Kafka clients (librdkafka via confluent-kafka, kafka-python, aiokafka, kafkajs) against `rebalance serve`
 test-interop: setup
 	$(PY) -m pytest -q -m interop
 

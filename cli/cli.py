@@ -293,6 +293,56 @@ def vectors(out_dir, as_json):
                   highlight=False, markup=False)
 
 
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--side", type=click.Choice(["clients"]), required=True,
+              help="clients: observed logs the applications wrote (spec/OBSERVED.md).")
+@click.option("--skew-ms", type=click.IntRange(0), default=0, show_default=True,
+              help="The most the writers' clocks may differ (clients side).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+def conform(paths, side, skew_ms, as_json):
+    """Hold what was recorded against the model and name where they part.
+
+    \b
+    --side clients   one or more observed logs (spec/OBSERVED.md): ownership intervals
+                     rebuilt from the rebalance callbacks; a commit acknowledged ok
+                     outside its member's ownership, or to two members owning the
+                     partition at once, is divergent (exclusive_ownership); overlapping
+                     ownership alone (a zombie) is reported as exclusive_processing.
+
+    Exit 0 conforms, 1 divergent, 2 malformed input (FILE:LINE named), 3 incomplete.
+    """
+    from rebalance.checker.conform import clients
+    from rebalance.checker.conform.verdict import EXIT_CODE
+
+    try:
+        v = clients.check(list(paths), {"skew_ms": skew_ms})
+    except (clients.ObservedError, OSError) as e:
+        problem = str(e) if isinstance(e, clients.ObservedError) else f"{e.filename}: {e.strerror}"
+        if as_json:
+            click.echo(json.dumps({"error": problem}))
+        raise ConfigError(problem) from None
+    d = v.divergence
+    if as_json:
+        click.echo(json.dumps({"verdict": v.status, "side": side, "records_checked": v.records_checked,
+                               "rules": sorted(v.rules), "uninterpreted": list(v.uninterpreted),
+                               "divergence": d and {"line": d.line, "record": d.record, "side": d.side,
+                                                    "rule": d.rule, "expected": list(d.expected),
+                                                    "reason": d.reason},
+                               "figures": v.figures}, indent=2))
+    else:
+        f = v.figures
+        out.print(f"{v.status}: {v.records_checked} records, {f['members']} members, {f['intervals']} ownership "
+                  f"intervals, commits {f['commits']}", highlight=False, markup=False)
+        for o in f["exclusive_processing"]:
+            zombie = f" (paused: {', '.join(o['paused'])})" if o["paused"] else ""
+            out.print(f"exclusive_processing: {o['partition']} owned by {' and '.join(o['members'])} from "
+                      f"{o['from_ms']} to {o['to_ms'] or 'the end'}{zombie}", highlight=False, markup=False)
+        if d is not None:
+            out.print(f"{d.rule}: {d.reason}", highlight=False, markup=False)
+    sys.exit(EXIT_CODE[v.status])
+
+
 def _topic(ctx, param, values):
     topics = []
     for value in values:
@@ -389,7 +439,11 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="Record this member's connection to the coordinator, its group requests and the responses "
                    "to this file (replaced; JSON lines, format v2: spec/TRACE.md).")
-def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path):
+@click.option("--observe", "observe_path", type=click.Path(dir_okay=False),
+              help="Append the rebalance callbacks and commits this member sees to this observed log "
+                   "(spec/OBSERVED.md; several members may share one file), for conform --side clients.")
+def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path,
+           observe_path):
     """Join a consumer group as a member running the model's member handler.
 
     Speaks Kafka's wire protocol and consumer-protocol bytes, so it can share a
@@ -405,6 +459,7 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
     import signal
 
     from rebalance.impl.member import MemberRuntime
+    from rebalance.impl.observed import ObservedLog
     from rebalance.impl.trace import Recorder
 
     def show(kind, partitions):
@@ -414,7 +469,8 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
 
     runtime = MemberRuntime(bootstrap, group, topics, protocol, instance_id=instance_id, client_id=client_id,
                             session_ms=session_ms, heartbeat_ms=heartbeat_ms, listener=show,
-                            trace=Recorder(trace_path, "member"))
+                            trace=Recorder(trace_path, "member"),
+                            observe=ObservedLog(observe_path, client_id) if observe_path else None)
 
     async def run():
         stop = asyncio.Event()
@@ -427,6 +483,8 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
             raise click.ClickException(f"cannot join {group!r} through {bootstrap}: {e}")
         await stop.wait()
         await runtime.close()
+        if runtime.observe is not None:
+            runtime.observe.marker("closed")
 
     asyncio.run(run())
 

@@ -4,8 +4,10 @@ It runs the model's member handler, ``model.member.handle``, and its assignors:
 the runtime feeds it ``Start``, ``HeartbeatDue`` every heartbeat interval,
 ``Leave`` on close and the coordinator's responses, and carries out its outputs
 (``Send``: a request on the wire; ``Callback``: the listener's
-on_partitions_revoked / assigned / lost). It speaks JoinGroup v9, SyncGroup v5,
-Heartbeat v4 and LeaveGroup v5 to the coordinator found with FindCoordinator,
+on_partitions_revoked / assigned / lost), and ``CommitDue`` when the application
+commits (``commit``), sending the model's OffsetCommit (R41) as OffsetCommit v8
+with the application's positions. It speaks JoinGroup v9, SyncGroup v5,
+Heartbeat v4, LeaveGroup v5 and OffsetCommit v8 to the coordinator found with FindCoordinator,
 under the protocol name of the model's assignor (``cooperative-sticky`` for the
 cooperative protocol) with Kafka's consumer-protocol bytes, so it can share a
 group with librdkafka and Java consumers. The model sends one request at a
@@ -23,12 +25,14 @@ from rebalance.model.config import DEFAULT_ASSIGNOR, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, handle
 from rebalance.model.protocol import (
     NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, HeartbeatDue, HeartbeatResponse, JoinGroup,
-    JoinGroupResponse, Leave, LeaveGroup, LeaveGroupResponse, Send, Start, SyncGroup, SyncGroupResponse,
+    CommitDue, JoinGroupResponse, Leave, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, Send,
+    Start, SyncGroup, SyncGroupResponse,
 )
 
 from .consumer_protocol import (
     decode_assignment, decode_subscription, encode_assignment, encode_subscription, topic_partitions,
 )
+from .observed import ObservedLog, now_ms
 from .trace import Recorder, settings
 from .wire import Api, FrameError, read_frame, read_response, request_frame
 
@@ -84,18 +88,23 @@ class MemberRuntime:
     in ms; ``listener(kind, partitions)`` is called for every model Callback with
     kind "revoked" / "assigned" / "lost" and [(topic, partition), ...]; ``trace``: a
     Recorder ("member") for the connection to the coordinator, begun once the
-    topics are known (spec/TRACE.md)."""
+    topics are known (spec/TRACE.md); ``observe``: an ObservedLog (spec/OBSERVED.md)
+    given every callback (an assignment at its entry, a revocation or loss at its
+    exit) and every commit."""
 
     def __init__(self, bootstrap: str, group: str, topics, protocol: str = "cooperative", assignor: str | None = None,
                  instance_id: str | None = None, client_id: str = "rebalance-member", session_ms: int = 10_000,
-                 rebalance_ms: int = 30_000, heartbeat_ms: int = 1_000, listener=None, trace: Recorder | None = None):
+                 rebalance_ms: int = 30_000, heartbeat_ms: int = 1_000, listener=None, trace: Recorder | None = None,
+                 observe: ObservedLog | None = None):
         host, _, port = bootstrap.rpartition(":")
         self.bootstrap = (host, int(port))
         self.group, self.topic_names, self.protocol = group, tuple(topics), protocol
         self.assignor = assignor or DEFAULT_ASSIGNOR[protocol]
         self.instance_id, self.client_id = instance_id, client_id
         self.session_ms, self.rebalance_ms, self.heartbeat_ms = session_ms, rebalance_ms, heartbeat_ms
-        self.listener, self.trace = listener, trace
+        self.listener, self.trace, self.observe = listener, trace, observe
+        self.positions: dict = {}  # (topic, partition) -> the application's next offset
+        self.committed: str | None = None  # the outcome of the last commit sent
         self.cfg = None
         self.state = NEW_CONSUMER
         self.names = {NO_MEMBER_ID: ""}  # the model's member ids -> member.id strings
@@ -129,9 +138,21 @@ class MemberRuntime:
                                assignor=self.assignor)
         if self.trace is not None:
             self.trace.begin(settings(self.cfg.topics))
+        if self.observe is not None:
+            self.observe.begin(self.cfg.topics, self.group)
         self.wire = await Wire.open(found.host, found.port, self.client_id, self.trace)
         await self._step(Start(self._instance(self.instance_id)))
         self._beat = asyncio.create_task(self._heartbeats())
+
+    async def commit(self, positions: dict | None = None) -> str | None:
+        """Commit: ``positions`` {(topic, partition): offset} update the application's
+        positions, then the model decides (R41: only a Stable member owning
+        partitions commits, all it owns; a partition never positioned commits 0).
+        Returns "ok", the error's name, or None when the model sent nothing."""
+        self.positions.update(positions or {})
+        self.committed = None
+        await self._step(CommitDue())
+        return self.committed
 
     async def close(self) -> None:
         """Leave gracefully: revoke (listener) and LeaveGroup, unless static (KIP-345)."""
@@ -155,8 +176,16 @@ class MemberRuntime:
                 for out in outputs:
                     if type(out) is Send:
                         event = await self._send(out.request)  # at most one Send per step
-                    elif self.listener is not None:
-                        self.listener(out.kind, self._partitions(out.partitions))
+                    else:
+                        self._callback(out.kind, self._partitions(out.partitions))
+
+    def _callback(self, kind: str, partitions: list) -> None:
+        if self.observe is not None and kind == "assigned":
+            self.observe.callback(kind, partitions)
+        if self.listener is not None:
+            self.listener(kind, partitions)
+        if self.observe is not None and kind != "assigned":
+            self.observe.callback(kind, partitions)
 
     def _partitions(self, mask: int) -> list:
         return [(tp["topic"], p) for tp in topic_partitions(self.cfg, mask) for p in tp["partitions"]]
@@ -199,7 +228,26 @@ class MemberRuntime:
             r = await w.call(Api.LEAVE_GROUP, 5, group_id=self.group, members=[
                 {"member_id": self.names[m], "group_instance_id": None, "reason": None} for m, _ in req.members])
             return LeaveGroupResponse(_error(r.error_code))
+        if kind is OffsetCommit:
+            return await self._commit(req)
         raise TypeError(f"the member runtime cannot send {req!r}")
+
+    async def _commit(self, req: OffsetCommit) -> OffsetCommitResponse:
+        offsets = [(t, p, self.positions.get((t, p), 0)) for t, p in self._partitions(req.partitions)]
+        topics: dict = {}
+        for t, p, o in offsets:
+            topics.setdefault(t, []).append({"partition_index": p, "committed_offset": o,
+                                             "committed_leader_epoch": -1, "committed_metadata": ""})
+        sent = now_ms()
+        r = await self.wire.call(Api.OFFSET_COMMIT, 8, group_id=self.group, generation_id_or_member_epoch=req.generation,
+                                 member_id=self.names[req.member_id], group_instance_id=self.instance_id,
+                                 topics=[{"name": t, "partitions": ps} for t, ps in topics.items()])
+        error = _error(next((p.error_code for t in r.topics for p in t.partitions if p.error_code), 0))
+        self.committed = "ok" if error == Error.NONE else error.name
+        if self.observe is not None:
+            self.observe.commit(offsets, "ok" if error == Error.NONE else "error", sent,
+                                None if error == Error.NONE else error.name)
+        return OffsetCommitResponse(error)
 
 
 def _error(code) -> Error:

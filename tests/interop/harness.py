@@ -1,8 +1,10 @@
 """Real processes for the interop tests: ``rebalance serve`` and consumer agents
-(agent.py), with what they print collected by reader threads.
+(agent.py; agent.js for kafkajs), with what they print collected by reader threads.
 
-Ownership is rebuilt from the agents' callback events on one clock
-(CLOCK_MONOTONIC is shared by the processes of a machine).
+The agents print observed-log records (spec/OBSERVED.md); a Group writes them,
+with its own ``killed``, ``paused`` and ``resumed`` markers, to one observed log
+(``observed.jsonl`` beside the coordinator's trace) for ``rebalance conform --side
+clients``, and rebuilds ownership from them (wall-clock ms of one machine).
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from rebalance.impl.observed import header, now_ms
 
 HERE = Path(__file__).parent
 REBALANCE = Path(sys.executable).parent / "rebalance"
@@ -65,6 +69,11 @@ class Server:
             self.proc.terminate()
             self.proc.wait(10)
 
+    def rebalances_since(self, mark: int) -> int:
+        """Rebalances begun (PreparingRebalance logged) after log line ``mark``
+        (``len(server.log)`` taken before)."""
+        return sum("PreparingRebalance" in line for line in self.log[mark:])
+
     def alive(self) -> bool:
         return self.proc.poll() is None
 
@@ -75,17 +84,38 @@ class Server:
                 if r["type"] == "response" and r["api"] == "JoinGroup" and r["body"]["error"] == "NONE"]
 
 
+def conform(side: str, *paths) -> tuple:
+    """``rebalance conform --side SIDE PATHS... --json``: (exit code, its JSON object)."""
+    r = subprocess.run([str(REBALANCE), "conform", "--side", side, *map(str, paths), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode, json.loads(r.stdout)
+
+
+def partitions(record: dict) -> set:
+    return {tp["partition"] for tp in record.get("partitions", ())}
+
+
 class Group:
-    """Consumer agents of one group and their callback events."""
+    """Consumer agents of one group, their observed records and the observed log."""
 
     def __init__(self, server: Server, group: str, topic: str, partitions: int):
         self.server, self.group, self.topic, self.partitions = server, group, topic, partitions
         self.events: list = []
         self.members: dict = {}
         self.lock = threading.Lock()
+        self.observed = server.tmp / "observed.jsonl"
+        self.observed.write_text(json.dumps(header([(topic, partitions)], group)) + "\n")
+
+    def record(self, record: dict) -> None:
+        with self.lock:
+            self.events.append(record)
+            with self.observed.open("a") as f:
+                f.write(json.dumps(record) + "\n")
 
     def start(self, client: str, name: str, instance_id: str | None = None, session_ms: int = 6000):
-        cmd = [sys.executable, str(HERE / "agent.py"), client, name, "--bootstrap", f"127.0.0.1:{self.server.port}",
+        agent = ["node", str(HERE / "agent.js")] if client == "kafkajs" else \
+            [sys.executable, str(HERE / "agent.py"), client]
+        cmd = [*agent, name, "--bootstrap", f"127.0.0.1:{self.server.port}",
                "--group", self.group, "--topic", self.topic, "--session-ms", str(session_ms)]
         if instance_id:
             cmd += ["--instance-id", instance_id]
@@ -96,8 +126,7 @@ class Group:
         def read():
             for line in proc.stdout:
                 if line.startswith("{"):
-                    with self.lock:
-                        self.events.append(json.loads(line))
+                    self.record(json.loads(line))
         threading.Thread(target=read, daemon=True).start()
         return proc
 
@@ -109,23 +138,36 @@ class Group:
     def close(self, name: str) -> None:
         self.tell(name, "close")
         self.members.pop(name).wait(30)
+        time.sleep(0.1)  # the reader thread takes the last line
         assert self.last(name)["event"] == "closed"
 
     def kill9(self, name: str) -> None:
         proc = self.members.pop(name)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        with self.lock:
-            self.events.append({"t": time.monotonic(), "member": name, "event": "killed", "partitions": []})
+        self.record({"t_ms": now_ms(), "member": name, "event": "killed"})
+
+    def pause(self, name: str) -> None:
+        """SIGSTOP: a zombie (a long GC pause); its heartbeats stop, its state stays."""
+        self.members[name].send_signal(signal.SIGSTOP)
+        self.record({"t_ms": now_ms(), "member": name, "event": "paused"})
+
+    def resume(self, name: str) -> float:
+        """SIGCONT; returns the resume's t_ms."""
+        t = now_ms()
+        self.record({"t_ms": t, "member": name, "event": "resumed"})
+        self.members[name].send_signal(signal.SIGCONT)
+        return t
 
     def stop_all(self) -> None:
         for proc in self.members.values():
+            proc.send_signal(signal.SIGCONT)
             proc.kill()
             proc.wait()
 
     def snapshot(self) -> list:
         with self.lock:
-            return sorted(self.events, key=lambda e: e["t"])
+            return sorted(self.events, key=lambda e: e["t_ms"])
 
     def last(self, name: str) -> dict:
         return [e for e in self.snapshot() if e["member"] == name][-1]
@@ -136,9 +178,9 @@ class Group:
         for e in self.snapshot():
             mine = owned.setdefault(e["member"], set())
             if e["event"] == "assigned":
-                mine |= set(e["partitions"])
+                mine |= partitions(e)
             elif e["event"] in ("revoked", "lost"):
-                mine -= set(e["partitions"])
+                mine -= partitions(e)
             elif e["event"] in ("killed", "closed"):
                 mine.clear()
         return owned
@@ -148,7 +190,7 @@ class Group:
         holder: dict = {}
         found = []
         for e in self.snapshot():
-            for p in e["partitions"]:
+            for p in partitions(e):
                 if e["event"] == "assigned":
                     if holder.get(p, e["member"]) != e["member"]:
                         found.append(f"t-{p} assigned to {e['member']} while {holder[p]} held it")
@@ -163,11 +205,15 @@ class Group:
     def balanced(self, quiet: float = 1.5) -> bool:
         """The running members own every partition once, loads within one, and no
         callback for ``quiet`` seconds."""
+        return self.balanced_among(list(self.members), quiet)
+
+    def balanced_among(self, names: list, quiet: float = 1.5) -> bool:
+        """As ``balanced``, for the members ``names`` (others, paused, may own some too)."""
         events = self.snapshot()
-        if not events or time.monotonic() - events[-1]["t"] < quiet:
+        if not events or now_ms() - events[-1]["t_ms"] < quiet * 1000:
             return False
         owned = self.owned()
-        loads = [owned.get(m, set()) for m in self.members]
+        loads = [owned.get(m, set()) for m in names]
         union = set().union(*loads) if loads else set()
         return (sum(map(len, loads)) == len(union) == self.partitions
                 and max(map(len, loads)) - min(map(len, loads)) <= 1)
