@@ -36,10 +36,26 @@ out = Console(soft_wrap=True)
 
 
 class Group(click.Group):
+    """Bad input, for every command: a ConfigError or a click usage error (a bad
+    option) exits 2 with the message on stderr and, when the command line asks
+    for ``--json``, one object ``{"error": {"message", "exit_code": 2, "command"}}``
+    on stdout (the design brief: every command prints one JSON object under
+    --json, errors included). A command's own exits (0, 1, 3) pass untouched."""
+
+    def parse_args(self, ctx, args):
+        ctx.meta["json"] = "--json" in args
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except ConfigError as e:
+        except (ConfigError, click.UsageError) as e:
+            message = e.format_message() if isinstance(e, click.UsageError) else str(e)
+            if ctx.meta.get("json"):
+                click.echo(json.dumps({"error": {"message": message, "exit_code": EXIT_BAD_INPUT,
+                                                 "command": ctx.invoked_subcommand}}))
+            if isinstance(e, click.UsageError):
+                raise
             err.print(f"[bold red]error:[/] {e}", highlight=False)
             ctx.exit(EXIT_BAD_INPUT)
 
@@ -275,8 +291,6 @@ def vectors(out_dir, as_json):
         except OSError as e:
             problem = f"--out {out_dir}: cannot write there ({e.strerror or e})"
     if problem is not None:
-        if as_json:
-            click.echo(json.dumps({"error": problem}))
         raise ConfigError(problem)
     summary = {"out": str(path), "total": index["total"], "counts": index["counts"],
                "from_seed_examples": index["from_seed_examples"], "index": str(path / "index.json")}

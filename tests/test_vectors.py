@@ -93,4 +93,4 @@ def test_out_pointing_at_a_file_exits_2(tmp_path):
     target.write_text("x")
     code, stdout, stderr = run_cli("vectors", "--out", target, "--json")
     assert code == 2
-    assert "is a file" in json.loads(stdout)["error"] and "Traceback" not in stderr
+    assert "is a file" in json.loads(stdout)["error"]["message"] and "Traceback" not in stderr
