@@ -36,7 +36,7 @@ from rebalance.model.protocol import (
     Subscription, SyncGroup, SyncTimeout, connection, instance_id, mask_of, member_id,
 )
 
-from . import replay
+from . import itf, replay
 from .files import atomic_write
 from .kafka_json import Codec, config
 from .render import lane
@@ -48,6 +48,7 @@ VERSION = 1
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SCHEMA = Path(spec_package.__file__).resolve().parent / "vectors.schema.json"
+ITF_SCHEMA = SCHEMA.with_name("itf.schema.json")
 KINDS = ("coordinator", "assignor")
 
 # the seeded walks: (protocol, assignor, topics) x dynamic/static x start x seeds
@@ -301,30 +302,40 @@ def _json(value) -> bytes:
     return (json.dumps(value, indent=1, sort_keys=True) + "\n").encode()
 
 
-def write(out_dir) -> dict:
+def write(out_dir, with_itf: bool = False) -> dict:
     """Write ``<out>/<kind>/<name>.json`` per case, ``<out>/index.json`` and a copy of
     the schema ``<out>/vectors.schema.json``, each atomically (a temporary file,
-    then a rename); stale case files of an earlier run are removed. Returns the
-    index: ``{format, version, schema, counts (per kind), total,
-    from_seed_examples, cases: [{id, kind, file}]}``."""
+    then a rename); with ``with_itf``, each coordinator case also as an ITF trace
+    ``<out>/coordinator/<name>.itf.json`` (checker/itf.py) and the ITF schema
+    ``<out>/itf.schema.json``. Stale case files of an
+    earlier run are removed. Returns the index: ``{format, version, schema, counts
+    (per kind), total, from_seed_examples, cases: [{id, kind, file, itf?}]}``."""
     out = Path(out_dir)
     all_cases = cases()
     for kind in KINDS:
         (out / kind).mkdir(parents=True, exist_ok=True)
-    written = set()
+    written, entries = set(), []
     for case in all_cases:
-        path = out / f"{case['id']}.json"
-        atomic_write(path, _json(case))
-        written.add(path)
+        entry = {"id": case["id"], "kind": case["kind"], "file": f"{case['id']}.json"}
+        atomic_write(out / entry["file"], _json(case))
+        if with_itf and case["kind"] == "coordinator":
+            entry["itf"] = f"{case['id']}.itf.json"
+            atomic_write(out / entry["itf"], _json(itf.vector(case)))
+        written.update(out / entry[k] for k in ("file", "itf") if k in entry)
+        entries.append(entry)
     for kind in KINDS:
         for stale in (out / kind).glob("*.json"):
-            if stale not in written and re.fullmatch(r"[a-z0-9-]+\.json", stale.name):
+            if stale not in written and re.fullmatch(r"[a-z0-9-]+(\.itf)?\.json", stale.name):
                 stale.unlink()
     atomic_write(out / "vectors.schema.json", SCHEMA.read_bytes())
+    if with_itf:
+        atomic_write(out / ITF_SCHEMA.name, ITF_SCHEMA.read_bytes())
+    elif (out / ITF_SCHEMA.name).is_file():
+        (out / ITF_SCHEMA.name).unlink()
     counts = {kind: sum(c["kind"] == kind for c in all_cases) for kind in KINDS}
     index = {"format": FORMAT, "version": VERSION, "schema": "vectors.schema.json", "counts": counts,
              "total": len(all_cases),
              "from_seed_examples": sum(c["id"].startswith("coordinator/seed-") for c in all_cases),
-             "cases": [{"id": c["id"], "kind": c["kind"], "file": f"{c['id']}.json"} for c in all_cases]}
+             "cases": entries}
     atomic_write(out / "index.json", _json(index))
     return index

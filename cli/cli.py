@@ -270,8 +270,10 @@ def replay(scenario, as_json):
 @main.command()
 @click.option("--out", "out_dir", required=True, type=click.Path(),
               help="Directory to write the cases into (created if missing).")
+@click.option("--itf", "with_itf", is_flag=True,
+              help="Also write each coordinator case as an ITF trace, OUT/coordinator/<name>.itf.json.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def vectors(out_dir, as_json):
+def vectors(out_dir, with_itf, as_json):
     """Write golden test vectors generated from the model (spec/VECTORS.md).
 
     \b
@@ -280,6 +282,8 @@ def vectors(out_dir, as_json):
     OUT/assignor/*.json     members' claims and the properties the assignment must meet
     OUT/index.json          every case with its kind and file
     OUT/vectors.schema.json the JSON Schema of a case (spec/vectors.schema.json)
+    OUT/coordinator/*.itf.json with --itf: the coordinator cases as ITF traces
+                            (Apalache ADR-015; spec/itf.schema.json)
 
     The same bytes on every run. Exit 0 written, 2 bad input (OUT is a file).
     """
@@ -287,7 +291,7 @@ def vectors(out_dir, as_json):
     problem = f"--out {out_dir}: is a file, expected a directory" if path.exists() and not path.is_dir() else None
     if problem is None:
         try:
-            index = vectors_module.write(path)
+            index = vectors_module.write(path, with_itf)
         except OSError as e:
             problem = f"--out {out_dir}: cannot write there ({e.strerror or e})"
     if problem is not None:
