@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from rebalance.model import coordinator
 from rebalance.model.config import GroupConfig
-from rebalance.model.protocol import Receive, Subscription, connection
+from rebalance.model.protocol import DeleteGroup, Receive, Subscription, connection
 
 from .kafka_json import Codec, config, config_of
 from .render import lane
@@ -154,7 +154,8 @@ def vector(case: dict) -> dict:
     """A coordinator vector (spec/VECTORS.md) as an ITF trace: the coordinator's whole
     group after each input (the vector's ``expect`` holds a summary of it) and the
     responses the input made; the action is ``deliver`` (a request received, picks:
-    client, connection, message) or ``timer`` (picks: timer)."""
+    client, connection, message), ``timer`` (picks: timer) or ``admin`` (the admin's
+    DeleteGroup, picks: message)."""
     cfg = config_of(case["config"])
     codec = Codec(cfg)
     g = codec.group_of(case["initial_group"])
@@ -166,6 +167,8 @@ def vector(case: dict) -> dict:
             action, nondet = "deliver", picks(client=step["input"]["connection"].split("/")[0],
                                               connection=step["input"]["connection"],
                                               message=value(step["input"]["request"]))
+        elif type(event) is DeleteGroup:
+            action, nondet = "admin", picks(message=value(step["input"]))
         else:
             action, nondet = "timer", picks(timer=value(step["input"]))
         states.append({"group": value(codec.group(g)), "responses": value([codec.encode(r) for r in replies]),

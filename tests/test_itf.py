@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from conftest import ROOT, run_cli
-from rebalance.checker import itf
+from rebalance.checker import itf, vectors
 from rebalance.checker.kafka_json import Codec, config_of
 from rebalance.checker.properties import applicable
 from rebalance.checker.render import slot_named
@@ -146,11 +146,15 @@ def test_vectors_itf_replays_against_the_coordinator(tmp_path):
         assert codec.group(group) == case["initial_group"]
         for i, state in enumerate(trace["states"][1:], 1):
             picks = {k: plain(v) for k, v in state[itf.PICKS].items()}
+            action = state[itf.ACTION]
             event = (Receive(codec.conn_of(picks["connection"]), codec.decode(picks["message"]))
-                     if state[itf.ACTION] == "deliver" else codec.decode(picks["timer"]))
+                     if action == "deliver" else codec.decode(picks["message" if action == "admin" else "timer"]))
             group, replies = coordinator.handle(cfg, group, event)
             assert plain(state["responses"]) == [codec.encode(r) for r in replies], (entry["id"], i)
             assert plain(state["group"]) == codec.group(group), (entry["id"], i)
+    again = tmp_path / "again"  # the same bytes every run
+    vectors.write(again, with_itf=True)
+    assert all((out / e["itf"]).read_bytes() == (again / e["itf"]).read_bytes() for e in with_itf)
     # without --itf, a later run removes them: the directory is what the run wrote
     assert run_cli("vectors", "--out", out)[0] == 0
     assert not list(out.rglob("*.itf.json")) and not (out / "itf.schema.json").exists()
