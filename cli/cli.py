@@ -206,7 +206,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     inductive invariant (--spec-mutation NAME breaks a spec action on purpose:
     the check then fails naming it). A violation's shortest
     counterexample (a lasso for a liveness property) is written under --out as
-    JSON, DOT and SVG.
+    JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG.
 
     \b
     Exit codes: 0 holds, 1 violated, 2 bad input, 3 incomplete (a limit was hit).
