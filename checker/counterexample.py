@@ -1,6 +1,9 @@
 """Counterexamples as files a reviewer can read without running anything.
 
 * JSON: every step's action, what changed (per lane) and the full final state;
+* ITF (``<property>.itf.json``, checker/itf.py): every state whole, in Kafka's
+  vocabulary, with the action and the nondeterministic choices that reached it, for
+  a driver in another language to replay;
 * DOT and SVG (graphviz): a sequence diagram with one lane per client and one for
   the coordinator, messages drawn as arrows from where they were sent to where
   they were delivered, faults and timers marked;
@@ -18,6 +21,7 @@ import graphviz
 from rebalance.model.config import GroupConfig
 
 from .explore import Violation
+from . import itf
 from .files import atomic_write
 from .render import action_text, bracket, changes, lane, state_view
 from .system import BOUNCE, ENVIRONMENT, SendOrder
@@ -143,17 +147,21 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
 
 
 def write(cfg: GroupConfig, v: Violation, out_dir: str | Path, extra: dict | None = None) -> dict:
-    """Write ``<property>.json``, ``.dot`` and ``.svg`` under ``out_dir`` (created if
-    missing). Returns ``{"json": path, "dot": path, "svg": path or None}``; svg is
-    None (with the reason in ``"svg_error"``) if graphviz's ``dot`` is missing."""
+    """Write ``<property>.json``, ``.itf.json``, ``.dot`` and ``.svg`` under ``out_dir``
+    (created if missing). Returns ``{"json": path, "itf": path, "dot": path, "svg":
+    path or None}``; svg is None (with the reason in ``"svg_error"``) if graphviz's
+    ``dot`` is missing. The ITF trace is always written: it costs about what the JSON
+    does, and a reader in another language should not need a second run to get it."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = out / v.property
     doc = to_json(cfg, v)
     if extra:
         doc["configuration"] = extra
-    paths = {"json": str(stem.with_suffix(".json")), "dot": str(stem.with_suffix(".dot")), "svg": None}
+    paths = {"json": str(stem.with_suffix(".json")), "itf": f"{stem}.itf.json", "dot": str(stem.with_suffix(".dot")),
+             "svg": None}
     atomic_write(Path(paths["json"]), json.dumps(doc, indent=2).encode())
+    atomic_write(Path(paths["itf"]), json.dumps(itf.counterexample(cfg, v, extra), indent=1).encode())
     dot = to_dot(cfg, v)
     atomic_write(Path(paths["dot"]), dot.encode())
     try:

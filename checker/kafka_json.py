@@ -224,7 +224,8 @@ def config(cfg: GroupConfig) -> dict:
             "topics": [{"name": n, "partitions": c} for n, c in cfg.topics],
             "mutations": sorted(cfg.mutations), "initial_rebalance_delay": cfg.initial_rebalance_delay,
             "max_moves": cfg.max_moves, "scheduled_delay_ticks": cfg.scheduled_delay_ticks,
-            "rejoin_ticks": cfg.rejoin_ticks, "revoking_backoff_ticks": list(cfg.revoking_backoff_ticks)}
+            "rejoin_ticks": cfg.rejoin_ticks, "revoking_backoff_ticks": list(cfg.revoking_backoff_ticks),
+            "require_known_member_id": cfg.require_known_member_id}
 
 
 def config_of(d: dict, mutations=frozenset()) -> GroupConfig:
@@ -233,5 +234,6 @@ def config_of(d: dict, mutations=frozenset()) -> GroupConfig:
                        assignor=d["assignor"], mutations=frozenset(d["mutations"]) | frozenset(mutations),
                        initial_rebalance_delay=d["initial_rebalance_delay"], max_moves=d["max_moves"],
                        scheduled_delay_ticks=d["scheduled_delay_ticks"], rejoin_ticks=d["rejoin_ticks"],
-                       revoking_backoff_ticks=tuple(d["revoking_backoff_ticks"]))
+                       revoking_backoff_ticks=tuple(d["revoking_backoff_ticks"]),
+                       require_known_member_id=d["require_known_member_id"])
 

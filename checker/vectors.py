@@ -28,7 +28,7 @@ from pathlib import Path
 from rebalance import spec as spec_package
 from rebalance.model import coordinator
 from rebalance.model.assignors import assign, resolve_claims
-from rebalance.model.config import GroupConfig
+from rebalance.model.config import MUTATIONS, GroupConfig
 from rebalance.model.coordinator import find_instance
 from rebalance.model.protocol import (
     GROUP_STATE_NAMES, NO_GENERATION, NO_MEMBER_ID, DeleteGroup, Error, Heartbeat, InitialRebalanceDelay,
@@ -36,18 +36,21 @@ from rebalance.model.protocol import (
     Subscription, SyncGroup, SyncTimeout, connection, instance_id, mask_of, member_id,
 )
 
-from . import replay
+from . import itf, replay
 from .files import atomic_write
 from .kafka_json import Codec, config
 from .render import lane
 from .settings import parse_toml
-from .system import ENVIRONMENT, FAULTS, System
+from .explore import explore
+from .properties import PROPERTIES
+from .system import COMMIT, ENVIRONMENT, FAULTS, Action, System
 
 FORMAT = "rebalance-vectors"
 VERSION = 1
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SCHEMA = Path(spec_package.__file__).resolve().parent / "vectors.schema.json"
+ITF_SCHEMA = SCHEMA.with_name("itf.schema.json")
 KINDS = ("coordinator", "assignor")
 
 # the seeded walks: (protocol, assignor, topics) x dynamic/static x start x seeds
@@ -55,6 +58,22 @@ WALK_GROUPS = (("eager", "range", (("t", 3), ("u", 2))), ("eager", "roundrobin",
                ("eager", "sticky", (("t", 4),)), ("cooperative", "cooperative-sticky", (("t", 4),)),
                ("deferred", "cooperative-sticky", (("t", 4),)), ("incremental", "cooperative-sticky", (("t", 4),)))
 WALK_SEEDS = 4
+# walks for what the others never reach: (family, protocol, assignor, partitions, members, faults, budget,
+# action kinds taken first, starts); every member dynamic, one joiner
+EXTRA_WALKS = (
+    ("kip394", "eager", "range", 3, 2, ("join", "leave", "crash", "restart"), 2, (), ("empty", "stable")),
+    ("kip394", "cooperative", "cooperative-sticky", 4, 2, ("join", "leave", "crash", "restart"), 2, (),
+     ("empty", "stable")),
+    ("commits", "eager", "range", 2, 2, ("pause",), 2, (COMMIT, "timer"), ("stable",)),
+    ("commits", "cooperative", "cooperative-sticky", 2, 2, ("pause",), 2, (COMMIT, "timer"), ("stable",)),
+    ("delete", "eager", "range", 3, 2, ("leave", "crash", "restart"), 3, ("leave", "crash"), ("stable",)),
+    ("delete", "cooperative", "cooperative-sticky", 3, 2, ("leave", "crash", "restart"), 3, ("leave", "crash"),
+     ("stable",)),
+)
+# mutations that let a stale commit in: their shortest exclusive_ownership counterexamples give zombie cases
+FENCING_MUTATIONS = ("no-commit-fencing",)
+ADMIN = "admin"  # an input from outside the group: the admin's DeleteGroup
+DELETE_GROUP = DeleteGroup()
 WALK_INPUTS = 24  # coordinator inputs per walk, at most
 WALK_STEPS = 120  # system steps per walk, at most
 # the assignor cases: assignor -> how many
@@ -143,7 +162,7 @@ def coordinator_inputs(start, steps) -> list:
     for action, state in steps:
         if action.kind == "deliver":
             events.append(Receive(connection(action.slot, prev.procs[action.slot].epoch), action.detail))
-        elif action.kind == "timer":
+        elif action.kind == "timer" or action.kind == ADMIN:
             events.append(action.detail)
         prev = state
     return events
@@ -172,44 +191,108 @@ def seed_cases() -> list:
     return out
 
 
-def _walk(system: System, start, rng: random.Random) -> tuple:
+def _walk(system: System, start, rng: random.Random, prefer=(), delete: bool = False) -> tuple:
     """A seeded random walk: ``(steps, faults taken)``, up to WALK_INPUTS
-    coordinator inputs or WALK_STEPS steps, or until nothing is enabled."""
-    steps, faults, state, inputs = [], [], start, 0
+    coordinator inputs or WALK_STEPS steps, or until nothing is enabled. Where an
+    action of a kind in ``prefer`` is enabled, the walk takes one of those (commits
+    as soon as two owners overlap, R41; faults early). With ``delete``, the admin's
+    DeleteGroup (R1) comes first (the group not Empty: nothing changes) and again
+    once the group has emptied (it goes Dead: later JoinGroups are refused)."""
+    steps, faults, state, inputs, deletes = [], [], start, 0, 0
     for _ in range(WALK_STEPS):
-        successors = system.successors(state)
-        if not successors or inputs >= WALK_INPUTS:
-            break
-        action, state = rng.choice(successors)
+        if delete and deletes < 2 and (deletes == 0 or (state.group.phase == Phase.EMPTY and state.group.generation)):
+            deletes += 1
+            action, state = Action(ADMIN, -1, DELETE_GROUP), system.coordinator_event(state, DELETE_GROUP)
+        else:
+            successors = system.successors(state)
+            if not successors or inputs >= WALK_INPUTS:
+                break
+            action, state = rng.choice([x for x in successors if x[0].kind in prefer] or successors)
         steps.append((action, state))
-        inputs += action.kind in ("deliver", "timer")
+        inputs += action.kind in ("deliver", "timer", ADMIN)
         if action.kind in ENVIRONMENT:
             faults.append(f"{action.kind} {lane(action.slot)}")
     return steps, faults
 
 
 def walk_cases() -> list:
+    """The seeded walks: WALK_GROUPS dynamic and static, from Empty and from Stable;
+    then EXTRA_WALKS: KIP-394 joins (MEMBER_ID_REQUIRED, PendingMemberTimeout, R36),
+    zombies that commit (OffsetCommit fenced or accepted, R9, R41) and groups that
+    empty and are deleted (DeleteGroup, R1)."""
     out = []
     for protocol, assignor, topics in WALK_GROUPS:
         cfg = GroupConfig(topics=topics, protocol=protocol, assignor=assignor)
         for static in (False, True):
             system = System(cfg, members=3, joiners=1, faults=FAULTS, max_faults=3,
                             static=range(4) if static else ())
+            kind = "static" if static else "dynamic"
             for start_name, start in (("empty", system.started()), ("stable", system.initial())):
                 for seed in range(1, WALK_SEEDS + 1):
-                    cid = (f"coordinator/walk-{protocol}-{assignor}-{'static' if static else 'dynamic'}-"
-                           f"{start_name}-{seed}")
-                    steps, faults = _walk(system, start, random.Random(cid))
-                    events = coordinator_inputs(start, steps)
-                    description = (
-                        f"Seeded random walk ({cid}) of the checker's system: 3 {'static' if static else 'dynamic'} "
-                        f"members and 1 joiner, {protocol} protocol, {assignor} assignor, from "
-                        f"{'an Empty group with the first JoinGroups in flight' if start_name == 'empty' else 'the Stable group they formed'}; "
-                        f"faults: {', '.join(faults) or 'none'}; {len(events)} coordinator inputs.")
-                    source = ("the model's coordinator (kafka.coordinator.group.GroupCoordinator, seed 004"
-                              + (", KIP-345" if static else "") + "), inputs from checker/system.py")
-                    out.append(coordinator_case(cid, description, source, cfg, start.group, events))
+                    out.append(_walk_case(f"coordinator/walk-{protocol}-{assignor}-{kind}-{start_name}-{seed}",
+                                          system, start_name, start, f"3 {kind} members and 1 joiner"))
+    for family, protocol, assignor, partitions, members, faults, budget, prefer, starts in EXTRA_WALKS:
+        cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol, assignor=assignor,
+                          require_known_member_id=family == "kip394")
+        system = System(cfg, members=members, joiners=1, faults=faults, max_faults=budget)
+        for start_name in starts:
+            start = system.started() if start_name == "empty" else system.initial()
+            for seed in range(1, WALK_SEEDS + 1):
+                case = _walk_case(f"coordinator/walk-{family}-{protocol}-{start_name}-{seed}", system, start_name,
+                                  start, f"{members} dynamic members and 1 joiner", prefer, family == "delete")
+                if case["steps"]:  # a walk that spent its faults where nothing follows says nothing
+                    out.append(case)
+    return out + fenced_commit_cases()
+
+
+def fenced_commit_cases() -> list:
+    """A zombie's OffsetCommit (R9, R41): the inputs of the checker's shortest
+    execution (breadth first, checker/explore.py) in which a coordinator with a
+    mutation that lets stale commits in accepts one (``exclusive_ownership`` broken),
+    played against the correct coordinator, which fences it. Two paused members
+    and a joiner over 2 partitions, per protocol and mutation."""
+    out = []
+    prop = next(p for p in PROPERTIES if p.name == "exclusive_ownership")
+    for protocol, assignor in (("eager", "range"), ("cooperative", "cooperative-sticky")):
+        cfg = GroupConfig(topics=(("t", 2),), protocol=protocol, assignor=assignor)
+        for mutation in FENCING_MUTATIONS:
+            system = System(GroupConfig(topics=cfg.topics, protocol=protocol, assignor=assignor,
+                                        mutations=frozenset({mutation})),
+                            members=2, joiners=1, faults=("pause", "crash", "join"), max_faults=3)
+            start = system.initial()
+            path = explore(system, (prop,), stop_on={prop.name}).violations[0].path
+            events = coordinator_inputs(start, path[1:])
+            cid = f"coordinator/zombie-commit-{protocol}-{mutation}"
+            description = (
+                f"A zombie's OffsetCommit: the coordinator inputs of the shortest execution in which a coordinator "
+                f"with the mutation {mutation} ({MUTATIONS[mutation][0]}) accepts commits of one partition from "
+                f"two members that both own it; this coordinator refuses the last one. 2 dynamic members and 1 "
+                f"joiner, {protocol} protocol, {assignor} assignor, faults pause, crash, join; "
+                f"{len(events)} coordinator inputs.")
+            source = (f"GroupCoordinator.handleCommitOffsets (generation fencing); the execution found by "
+                      f"checker/explore.py under {mutation} ({MUTATIONS[mutation][1]})")
+            out.append(coordinator_case(cid, description, source, cfg, start.group, events))
     return out
+
+
+def _walk_case(cid: str, system: System, start_name: str, start, who: str, prefer=(), delete=False) -> dict:
+    cfg = system.cfg
+    steps, faults = _walk(system, start, random.Random(cid), prefer, delete)
+    events = coordinator_inputs(start, steps)
+    counts = {name: sum(type(e).__name__ == name or type(getattr(e, "request", None)).__name__ == name
+                        for e in events) for name in ("OffsetCommit", "PendingMemberTimeout", "DeleteGroup")}
+    description = (
+        f"Seeded random walk ({cid}) of the checker's system: {who}, {cfg.protocol} protocol, {cfg.assignor} "
+        f"assignor" + (", JoinGroup v4+ (KIP-394)" if cfg.require_known_member_id else "") + ", from "
+        + ("an Empty group with the first JoinGroups in flight" if start_name == "empty"
+           else "the Stable group they formed")
+        + (f", taking {' and '.join(prefer)} first where enabled" if prefer else "")
+        + f"; faults: {', '.join(faults) or 'none'}; {len(events)} coordinator inputs"
+        + "".join(f", {n} {name}" for name, n in counts.items() if n) + ".")
+    source = ("the model's coordinator (kafka.coordinator.group.GroupCoordinator, seed 004"
+              + (", KIP-345" if system.static else "") + (", KIP-394" if cfg.require_known_member_id else "")
+              + "), inputs from checker/system.py" + (" and the admin's DeleteGroup" if delete else ""))
+    return coordinator_case(cid, description, source, cfg, start.group, events)
 
 
 # -- assignor cases ------------------------------------------------------------------------
@@ -301,30 +384,40 @@ def _json(value) -> bytes:
     return (json.dumps(value, indent=1, sort_keys=True) + "\n").encode()
 
 
-def write(out_dir) -> dict:
+def write(out_dir, with_itf: bool = False) -> dict:
     """Write ``<out>/<kind>/<name>.json`` per case, ``<out>/index.json`` and a copy of
     the schema ``<out>/vectors.schema.json``, each atomically (a temporary file,
-    then a rename); stale case files of an earlier run are removed. Returns the
-    index: ``{format, version, schema, counts (per kind), total,
-    from_seed_examples, cases: [{id, kind, file}]}``."""
+    then a rename); with ``with_itf``, each coordinator case also as an ITF trace
+    ``<out>/coordinator/<name>.itf.json`` (checker/itf.py) and the ITF schema
+    ``<out>/itf.schema.json``. Stale case files of an
+    earlier run are removed. Returns the index: ``{format, version, schema, counts
+    (per kind), total, from_seed_examples, cases: [{id, kind, file, itf?}]}``."""
     out = Path(out_dir)
     all_cases = cases()
     for kind in KINDS:
         (out / kind).mkdir(parents=True, exist_ok=True)
-    written = set()
+    written, entries = set(), []
     for case in all_cases:
-        path = out / f"{case['id']}.json"
-        atomic_write(path, _json(case))
-        written.add(path)
+        entry = {"id": case["id"], "kind": case["kind"], "file": f"{case['id']}.json"}
+        atomic_write(out / entry["file"], _json(case))
+        if with_itf and case["kind"] == "coordinator":
+            entry["itf"] = f"{case['id']}.itf.json"
+            atomic_write(out / entry["itf"], _json(itf.vector(case)))
+        written.update(out / entry[k] for k in ("file", "itf") if k in entry)
+        entries.append(entry)
     for kind in KINDS:
         for stale in (out / kind).glob("*.json"):
-            if stale not in written and re.fullmatch(r"[a-z0-9-]+\.json", stale.name):
+            if stale not in written and re.fullmatch(r"[a-z0-9-]+(\.itf)?\.json", stale.name):
                 stale.unlink()
     atomic_write(out / "vectors.schema.json", SCHEMA.read_bytes())
+    if with_itf:
+        atomic_write(out / ITF_SCHEMA.name, ITF_SCHEMA.read_bytes())
+    elif (out / ITF_SCHEMA.name).is_file():
+        (out / ITF_SCHEMA.name).unlink()
     counts = {kind: sum(c["kind"] == kind for c in all_cases) for kind in KINDS}
     index = {"format": FORMAT, "version": VERSION, "schema": "vectors.schema.json", "counts": counts,
              "total": len(all_cases),
              "from_seed_examples": sum(c["id"].startswith("coordinator/seed-") for c in all_cases),
-             "cases": [{"id": c["id"], "kind": c["kind"], "file": f"{c['id']}.json"} for c in all_cases]}
+             "cases": entries}
     atomic_write(out / "index.json", _json(index))
     return index

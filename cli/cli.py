@@ -37,10 +37,26 @@ out = Console(soft_wrap=True)
 
 
 class Group(click.Group):
+    """Bad input, for every command: a ConfigError or a click usage error (a bad
+    option) exits 2 with the message on stderr and, when the command line asks
+    for ``--json``, one object ``{"error": {"message", "exit_code": 2, "command"}}``
+    on stdout (the design brief: every command prints one JSON object under
+    --json, errors included). A command's own exits (0, 1, 3) pass untouched."""
+
+    def parse_args(self, ctx, args):
+        ctx.meta["json"] = "--json" in args
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except ConfigError as e:
+        except (ConfigError, click.UsageError) as e:
+            message = e.format_message() if isinstance(e, click.UsageError) else str(e)
+            if ctx.meta.get("json"):
+                click.echo(json.dumps({"error": {"message": message, "exit_code": EXIT_BAD_INPUT,
+                                                 "command": ctx.invoked_subcommand}}))
+            if isinstance(e, click.UsageError):
+                raise
             err.print(f"[bold red]error:[/] {e}", highlight=False)
             ctx.exit(EXIT_BAD_INPUT)
 
@@ -191,7 +207,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     inductive invariant (--spec-mutation NAME breaks a spec action on purpose:
     the check then fails naming it). A violation's shortest
     counterexample (a lasso for a liveness property) is written under --out as
-    JSON, DOT and SVG.
+    JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG.
 
     \b
     Exit codes: 0 holds, 1 violated, 2 bad input, 3 incomplete (a limit was hit).
@@ -258,8 +274,10 @@ def replay(scenario, mutations, as_json):
 @main.command()
 @click.option("--out", "out_dir", required=True, type=click.Path(),
               help="Directory to write the cases into (created if missing).")
+@click.option("--itf", "with_itf", is_flag=True,
+              help="Also write each coordinator case as an ITF trace, OUT/coordinator/<name>.itf.json.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def vectors(out_dir, as_json):
+def vectors(out_dir, with_itf, as_json):
     """Write golden test vectors generated from the model (spec/VECTORS.md).
 
     \b
@@ -268,6 +286,8 @@ def vectors(out_dir, as_json):
     OUT/assignor/*.json     members' claims and the properties the assignment must meet
     OUT/index.json          every case with its kind and file
     OUT/vectors.schema.json the JSON Schema of a case (spec/vectors.schema.json)
+    OUT/coordinator/*.itf.json with --itf: the coordinator cases as ITF traces
+                            (Apalache ADR-015; spec/itf.schema.json)
 
     The same bytes on every run. Exit 0 written, 2 bad input (OUT is a file).
     """
@@ -275,12 +295,10 @@ def vectors(out_dir, as_json):
     problem = f"--out {out_dir}: is a file, expected a directory" if path.exists() and not path.is_dir() else None
     if problem is None:
         try:
-            index = vectors_module.write(path)
+            index = vectors_module.write(path, with_itf)
         except OSError as e:
             problem = f"--out {out_dir}: cannot write there ({e.strerror or e})"
     if problem is not None:
-        if as_json:
-            click.echo(json.dumps({"error": problem}))
         raise ConfigError(problem)
     summary = {"out": str(path), "total": index["total"], "counts": index["counts"],
                "from_seed_examples": index["from_seed_examples"], "index": str(path / "index.json")}

@@ -293,7 +293,9 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     ``connect-leader-state`` mutations only).
     Mutation ``assign-before-revoke``: the cooperative adjustment is skipped;
     ``withhold-partition`` (test-only): the first partition goes to nobody once
-    there are 4 members or more.
+    there are 4 members or more; ``assign-twice`` (test-only): it also goes to the
+    last member (R29 order) once there are 2 or more; ``overload-first-member``
+    (test-only): the first member (R29 order) takes the last one's partitions.
     """
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
@@ -314,4 +316,8 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
         out = _cooperative_sticky(cfg, mids, resolve_claims(cfg, members), contested_claims(cfg, members))
     if "withhold-partition" in cfg.mutations and len(mids) >= 4:
         out = {m: mask & ~1 for m, mask in out.items()}
+    if "assign-twice" in cfg.mutations and len(mids) >= 2:
+        out[mids[-1]] |= 1
+    if "overload-first-member" in cfg.mutations and len(mids) >= 2:
+        out[mids[0]], out[mids[-1]] = out[mids[0]] | out[mids[-1]], 0
     return tuple((mid, Assignment(out[mid], delay, echo)) for mid, _, _ in members)

@@ -80,6 +80,16 @@ MUTATIONS = {
         "member's would, instead of getting its assignment back",
         "KIP-345 (before it: every restart rebalances); GroupCoordinator.updateStaticMemberAndRebalance",
     ),
+    "assign-twice": (
+        "the leader's assignor also gives the first partition to the last member (R29 order) once the group "
+        "has 2 members or more",
+        "test-only: a deliberately wrong assignor, not a Kafka bug (R16: every partition to exactly one member)",
+    ),
+    "overload-first-member": (
+        "the leader's assignor moves the last member's partitions (R29 order) to the first member once the "
+        "group has 2 members or more",
+        "test-only: a deliberately wrong assignor, not a Kafka bug (R16: loads within one)",
+    ),
     "keep-revoked": (
         "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if "
         "it had revoked them",
@@ -110,6 +120,10 @@ class GroupConfig:
     round the group rejoins to move more (Design III); ``revoking_backoff_ticks``:
     the delay before the n-th revoking round in a row (n = 1, 2, ...; the last
     repeats; 0: revoke at once), KAFKA-12495's exponential backoff (Design II).
+    ``require_known_member_id``: members join with JoinGroup v4+ (KIP-394), so a new
+    dynamic member is first handed its member id with MEMBER_ID_REQUIRED (R36);
+    off in the checker's bound (it adds a round trip to every join), on in some
+    test vectors.
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, or
@@ -125,6 +139,7 @@ class GroupConfig:
     scheduled_delay_ticks: int = 2
     rejoin_ticks: int = 1
     revoking_backoff_ticks: tuple = (1, 1, 1, 2)
+    require_known_member_id: bool = False
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:

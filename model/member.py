@@ -95,7 +95,7 @@ def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
     if not cfg.cooperative and c.owned:
         out.append(Callback("revoked", c.owned))
         c = c._replace(owned=0, owned_generation=NO_GENERATION)
-    out.append(Send(JoinGroup(c.member_id, subscription(c), c.group_instance_id)))
+    out.append(Send(JoinGroup(c.member_id, subscription(c), c.group_instance_id, cfg.require_known_member_id)))
     return c._replace(phase=MemberPhase.JOINING, leader=False, heartbeat_inflight=False)
 
 

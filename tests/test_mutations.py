@@ -10,6 +10,7 @@ from rebalance.model.config import MUTATIONS
 COOP = ("--faults", "join,leave,crash")
 ZOMBIES = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
 STATIC = ("--static", "--faults", "restart,crash,leave")
+SMALL = ("--members", "1", "--partitions", "3", "--faults", "join,crash", "--max-faults", "2")
 
 # (mutations, configuration, the properties violated; every other one holds)
 MATRIX = [
@@ -37,6 +38,10 @@ MATRIX = [
      {"exclusive_processing", "exclusive_ownership", "revoke_before_assign", "refinement"}),
     (("withhold-partition",), ("--faults", "join,crash", "--max-faults", "2"), {"quiescent_balance", "eventual_balance"}),
     (("keep-revoked",), COOP, {"refinement", "eventual_balance", "no_rebalance_storm"}),
+    # test-only assignors that break the assignor vectors' exclusive and balanced checks (tests/test_vectors.py)
+    (("assign-twice",), SMALL, {"exclusive_ownership", "exclusive_processing", "revoke_before_assign", "refinement",
+                                "quiescent_balance", "eventual_balance"}),
+    (("overload-first-member",), SMALL, {"quiescent_balance", "eventual_balance"}),
     (("reset-generation-when-empty",),
      ("--members", "2", "--partitions", "2", "--faults", "leave,join", "--max-faults", "3"), {"single_leader", "refinement"}),
     # its claims only reach generation 4 beyond this bound: `rebalance prove` catches it (tests/test_prove.py)

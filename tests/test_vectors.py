@@ -73,12 +73,39 @@ def test_the_kafka_vocabulary_round_trips(written):
             assert codec.encode(codec.decode(step["input"])) == step["input"]
 
 
-@pytest.mark.parametrize("mutation, kind", [("assign-before-revoke", "assignor"),
-                                            ("no-fencing-on-duplicate-instance", "coordinator"),
-                                            ("reset-generation-when-empty", "coordinator")])
-def test_a_wrong_model_fails_some_vectors(written, mutation, kind):
-    failing = [c["id"] for c in written[-1] if run_case(c, {mutation})]
+@pytest.mark.parametrize("mutation, kind, check", [
+    ("assign-before-revoke", "assignor", "cooperative"),
+    ("assign-twice", "assignor", "exclusive"),
+    ("overload-first-member", "assignor", "balanced"),
+    ("no-fencing-on-duplicate-instance", "coordinator", "step"),
+    ("reset-generation-when-empty", "coordinator", "step"),
+    ("no-commit-fencing", "coordinator", "step"),
+])
+def test_a_wrong_model_fails_some_vectors(written, mutation, kind, check):
+    failing = {c["id"]: f for c in written[-1] if (f := run_case(c, {mutation}))}
     assert failing and all(i.startswith(kind + "/") for i in failing), failing
+    assert any(x.startswith(check) for f in failing.values() for x in f)
+    if mutation == "overload-first-member":  # it moves partitions, it never assigns one twice
+        assert not any(x.startswith("exclusive") for f in failing.values() for x in f)
+
+
+@pytest.mark.spec("R1", "R9", "R36", "R41")
+def test_commits_pending_member_ids_and_deletes_are_exercised(written):
+    """Every input spec/VECTORS.md lists occurs; a zombie's OffsetCommit is fenced
+    (no-commit-fencing fails exactly those), commits are accepted, MEMBER_ID_REQUIRED
+    hands out ids (KIP-394), a deleted group refuses JoinGroups."""
+    seen, errors = set(), set()
+    for case in written[-1]:
+        for step in case.get("steps", ()):
+            event = step["input"]
+            seen.add(event["request"]["type"] if event["type"] == "Receive" else event["type"])
+            errors |= {(r["response"]["type"], r["response"]["error"]) for r in step["expect"]["responses"]}
+    assert {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "SessionTimeout",
+            "RebalanceTimeout", "SyncTimeout", "InitialRebalanceDelay", "PendingMemberTimeout", "DeleteGroup"} <= seen
+    assert {("OffsetCommitResponse", "NONE"), ("OffsetCommitResponse", "UNKNOWN_MEMBER_ID"),
+            ("JoinGroupResponse", "MEMBER_ID_REQUIRED"), ("JoinGroupResponse", "COORDINATOR_NOT_AVAILABLE")} <= errors
+    fenced = [c["id"] for c in written[-1] if run_case(c, {"no-commit-fencing"})]
+    assert fenced and all(i.startswith("coordinator/zombie-commit-") for i in fenced)
 
 
 def test_assignor_properties_name_what_breaks():
@@ -93,7 +120,7 @@ def test_out_pointing_at_a_file_exits_2(tmp_path):
     target.write_text("x")
     code, stdout, stderr = run_cli("vectors", "--out", target, "--json")
     assert code == 2
-    assert "is a file" in json.loads(stdout)["error"] and "Traceback" not in stderr
+    assert "is a file" in json.loads(stdout)["error"]["message"] and "Traceback" not in stderr
 
 
 @pytest.mark.spec("R33", "R38")

@@ -1,0 +1,38 @@
+"""Bad input under --json, for every command (the design brief's command-line
+contract): exit 2, one JSON object ``{"error": {"message", "exit_code", "command"}}``
+on stdout and the message on stderr, whether the command's own validation
+(ConfigError) or click's option parsing refused it; an incomplete run (exit 3)
+keeps its own JSON."""
+import json
+
+import pytest
+
+from conftest import run_cli
+
+
+@pytest.mark.parametrize("args, command, names", [
+    (("check", "--members", "0"), "check", "members"),
+    (("check", "--protocol", "bogus"), "check", "--protocol"),
+    (("replay", "/nonexistent/scenario.toml"), "replay", "not found"),
+    (("prove", "--max-members", "99"), "prove", "--max-members"),
+    (("simulate", "--out", "unused", "--runs", "0"), "simulate", "--runs"),
+    (("simulate", "--runs", "5"), "simulate", "--out"),
+    (("vectors", "--out", "/dev/null"), "vectors", "is a file"),
+])
+def test_bad_input_under_json_is_one_json_error_object(tmp_path, args, command, names):
+    code, stdout, stderr = run_cli(*args, "--json", cwd=tmp_path)
+    assert code == 2
+    doc = json.loads(stdout)
+    assert set(doc) == {"error"} and doc["error"]["exit_code"] == 2 and doc["error"]["command"] == command
+    assert names in doc["error"]["message"]
+    assert doc["error"]["message"] in stderr and "Traceback" not in stderr
+
+
+def test_without_json_nothing_goes_to_stdout(tmp_path):
+    code, stdout, stderr = run_cli("check", "--members", "0", cwd=tmp_path)
+    assert code == 2 and stdout == "" and "members must be at least 1" in stderr
+
+
+def test_an_incomplete_run_keeps_its_json(check_json):
+    code, summary = check_json("--max-states", "50")
+    assert code == 3 and summary["verdict"] == "incomplete" and "error" not in summary
