@@ -310,7 +310,8 @@ def _topic(ctx, param, values):
 @click.option("--initial-rebalance-delay-ms", "initial_delay_ms", default=3000, show_default=True,
               type=click.IntRange(0), help="group.initial.rebalance.delay.ms (KIP-134); 0 switches it off.")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
-              help="Append every model step as a JSON line to this file (format: spec/TRACE.md).")
+              help="Record every connection and group request and response to this file (JSON lines, format v2: "
+                   "spec/TRACE.md); a restart on the same file appends a restart record.")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
               help="Switch on a known-bad coordinator behaviour (repeatable).")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
@@ -322,6 +323,12 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
     input to the same coordinator handler the checker explores
     (model/coordinator.py). Topics hold empty logs: fetches return no records.
 
+    --trace records what the broker saw in Kafka's terms (member.id strings,
+    the consumer protocol decoded), for `rebalance conform`; a new or empty
+    file starts with a header (topics, initial delay, mutations), and serve
+    restarted on the same file and store appends a restart record naming the
+    groups it loaded.
+
     \b
     rebalance serve --port 9092 --topic orders:6 --topic audit:3
     rebalance serve --port 0 --topic t:4 --store :memory: --trace trace.jsonl
@@ -332,13 +339,13 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
     from rebalance.impl.broker import Cluster
     from rebalance.impl.coordinator import Coordinator
     from rebalance.impl.store import Store
-    from rebalance.impl.trace import Trace
+    from rebalance.impl.trace import Recorder
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
     async def run():
-        coordinator = Coordinator(Cluster(host, port, topics), Store(store), Trace(trace_path), initial_delay_ms,
-                                  mutations)
+        coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
+                                  initial_delay_ms, mutations)
         try:
             await coordinator.start()
         except OSError as e:
@@ -366,7 +373,8 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
 @click.option("--session-timeout-ms", "session_ms", default=10_000, show_default=True, type=click.IntRange(1))
 @click.option("--heartbeat-interval-ms", "heartbeat_ms", default=1_000, show_default=True, type=click.IntRange(1))
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
-              help="Append every model step as a JSON line to this file (format: spec/TRACE.md).")
+              help="Record this member's connection to the coordinator, its group requests and the responses "
+                   "to this file (replaced; JSON lines, format v2: spec/TRACE.md).")
 def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path):
     """Join a consumer group as a member running the model's member handler.
 
@@ -383,7 +391,7 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
     import signal
 
     from rebalance.impl.member import MemberRuntime
-    from rebalance.impl.trace import Trace
+    from rebalance.impl.trace import Recorder
 
     def show(kind, partitions):
         names = ", ".join(f"{t}-{p}" for t, p in partitions) or "nothing"
@@ -392,7 +400,7 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
 
     runtime = MemberRuntime(bootstrap, group, topics, protocol, instance_id=instance_id, client_id=client_id,
                             session_ms=session_ms, heartbeat_ms=heartbeat_ms, listener=show,
-                            trace=Trace(trace_path))
+                            trace=Recorder(trace_path, "member"))
 
     async def run():
         stop = asyncio.Event()

@@ -68,13 +68,9 @@ class Server:
 
     def generations(self) -> list:
         """Generations of the successful JoinGroup responses in the trace, in order."""
-        out = []
-        for line in self.trace.read_text().splitlines():
-            for o in json.loads(line)["outputs"]:
-                r = o.get("response", {})
-                if r.get("type") == "JoinGroupResponse" and r["error"] == "NONE":
-                    out.append(r["generation"])
-        return out
+        records = [json.loads(line) for line in self.trace.read_text().splitlines()]
+        return [r["body"]["generation_id"] for r in records
+                if r["type"] == "response" and r["api"] == "JoinGroup" and r["body"]["error"] == "NONE"]
 
 
 class Group:
