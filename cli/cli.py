@@ -375,7 +375,11 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="Record this member's connection to the coordinator, its group requests and the responses "
                    "to this file (replaced; JSON lines, format v2: spec/TRACE.md).")
-def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path):
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+              help="Run the model's member handler with a known-bad behaviour (repeatable), e.g. "
+                   "keep-owned-on-unknown-member-id (KAFKA-12983), to record a wrong member's trace.")
+def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path,
+           mutations):
     """Join a consumer group as a member running the model's member handler.
 
     Speaks Kafka's wire protocol and consumer-protocol bytes, so it can share a
@@ -400,7 +404,7 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
 
     runtime = MemberRuntime(bootstrap, group, topics, protocol, instance_id=instance_id, client_id=client_id,
                             session_ms=session_ms, heartbeat_ms=heartbeat_ms, listener=show,
-                            trace=Recorder(trace_path, "member"))
+                            trace=Recorder(trace_path, "member"), mutations=mutations)
 
     async def run():
         stop = asyncio.Event()

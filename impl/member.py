@@ -86,11 +86,14 @@ class MemberRuntime:
     in ms; ``listener(kind, partitions)`` is called for every model Callback with
     kind "revoked" / "assigned" / "lost" and [(topic, partition), ...]; ``trace``: a
     Recorder ("member") for the connection to the coordinator, begun once the
-    topics are known (spec/TRACE.md)."""
+    topics are known (spec/TRACE.md); ``mutations``: known-bad member behaviours
+    (model/config.py MUTATIONS) the model's handler runs with, so that a trace of
+    a wrong member can be recorded (ConfigError for an unknown one)."""
 
     def __init__(self, bootstrap: str, group: str, topics, protocol: str = "cooperative", assignor: str | None = None,
                  instance_id: str | None = None, client_id: str = "rebalance-member", session_ms: int = 10_000,
-                 rebalance_ms: int = 30_000, heartbeat_ms: int = 1_000, listener=None, trace: Recorder | None = None):
+                 rebalance_ms: int = 30_000, heartbeat_ms: int = 1_000, listener=None, trace: Recorder | None = None,
+                 mutations=()):
         host, _, port = bootstrap.rpartition(":")
         self.bootstrap = (host, int(port))
         self.group, self.topic_names, self.protocol = group, tuple(topics), protocol
@@ -98,6 +101,7 @@ class MemberRuntime:
         self.instance_id, self.client_id = instance_id, client_id
         self.session_ms, self.rebalance_ms, self.heartbeat_ms = session_ms, rebalance_ms, heartbeat_ms
         self.listener, self.trace = listener, trace
+        self.mutations = frozenset(mutations)
         self.cfg = None
         self.state = NEW_CONSUMER
         self.names = {NO_MEMBER_ID: ""}  # the model's member ids -> member.id strings
@@ -128,7 +132,7 @@ class MemberRuntime:
         finally:
             boot.close()
         self.cfg = GroupConfig(topics=tuple((t, counts[t]) for t in self.topic_names), protocol=self.protocol,
-                               assignor=self.assignor)
+                               assignor=self.assignor, mutations=self.mutations)
         if self.trace is not None:
             self.trace.begin(settings(self.cfg.topics))
         self.wire = await Wire.open(found.host, found.port, self.client_id, self.trace)
