@@ -10,7 +10,7 @@ from typing import NamedTuple
 import pytest
 from jsonschema import Draft202012Validator
 
-from interop.harness import Server
+from interop.harness import Group, Server, wait_for
 from rebalance.checker.conform import members
 from rebalance.checker.conform.verdict import CONFORMS, DIVERGENT, INCOMPLETE
 from rebalance.impl.member import MemberRuntime
@@ -133,3 +133,29 @@ def test_leader_assigning_a_claimed_partition_diverges(tmp_path):
     d = verdict.divergence
     assert d.rule == "R23" and d.record["api"] == "SyncGroup" and d.record["body"]["assignments"]
     assert "still owns it" in d.reason
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_real_clients_conform(tmp_path, client):
+    """librdkafka and kafka-python (cooperative-sticky, auto-commit) through a
+    scale-up, a graceful close and a kill, as serve recorded them."""
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}")
+    group = Group(server, "g", TOPIC, PARTITIONS)
+    try:
+        for name in "ABC":
+            group.start(client, name)
+        owned = group.wait_balanced()
+        for name in "ABC":  # commit one partition each: OffsetCommit under its member.id and generation
+            group.tell(name, f"commit {min(owned[name])} 1")
+        wait_for(lambda: sum(e["event"] == "committed" for e in group.snapshot()) == 3, 30, "the commits")
+        group.close("B")
+        group.wait_balanced()
+        group.kill9("C")
+        group.wait_balanced(timeout=60)
+    finally:
+        group.stop_all()
+        server.stop()
+    verdict = members.check(read(server.trace), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert {"R13", "R16", "R18", "R20", "R23", "R10", "R41"} <= verdict.rules

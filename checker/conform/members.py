@@ -452,7 +452,7 @@ class _Checker:
                                if c.pending and _api(c.pending[0]) == api})
             return self._diverge(client, line, rec, observed, expected, seen)
         if api == "SyncGroup" and observed[3]:
-            divergence = self._leader(client, line, rec, observed)
+            divergence = self._leader(client, line, rec, observed, {c.inflight[0] for c in accepted})
             if divergence is not None:
                 return divergence
         client.candidates = accepted
@@ -475,14 +475,27 @@ class _Checker:
         if not accepted:
             expected = sorted({self._identity_text(client.cfg, api, c.consumer) for c in seen})
             return self._diverge(client, line, rec, observed, expected, seen)
-        if api == "Heartbeat" and not any(c.consumer.phase == MemberPhase.STABLE for c in accepted):
+        if api == "Heartbeat" and not any(self._stable_after(client.cfg, c, member_id, generation) for c in accepted):
             self.figures["abstracted_heartbeats"] += 1
         client.candidates = accepted
         self.rules.add("R41" if api == "OffsetCommit" else "R10")
         return None
 
-    def _leader(self, client: Client, line: int, rec: dict, observed: tuple):
-        """R16, R23: the leader's assignments against the claims it was given."""
+    def _stable_after(self, cfg: GroupConfig, cand: Candidate, member_id: int, generation: int) -> bool:
+        """Whether the model's member itself could heartbeat here: Stable under this
+        member.id and generation once some of the queued responses are processed."""
+        while True:
+            c = cand.consumer
+            if c.phase == MemberPhase.STABLE and (c.member_id, c.generation) == (member_id, generation):
+                return True
+            if not cand.queue:
+                return False
+            cand = self._step(cfg, cand._replace(queue=cand.queue[1:]), cand.queue[0][0])
+
+    def _leader(self, client: Client, line: int, rec: dict, observed: tuple, model_syncs):
+        """R16, R23: the leader's assignments against the claims it was given;
+        ``model_syncs``: the SyncGroups the model's leader sent instead (its own
+        assignor's choice, one of those the properties allow)."""
         cfg = client.cfg
         self.figures["leader_assignments"] += 1
         members = tuple((self.ids.member(m["member_id"]), self.ids.instance(m["group_instance_id"]),
@@ -503,10 +516,9 @@ class _Checker:
         if not failures:
             return None
         rule = ASSIGNMENT_RULES[failures[0].partition(":")[0]]
-        claims = "; ".join(f"{names[mid]!r} claims {bracket(cfg.partition_name(p) for p in partitions_of(sub.owned))}"
-                           f" (generation {sub.generation})" for mid, _, sub in members)
-        return Divergence(line, rec, "members", rule, (f"an assignment with {failures[0]} corrected; claims: {claims}",),
-                          f"the leader's SyncGroup breaks {rule}: {'; '.join(failures)}", tuple(client.records))
+        expected = tuple(sorted(self._text(cfg, req) for req in model_syncs))
+        return Divergence(line, rec, "members", rule, expected,
+                          f"the leader's assignments break {rule}: {'; '.join(failures)}", tuple(client.records))
 
     # --- reporting ---------------------------------------------------------------------
     def _exercised(self, client: Client, observed: tuple, accepted) -> None:
@@ -552,8 +564,9 @@ class _Checker:
                     f"owned_partitions={bracket(cfg.partition_name(p) for p in partitions_of(sub.owned))} "
                     f"generation={sub.generation}")
         if kind is SyncGroup:
-            return (f"SyncGroup member_id={name(req.member_id)!r} generation_id={req.generation} "
-                    f"{'with the leader' + chr(39) + 's assignments' if req.assignments else 'no assignments'}")
+            given = ", ".join(f"{name(m)!r}: {bracket(cfg.partition_name(p) for p in partitions_of(a.partitions))}"
+                              for m, a in req.assignments)
+            return f"SyncGroup member_id={name(req.member_id)!r} generation_id={req.generation} assignments={{{given}}}"
         if kind is LeaveGroup:
             return f"LeaveGroup members={[name(m) for m, _ in req.members]}"
         return repr(req)
