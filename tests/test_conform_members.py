@@ -135,6 +135,22 @@ def test_leader_assigning_a_claimed_partition_diverges(tmp_path):
     assert "still owns it" in d.reason
 
 
+@pytest.mark.spec("R18")
+def test_claiming_revoked_partitions_diverges(tmp_path):
+    """keep-revoked (test-only), run for real: A is told to give up two partitions
+    for B, keeps them, and rejoins claiming all four."""
+    async def scenario(bootstrap):
+        a = await join(bootstrap, "A", mutations=("keep-revoked",))
+        await wait_until(lambda: settled([a]), "A to own everything")
+        await join(bootstrap, "B")
+        await wait_until(lambda: a.state.generation >= 3, "A's rejoin after revoking")
+
+    d = members.check(recorded(tmp_path, scenario), None).divergence
+    assert d.rule == "R18" and d.record["api"] == "JoinGroup"
+    assert len(d.record["body"]["protocols"][0]["metadata"]["owned_partitions"][0]["partitions"]) == PARTITIONS
+    assert d.expected[0].endswith("owned_partitions=[t-0, t-1] generation=2")
+
+
 @pytest.mark.interop
 @pytest.mark.parametrize("client", ["confluent", "kafka-python"])
 def test_real_clients_conform(tmp_path, client):
@@ -159,3 +175,157 @@ def test_real_clients_conform(tmp_path, client):
     verdict = members.check(read(server.trace), None)
     assert verdict.status == CONFORMS, verdict.divergence
     assert {"R13", "R16", "R18", "R20", "R23", "R10", "R41"} <= verdict.rules
+
+
+# --- hand-built traces: what a real run of our clients does not produce ------------------
+class Build:
+    """A v2 trace written record by record (spec/TRACE.md), one connection per client."""
+
+    def __init__(self, protocols=("cooperative-sticky",)):
+        self.protocols = protocols
+        self.lines = [{"type": "header", "format": "rebalance-trace", "version": 2, "recorder": "serve",
+                       "recorded_at": "2026-11-24T10:00:00Z", "settings": {
+                           "topics": [{"name": TOPIC, "partitions": PARTITIONS}],
+                           "group_initial_rebalance_delay_ms": 0, "mutations": []}}]
+        self.t, self.correlation = 1.0, 0
+
+    def _add(self, record: dict) -> dict:
+        self.t += 1
+        self.lines.append({"t_ms": self.t, **record})
+        return self.lines[-1]
+
+    def open(self, conn: str):
+        self._add({"type": "open", "connection": conn, "host": "127.0.0.1"})
+
+    def call(self, conn: str, api: str, body: dict, response: dict | None):
+        self.correlation += 1
+        version = {"JoinGroup": 7, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 4, "OffsetCommit": 8}[api]
+        self._add({"type": "request", "connection": conn, "correlation_id": self.correlation, "client_id": conn,
+                   "api": api, "version": version, "body": {"group_id": "g", **body}})
+        if response is not None:
+            self._add({"type": "response", "connection": conn, "correlation_id": self.correlation, "api": api,
+                       "version": version, "body": response})
+
+    @staticmethod
+    def sub(owned=(), generation=-1):
+        return {"version": 2, "topics": [TOPIC], "owned_partitions": [{"topic": TOPIC, "partitions": list(owned)}]
+                if owned else [], "generation": generation, "rack": None, "user_data": None}
+
+    @staticmethod
+    def assignment(parts):
+        return {"version": 1, "assigned_partitions": [{"topic": TOPIC, "partitions": list(parts)}],
+                "user_data": None}
+
+    def join(self, conn, member, owned=(), generation=-1, response=None, metadata=None):
+        body = {"member_id": member, "group_instance_id": None, "session_timeout_ms": 1000,
+                "rebalance_timeout_ms": 1000, "protocol_type": "consumer", "reason": None,
+                "protocols": [{"name": n, "metadata": metadata or self.sub(owned, generation)}
+                              for n in self.protocols]}
+        self.call(conn, "JoinGroup", body, response)
+
+    def joined(self, member, generation, leader, members=(), error="NONE"):
+        return {"error": error, "generation_id": generation, "protocol_type": "consumer",
+                "protocol_name": self.protocols[-1], "leader": leader, "skip_assignment": False,
+                "member_id": member, "members": [{"member_id": m, "group_instance_id": None,
+                                                  "metadata": self.sub(o, g)} for m, o, g in members]}
+
+    def sync(self, conn, member, generation, assignments=(), given=None):
+        body = {"generation_id": generation, "member_id": member, "group_instance_id": None,
+                "protocol_type": "consumer", "protocol_name": self.protocols[-1],
+                "assignments": [{"member_id": m, "assignment": self.assignment(ps)} for m, ps in assignments]}
+        self.call(conn, "SyncGroup", body, None if given is None else {
+            "error": "NONE", "protocol_type": "consumer", "protocol_name": self.protocols[-1],
+            "assignment": self.assignment(given)})
+
+    def heartbeat(self, conn, member, generation, error="NONE"):
+        self.call(conn, "Heartbeat", {"generation_id": generation, "member_id": member, "group_instance_id": None},
+                  {"error": error})
+
+    def commit(self, conn, member, generation, parts, error="NONE"):
+        self.call(conn, "OffsetCommit", {
+            "generation_id": generation, "member_id": member, "group_instance_id": None,
+            "topics": [{"name": TOPIC, "partitions": [{"partition": p, "offset": 1, "metadata": None}
+                                                      for p in parts]}]},
+            {"topics": [{"name": TOPIC, "partitions": [{"partition": p, "error": error} for p in parts]}]})
+
+    def alone(self, conn="c1", member="A-1", sync_heartbeat=False):
+        """A lone member joins (KIP-394's two JoinGroups) and is given everything in generation 1."""
+        self.open(conn)
+        self.join(conn, "", response=self.joined(member, -1, "", error="MEMBER_ID_REQUIRED"))
+        self.join(conn, member, response=self.joined(member, 1, member, [(member, (), -1)]))
+        if sync_heartbeat:  # the Java client heartbeats in COMPLETING_REBALANCE, its SyncGroup in flight
+            self.correlation += 1
+            self.heartbeat(conn, member, 1)
+        self.sync(conn, member, 1, [(member, range(PARTITIONS))], given=range(PARTITIONS))
+        return self
+
+    def trace(self) -> Trace:
+        for n, r in enumerate(self.lines, 1):
+            assert not list(VALIDATOR.iter_errors(r)), f"line {n} is not schema-valid: {r}"
+        return Trace(self.lines[0], list(enumerate(self.lines[1:], 2)))
+
+
+def test_hand_built_lone_member_conforms_with_pipelined_heartbeat():
+    b = Build().alone(sync_heartbeat=True)
+    b.heartbeat("c1", "A-1", 1)
+    b.commit("c1", "A-1", 1, [0, 2])
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert verdict.figures["abstracted_heartbeats"] == 1 and {"R36", "R16", "R10", "R41"} <= verdict.rules
+
+
+@pytest.mark.spec("R10", "R41")
+@pytest.mark.parametrize("wrong, rule", [("heartbeat", "R10"), ("commit", "R41"), ("commit-unowned", "R41")])
+def test_stale_generation_or_unowned_commit_diverges(wrong, rule):
+    b = Build().alone()
+    b.open("c2")
+    b.join("c2", "", response=b.joined("B-1", -1, "", error="MEMBER_ID_REQUIRED"))
+    b.join("c2", "B-1", response=None)
+    b.heartbeat("c1", "A-1", 1, error="REBALANCE_IN_PROGRESS")
+    b.join("c1", "A-1", owned=range(PARTITIONS), generation=1,
+           response=b.joined("A-1", 2, "A-1", [("A-1", range(PARTITIONS), 1), ("B-1", (), -1)]))
+    b.sync("c1", "A-1", 2, [("A-1", [0, 1]), ("B-1", [])], given=[0, 1])
+    b.join("c1", "A-1", owned=[0, 1], generation=2, response=None)  # R18: revoked t-2, t-3, rejoins at once
+    {"heartbeat": lambda: b.heartbeat("c1", "A-1", 1), "commit": lambda: b.commit("c1", "A-1", 1, [0]),
+     "commit-unowned": lambda: b.commit("c1", "A-1", 2, [3])}[wrong]()
+    d = members.check(b.trace(), None).divergence
+    assert d.rule == rule and d.line == len(b.lines) - 1
+    assert d.expected[0].startswith(("Heartbeat" if wrong == "heartbeat" else "OffsetCommit") +
+                                    " member_id='A-1' generation_id=2")
+
+
+def test_commit_error_may_reset_the_generation():
+    """ConsumerCoordinator resets the generation on an OffsetCommit answered
+    ILLEGAL_GENERATION and rejoins claiming nothing (R15); the model learns it from
+    the next Heartbeat: the side takes the commit's error as that Heartbeat's."""
+    b = Build().alone()
+    b.commit("c1", "A-1", 1, [0], error="ILLEGAL_GENERATION")
+    b.join("c1", "A-1", response=None)
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert "R15" in verdict.rules
+
+
+@pytest.mark.spec("R14")
+def test_eager_member_claiming_diverges():
+    """The Java client's default [range, cooperative-sticky] is eager whatever is
+    selected (ConsumerCoordinator: the protocol all assignors support): it rejoins
+    claiming nothing."""
+    for owned, status in (((), CONFORMS), (range(PARTITIONS), DIVERGENT)):
+        b = Build(protocols=("range", "cooperative-sticky")).alone()
+        b.heartbeat("c1", "A-1", 1, error="REBALANCE_IN_PROGRESS")
+        b.join("c1", "A-1", owned=owned, generation=1, response=None)
+        verdict = members.check(b.trace(), None)
+        assert verdict.status == status
+    assert verdict.divergence.rule == "R14"
+    assert verdict.divergence.expected == (
+        "JoinGroup member_id='A-1' group_instance_id=None owned_partitions=[] generation=-1",)
+
+
+def test_opaque_metadata_is_incomplete():
+    b = Build()
+    b.open("c1")
+    b.join("c1", "", metadata={"opaque": "AAE="}, response=None)
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == INCOMPLETE
+    assert verdict.uninterpreted == ("line 3: the JoinGroup metadata is opaque bytes (not the consumer protocol)",)

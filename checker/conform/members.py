@@ -238,9 +238,11 @@ class _Checker:
         return self._main(client, line, rec, observed)
 
     def _response(self, line: int, rec: dict):
-        client, api, _ = self.requests.pop((rec["connection"], rec["correlation_id"]))
+        key = (rec["connection"], rec["correlation_id"])
+        client, api, _ = self.requests[key]
         if id(client) in self.dropped:
             return None
+        del self.requests[key]  # a second response to it is malformed (the reader's to refuse)
         client.records.append((line, rec))
         self.checked += 1
         body = rec["body"]
@@ -275,9 +277,9 @@ class _Checker:
         key = (rec["connection"], group)
         if key in self.by_conn:
             return self.by_conn[key]
-        member_id = body["members"][0]["member_id"] if rec["api"] == "LeaveGroup" else body["member_id"]
-        instance = body["members"][0]["group_instance_id"] if rec["api"] == "LeaveGroup" \
-            else body["group_instance_id"]
+        named = (body["members"] or [{"member_id": "", "group_instance_id": None}])[0] \
+            if rec["api"] == "LeaveGroup" else body
+        member_id, instance = named["member_id"], named["group_instance_id"]
         client = self.by_member.get((group, member_id)) if member_id else None
         if client is None and instance is not None:
             client = self.by_instance.get((group, instance))
