@@ -50,7 +50,8 @@ What is abstracted, because the protocol allows it (and why; spec/SPEC.md,
   Heartbeat and OffsetCommit are checked beside the JoinGroup / SyncGroup /
   LeaveGroup line, against any state the client may be in.
 * Heartbeats outside Stable. The Java client heartbeats in COMPLETING_REBALANCE
-  (HeartbeatThread stops only while unjoined or preparing), librdkafka while a
+  (HeartbeatThread stops only while MemberState.hasNotJoinedGroup: UNJOINED or
+  PREPARING_REBALANCE), librdkafka while a
   cooperative revocation completes; the coordinator answers them by member.id and
   generation alone (GroupCoordinator.handleHeartbeat), so those are what is
   compared.
@@ -60,8 +61,8 @@ What is abstracted, because the protocol allows it (and why; spec/SPEC.md,
   commits the partitions it has positions for, a subset of what it owns.
 * Commit errors. The model ignores an OffsetCommit's error and learns it from the
   next Heartbeat (R41, R19); Kafka's clients may act on it at once
-  (ConsumerCoordinator.OffsetCommitResponseHandler resets the generation on
-  UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION and rejoins on REBALANCE_IN_PROGRESS).
+  (ConsumerCoordinator.OffsetCommitResponseHandler: resetStateOnResponseError on
+  UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION, requestRejoin on REBALANCE_IN_PROGRESS).
   Such an error is an optional Heartbeat response: processed or not.
 * The rebalance protocol is the client's, not the selected name's: cooperative
   only when every protocol it lists is ``cooperative-sticky`` (the Java client
