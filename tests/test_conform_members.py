@@ -4,7 +4,6 @@ wrong member, run for real with a mutation, is caught naming the rule."""
 import asyncio
 import json
 import time
-from pathlib import Path
 
 import pytest
 

@@ -221,11 +221,14 @@ class _Checker:
         return self.by_conn.get((rec["connection"], _group_of(rec)))
 
     def _request(self, line: int, rec: dict):
+        api, body = rec["api"], rec["body"]
+        key = (rec["connection"], _group_of(rec))
+        if api == "OffsetCommit" and key not in self.by_conn and (body["member_id"], body["generation_id"]) == ("", -1):
+            return None  # a client outside group management commits (KafkaConsumer.assign): no member to judge
         client = self._route(rec)
         if id(client) in self.dropped:
             return None
         client.records.append((line, rec))
-        api, body = rec["api"], rec["body"]
         if api == "JoinGroup" and client.cfg is None:
             client.cfg = self._config(body)
         if client.cfg is None:
@@ -433,9 +436,12 @@ class _Checker:
                     accepted.add(succ)
                     continue
                 for s in self._silent(client, cand, api):
-                    if s not in seen and len(seen) < 64 * self.max_candidates:
+                    if s not in seen:
                         seen.add(s)
                         nxt.append(s)
+            if len(seen) > 64 * self.max_candidates:
+                raise Uninterpretable(f"the search for this {api} visited more than {64 * self.max_candidates} "
+                                      "states (raise max_candidates)")
             frontier = nxt
         if len(accepted) > self.max_candidates:
             raise Uninterpretable(f"more than {self.max_candidates} candidate states for one client")
