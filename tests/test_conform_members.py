@@ -3,18 +3,19 @@ recorded by a real ``rebalance serve`` with our member runtime conform, and a
 wrong member, run for real with a mutation, is caught naming the rule."""
 import asyncio
 import json
+import signal
+import subprocess
 import time
 
 import pytest
 
-from interop.harness import Group, Server, wait_for
+from interop.harness import REBALANCE, Group, Server, wait_for
 from rebalance.checker.conform import members
 from rebalance.checker.conform.emit import emit
 from rebalance.checker.conform.trace import Trace, parse, read
 from rebalance.model.config import GroupConfig
 from rebalance.checker.conform.verdict import CONFORMS, DIVERGENT, INCOMPLETE
 from rebalance.impl.member import MemberRuntime
-from rebalance.model.protocol import HeartbeatDue
 
 TOPIC, PARTITIONS = "t", 4
 
@@ -101,24 +102,51 @@ def test_real_members_conform(tmp_path):
     assert verdict.records_checked > 20
 
 
-@pytest.mark.spec("R15")
-def test_kept_partitions_after_unknown_member_id_diverge(tmp_path):
-    """KAFKA-12983, run for real: A (keep-owned-on-unknown-member-id) pauses past its
-    session timeout, is answered UNKNOWN_MEMBER_ID, and rejoins still claiming."""
-    async def scenario(bootstrap):
-        a = await join(bootstrap, "A", mutations=("keep-owned-on-unknown-member-id",))
-        b = await join(bootstrap, "B")
-        await wait_until(lambda: settled([a, b]), "A and B to share")
-        a._beat.cancel()  # a zombie: no heartbeats past session.timeout.ms
-        await wait_until(lambda: settled([b]), "B to own everything")
-        await a._step(HeartbeatDue())
-        await wait_until(lambda: a.state.member_id and a.state.generation > 0, "A to rejoin")
+def member_process(server: Server, name: str, *mutations) -> subprocess.Popen:
+    """``rebalance member`` in its own process (1 s session, 100 ms heartbeats)."""
+    cmd = [str(REBALANCE), "member", "--bootstrap", f"127.0.0.1:{server.port}", "--group", "g", "--topic", TOPIC,
+           "--client-id", name, "--session-timeout-ms", "1000", "--heartbeat-interval-ms", "100"]
+    for m in mutations:
+        cmd += ["--mutation", m]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    trace = recorded(tmp_path, scenario)
-    verdict = members.check(trace, None)
-    assert verdict.status == DIVERGENT
-    d = verdict.divergence
-    assert d.rule == "R15" and d.record["api"] == "JoinGroup" and d.record["body"]["member_id"] == ""
+
+def joins(server: Server, client: str) -> list:
+    """The JoinGroup requests ``client`` sent, as serve recorded them so far."""
+    records = [json.loads(line) for line in server.trace.read_text().splitlines()[1:]]
+    return [r["body"] for r in records if r["type"] == "request" and r["api"] == "JoinGroup"
+            and r["client_id"] == client]
+
+
+@pytest.mark.spec("R15")
+def test_zombie_process_keeping_partitions_diverges(tmp_path):
+    """KAFKA-12983 with a real zombie: ``rebalance member --mutation
+    keep-owned-on-unknown-member-id`` is stopped (SIGSTOP) past its session
+    timeout while B takes over, resumed, answered UNKNOWN_MEMBER_ID, and rejoins
+    with an empty member.id still claiming its partitions."""
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
+    a = member_process(server, "A", "keep-owned-on-unknown-member-id")
+    b = None
+    try:
+        owned = lambda body: body["protocols"][0]["metadata"]["owned_partitions"]  # noqa: E731
+        # A alone (1), B joins (2, revoking), the follow-up round (3); then B alone (4)
+        wait_for(lambda: server.generations(), 20, "A to form the group")
+        b = member_process(server, "B")
+        wait_for(lambda: max(server.generations(), default=0) >= 3, 20, "A and B to share the partitions")
+        time.sleep(0.5)
+        a.send_signal(signal.SIGSTOP)
+        wait_for(lambda: max(server.generations()) >= 4, 20, "a round without A")
+        a.send_signal(signal.SIGCONT)
+        wait_for(lambda: any(j["member_id"] == "" and owned(j) for j in joins(server, "A")), 20,
+                 "A's rejoin claiming")
+    finally:
+        for p in filter(None, (a, b)):
+            p.send_signal(signal.SIGCONT)
+            p.terminate()
+            p.wait(10)
+        server.stop()
+    d = members.check(read(server.trace), None).divergence
+    assert d.rule == "R15" and d.record["client_id"] == "A" and d.record["body"]["member_id"] == ""
     assert d.expected == ("JoinGroup member_id='' group_instance_id=None owned_partitions=[] generation=-1",)
     assert any(r["type"] == "response" and r["body"].get("error") == "UNKNOWN_MEMBER_ID" for _, r in d.context)
     assert d.context[-1] == (d.line, d.record)
