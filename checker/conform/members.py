@@ -87,10 +87,11 @@ from rebalance.model.config import ASSIGNORS, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, handle
 from rebalance.model.protocol import (
     EMPTY_ASSIGNMENT, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Assignment, Error, HeartbeatResponse, JoinGroup,
-    JoinGroupResponse, Leave, LeaveGroup, Send, Start, Subscription, SyncGroup, SyncGroupResponse, mask_of,
-    partitions_of,
+    JoinGroupResponse, Leave, LeaveGroup, Send, Start, Subscription, SyncGroup, SyncGroupResponse,
+    partitions_of, union,
 )
 
+from ..kafka_json import Codec
 from ..render import bracket
 from ..vectors_run import check_assignment
 from .verdict import CONFORMS, DIVERGENT, INCOMPLETE, Divergence, Verdict
@@ -107,8 +108,7 @@ ASSIGNMENT_RULES = {"exclusive": "R16", "complete": "R16", "cooperative": "R23"}
 SIGNAL_RULES = {("JoinGroup", "MEMBER_ID_REQUIRED"): "R36", ("SyncGroup", "REBALANCE_IN_PROGRESS"): "R17",
                 ("Heartbeat", "REBALANCE_IN_PROGRESS"): "R19"}
 SIGNAL_RULES.update({(api, e.name): "R28" if e == Error.FENCED_INSTANCE_ID else "R15"
-                     for api in ("JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit")
-                     for e in (Error.UNKNOWN_MEMBER_ID, Error.ILLEGAL_GENERATION, Error.FENCED_INSTANCE_ID)})
+                     for api in MAIN_LINE + SIDE for e in LOSS_ERRORS})
 
 
 class Uninterpretable(Exception):
@@ -132,8 +132,8 @@ class Client:
     JoinGroup), the records seen (the divergence's context) and what the leader
     check needs (its last JoinGroupResponse's members)."""
 
-    def __init__(self, group: str, name: str):
-        self.group, self.name = group, name
+    def __init__(self, group: str):
+        self.group = group
         self.cfg = None
         self.candidates = {Candidate(NEW_CONSUMER)}
         self.records: list = []
@@ -183,7 +183,7 @@ class _Checker:
         self.by_conn: dict = {}      # (connection, group) -> Client
         self.by_member: dict = {}    # (group, member.id string) -> Client
         self.by_instance: dict = {}  # (group, group.instance.id) -> Client
-        self.requests: dict = {}     # (connection, correlation_id) -> (Client, api, model request)
+        self.requests: dict = {}     # (connection, correlation_id) -> (Client, api)
         self.dropped: set = set()
         self.uninterpreted: list = []
         self.rules: set = set()
@@ -234,7 +234,7 @@ class _Checker:
         if client.cfg is None:
             raise Uninterpretable(f"{api} before the client's first JoinGroup: its protocol is unknown")
         observed = self._observed(client.cfg, api, body)
-        self.requests[(rec["connection"], rec["correlation_id"])] = (client, api, observed)
+        self.requests[(rec["connection"], rec["correlation_id"])] = (client, api)
         self.checked += 1
         self.figures["requests"] += 1
         if api in SIDE:
@@ -243,7 +243,7 @@ class _Checker:
 
     def _response(self, line: int, rec: dict):
         key = (rec["connection"], rec["correlation_id"])
-        client, api, _ = self.requests[key]
+        client, api = self.requests[key]
         if id(client) in self.dropped:
             return None
         del self.requests[key]  # a second response to it is malformed (the reader's to refuse)
@@ -288,7 +288,7 @@ class _Checker:
         if client is None and instance is not None:
             client = self.by_instance.get((group, instance))
         if client is None:
-            client = Client(group, rec["connection"])
+            client = Client(group)
             self.clients.append(client)
         else:
             self._reconnect(client, restart=not member_id)
@@ -325,20 +325,13 @@ class _Checker:
 
     # --- the Kafka-level records as model values ----------------------------------
     def _mask(self, cfg: GroupConfig, topic_partitions) -> int:
-        base, offsets = 0, {}
-        for name, count in cfg.topics:
-            offsets[name] = (base, count)
-            base += count
-        indices = []
-        for tp in topic_partitions:
-            if tp["topic"] not in offsets:
-                raise Uninterpretable(f"partitions of topic {tp['topic']!r}, which the client does not subscribe to")
-            start, count = offsets[tp["topic"]]
-            for p in tp["partitions"]:
-                if p >= count:
-                    raise Uninterpretable(f"partition {tp['topic']}-{p} does not exist")
-                indices.append(start + p)
-        return mask_of(indices)
+        """The model's bitmask of ``[{topic, partitions}]``; Uninterpretable for a
+        partition outside the client's topics."""
+        names = [f"{tp['topic']}-{p}" for tp in topic_partitions for p in tp["partitions"]]
+        try:
+            return Codec(cfg).mask(names)
+        except KeyError as e:
+            raise Uninterpretable(f"partition {e.args[0]} is not one of the client's topics' partitions") from None
 
     def _claim(self, cfg: GroupConfig, metadata) -> tuple:
         """``(owned mask, generation or None)``: the generation is compared only
@@ -514,7 +507,7 @@ class _Checker:
         strangers = sorted(names[m] for m, _ in observed[3] if m not in round_ids)
         failures = [f"exclusive: assigns to {', '.join(map(repr, strangers))}, not in the round"] if strangers else []
         owners = resolve_claims(cfg, members)
-        claimed = mask_of(p for _, _, sub in members for p in partitions_of(sub.owned))
+        claimed = union(sub.owned for _, _, sub in members)
         expect = {"may_withhold": [cfg.partition_name(p) for p in partitions_of(claimed)] if cfg.cooperative else [],
                   "owners": {cfg.partition_name(p): names[m] for p, m in owners.items()} if cfg.cooperative else {}}
         got = {names[m]: [cfg.partition_name(p) for p in partitions_of(mask)] for m, mask in observed[3]}
