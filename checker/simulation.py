@@ -18,7 +18,16 @@ heartbeat interval):
 ``start`` a process on the slot (static members keep ``instance_id(slot)``),
 ``stop`` it gracefully (R20: revoke, LeaveGroup unless static) or ``crash`` it
 (nothing sent; requests in flight lost; its partitions unavailable until
-reassigned).
+reassigned), ``pause`` it (a zombie: a long GC pause, a stalled VM; it sends
+nothing) or ``resume`` it (it commits what it still owns at once, R41, then
+heartbeats again).
+
+An ``observer`` (checker/conform/emit.py writes traces with one) sees what a
+broker sees: each process's connection opened and, at a crash, closed; each
+request as the coordinator receives it; each response as it is produced. With
+an observer, a connection is muted while its request is in flight, as Kafka's
+SocketServer does (its next request reaches the coordinator once the response is
+produced), and a reply no request waits for is dropped, as impl/ drops it.
 
 A run goes to a verdict. It ends at the first event after its last scripted
 action at which the group is *quiet* (``Simulation.quiet``): balanced as
@@ -50,8 +59,8 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP
 from rebalance.model.member import NEW_CONSUMER, MemberPhase
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NOT_SCHEDULED, Callback, HeartbeatDue, Leave, Receive, ScheduledRebalanceDue, Send, Start, Tick,
-    connection, epoch_of, instance_id, partitions_of, slot_of, union,
+    NO_INSTANCE_ID, NOT_SCHEDULED, RESPONSE_OF, Callback, CommitDue, HeartbeatDue, Leave, Receive,
+    ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of, instance_id, partitions_of, slot_of, union,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
 
@@ -72,6 +81,7 @@ class Timing(NamedTuple):
     initial_delay_ms: int = 3_000
     scheduled_delay_ms: int = 60_000
     clock_ms: int = 30_000
+    commit_ms: int = 0  # how often a process commits what it owns (0: never)
 
     def ticks(self, ms: float) -> int:
         return round(ms / self.tick_ms)
@@ -85,6 +95,7 @@ class Timing(NamedTuple):
         return {"scheduled_delay_ticks": -(-self.scheduled_delay_ms // self.clock_ms)}
 
 
+ACTIONS = ("start", "stop", "crash", "pause", "resume")
 DEFAULT_HORIZON_MS = 3_600_000  # an hour of simulated time after the last scripted action
 
 
@@ -115,7 +126,7 @@ class Simulation:
     MAX_EVENTS = 5_000_000
 
     def __init__(self, cfg: GroupConfig, members: int, static: bool, timing: Timing = Timing(),
-                 rng: random.Random | None = None):
+                 rng: random.Random | None = None, observer=None):
         self.cfg, self.static, self.t = cfg, static, timing
         self.timeouts = Timeouts(timing.session_ms, timing.rebalance_ms)
         self.group = EMPTY_GROUP
@@ -137,6 +148,10 @@ class Simulation:
         self._since = 0
         self.balanced_since: int | None = None
         self.actions_left = 0
+        self.observer = observer
+        self.paused: set = set()      # slots whose process is a zombie (heartbeats stopped)
+        self.in_flight: dict = {}     # connection -> the response class it waits for (observer only)
+        self.backlog: dict = {}       # connection -> requests held behind the one in flight (observer only)
         rng = rng or random.Random(0)
         for slot in range(members):  # started within one heartbeat interval, so their heartbeats interleave
             self.act_at(rng.randrange(timing.heartbeat_ms), "start", slot)
@@ -148,8 +163,8 @@ class Simulation:
 
     def act_at(self, time: int, action: str, slot: int) -> None:
         """Schedule ``action`` ("start" | "stop" | "crash") of ``slot`` at ``time`` ms."""
-        if action not in ("start", "stop", "crash"):
-            raise ValueError(f"unknown action {action!r} (expected start, stop or crash)")
+        if action not in ACTIONS:
+            raise ValueError(f"unknown action {action!r} (expected one of {', '.join(ACTIONS)})")
         self.actions_left += 1
         self._at(time, "act", action, slot)
 
@@ -180,6 +195,11 @@ class Simulation:
             return
         epoch = self.epochs[slot] = self.epochs.get(slot, 0) + 1
         self.consumers[slot] = NEW_CONSUMER
+        self.paused.discard(slot)
+        if self.observer is not None:
+            self.observer.open(self.now, connection(slot, epoch))
+        if self.t.commit_ms:
+            self._at(self.now + self.t.commit_ms, "commit", slot, epoch)
         self._member(slot, Start(instance_id(slot) if self.static else NO_INSTANCE_ID))
         self._at(self.now + self.t.heartbeat_ms, "beat", slot, epoch)
         self._ownership_changed()  # a process owning nothing yet: loads may now differ by more than one
@@ -194,13 +214,30 @@ class Simulation:
         if slot in self.consumers:
             del self.consumers[slot]
             self.closed.add(connection(slot, self.epochs[slot]))
+            if self.observer is not None:
+                self.observer.close(self.now, connection(slot, self.epochs[slot]))
             self._ownership_changed()
+
+    def _pause(self, slot: int) -> None:
+        if slot in self.consumers:
+            self.paused.add(slot)
+
+    def _resume(self, slot: int) -> None:
+        if slot in self.paused:
+            self.paused.discard(slot)
+            self._member(slot, CommitDue())
+
+    def _commit(self, slot: int, epoch: int) -> None:
+        if slot in self.consumers and self.epochs[slot] == epoch and slot not in self.paused:
+            self._member(slot, CommitDue())
+            self._at(self.now + self.t.commit_ms, "commit", slot, epoch)
 
     def _beat(self, slot: int, epoch: int) -> None:
         if slot in self.consumers and self.epochs[slot] == epoch:
             if (slot, epoch) in self.overdue:
                 self._due(slot, epoch)
-            self._member(slot, HeartbeatDue())
+            if slot not in self.paused:
+                self._member(slot, HeartbeatDue())
             self._at(self.now + self.t.heartbeat_ms, "beat", slot, epoch)
 
     def _tick(self, slot: int, epoch: int) -> None:
@@ -248,8 +285,20 @@ class Simulation:
 
     # --- the coordinator --------------------------------------------------------------
     def _deliver(self, conn: int, request) -> None:
-        if conn not in self.closed:
-            self._coordinator(Receive(conn, request), coordinator.session_refreshed(request))
+        if conn in self.closed:
+            return
+        if self.observer is not None:
+            if self.in_flight.get(conn) is not None:  # muted: behind the request in flight
+                self.backlog.setdefault(conn, []).append(request)
+                return
+            self.in_flight[conn] = RESPONSE_OF[type(request)]
+            self.observer.request(self.now, conn, request)
+        self._coordinator(Receive(conn, request), coordinator.session_refreshed(request))
+
+    def _release(self, conn: int) -> None:
+        """The next request held behind a produced response reaches the coordinator."""
+        if self.backlog.get(conn) and self.in_flight.get(conn) is None:
+            self._deliver(conn, self.backlog[conn].pop(0))
 
     def _reply(self, conn: int, response) -> None:
         slot = slot_of(conn)
@@ -265,6 +314,12 @@ class Simulation:
         before = self.group
         self.group, replies = coordinator.handle(self.cfg, before, event)
         for reply in replies:
+            if self.observer is not None:
+                if reply.conn in self.closed or self.in_flight.get(reply.conn) is not type(reply.response):
+                    continue  # no request waits for it: impl/ drops it
+                self.in_flight[reply.conn] = None
+                self.observer.response(self.now, reply.conn, reply.response, before, self.group)
+                self._at(self.now, "release", reply.conn)
             self._at(self.now + self.t.latency_ms, "reply", reply.conn, reply.response)
         cancel, start = rearm(before, self.group, self.timers, refreshed)
         for key in cancel:

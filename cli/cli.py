@@ -460,8 +460,11 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 @click.option("--observe", "observe_path", type=click.Path(dir_okay=False),
               help="Append the rebalance callbacks and commits this member sees to this observed log "
                    "(spec/OBSERVED.md; several members may share one file), for conform --side clients.")
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+              help="Run the model's member handler with a known-bad behaviour (repeatable), e.g. "
+                   "keep-owned-on-unknown-member-id (KAFKA-12983), to record a wrong member's trace.")
 def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path,
-           observe_path):
+           observe_path, mutations):
     """Join a consumer group as a member running the model's member handler.
 
     Speaks Kafka's wire protocol and consumer-protocol bytes, so it can share a
@@ -488,7 +491,8 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
     runtime = MemberRuntime(bootstrap, group, topics, protocol, instance_id=instance_id, client_id=client_id,
                             session_ms=session_ms, heartbeat_ms=heartbeat_ms, listener=show,
                             trace=Recorder(trace_path, "member"),
-                            observe=ObservedLog(observe_path, client_id) if observe_path else None)
+                            observe=ObservedLog(observe_path, client_id) if observe_path else None,
+                            mutations=mutations)
 
     async def run():
         stop = asyncio.Event()

@@ -23,11 +23,12 @@ import uuid
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
-    JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
-    Protocols, Receive, Reply, SyncGroup, SyncGroupResponse, connection, epoch_of,
+    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, Heartbeat, JoinGroup,
+    LeaveGroup, OffsetCommit, Protocols, Receive, Reply, SyncGroup, connection, epoch_of,
 )
-from rebalance.model.timing import DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, rearm, session_timeout_error
+from rebalance.model.timing import (
+    DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, joined_timeouts, rearm, session_timeout_error,
+)
 
 from . import broker
 from .store import GroupRecord, Store
@@ -37,8 +38,6 @@ from .wire import Api, FrameError, UnsupportedVersion, ms, read_frame, read_requ
 log = logging.getLogger("rebalance.serve")
 
 UNKNOWN_ID = -1  # a member.id string the coordinator never handed out
-RESPONSE_OF = {JoinGroup: JoinGroupResponse, SyncGroup: SyncGroupResponse, Heartbeat: HeartbeatResponse,
-               LeaveGroup: LeaveGroupResponse, OffsetCommit: OffsetCommitResponse}
 FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
 
 
@@ -118,18 +117,17 @@ class GroupRuntime:
         """Give new member ids their member.id strings (client.id + "-" + UUID, as
         GroupCoordinator does) and the timeouts of the JoinGroup that made them;
         forget those of members gone."""
+        conn = c.conn if c else 0
         live = {m.member_id: m.conn for m in self.group.members}
-        live.update((mid, c.conn if c else 0) for mid in self.group.pending)
-        for mid, conn in live.items():
+        live.update((mid, conn) for mid in self.group.pending)
+        for mid, at in live.items():
             if mid not in self.names:
-                client = self.server.connections.get(conn)
+                client = self.server.connections.get(at)
                 name = f"{client.client_id if client else 'member'}-{uuid.uuid4()}"
                 self.names[mid], self.ids[name] = name, mid
-            if c is not None and timeouts and conn == c.conn:
-                self.timeouts[mid] = timeouts
         for mid in [mid for mid in self.names if mid not in live]:
             del self.ids[self.names.pop(mid)]
-            self.timeouts.pop(mid, None)
+        self.timeouts = joined_timeouts(self.group, conn, timeouts if c is not None else None, self.timeouts)
 
     def _log_phase(self) -> None:
         g = self.group

@@ -90,12 +90,14 @@ class MemberRuntime:
     Recorder ("member") for the connection to the coordinator, begun once the
     topics are known (spec/TRACE.md); ``observe``: an ObservedLog (spec/OBSERVED.md)
     given every callback (an assignment at its entry, a revocation or loss at its
-    exit) and every commit."""
+    exit) and every commit; ``mutations``: known-bad member behaviours
+    (model/config.py MUTATIONS) the model's handler runs with, so that a trace of
+    a wrong member can be recorded (ConfigError for an unknown one)."""
 
     def __init__(self, bootstrap: str, group: str, topics, protocol: str = "cooperative", assignor: str | None = None,
                  instance_id: str | None = None, client_id: str = "rebalance-member", session_ms: int = 10_000,
                  rebalance_ms: int = 30_000, heartbeat_ms: int = 1_000, listener=None, trace: Recorder | None = None,
-                 observe: ObservedLog | None = None):
+                 observe: ObservedLog | None = None, mutations=()):
         host, _, port = bootstrap.rpartition(":")
         self.bootstrap = (host, int(port))
         self.group, self.topic_names, self.protocol = group, tuple(topics), protocol
@@ -105,6 +107,7 @@ class MemberRuntime:
         self.listener, self.trace, self.observe = listener, trace, observe
         self.positions: dict = {}  # (topic, partition) -> the application's next offset
         self.committed: str | None = None  # the outcome of the last commit sent
+        self.mutations = frozenset(mutations)
         self.cfg = None
         self.state = NEW_CONSUMER
         self.names = {NO_MEMBER_ID: ""}  # the model's member ids -> member.id strings
@@ -135,7 +138,7 @@ class MemberRuntime:
         finally:
             boot.close()
         self.cfg = GroupConfig(topics=tuple((t, counts[t]) for t in self.topic_names), protocol=self.protocol,
-                               assignor=self.assignor)
+                               assignor=self.assignor, mutations=self.mutations)
         if self.trace is not None:
             self.trace.begin(settings(self.cfg.topics))
         if self.observe is not None:

@@ -302,6 +302,11 @@ class OffsetCommitResponse(NamedTuple):
     tag: int = 17
 
 
+# the response class of each request class (a connection waits for one of these)
+RESPONSE_OF = {JoinGroup: JoinGroupResponse, SyncGroup: SyncGroupResponse, Heartbeat: HeartbeatResponse,
+               LeaveGroup: LeaveGroupResponse, OffsetCommit: OffsetCommitResponse}
+
+
 # --- coordinator inputs ---------------------------------------------------------
 
 

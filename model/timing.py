@@ -70,6 +70,21 @@ def duration_ms(timer, group: Group, timeouts_of: Callable[[int], Timeouts], ini
     return rebalance
 
 
+def joined_timeouts(group: Group, conn: int, timeouts: Timeouts | None, table: dict) -> dict:
+    """Each member's Timeouts after a coordinator step that changed ``group``: the
+    members (and pending member ids, R36) whose connection is ``conn`` take the
+    ``timeouts`` of the JoinGroup that step handled (None: the step was no
+    JoinGroup), members gone are forgotten. ``table``: member id -> Timeouts
+    before the step (not changed); returns the new table. Kafka keeps them in
+    MemberMetadata (sessionTimeoutMs, rebalanceTimeoutMs)."""
+    live = {m.member_id: m.conn for m in group.members}
+    live.update((mid, conn) for mid in group.pending)
+    out = {mid: t for mid, t in table.items() if mid in live}
+    if timeouts:
+        out.update((mid, timeouts) for mid, c in live.items() if c == conn)
+    return out
+
+
 def rearm(before: Group, after: Group, armed, refreshed: int) -> tuple:
     """Which timers a coordinator step from ``before`` to ``after`` cancels and
     (re)starts: ``(cancel keys, ((key, timer), ...))``. ``armed``: the keys running

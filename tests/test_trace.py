@@ -34,7 +34,7 @@ def test_serve_and_member_traces(tmp_path):
     records = read_trace(server.trace)
     assert records[0]["recorder"] == "serve" and records[0]["settings"] == {
         "topics": [{"name": TOPIC, "partitions": PARTITIONS}], "group_initial_rebalance_delay_ms": 0,
-        "mutations": [], "group_min_session_timeout_ms": 6000, "group_max_session_timeout_ms": 1_800_000}
+        "mutations": [], "group_min_session_timeout_ms": Server.MIN_SESSION_MS, "group_max_session_timeout_ms": 1_800_000}
     assert [r["groups"] for r in records if r["type"] == "restart"] == [["g"]]
     opens = [r["connection"] for r in records if r["type"] == "open"]
     assert opens == [f"c{n}" for n in range(1, len(opens) + 1)]

@@ -43,6 +43,9 @@ def wait_for(predicate, timeout: float, what: str):
 class Server:
     """``rebalance serve`` in its own process, on a fixed port."""
 
+    # the tests run sessions of 1 s and less: below Kafka's group.min.session.timeout.ms (6 s, R42)
+    MIN_SESSION_MS = 100
+
     def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300, mutations=()):
         self.tmp, self.topic, self.port = tmp, topic, port or free_port()
         self.mutations = tuple(mutations)
@@ -55,6 +58,7 @@ class Server:
         self.proc = subprocess.Popen(
             [str(REBALANCE), "serve", "--port", str(self.port), "--topic", self.topic, "--store", str(self.store),
              "--trace", str(self.trace), "--initial-rebalance-delay-ms", str(self.initial_delay_ms),
+             "--group-min-session-timeout-ms", str(self.MIN_SESSION_MS),
              *(f"--mutation={m}" for m in self.mutations)],
             stderr=subprocess.PIPE, text=True)
         threading.Thread(target=lambda: [self.log.append(line) for line in self.proc.stderr], daemon=True).start()

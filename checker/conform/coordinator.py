@@ -1,0 +1,652 @@
+"""The coordinator side of ``rebalance conform``: is every response in the trace one
+the model's coordinator (model/coordinator.py ``handle``) could give, from the
+state the trace has reached?
+
+Requests are fed to the model as impl/coordinator.py feeds them (``rebalance
+serve``'s path): Kafka's member.id strings become the model's member ids, each
+group.instance.id string a model instance id, a traced connection a model
+connection on the client slot of its client.id, JoinGroup's protocols
+``Protocols`` whose opaque metadata is the canonical JSON of the decoded
+metadata (so the coordinator compares them as bytes, as Kafka does), SyncGroup's
+assignments the same, and a JoinGroup v4+ requires a known member id (KIP-394).
+
+Ids match up to renaming: a traced member.id string is bound to the model's
+member id at the first response that hands it out (a bijection); a string never
+handed out is unknown, as in impl/ (``UNKNOWN_ID``).
+
+Nondeterminism is resolved by a bounded search (trace checking as constrained
+model checking: Cirstea, Kuppe, Loillier, Merz 2024). The records are the
+observations; between them the coordinator takes silent steps:
+
+* it processes a received request: one connection's requests in order, the next
+  only once the previous one's response is produced (Kafka's SocketServer mutes
+  a channel while a request is in flight), connections in any order (behind a
+  proxy, the broker may have processed them in another order than recorded);
+* a timer fires (SessionTimeout, RebalanceTimeout, SyncTimeout,
+  InitialRebalanceDelay, PendingMemberTimeout): only if the model has it armed
+  and its deadline minus ``slack_ms`` has passed at the record's ``t_ms``; and it
+  must have fired before any step later than its deadline plus ``slack_ms``.
+  Deadlines are model/timing.py's (``rearm``, ``duration_ms``,
+  ``joined_timeouts``, the header's group_initial_rebalance_delay_ms), exactly as
+  impl/ arms its asyncio timers.
+
+A frontier of candidate states (deduplicated) is kept per group; those that
+cannot produce a response as recorded are dropped. The first response no
+candidate matches is the divergence, with the rule that decides it
+(``RULES``, spec/SPEC.md section 10). A ``restart`` record resumes each group
+from what the model stored last (``stored``, R37), every session timer
+restarted. OffsetFetch and DescribeGroups read state the model does not keep
+(offsets, descriptions): they are counted, not judged.
+"""
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from rebalance.model import protocol as P
+from rebalance.model.config import GroupConfig
+from rebalance.model.coordinator import EMPTY_GROUP, handle, session_refreshed, stored
+from rebalance.model.protocol import (
+    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, HeartbeatResponse,
+    InitialRebalanceDelay, JoinGroup, JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit,
+    OffsetCommitResponse, PendingMemberTimeout, Protocols, RebalanceTimeout, Receive, SessionTimeout, SyncGroup,
+    SyncGroupResponse, SyncTimeout, connection,
+)
+from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, joined_timeouts, rearm
+
+from .trace import Trace
+from .verdict import CONFORMS, DIVERGENT, INCOMPLETE, Divergence, Verdict
+
+SIDE = "coordinator"
+UNKNOWN_ID = -1  # a member.id string the coordinator never handed out (impl/coordinator.py's UNKNOWN_ID)
+DEFAULT_SLACK_MS = 1000
+DEFAULT_MAX_CANDIDATES = 10_000
+MAX_SILENT_STEPS = 64  # silent steps between two records, per candidate
+GROUP_APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
+NOT_JUDGED = ("OffsetFetch", "DescribeGroups")
+RESPONSE_OF = {request.__name__: response for request, response in P.RESPONSE_OF.items()}
+
+# The rule that decides a response, by API and error (the error the model allows
+# there when it differs from the recorded one, else the recorded one), spec/SPEC.md
+# section 10. (api, None) is the API's rule for a field other than the error.
+RULES = {
+    ("JoinGroup", "MEMBER_ID_REQUIRED"): "R36", ("JoinGroup", "FENCED_INSTANCE_ID"): "R25",
+    ("JoinGroup", "UNKNOWN_MEMBER_ID"): "R24", ("JoinGroup", "INCONSISTENT_GROUP_PROTOCOL"): "R35",
+    ("JoinGroup", "COORDINATOR_NOT_AVAILABLE"): "R1", ("JoinGroup", "NONE"): "R2",
+    ("JoinGroup", "generation_id"): "R4", ("JoinGroup", "leader"): "R5", ("JoinGroup", "members"): "R4",
+    ("JoinGroup", "protocol_name"): "R35", ("JoinGroup", "skip_assignment"): "R26",
+    ("JoinGroup", "member_id"): "R2", ("JoinGroup", "held"): "R4",
+    ("SyncGroup", "FENCED_INSTANCE_ID"): "R24", ("SyncGroup", "UNKNOWN_MEMBER_ID"): "R8",
+    ("SyncGroup", None): "R8",
+    ("Heartbeat", "FENCED_INSTANCE_ID"): "R24", ("Heartbeat", None): "R10",
+    ("LeaveGroup", None): "R7",
+    ("OffsetCommit", "FENCED_INSTANCE_ID"): "R24", ("OffsetCommit", None): "R9",
+}
+# timers: the rule each one's firing exercises
+TIMER_RULES = {SessionTimeout: "R11", RebalanceTimeout: "R4", SyncTimeout: "R12", InitialRebalanceDelay: "R30",
+               PendingMemberTimeout: "R36"}
+# a consumed response exercises these rules (by API, error)
+EXERCISED = {
+    ("JoinGroup", "NONE"): ("R2", "R4", "R5"), ("JoinGroup", "MEMBER_ID_REQUIRED"): ("R36",),
+    ("JoinGroup", "FENCED_INSTANCE_ID"): ("R24", "R25"), ("JoinGroup", "UNKNOWN_MEMBER_ID"): ("R24",),
+    ("JoinGroup", "INCONSISTENT_GROUP_PROTOCOL"): ("R35",),
+    ("SyncGroup", None): ("R8",), ("Heartbeat", None): ("R10",), ("LeaveGroup", None): ("R7",),
+    ("OffsetCommit", None): ("R9",),
+}
+
+
+def rule_for(api: str, key, body: dict | None = None) -> str:
+    """The spec rule (R..) deciding ``api``'s response where it differs in ``key``
+    (an error name or a field name); ``body``: the request's. A static member's
+    JoinGroup with an empty member.id is a replacement (R25) whatever differs in
+    its successful response."""
+    if (api == "JoinGroup" and body is not None and body["group_instance_id"] and not body["member_id"]
+            and key in ("generation_id", "leader", "members", "skip_assignment", "member_id", "held")):
+        return "R25"
+    return RULES.get((api, key)) or RULES.get((api, None)) or "R1"
+
+
+def canonical(value) -> bytes:
+    """The opaque bytes conform hands the model for decoded metadata or an
+    assignment: canonical JSON (sorted keys, no spaces); b"" for none."""
+    if value is None:
+        return b""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def error_name(code) -> str:
+    """Kafka's error name for a model Error (or an int the model does not name)."""
+    return code.name if isinstance(code, Error) else str(code)
+
+
+class Options(NamedTuple):
+    """``slack_ms``: how far a timer may fire from its deadline (ms);
+    ``max_candidates``: the frontier bound (exit 3 when hit)."""
+
+    slack_ms: float = DEFAULT_SLACK_MS
+    max_candidates: int = DEFAULT_MAX_CANDIDATES
+
+
+# --- the trace, prepared once -------------------------------------------------------
+
+
+class Request(NamedTuple):
+    """A traced group request, prepared: its line, connection, model connection,
+    time, api, version, correlation id, and the body's parts that are the same in
+    every candidate (metadata and assignments as canonical bytes, instance ids)."""
+
+    line: int
+    conn: str
+    model_conn: int
+    t_ms: float
+    api: str
+    version: int
+    correlation_id: int
+    body: dict
+    iid: int
+    protocols: tuple
+    timeouts: Timeouts | None
+
+
+class _Prepared:
+    """What the trace says, independent of any candidate: model connections (a
+    client slot per client.id, in order of first request), group.instance.id
+    strings as model instance ids (per group, in order of first use)."""
+
+    def __init__(self, trace: Trace):
+        self.slots: dict = {}
+        self.model_conns: dict = {}
+        self.conn_names: dict = {}
+        self.instances: dict = {}  # group -> {name: iid}
+        self.instance_names: dict = {}  # group -> {iid: name}
+
+    def model_conn(self, conn: str, client_id) -> int:
+        if conn not in self.model_conns:
+            slot = self.slots.setdefault(client_id, len(self.slots) % MAX_SLOTS)
+            mc = connection(slot, len(self.model_conns) + 1)
+            self.model_conns[conn], self.conn_names[mc] = mc, conn
+        return self.model_conns[conn]
+
+    def iid(self, group: str, name) -> int:
+        if not name:
+            return NO_INSTANCE_ID
+        table = self.instances.setdefault(group, {})
+        if name not in table:
+            table[name] = len(table) + 1
+            self.instance_names.setdefault(group, {})[table[name]] = name
+        return table[name]
+
+    def instance_name(self, group: str, iid: int):
+        return self.instance_names.get(group, {}).get(iid)
+
+    def request(self, line: int, record: dict) -> Request:
+        body, api, gid = record["body"], record["api"], record["body"]["group_id"]
+        mc = self.model_conn(record["connection"], record.get("client_id"))
+        protocols, timeouts, iid = (), None, NO_INSTANCE_ID
+        if api == "JoinGroup":
+            protocols = tuple((p["name"], canonical(p["metadata"])) for p in body["protocols"])
+            timeouts = Timeouts(body["session_timeout_ms"], body["rebalance_timeout_ms"])
+        if api == "LeaveGroup":
+            for m in body["members"]:
+                self.iid(gid, m["group_instance_id"])
+        else:
+            iid = self.iid(gid, body["group_instance_id"])
+        return Request(line, record["connection"], mc, record["t_ms"], api, record["version"],
+                       record["correlation_id"], body, iid, protocols, timeouts)
+
+
+# --- candidates ---------------------------------------------------------------------
+
+
+class Candidate:
+    """One state the coordinator may be in after the records so far: the model's
+    Group and the last group it stored (R37); member.id bindings (model id <->
+    string); each member's Timeouts; armed timers (key -> (timer, deadline ms));
+    per connection, the requests received and not yet processed (``queued``) and
+    those processed whose responses are not yet observed (``awaiting``: [request,
+    produced response or None]); ``now``: the time of its last step (ms);
+    ``fired``: the timer kinds fired since the last observation."""
+
+    __slots__ = ("group", "stored", "names", "ids", "timeouts", "timers", "queued", "awaiting", "now", "fired",
+                 "closed")
+
+    def copy(self) -> "Candidate":
+        c = Candidate.__new__(Candidate)
+        c.group, c.stored, c.now = self.group, self.stored, self.now
+        c.names, c.ids, c.timeouts, c.timers = dict(self.names), dict(self.ids), dict(self.timeouts), dict(self.timers)
+        c.queued = dict(self.queued)
+        c.awaiting = {k: list(v) for k, v in self.awaiting.items()}
+        c.fired, c.closed = set(self.fired), self.closed
+        return c
+
+    def key(self) -> tuple:
+        return (self.group, self.stored, tuple(sorted(self.names.items())), tuple(sorted(self.timeouts.items())),
+                tuple(sorted((repr(k), v) for k, v in self.timers.items())),
+                tuple(sorted((k, tuple(r.line for r in v)) for k, v in self.queued.items() if v)),
+                tuple(sorted((k, tuple((r.line, resp) for r, resp in v)) for k, v in self.awaiting.items() if v)),
+                self.now)
+
+
+def _initial() -> Candidate:
+    c = Candidate.__new__(Candidate)
+    c.group = c.stored = EMPTY_GROUP
+    c.names, c.ids, c.timeouts, c.timers, c.queued, c.awaiting = {}, {}, {}, {}, {}, {}
+    c.now, c.fired, c.closed = 0.0, set(), frozenset()
+    return c
+
+
+class _Group:
+    """The search over one group's candidates."""
+
+    def __init__(self, side: "_Side", group_id: str):
+        self.side, self.group_id = side, group_id
+        self.frontier = [_initial()]
+
+    # --- translating a request ---------------------------------------------------
+    def _mid(self, c: Candidate, name: str) -> int:
+        return NO_MEMBER_ID if not name else c.ids.get(name, UNKNOWN_ID)
+
+    def model_request(self, c: Candidate, r: Request):
+        b = r.body
+        if r.api == "JoinGroup":
+            return JoinGroup(self._mid(c, b["member_id"]), Protocols(b["protocol_type"], r.protocols), r.iid,
+                             r.version >= 4)
+        if r.api == "SyncGroup":
+            given = tuple((self._mid(c, a["member_id"]), canonical(a["assignment"])) for a in b["assignments"])
+            return SyncGroup(self._mid(c, b["member_id"]), b["generation_id"], given, r.iid)
+        if r.api == "Heartbeat":
+            return Heartbeat(self._mid(c, b["member_id"]), b["generation_id"], r.iid)
+        if r.api == "LeaveGroup":
+            prep = self.side.prepared
+            return LeaveGroup(tuple((self._mid(c, m["member_id"]), prep.iid(self.group_id, m["group_instance_id"]))
+                                    for m in b["members"]))
+        return OffsetCommit(self._mid(c, b["member_id"]), b["generation_id"], 0, r.iid)
+
+    # --- silent steps -------------------------------------------------------------
+    def _step(self, c: Candidate, event, t: float, refreshed: int, request: Request | None) -> None:
+        """Apply one coordinator step to ``c`` in place (a copy), at ``t`` ms."""
+        before = c.group
+        c.group, outputs = handle(self.side.cfg, before, event)
+        c.now = t
+        if c.group is not before:
+            c.timeouts = joined_timeouts(c.group, request.model_conn if request else 0,
+                                         request.timeouts if request else None, c.timeouts)
+            live = {m.member_id for m in c.group.members}.union(c.group.pending)
+            for mid in [mid for mid in c.names if mid not in live]:  # impl/ forgets the names of members gone
+                del c.ids[c.names.pop(mid)]
+            record = stored(c.group)
+            if record is not None:
+                c.stored = record
+        cancel, start = rearm(before, c.group, c.timers, refreshed)
+        for key in cancel:
+            del c.timers[key]
+        for key, timer in start:
+            c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
+                                                    self.side.initial_delay_ms))
+        for out in outputs:
+            name = self.side.prepared.conn_names.get(out.conn)
+            waiting = c.awaiting.get(name)
+            if name in c.closed or not waiting:
+                continue
+            entry = waiting[-1]
+            if entry[1] is None and RESPONSE_OF[entry[0].api] is type(out.response):
+                waiting[-1] = (entry[0], out.response)
+
+    def _successors(self, c: Candidate, t: float):
+        """(candidate', description) for every silent step ``c`` may take before a record at ``t``."""
+        slack = self.side.options.slack_ms
+        overdue = min((d for _, d in c.timers.values()), default=None)
+        for conn, queue in c.queued.items():
+            if not queue:
+                continue
+            waiting = c.awaiting.get(conn)
+            if waiting and waiting[-1][1] is None:
+                continue  # muted: the previous request's response is not produced yet
+            r = queue[0]
+            at = max(c.now, r.t_ms)
+            if overdue is not None and overdue + slack < at:
+                continue  # a timer must fire first
+            n = c.copy()
+            n.queued[conn] = queue[1:]
+            n.awaiting[conn] = n.awaiting.get(conn, []) + [(r, None)]
+            req = self.model_request(n, r)
+            self._step(n, Receive(r.model_conn, req), at, session_refreshed(req), r)
+            yield n
+        for key, (timer, deadline) in c.timers.items():
+            if deadline - slack > t:
+                continue
+            at = max(c.now, min(deadline, t))
+            if overdue + slack < at and deadline != overdue:
+                continue
+            n = c.copy()
+            del n.timers[key]
+            self._step(n, timer, at, NO_MEMBER_ID, None)
+            n.fired.add(type(timer))
+            yield n
+
+    def _must_fire(self, c: Candidate, t: float) -> bool:
+        slack = self.side.options.slack_ms
+        return any(d + slack < t for _, d in c.timers.values())
+
+    # --- observations ---------------------------------------------------------------
+    def receive(self, r: Request) -> None:
+        for c in self.frontier:
+            c.queued[r.conn] = c.queued.get(r.conn, ()) + (r,)
+
+    def close(self, conn: str) -> None:
+        for c in self.frontier:
+            c.closed = c.closed | {conn}
+            c.awaiting.pop(conn, None)
+
+    def restart(self, t: float, loaded: bool) -> None:
+        """R37: resume from the stored group (or Empty), every session timer restarted."""
+        for c in self.frontier:
+            c.group = c.stored if loaded else EMPTY_GROUP
+            c.stored = c.group
+            live = {m.member_id for m in c.group.members}
+            for mid in [mid for mid in c.names if mid not in live]:
+                del c.ids[c.names.pop(mid)]
+            c.timeouts = {m: x for m, x in c.timeouts.items() if m in live}
+            c.queued, c.awaiting, c.timers, c.closed = {}, {}, {}, frozenset()
+            c.now = max(c.now, t)
+            _, start = rearm(None, c.group, {}, NO_MEMBER_ID)
+            for key, timer in start:
+                c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
+                                                        self.side.initial_delay_ms))
+
+    def respond(self, line: int, record: dict):
+        """Match a response record. Returns (matched, expected readable responses, rule key)."""
+        conn, cid, t = record["connection"], record["correlation_id"], record["t_ms"]
+        options = self.side.options
+        matched, expected, keys, causes = [], [], [], []
+        held = False
+        for start in self.frontier:
+            stack, visited = [(start, 0)], set()
+            while stack:
+                c, depth = stack.pop()
+                waiting = c.awaiting.get(conn)
+                head = waiting[0] if waiting else None
+                if head is not None and head[0].correlation_id == cid and head[1] is not None:
+                    if self._must_fire(c, t):
+                        pass  # a timer should have fired first: only its successors count
+                    else:
+                        n = c.copy()
+                        diff = self.match(n, head[0], head[1], record["body"])
+                        if diff is None:
+                            n.awaiting[conn] = n.awaiting[conn][1:]
+                            matched.append(n)
+                        else:
+                            text = self.readable(c, head[0].api, head[1])
+                            if text not in expected:
+                                expected.append(text)
+                                keys.append(diff)
+                            causes.extend(self._causes(c, head[0]))
+                        continue
+                elif head is not None and head[0].correlation_id == cid and head[1] is None:
+                    held = True
+                if depth >= MAX_SILENT_STEPS:
+                    continue
+                for n in self._successors(c, t):
+                    k = n.key()
+                    if k not in visited:
+                        visited.add(k)
+                        stack.append((n, depth + 1))
+                if len(visited) > options.max_candidates:
+                    raise _Bound(line, options.max_candidates)
+        if matched:
+            if len(matched) > 1:
+                unique = {}
+                for n in matched:
+                    unique.setdefault(n.key(), n)
+                matched = list(unique.values())
+                if len(matched) > options.max_candidates:
+                    raise _Bound(line, options.max_candidates)
+            self.frontier = matched
+            return True, (), None, None
+        if not expected and held:
+            expected.append(f"no {record['api']} response yet: the model holds this request")
+            keys.append("held")
+        return False, tuple(expected), (keys[0] if keys else None), min(causes, default=None)
+
+    def _causes(self, c: Candidate, target: Request) -> list:
+        """Responses ``c`` has produced and not yet sent that already differ from what
+        the trace records for them (it says ahead): ``[(request line, Request,
+        key)]``. A divergence seen at one response is often caused by an earlier
+        request the model answered otherwise (a rebalance it did not start)."""
+        out = []
+        for waiting in c.awaiting.values():
+            for r, resp in waiting:
+                body = self.side.responses.get(r.line)
+                if resp is None or r is target or body is None:
+                    continue
+                key = self.match(c.copy(), r, resp, body)
+                if key is not None:
+                    out.append((r.line, r.correlation_id, r.conn, key, r))
+        return out
+
+    # --- comparing a response -------------------------------------------------------
+    def _bind(self, c: Candidate, mid: int, name: str) -> bool:
+        """Whether model id ``mid`` may be the traced ``name`` (binding it if both are new)."""
+        if mid == NO_MEMBER_ID or mid == UNKNOWN_ID:
+            return name == ""
+        bound = c.names.get(mid)
+        if bound is not None:
+            return bound == name
+        if not name or name in c.ids:
+            return False
+        c.names[mid], c.ids[name] = name, mid
+        return True
+
+    def _handed_out(self, c: Candidate, mid: int):
+        """The member.id string the trace records for model id ``mid`` in its own
+        JoinGroup response, produced and not yet observed (a leader's member list
+        names members whose own responses come later), or None."""
+        for waiting in c.awaiting.values():
+            for r, resp in waiting:
+                if type(resp) is JoinGroupResponse and resp.member_id == mid:
+                    body = self.side.responses.get(r.line)
+                    return body["member_id"] if body else None
+        return None
+
+    def _name(self, c: Candidate, mid: int) -> str:
+        if mid == NO_MEMBER_ID or mid == UNKNOWN_ID:
+            return ""
+        return c.names.get(mid, "<a new member.id>")
+
+    def match(self, c: Candidate, r: Request, resp, body: dict):
+        """None if the model's ``resp`` is the recorded ``body`` (binding new ids in
+        ``c``), else the key of the first difference (an error name or a field)."""
+        api = r.api
+        if api == "JoinGroup":
+            if error_name(resp.error) != body["error"]:
+                return error_name(resp.error) if resp.error != Error.NONE else body["error"]
+            if resp.generation != body["generation_id"]:
+                return "generation_id"
+            if (resp.protocol or None) != (body["protocol_name"] or None):
+                return "protocol_name"
+            if resp.skip_assignment != body["skip_assignment"]:
+                return "skip_assignment"
+            if not self._bind(c, resp.member_id, body["member_id"]):
+                return "member_id"
+            if not self._bind(c, resp.leader, body["leader"]):
+                return "leader"
+            if len(resp.members) != len(body["members"]):
+                return "members"
+            recorded = {m["member_id"]: m for m in body["members"]}
+            for mid, iid, data in resp.members:
+                name = c.names.get(mid) or self._handed_out(c, mid)
+                if name is None or not self._bind(c, mid, name):
+                    return "members"
+                m = recorded.get(name)
+                if (m is None or self.side.prepared.instance_name(self.group_id, iid) != m["group_instance_id"]
+                        or data != canonical(m["metadata"])):
+                    return "members"
+            return None
+        if api == "SyncGroup":
+            if error_name(resp.error) != body["error"]:
+                return error_name(resp.error) if resp.error != Error.NONE else body["error"]
+            given = b"" if resp.assignment is EMPTY_ASSIGNMENT else resp.assignment
+            return None if given == canonical(body["assignment"]) else "assignment"
+        if api == "Heartbeat":
+            if error_name(resp.error) != body["error"]:
+                return error_name(resp.error) if resp.error != Error.NONE else body["error"]
+            return None
+        if api == "LeaveGroup":
+            results = resp.members
+            top = results[0][2] if r.version < 3 and results else resp.error
+            if error_name(top) != body["error"]:
+                return error_name(top) if top != Error.NONE else body["error"]
+            if len(results) != len(body["members"]):
+                return "members"
+            for (mid, _, error), m in zip(results, body["members"]):
+                if error_name(error) != m["error"]:
+                    return error_name(error) if error != Error.NONE else m["error"]
+            return None
+        for t in body["topics"]:  # OffsetCommit: one error for every partition
+            for p in t["partitions"]:
+                if error_name(resp.error) != p["error"]:
+                    return error_name(resp.error) if resp.error != Error.NONE else p["error"]
+        return None
+
+    def readable(self, c: Candidate, api: str, resp) -> str:
+        """The model's response, in the trace's vocabulary, one line."""
+        if api == "JoinGroup":
+            text = (f"JoinGroup {error_name(resp.error)} generation {resp.generation} member_id "
+                    f"{self._name(c, resp.member_id)!r} leader {self._name(c, resp.leader)!r}")
+            if resp.protocol:
+                text += f" protocol {resp.protocol}"
+            if resp.skip_assignment:
+                text += " skip_assignment"
+            if resp.members:
+                text += " members [" + ", ".join(repr(self._name(c, m[0])) for m in resp.members) + "]"
+            return text
+        if api == "SyncGroup":
+            given = b"" if resp.assignment is EMPTY_ASSIGNMENT else resp.assignment
+            return f"SyncGroup {error_name(resp.error)} assignment {given.decode() or 'null'}"
+        if api == "LeaveGroup":
+            return "LeaveGroup " + error_name(resp.error) + " members [" + ", ".join(
+                f"{self._name(c, mid)!r} {error_name(e)}" for mid, _, e in resp.members) + "]"
+        return f"{api} {error_name(resp.error)}"
+
+    def last_state(self) -> dict:
+        """The first candidate's coordinator state, in the trace's vocabulary."""
+        c = self.frontier[0]
+        g = c.group
+        return {"group_id": self.group_id, "state": g.phase.name, "generation": g.generation,
+                "leader": self._name(c, g.leader),
+                "members": [{"member_id": self._name(c, m.member_id),
+                             "flags": [f for f in ("awaiting_join", "awaiting_sync", "pending_sync") if getattr(m, f)]}
+                            for m in g.members],
+                "candidates": len(self.frontier)}
+
+
+class _Bound(Exception):
+    def __init__(self, line: int, bound: int):
+        super().__init__(f"line {line}: more than {bound:,} candidate states (--max-candidates {bound})")
+        self.line = line
+
+
+class _Side:
+    def __init__(self, trace: Trace, options: Options):
+        s = trace.settings
+        topics = tuple((t["name"], t["partitions"]) for t in s["topics"]) or (("-", 1),)
+        self.initial_delay_ms = s["group_initial_rebalance_delay_ms"]
+        self.cfg = GroupConfig(topics=topics, initial_rebalance_delay=self.initial_delay_ms > 0)
+        self.options = options
+        self.prepared = _Prepared(trace)
+        self.groups: dict = {}
+        self.responses: dict = {}
+
+    def group(self, gid: str) -> _Group:
+        if gid not in self.groups:
+            self.groups[gid] = _Group(self, gid)
+        return self.groups[gid]
+
+
+def _responses(trace: Trace) -> dict:
+    """Request line -> the body of its recorded response (what the trace says ahead)."""
+    open_requests, out = {}, {}
+    for line, record in trace.records:
+        if record["type"] == "request":
+            open_requests[(record["connection"], record["correlation_id"])] = line
+        elif record["type"] == "response":
+            out[open_requests.pop((record["connection"], record["correlation_id"]))] = record["body"]
+    return out
+
+
+def _exercised(api: str, body: dict) -> tuple:
+    error = body.get("error", "NONE")
+    return EXERCISED.get((api, error)) or EXERCISED.get((api, None)) or ()
+
+
+def check(trace: Trace, options=None) -> Verdict:
+    """Hold ``trace``'s responses against the model's coordinator. ``options``: an
+    ``Options`` (or a dict with ``slack_ms``, ``max_candidates``; None: defaults).
+    Returns a Verdict: CONFORMS, DIVERGENT (the first response no candidate state
+    can give, with its rule, RULES) or INCOMPLETE (the frontier bound was hit)."""
+    if options is None:
+        options = Options()
+    elif isinstance(options, dict):
+        options = Options(**{k: v for k, v in options.items() if k in Options._fields})
+    side = _Side(trace, options)
+    side.responses = _responses(trace)
+    requests: dict = {}  # (connection, correlation id) -> (group id, Request)
+    checked, rules, not_judged = 0, set(), 0
+    conn_groups: dict = {}
+    context: dict = {}
+    for line, record in trace.records:
+        kind = record["type"]
+        if kind == "request":
+            api = record["api"]
+            if api in NOT_JUDGED:
+                requests[(record["connection"], record["correlation_id"])] = None
+                continue
+            r = side.prepared.request(line, record)
+            gid = r.body["group_id"]
+            requests[(r.conn, r.correlation_id)] = (gid, r)
+            conn_groups.setdefault(r.conn, set()).add(gid)
+            side.group(gid).receive(r)
+            context.setdefault(gid, []).append((line, record))
+            checked += 1
+        elif kind == "response":
+            entry = requests.pop((record["connection"], record["correlation_id"]))
+            if entry is None:
+                not_judged += 1
+                continue
+            gid, r = entry
+            g = side.group(gid)
+            context[gid].append((line, record))
+            try:
+                ok, expected, key, cause = g.respond(line, record)
+            except _Bound as e:
+                return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
+                               figures={"not_judged": not_judged, "bound": options.max_candidates})
+            if not ok:
+                rule = rule_for(r.api, key, r.body)
+                reason = (f"the model's coordinator cannot give this {r.api} response here "
+                          f"(it differs in {key or 'everything'}; {rule})")
+                if cause is not None:
+                    _, _, _, ckey, cr = cause
+                    rule = rule_for(cr.api, ckey, cr.body)
+                    reason += (f"; the cause is earlier: the model answers the {cr.api} request of line {cr.line} "
+                               f"otherwise (it differs in {ckey}; {rule})")
+                div = Divergence(line, record, SIDE, rule, expected, reason, tuple(context[gid]))
+                return Verdict(DIVERGENT, checked, frozenset(rules), div,
+                               figures={"not_judged": not_judged, "last_state": g.last_state()})
+            checked += 1
+            rules.update(_exercised(r.api, record["body"]))
+            for c in g.frontier:
+                rules.update(TIMER_RULES[k] for k in c.fired)
+                c.fired = set()
+        elif kind == "close":
+            for gid in conn_groups.get(record["connection"], ()):
+                side.group(gid).close(record["connection"])
+                context[gid].append((line, record))
+        elif kind == "restart":
+            rules.add("R37")
+            loaded = set(record["groups"])
+            for gid, g in side.groups.items():
+                g.restart(record["t_ms"], gid in loaded)
+            checked += 1
+    return Verdict(CONFORMS, checked, frozenset(rules), figures={"not_judged": not_judged,
+                                                                 "groups": len(side.groups)})

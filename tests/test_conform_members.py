@@ -1,0 +1,365 @@
+"""The member side of ``rebalance conform`` (checker/conform/members.py): traces
+recorded by a real ``rebalance serve`` with our member runtime conform, and a
+wrong member, run for real with a mutation, is caught naming the rule."""
+import asyncio
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from interop.harness import REBALANCE, Group, Server, wait_for
+from rebalance.checker.conform import members
+from rebalance.checker.conform.emit import emit
+from rebalance.checker.conform.trace import Trace, parse, read
+from rebalance.model.config import GroupConfig
+from rebalance.checker.conform.verdict import CONFORMS, DIVERGENT, INCOMPLETE
+from rebalance.impl.member import MemberRuntime
+
+TOPIC, PARTITIONS = "t", 4
+
+
+async def wait_until(predicate, what: str, timeout: float = 15):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def join(bootstrap: str, name: str, **kw) -> MemberRuntime:
+    m = MemberRuntime(bootstrap, "g", [TOPIC], client_id=name, heartbeat_ms=100, session_ms=1000, **kw)
+    await m.start()
+    return m
+
+
+def settled(ms) -> bool:
+    owned = [p for m in ms for p in m.owned]
+    return len(owned) == PARTITIONS == len(set(owned)) and all(m.owned for m in ms)
+
+
+def kill(m: MemberRuntime) -> None:
+    """The process dies: no LeaveGroup, the socket just closes."""
+    m._beat.cancel()
+    m.wire.writer.transport.abort()
+
+
+def recorded(tmp_path, scenario) -> Trace:
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
+    try:
+        asyncio.run(scenario(f"127.0.0.1:{server.port}"))
+        time.sleep(0.2)
+    finally:
+        server.stop()
+    return read(server.trace)
+
+
+# the model's own timed runs (checker/conform/emit.py): a pause past the session
+# timeout (UNKNOWN_MEMBER_ID), a crash and a restart, a graceful stop, a scale-up
+SCRIPT = ((20_000, "pause", 1), (90_000, "resume", 1), (60_000, "crash", 2), (70_000, "start", 2),
+          (90_000, "stop", 0), (150_000, "start", 3))
+
+
+# an eager member owns nothing when it rejoins: both mutations change nothing there
+@pytest.mark.parametrize("static", [False, True])
+@pytest.mark.parametrize("protocol, mutation, rule", [
+    ("eager", None, None), ("cooperative", None, None), ("cooperative", "keep-owned-on-unknown-member-id", "R15"),
+    ("cooperative", "assign-before-revoke", "R23")])
+def test_model_runs_conform_and_mutated_ones_diverge(tmp_path, protocol, static, mutation, rule):
+    cfg = GroupConfig(protocol=protocol, assignor="range" if protocol == "eager" else "cooperative-sticky",
+                      mutations=frozenset([mutation] if mutation else []))
+    emit(tmp_path / "t.jsonl", cfg, 3, static, SCRIPT, seed=3, until_ms=300_000)
+    verdict = members.check(read(tmp_path / "t.jsonl"), None)
+    if mutation is None:
+        assert verdict.status == CONFORMS, verdict.divergence
+        assert {"R13", "R15", "R16", "R19", "R41", "R14" if protocol == "eager" else "R23"} <= verdict.rules
+    else:
+        assert verdict.status == DIVERGENT and verdict.divergence.rule == rule
+
+
+@pytest.mark.spec("R13", "R16", "R18", "R20", "R23")
+def test_real_members_conform(tmp_path):
+    """Scale-up A, B, C; C closes gracefully; B is killed; A takes everything back."""
+    async def scenario(bootstrap):
+        a = await join(bootstrap, "A")
+        await wait_until(lambda: settled([a]), "A to own everything")
+        b = await join(bootstrap, "B")
+        c = await join(bootstrap, "C")
+        await wait_until(lambda: settled([a, b, c]), "A, B, C to share the partitions")
+        await c.close()
+        await wait_until(lambda: settled([a, b]), "A and B to share after C left")
+        kill(b)
+        await wait_until(lambda: settled([a]), "A to own everything after B died")
+        await a.close()
+
+    trace = recorded(tmp_path, scenario)
+    verdict = members.check(trace, None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert {"R13", "R16", "R18", "R20", "R23", "R10", "R8"} <= verdict.rules
+    assert verdict.figures["clients"] == 3 and verdict.figures["leader_assignments"] >= 3
+    assert verdict.records_checked > 20
+
+
+def member_process(server: Server, name: str, *mutations) -> subprocess.Popen:
+    """``rebalance member`` in its own process (1 s session, 100 ms heartbeats)."""
+    cmd = [str(REBALANCE), "member", "--bootstrap", f"127.0.0.1:{server.port}", "--group", "g", "--topic", TOPIC,
+           "--client-id", name, "--session-timeout-ms", "1000", "--heartbeat-interval-ms", "100"]
+    for m in mutations:
+        cmd += ["--mutation", m]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def joins(server: Server, client: str) -> list:
+    """The JoinGroup requests ``client`` sent, as serve recorded them so far."""
+    records = [json.loads(line) for line in server.trace.read_text().splitlines()[1:]]
+    return [r["body"] for r in records if r["type"] == "request" and r["api"] == "JoinGroup"
+            and r["client_id"] == client]
+
+
+@pytest.mark.spec("R15")
+def test_zombie_process_keeping_partitions_diverges(tmp_path):
+    """KAFKA-12983 with a real zombie: ``rebalance member --mutation
+    keep-owned-on-unknown-member-id`` is stopped (SIGSTOP) past its session
+    timeout while B takes over, resumed, answered UNKNOWN_MEMBER_ID, and rejoins
+    with an empty member.id still claiming its partitions."""
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
+    a = member_process(server, "A", "keep-owned-on-unknown-member-id")
+    b = None
+    try:
+        owned = lambda body: body["protocols"][0]["metadata"]["owned_partitions"]  # noqa: E731
+        # A alone (1), B joins (2, revoking), the follow-up round (3); then B alone (4)
+        wait_for(lambda: server.generations(), 20, "A to form the group")
+        b = member_process(server, "B")
+        wait_for(lambda: max(server.generations(), default=0) >= 3, 20, "A and B to share the partitions")
+        time.sleep(0.5)
+        a.send_signal(signal.SIGSTOP)
+        wait_for(lambda: max(server.generations()) >= 4, 20, "a round without A")
+        a.send_signal(signal.SIGCONT)
+        wait_for(lambda: any(j["member_id"] == "" and owned(j) for j in joins(server, "A")), 20,
+                 "A's rejoin claiming")
+    finally:
+        for p in filter(None, (a, b)):
+            p.send_signal(signal.SIGCONT)
+            p.terminate()
+            p.wait(10)
+        server.stop()
+    d = members.check(read(server.trace), None).divergence
+    assert d.rule == "R15" and d.record["client_id"] == "A" and d.record["body"]["member_id"] == ""
+    assert d.expected == ("JoinGroup member_id='' group_instance_id=None owned_partitions=[] generation=-1",)
+    assert any(r["type"] == "response" and r["body"].get("error") == "UNKNOWN_MEMBER_ID" for _, r in d.context)
+    assert d.context[-1] == (d.line, d.record)
+
+
+@pytest.mark.spec("R23")
+def test_leader_assigning_a_claimed_partition_diverges(tmp_path):
+    """assign-before-revoke, run for real: A, the leader, owns everything and hands
+    B partitions A still claims in the same round."""
+    async def scenario(bootstrap):
+        a = await join(bootstrap, "A", mutations=("assign-before-revoke",))
+        await wait_until(lambda: settled([a]), "A to own everything")
+        b = await join(bootstrap, "B")
+        await wait_until(lambda: b.owned, "B to be given partitions")
+
+    trace = recorded(tmp_path, scenario)
+    verdict = members.check(trace, None)
+    assert verdict.status == DIVERGENT
+    d = verdict.divergence
+    assert d.rule == "R23" and d.record["api"] == "SyncGroup" and d.record["body"]["assignments"]
+    assert "still owns it" in d.reason
+
+
+@pytest.mark.spec("R18")
+def test_claiming_revoked_partitions_diverges(tmp_path):
+    """keep-revoked (test-only), run for real: A is told to give up two partitions
+    for B, keeps them, and rejoins claiming all four."""
+    async def scenario(bootstrap):
+        a = await join(bootstrap, "A", mutations=("keep-revoked",))
+        await wait_until(lambda: settled([a]), "A to own everything")
+        await join(bootstrap, "B")
+        await wait_until(lambda: a.state.generation >= 3, "A's rejoin after revoking")
+
+    d = members.check(recorded(tmp_path, scenario), None).divergence
+    assert d.rule == "R18" and d.record["api"] == "JoinGroup"
+    assert len(d.record["body"]["protocols"][0]["metadata"]["owned_partitions"][0]["partitions"]) == PARTITIONS
+    assert d.expected[0].endswith("owned_partitions=[t-0, t-1] generation=2")
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("client", ["confluent", "kafka-python"])
+def test_real_clients_conform(tmp_path, client):
+    """librdkafka and kafka-python (cooperative-sticky, auto-commit) through a
+    scale-up, a graceful close and a kill, as serve recorded them."""
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}")
+    group = Group(server, "g", TOPIC, PARTITIONS)
+    try:
+        for name in "ABC":
+            group.start(client, name)
+        owned = group.wait_balanced()
+        for name in "ABC":  # commit one partition each: OffsetCommit under its member.id and generation
+            group.tell(name, f"commit {min(owned[name])} 1")
+        wait_for(lambda: sum(e["event"] == "committed" for e in group.snapshot()) == 3, 30, "the commits")
+        group.close("B")
+        group.wait_balanced()
+        group.kill9("C")
+        group.wait_balanced(timeout=60)
+    finally:
+        group.stop_all()
+        server.stop()
+    verdict = members.check(read(server.trace), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert {"R13", "R16", "R18", "R20", "R23", "R10", "R41"} <= verdict.rules
+
+
+# --- hand-built traces: what a real run of our clients does not produce ------------------
+class Build:
+    """A v2 trace written record by record (spec/TRACE.md), one connection per client."""
+
+    def __init__(self, protocols=("cooperative-sticky",)):
+        self.protocols = protocols
+        self.lines = [{"type": "header", "format": "rebalance-trace", "version": 2, "recorder": "serve",
+                       "recorded_at": "2026-11-24T10:00:00Z", "settings": {
+                           "topics": [{"name": TOPIC, "partitions": PARTITIONS}],
+                           "group_initial_rebalance_delay_ms": 0, "mutations": []}}]
+        self.t, self.correlation = 1.0, 0
+
+    def _add(self, record: dict) -> dict:
+        self.t += 1
+        self.lines.append({"t_ms": self.t, **record})
+        return self.lines[-1]
+
+    def open(self, conn: str):
+        self._add({"type": "open", "connection": conn, "host": "127.0.0.1"})
+
+    def call(self, conn: str, api: str, body: dict, response: dict | None):
+        self.correlation += 1
+        version = {"JoinGroup": 7, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 4, "OffsetCommit": 8}[api]
+        self._add({"type": "request", "connection": conn, "correlation_id": self.correlation, "client_id": conn,
+                   "api": api, "version": version, "body": {"group_id": "g", **body}})
+        if response is not None:
+            self._add({"type": "response", "connection": conn, "correlation_id": self.correlation, "api": api,
+                       "version": version, "body": response})
+
+    @staticmethod
+    def sub(owned=(), generation=-1):
+        return {"version": 2, "topics": [TOPIC], "owned_partitions": [{"topic": TOPIC, "partitions": list(owned)}]
+                if owned else [], "generation": generation, "rack": None, "user_data": None}
+
+    @staticmethod
+    def assignment(parts):
+        return {"version": 1, "assigned_partitions": [{"topic": TOPIC, "partitions": list(parts)}],
+                "user_data": None}
+
+    def join(self, conn, member, owned=(), generation=-1, response=None, metadata=None):
+        body = {"member_id": member, "group_instance_id": None, "session_timeout_ms": 1000,
+                "rebalance_timeout_ms": 1000, "protocol_type": "consumer", "reason": None,
+                "protocols": [{"name": n, "metadata": metadata or self.sub(owned, generation)}
+                              for n in self.protocols]}
+        self.call(conn, "JoinGroup", body, response)
+
+    def joined(self, member, generation, leader, members=(), error="NONE"):
+        return {"error": error, "generation_id": generation, "protocol_type": "consumer",
+                "protocol_name": self.protocols[-1], "leader": leader, "skip_assignment": False,
+                "member_id": member, "members": [{"member_id": m, "group_instance_id": None,
+                                                  "metadata": self.sub(o, g)} for m, o, g in members]}
+
+    def sync(self, conn, member, generation, assignments=(), given=None):
+        body = {"generation_id": generation, "member_id": member, "group_instance_id": None,
+                "protocol_type": "consumer", "protocol_name": self.protocols[-1],
+                "assignments": [{"member_id": m, "assignment": self.assignment(ps)} for m, ps in assignments]}
+        self.call(conn, "SyncGroup", body, None if given is None else {
+            "error": "NONE", "protocol_type": "consumer", "protocol_name": self.protocols[-1],
+            "assignment": self.assignment(given)})
+
+    def heartbeat(self, conn, member, generation, error="NONE"):
+        self.call(conn, "Heartbeat", {"generation_id": generation, "member_id": member, "group_instance_id": None},
+                  {"error": error})
+
+    def commit(self, conn, member, generation, parts, error="NONE"):
+        self.call(conn, "OffsetCommit", {
+            "generation_id": generation, "member_id": member, "group_instance_id": None,
+            "topics": [{"name": TOPIC, "partitions": [{"partition": p, "offset": 1, "metadata": None}
+                                                      for p in parts]}]},
+            {"topics": [{"name": TOPIC, "partitions": [{"partition": p, "error": error} for p in parts]}]})
+
+    def alone(self, conn="c1", member="A-1", sync_heartbeat=False):
+        """A lone member joins (KIP-394's two JoinGroups) and is given everything in generation 1."""
+        self.open(conn)
+        self.join(conn, "", response=self.joined(member, -1, "", error="MEMBER_ID_REQUIRED"))
+        self.join(conn, member, response=self.joined(member, 1, member, [(member, (), -1)]))
+        if sync_heartbeat:  # the Java client heartbeats in COMPLETING_REBALANCE, its SyncGroup in flight
+            self.correlation += 1
+            self.heartbeat(conn, member, 1)
+        self.sync(conn, member, 1, [(member, range(PARTITIONS))], given=range(PARTITIONS))
+        return self
+
+    def trace(self) -> Trace:
+        """Through the trace reader: schema-valid, ordered, paired."""
+        return parse(json.dumps(r) for r in self.lines)
+
+
+def test_hand_built_lone_member_conforms_with_pipelined_heartbeat():
+    b = Build().alone(sync_heartbeat=True)
+    b.heartbeat("c1", "A-1", 1)
+    b.commit("c1", "A-1", 1, [0, 2])
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert verdict.figures["abstracted_heartbeats"] == 1 and {"R36", "R16", "R10", "R41"} <= verdict.rules
+
+
+@pytest.mark.spec("R10", "R41")
+@pytest.mark.parametrize("wrong, rule", [("heartbeat", "R10"), ("commit", "R41"), ("commit-unowned", "R41")])
+def test_stale_generation_or_unowned_commit_diverges(wrong, rule):
+    b = Build().alone()
+    b.open("c2")
+    b.join("c2", "", response=b.joined("B-1", -1, "", error="MEMBER_ID_REQUIRED"))
+    b.join("c2", "B-1", response=None)
+    b.heartbeat("c1", "A-1", 1, error="REBALANCE_IN_PROGRESS")
+    b.join("c1", "A-1", owned=range(PARTITIONS), generation=1,
+           response=b.joined("A-1", 2, "A-1", [("A-1", range(PARTITIONS), 1), ("B-1", (), -1)]))
+    b.sync("c1", "A-1", 2, [("A-1", [0, 1]), ("B-1", [])], given=[0, 1])
+    b.join("c1", "A-1", owned=[0, 1], generation=2, response=None)  # R18: revoked t-2, t-3, rejoins at once
+    {"heartbeat": lambda: b.heartbeat("c1", "A-1", 1), "commit": lambda: b.commit("c1", "A-1", 1, [0]),
+     "commit-unowned": lambda: b.commit("c1", "A-1", 2, [3])}[wrong]()
+    d = members.check(b.trace(), None).divergence
+    assert d.rule == rule and d.line == len(b.lines) - 1
+    assert d.expected[0].startswith(("Heartbeat" if wrong == "heartbeat" else "OffsetCommit") +
+                                    " member_id='A-1' generation_id=2")
+
+
+def test_commit_error_may_reset_the_generation():
+    """ConsumerCoordinator resets the generation on an OffsetCommit answered
+    ILLEGAL_GENERATION and rejoins claiming nothing (R15); the model learns it from
+    the next Heartbeat: the side takes the commit's error as that Heartbeat's."""
+    b = Build().alone()
+    b.commit("c1", "A-1", 1, [0], error="ILLEGAL_GENERATION")
+    b.join("c1", "A-1", response=None)
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert "R15" in verdict.rules
+
+
+@pytest.mark.spec("R14")
+def test_eager_member_claiming_diverges():
+    """The Java client's default [range, cooperative-sticky] is eager whatever is
+    selected (ConsumerCoordinator: the protocol all assignors support): it rejoins
+    claiming nothing."""
+    for owned, status in (((), CONFORMS), (range(PARTITIONS), DIVERGENT)):
+        b = Build(protocols=("range", "cooperative-sticky")).alone()
+        b.heartbeat("c1", "A-1", 1, error="REBALANCE_IN_PROGRESS")
+        b.join("c1", "A-1", owned=owned, generation=1, response=None)
+        verdict = members.check(b.trace(), None)
+        assert verdict.status == status
+    assert verdict.divergence.rule == "R14"
+    assert verdict.divergence.expected == (
+        "JoinGroup member_id='A-1' group_instance_id=None owned_partitions=[] generation=-1",)
+
+
+def test_opaque_metadata_is_incomplete():
+    b = Build()
+    b.open("c1")
+    b.join("c1", "", metadata={"opaque": "AAE="}, response=None)
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == INCOMPLETE
+    assert verdict.uninterpreted == ("line 3: the JoinGroup metadata is opaque bytes (not the consumer protocol)",)
