@@ -558,3 +558,106 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
         out.print(Path(out_dir, "table.md").read_text(), highlight=False, markup=False)
         out.print(f"{runs:,} runs in {seconds:.0f} s; written to {out_dir}/: runs.parquet, table.md, table.csv, "
                   "rebalances.png, moved.png, unavailable_ticks.png, ticks_to_balance.png", highlight=False)
+
+
+@main.command("conform")
+@click.argument("path", type=click.Path())
+@click.option("--side", type=click.Choice(["coordinator", "members", "both", "clients"]), default="coordinator",
+              show_default=True, help="Which behaviour to judge: the broker's responses, the clients' requests, both, "
+                                      "or what applications observed.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout (errors too).")
+@click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
+              help="Where a divergence's lane SVG and JSON (and a corpus's tables) go.")
+@click.option("--slack-ms", default=1000.0, show_default=True, type=click.FloatRange(0),
+              help="How far from its deadline a coordinator timer may have fired (ms).")
+@click.option("--max-candidates", default=10_000, show_default=True, type=click.IntRange(1),
+              help="Bound on the candidate states kept (exit 3 when hit).")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="For a directory: judge its traces here, or one Spark task per trace.")
+@click.option("--spark-master", default="local[2]", show_default=True, help="Spark master URL (--engine spark).")
+def conform(path, side, as_json, out_dir, slack_ms, max_candidates, engine, spark_master):
+    """Hold a recorded trace (spec/TRACE.md, v2) against the model and name the
+    first record and rule (R.., spec/SPEC.md) where they part.
+
+    \b
+    rebalance serve --topic orders:6 --trace run.jsonl     record (or: rebalance proxy --trace)
+    rebalance conform run.jsonl                  the broker's responses (coordinator side)
+    rebalance conform run.jsonl --side both      and the clients' requests (member side)
+    rebalance conform run.jsonl --json           {verdict, records_checked, rules, divergence, ...}
+    rebalance conform traces/ --engine spark     a corpus: one row per trace, table.md under --out
+
+    \b
+    Exit: 0 conforms, 1 divergent (lane SVG of the trace up to that record under --out),
+    2 malformed trace (trace.jsonl:LINE: reason), 3 incomplete (a bound hit, or records
+    the side cannot interpret, named).
+    """
+    from rebalance.checker.conform import run as conform_run
+
+    options = {"slack_ms": slack_ms, "max_candidates": max_candidates}
+    target = Path(path)
+    if target.is_dir():
+        paths = conform_run.traces_in(target)
+        if not paths:
+            return _conform_error(as_json, f"{path}: no *.jsonl traces in this directory")
+        started = time.perf_counter()
+        if engine == "spark":
+            rows = conform_run.corpus_spark(paths, side, options, Path(out_dir), spark_master)
+        else:
+            rows = conform_run.corpus_local(paths, side, options)
+            conform_run.write_tables(rows, Path(out_dir))
+        code = conform_run.exit_code(r["verdict"] for r in rows)
+        counts: dict = {}
+        for r in rows:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        if as_json:
+            click.echo(json.dumps({"verdict": {0: "conforms", 1: "divergent", 2: "malformed", 3: "incomplete"}[code],
+                                   "side": side, "engine": engine, "traces": rows, "counts": counts,
+                                   "seconds": round(time.perf_counter() - started, 3)}, indent=2))
+        else:
+            for r in rows:
+                where = f" line {r['line']}" + (f" ({r['rule']})" if r["rule"] else "") if r["line"] else ""
+                out.print(f"{r['verdict']:>10}  {r['path']}{where}", highlight=False, markup=False)
+            out.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f"; tables in {out_dir}/",
+                      highlight=False)
+        sys.exit(code)
+    if not target.exists():
+        return _conform_error(as_json, f"{path}: no such file or directory")
+    doc, code = conform_run.judge(target, side, options, out_dir)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    elif doc["verdict"] == "malformed":
+        err.print(f"[bold red]error:[/] {doc['error']['text']}", highlight=False)
+    else:
+        _print_conform(doc)
+    sys.exit(code)
+
+
+def _conform_error(as_json: bool, message: str):
+    if as_json:
+        click.echo(json.dumps({"verdict": "malformed", "error": {"line": 0, "reason": message, "text": message}}))
+    else:
+        err.print(f"[bold red]error:[/] {message}", highlight=False)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def _print_conform(doc: dict) -> None:
+    color = {"conforms": "green", "divergent": "red", "incomplete": "yellow"}[doc["verdict"]]
+    out.print(f"[bold {color}]{doc['verdict']}[/] ({doc['side']} side): {doc['records_checked']:,} of "
+              f"{doc['records']:,} records checked in {doc['seconds']:.2f} s", highlight=False)
+    out.print("rules exercised: " + (", ".join(doc["rules"]) or "none"), highlight=False)
+    for item in doc["uninterpreted"]:
+        out.print(f"[yellow]not interpreted:[/] {item}", highlight=False)
+    d = doc["divergence"]
+    if d is None:
+        return
+    out.print(f"divergent at line {d['line']} ({d['rule']}): {d['reason']}", highlight=False, markup=False)
+    out.print("  record: " + json.dumps(d["record"], separators=(",", ":")), highlight=False, markup=False)
+    out.print("  the model allows here:", highlight=False)
+    for e in d["expected"]:
+        out.print(f"    {e}", highlight=False, markup=False)
+    last = doc["figures"].get("last_state")
+    if last:
+        out.print("  last matching state: " + json.dumps(last, separators=(",", ":")), highlight=False, markup=False)
+    files = d["files"]
+    out.print(f"  files: {files.get('svg') or files.get('svg_error', '')} {files.get('json') or ''}",
+              highlight=False, markup=False)
