@@ -626,7 +626,7 @@ def conform(path, side, as_json, out_dir, slack_ms, max_candidates, engine, spar
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     elif doc["verdict"] == "malformed":
-        err.print(f"[bold red]error:[/] {doc['error']['text']}", highlight=False)
+        err.print(f"error: {doc['error']['text']}", highlight=False, markup=False, soft_wrap=True)
     else:
         _print_conform(doc)
     sys.exit(code)
@@ -636,7 +636,7 @@ def _conform_error(as_json: bool, message: str):
     if as_json:
         click.echo(json.dumps({"verdict": "malformed", "error": {"line": 0, "reason": message, "text": message}}))
     else:
-        err.print(f"[bold red]error:[/] {message}", highlight=False)
+        err.print(f"error: {message}", highlight=False, markup=False, soft_wrap=True)
     sys.exit(EXIT_BAD_INPUT)
 
 

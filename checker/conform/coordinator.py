@@ -296,8 +296,9 @@ class _Group:
         """(candidate', description) for every silent step ``c`` may take before a record at ``t``."""
         slack = self.side.options.slack_ms
         overdue = min((d for _, d in c.timers.values()), default=None)
+        first = min((q[0].line for q in c.queued.values() if q), default=None) if self.side.ordered else None
         for conn, queue in c.queued.items():
-            if not queue:
+            if not queue or (first is not None and queue[0].line != first):
                 continue
             waiting = c.awaiting.get(conn)
             if waiting and waiting[-1][1] is None:
@@ -547,7 +548,8 @@ class _Bound(Exception):
 
 
 class _Side:
-    def __init__(self, trace: Trace, options: Options):
+    def __init__(self, trace: Trace, options: Options, ordered: bool):
+        self.ordered = ordered
         s = trace.settings
         topics = tuple((t["name"], t["partitions"]) for t in s["topics"]) or (("-", 1),)
         self.initial_delay_ms = s["group_initial_rebalance_delay_ms"]
@@ -583,12 +585,25 @@ def check(trace: Trace, options=None) -> Verdict:
     """Hold ``trace``'s responses against the model's coordinator. ``options``: an
     ``Options`` (or a dict with ``slack_ms``, ``max_candidates``; None: defaults).
     Returns a Verdict: CONFORMS, DIVERGENT (the first response no candidate state
-    can give, with its rule, RULES) or INCOMPLETE (the frontier bound was hit)."""
+    can give, with its rule, RULES) or INCOMPLETE (the frontier bound was hit).
+
+    The broker processed requests in the order recorded when serve or a member
+    recorded them (serve hands a request to the model as it reads it), and the
+    search keeps that order; behind a proxy it may have processed another
+    connection's request first, so a proxy's trace that diverges in recorded
+    order is searched again in every order the muting allows."""
     if options is None:
         options = Options()
     elif isinstance(options, dict):
         options = Options(**{k: v for k, v in options.items() if k in Options._fields})
-    side = _Side(trace, options)
+    verdict = _check(trace, options, ordered=True)
+    if verdict.status == DIVERGENT and trace.header["recorder"] == "proxy":
+        verdict = _check(trace, options, ordered=False)
+    return verdict
+
+
+def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
+    side = _Side(trace, options, ordered)
     side.responses = _responses(trace)
     requests: dict = {}  # (connection, correlation id) -> (group id, Request)
     checked, rules, not_judged = 0, set(), 0
