@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -310,7 +311,8 @@ def _topic(ctx, param, values):
 @click.option("--initial-rebalance-delay-ms", "initial_delay_ms", default=3000, show_default=True,
               type=click.IntRange(0), help="group.initial.rebalance.delay.ms (KIP-134); 0 switches it off.")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
-              help="Append every model step as a JSON line to this file (format: spec/TRACE.md).")
+              help="Record every connection and group request and response to this file (JSON lines, format v2: "
+                   "spec/TRACE.md); a restart on the same file appends a restart record.")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
               help="Switch on a known-bad coordinator behaviour (repeatable).")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
@@ -322,6 +324,12 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
     input to the same coordinator handler the checker explores
     (model/coordinator.py). Topics hold empty logs: fetches return no records.
 
+    --trace records what the broker saw in Kafka's terms (member.id strings,
+    the consumer protocol decoded), for `rebalance conform`; a new or empty
+    file starts with a header (topics, initial delay, mutations), and serve
+    restarted on the same file and store appends a restart record naming the
+    groups it loaded.
+
     \b
     rebalance serve --port 9092 --topic orders:6 --topic audit:3
     rebalance serve --port 0 --topic t:4 --store :memory: --trace trace.jsonl
@@ -332,13 +340,13 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
     from rebalance.impl.broker import Cluster
     from rebalance.impl.coordinator import Coordinator
     from rebalance.impl.store import Store
-    from rebalance.impl.trace import Trace
+    from rebalance.impl.trace import Recorder
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
     async def run():
-        coordinator = Coordinator(Cluster(host, port, topics), Store(store), Trace(trace_path), initial_delay_ms,
-                                  mutations)
+        coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
+                                  initial_delay_ms, mutations)
         try:
             await coordinator.start()
         except OSError as e:
@@ -366,7 +374,8 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations):
 @click.option("--session-timeout-ms", "session_ms", default=10_000, show_default=True, type=click.IntRange(1))
 @click.option("--heartbeat-interval-ms", "heartbeat_ms", default=1_000, show_default=True, type=click.IntRange(1))
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
-              help="Append every model step as a JSON line to this file (format: spec/TRACE.md).")
+              help="Record this member's connection to the coordinator, its group requests and the responses "
+                   "to this file (replaced; JSON lines, format v2: spec/TRACE.md).")
 def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path):
     """Join a consumer group as a member running the model's member handler.
 
@@ -383,7 +392,7 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
     import signal
 
     from rebalance.impl.member import MemberRuntime
-    from rebalance.impl.trace import Trace
+    from rebalance.impl.trace import Recorder
 
     def show(kind, partitions):
         names = ", ".join(f"{t}-{p}" for t, p in partitions) or "nothing"
@@ -392,7 +401,7 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
 
     runtime = MemberRuntime(bootstrap, group, topics, protocol, instance_id=instance_id, client_id=client_id,
                             session_ms=session_ms, heartbeat_ms=heartbeat_ms, listener=show,
-                            trace=Trace(trace_path))
+                            trace=Recorder(trace_path, "member"))
 
     async def run():
         stop = asyncio.Event()
@@ -407,6 +416,81 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
         await runtime.close()
 
     asyncio.run(run())
+
+
+def _address(ctx, param, value):
+    host, _, port = (value or "").rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{value!r}: expected HOST:PORT, e.g. 127.0.0.1:9092", ctx, param)
+    return host, int(port)
+
+
+@main.command()
+@click.option("--listen", required=True, callback=_address, metavar="HOST:PORT",
+              help="Where clients connect (port 0: any free port, printed). Clients are told this host: use an "
+                   "address they can reach.")
+@click.option("--upstream", required=True, callback=_address, metavar="HOST:PORT",
+              help="The broker to forward to (its bootstrap address).")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
+              help="Record every client connection and group request and response to this file (replaced; JSON "
+                   "lines, format v2: spec/TRACE.md).")
+@click.option("--initial-delay-ms", "initial_delay_ms", default=3000, show_default=True, type=click.IntRange(0),
+              help="The upstream's group.initial.rebalance.delay.ms, for the trace header (the proxy cannot see "
+                   "it; 3000 is Kafka's default).")
+def proxy(listen, upstream, trace_path, initial_delay_ms):
+    """Forward Kafka clients to a broker unchanged, recording group traffic.
+
+    A transparent Kafka-wire proxy in front of any broker (rebalance serve,
+    Apache Kafka, another implementation), so that `rebalance conform` can
+    judge that broker from what its clients saw. Each client connection gets
+    its own upstream connection; frames pass unchanged and in order, except
+    Metadata and FindCoordinator responses, whose broker addresses become the
+    proxy's so clients stay on it, and ApiVersions, capped at the versions the
+    proxy reads. With --trace, group requests and responses (JoinGroup,
+    SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
+    DescribeGroups) are recorded as forwarded upstream; the header holds the
+    upstream's topics (asked at start) and --initial-delay-ms.
+
+    Several brokers: the --listen port stands for --upstream; every other broker
+    a Metadata or FindCoordinator response names gets its own port on the
+    listening host (any free port, opened when first named). A restart of the
+    upstream broker is not seen: no restart record.
+
+    \b
+    rebalance serve --port 9092 --topic orders:6 --initial-rebalance-delay-ms 0 &
+    rebalance proxy --listen 127.0.0.1:9093 --upstream 127.0.0.1:9092 --trace proxy.jsonl \\
+                    --initial-delay-ms 0 &
+    rebalance member --bootstrap 127.0.0.1:9093 --group shop --topic orders
+
+    Exit 2 on a bad or unreachable address.
+    """
+    import asyncio
+    import logging
+
+    from rebalance.impl.proxy import Proxy
+    from rebalance.impl.trace import Recorder
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+
+    async def run():
+        p = Proxy(listen, upstream, Recorder(trace_path, "proxy"), initial_delay_ms)
+        try:
+            await p.start()
+        except (OSError, ConnectionError) as e:
+            await p.close()
+            return f"cannot proxy {'%s:%d' % listen} to {'%s:%d' % upstream}: {getattr(e, 'strerror', None) or e}"
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await p.close()
+
+    try:
+        problem = asyncio.run(run())
+    except KeyboardInterrupt:
+        return
+    if problem:
+        err.print(f"[bold red]error:[/] {escape(problem)}", highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
 
 
 @main.command("prove")

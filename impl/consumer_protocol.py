@@ -6,10 +6,13 @@ Bytes are an int16 version and the payload of that version; we write
 Subscription v2 (owned partitions and their generation) and Assignment v1, and
 read v0 to v3, newer versions as v3 (Kafka's consumer protocol reads a newer
 version's prefix). Partitions become the model's bitmask over ``cfg.topics``;
-partitions of other topics are dropped.
+partitions of other topics are dropped. ``subscription_json`` and
+``assignment_json`` read the same bytes into a trace's JSON (spec/TRACE.md),
+keeping every topic and the user data.
 """
 from __future__ import annotations
 
+import base64
 import io
 import struct
 
@@ -61,16 +64,63 @@ def _write(name: str, version: int, data: dict) -> bytes:
 
 
 def _read(name: str, data: bytes):
+    return _read_versioned(name, data)[1]
+
+
+def _read_versioned(name: str, data: bytes):
+    """(the int16 version in front of the bytes, the kio payload). Raises FrameError."""
     if len(data) < 2:
         raise FrameError(f"consumer protocol bytes too short ({len(data)})")
-    version = min(struct.unpack(">h", data[:2])[0], max(schema_name_map[name]))
+    written = struct.unpack(">h", data[:2])[0]
+    version = min(written, max(schema_name_map[name]))
     if version < 0:
         raise FrameError(f"consumer protocol version {version}")
     try:
         payload, _ = entity_reader(load_entity_schema(name, version, EntityType.data))(data, 2)
     except Exception as e:  # kio raises a variety of errors on bad bytes
         raise FrameError(f"malformed consumer protocol bytes: {e}") from None
-    return payload
+    return written, payload
+
+
+def _b64(data) -> str | None:
+    return None if data is None else base64.b64encode(bytes(data)).decode()
+
+
+def _tps_json(tps) -> list:
+    return [{"topic": tp.topic, "partitions": list(tp.partitions)} for tp in tps]
+
+
+def subscription_json(protocol_type, data: bytes) -> dict:
+    """A JoinGroup metadata as a trace's ``Subscription`` (spec/TRACE.md): ``version``,
+    ``topics``, ``owned_partitions`` (KIP-429, v1+), ``generation`` (KIP-792, v2+; -1
+    before), ``rack`` (v3+), ``user_data`` (base64); ``{"opaque": base64}`` under a
+    protocol_type other than "consumer" or for bytes that do not parse."""
+    return _json(SUBSCRIPTION, protocol_type, data, lambda s: {
+        "topics": list(s.topics), "owned_partitions": _tps_json(getattr(s, "owned_partitions", ())),
+        "generation": getattr(s, "generation_id", NO_GENERATION), "rack": getattr(s, "rack_id", None),
+        "user_data": _b64(s.user_data)})
+
+
+def assignment_json(protocol_type, data: bytes):
+    """A SyncGroup assignment as a trace's ``Assignment`` (spec/TRACE.md): ``version``,
+    ``assigned_partitions``, ``user_data`` (base64); None for empty bytes (no
+    assignment); ``{"opaque": base64}`` as for ``subscription_json``."""
+    if not data:
+        return None
+    return _json(ASSIGNMENT, protocol_type, data, lambda a: {
+        "assigned_partitions": _tps_json(a.assigned_partitions), "user_data": _b64(a.user_data)})
+
+
+def _json(name: str, protocol_type, data: bytes, fields) -> dict:
+    """``{"version", **fields(payload)}`` of consumer protocol bytes, or ``{"opaque"}``."""
+    if protocol_type == "consumer":
+        try:
+            version, payload = _read_versioned(name, bytes(data))
+        except FrameError:
+            pass
+        else:
+            return {"version": version, **fields(payload)}
+    return {"opaque": _b64(data)}
 
 
 def encode_subscription(cfg: GroupConfig, sub: Subscription) -> bytes:

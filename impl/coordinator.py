@@ -30,8 +30,8 @@ from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, join
 
 from . import broker
 from .store import GroupRecord, Store
-from .trace import Trace
-from .wire import MAX_FRAME, Api, FrameError, UnsupportedVersion, ms, read_request, response_frame
+from .trace import Recorder, settings
+from .wire import Api, FrameError, UnsupportedVersion, ms, read_frame, read_request, response_frame
 
 log = logging.getLogger("rebalance.serve")
 
@@ -97,7 +97,6 @@ class GroupRuntime:
         """One model step and its outputs carried out (R37: stored before replies)."""
         before = self.group
         group, outputs = handle(self.server.cfg, before, event)
-        self.server.trace.step(f"coordinator:{self.group_id}", event, outputs)
         self.group = group
         if group is not before:
             self._name_members(c, timeouts)
@@ -163,13 +162,15 @@ class GroupRuntime:
 
 class Coordinator:
     """The server. ``cluster``: host, port and topics (broker.Cluster); ``store``:
-    a Store; ``trace``: a Trace; ``initial_delay_ms``: group.initial.rebalance.delay.ms
+    a Store; ``trace``: a trace Recorder (impl/trace.py: every connection and group
+    request and response, spec/TRACE.md); ``initial_delay_ms``: group.initial.rebalance.delay.ms
     (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS)."""
 
-    def __init__(self, cluster: broker.Cluster, store: Store, trace: Trace, initial_delay_ms: int = 3000,
+    def __init__(self, cluster: broker.Cluster, store: Store, trace: Recorder, initial_delay_ms: int = 3000,
                  mutations=()):
         self.cluster, self.store, self.trace = cluster, store, trace
         self.initial_delay_ms = initial_delay_ms
+        self.mutations = tuple(mutations)
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
                                initial_rebalance_delay=initial_delay_ms > 0)
         self.connections: dict = {}
@@ -186,6 +187,7 @@ class Coordinator:
         self.cluster = self.cluster._replace(port=port)
         for gid, record in self.store.groups().items():  # loaded groups arm their session timers now (R37)
             self.groups[gid] = GroupRuntime(self, gid, record)
+        self.trace.begin(settings(self.cluster.topics, self.initial_delay_ms, self.mutations), self.groups)
         log.info("listening on %s:%d, topics %s", self.cluster.host, port,
                  ", ".join(f"{t}:{n}" for t, n in self.cluster.topics))
 
@@ -196,7 +198,7 @@ class Coordinator:
             c.writer.close()
         for rt in self.groups.values():
             rt.close()
-        self.trace.close()
+        self.trace.shut()
         self.store.close()
 
     def group(self, group_id: str) -> GroupRuntime:
@@ -224,14 +226,11 @@ class Coordinator:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host = (writer.get_extra_info("peername") or ("?",))[0]
-        c = None
+        c, trace = None, self.trace
+        name = trace.open(host) if trace.enabled else None
         try:
             while True:
-                head = await reader.readexactly(4)
-                size = int.from_bytes(head, "big", signed=True)
-                if not 0 < size <= MAX_FRAME:
-                    raise FrameError(f"frame size {size} outside 1..{MAX_FRAME}")
-                frame = await reader.readexactly(size)
+                frame = await read_frame(reader)
                 try:
                     req = read_request(frame)
                 except UnsupportedVersion as e:
@@ -241,8 +240,13 @@ class Coordinator:
                     continue
                 if c is None:
                     c = self._connection(req.client_id, host, writer)
+                if trace.enabled:
+                    trace.request(name, frame)
                 data = await self._dispatch(c, req)
-                writer.write(response_frame(req.api_key, req.version, req.correlation_id, data))
+                out = response_frame(req.api_key, req.version, req.correlation_id, data)
+                if trace.enabled:
+                    trace.response(name, memoryview(out)[4:])
+                writer.write(out)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -256,6 +260,8 @@ class Coordinator:
                 if c.waiting is not None and not c.waiting[1].done():
                     c.waiting[1].cancel()
             writer.close()
+            if trace.enabled:
+                trace.close(name)
 
     async def _dispatch(self, c: Connection, req) -> dict:
         b, cluster = req.body, self.cluster

@@ -18,7 +18,6 @@ the member with ConnectionError (no reconnection).
 from __future__ import annotations
 
 import asyncio
-import struct
 
 from rebalance.model.config import DEFAULT_ASSIGNOR, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, handle
@@ -30,39 +29,51 @@ from rebalance.model.protocol import (
 from .consumer_protocol import (
     decode_assignment, decode_subscription, encode_assignment, encode_subscription, topic_partitions,
 )
-from .trace import Trace
-from .wire import Api, read_response, request_frame
+from .trace import Recorder, settings
+from .wire import Api, FrameError, read_frame, read_response, request_frame
 
 
 class Wire:
     """One client connection: ``await call(api, version, **fields)`` sends a request
     and returns the response payload (kio). Raises ConnectionError if the peer
-    closes."""
+    closes. ``trace``: a Recorder given the connection, its group requests and
+    responses (as this client sent and read them) and its close."""
 
-    def __init__(self, reader, writer, client_id: str):
+    def __init__(self, reader, writer, client_id: str, trace: Recorder | None = None):
         self.reader, self.writer, self.client_id = reader, writer, client_id
         self.correlation = 0
+        self.trace = trace if trace is not None and trace.enabled else None
+        self.name = self.trace.open(writer.get_extra_info("sockname")[0]) if self.trace else None
 
     @classmethod
-    async def open(cls, host: str, port: int, client_id: str) -> "Wire":
+    async def open(cls, host: str, port: int, client_id: str, trace: Recorder | None = None) -> "Wire":
         reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer, client_id)
+        return cls(reader, writer, client_id, trace)
 
     async def call(self, api: int, version: int, **fields):
         self.correlation += 1
-        self.writer.write(request_frame(api, version, self.correlation, self.client_id, fields))
+        frame = request_frame(api, version, self.correlation, self.client_id, fields)
+        if self.trace:
+            self.trace.request(self.name, memoryview(frame)[4:])
+        self.writer.write(frame)
         await self.writer.drain()
         try:
-            size = struct.unpack(">i", await self.reader.readexactly(4))[0]
-            correlation, body = read_response(await self.reader.readexactly(size), api, version)
-        except asyncio.IncompleteReadError:
-            raise ConnectionError("the broker closed the connection") from None
+            response = await read_frame(self.reader)
+        except (asyncio.IncompleteReadError, FrameError) as e:
+            self.close()
+            raise ConnectionError(f"the broker closed the connection or sent a bad frame: {e}") from None
+        if self.trace:
+            self.trace.response(self.name, response)
+        correlation, body = read_response(response, api, version)
         if correlation != self.correlation:
             raise ConnectionError(f"response {correlation} to request {self.correlation}")
         return body
 
     def close(self) -> None:
         self.writer.close()
+        if self.trace:
+            self.trace.close(self.name)
+            self.trace = None
 
 
 class MemberRuntime:
@@ -71,18 +82,20 @@ class MemberRuntime:
     or "eager" (with ``assignor``, default cooperative-sticky / range);
     ``instance_id``: group.instance.id for static membership (KIP-345); timeouts
     in ms; ``listener(kind, partitions)`` is called for every model Callback with
-    kind "revoked" / "assigned" / "lost" and [(topic, partition), ...]."""
+    kind "revoked" / "assigned" / "lost" and [(topic, partition), ...]; ``trace``: a
+    Recorder ("member") for the connection to the coordinator, begun once the
+    topics are known (spec/TRACE.md)."""
 
     def __init__(self, bootstrap: str, group: str, topics, protocol: str = "cooperative", assignor: str | None = None,
                  instance_id: str | None = None, client_id: str = "rebalance-member", session_ms: int = 10_000,
-                 rebalance_ms: int = 30_000, heartbeat_ms: int = 1_000, listener=None, trace: Trace | None = None):
+                 rebalance_ms: int = 30_000, heartbeat_ms: int = 1_000, listener=None, trace: Recorder | None = None):
         host, _, port = bootstrap.rpartition(":")
         self.bootstrap = (host, int(port))
         self.group, self.topic_names, self.protocol = group, tuple(topics), protocol
         self.assignor = assignor or DEFAULT_ASSIGNOR[protocol]
         self.instance_id, self.client_id = instance_id, client_id
         self.session_ms, self.rebalance_ms, self.heartbeat_ms = session_ms, rebalance_ms, heartbeat_ms
-        self.listener, self.trace = listener, trace or Trace(None)
+        self.listener, self.trace = listener, trace
         self.cfg = None
         self.state = NEW_CONSUMER
         self.names = {NO_MEMBER_ID: ""}  # the model's member ids -> member.id strings
@@ -114,7 +127,9 @@ class MemberRuntime:
             boot.close()
         self.cfg = GroupConfig(topics=tuple((t, counts[t]) for t in self.topic_names), protocol=self.protocol,
                                assignor=self.assignor)
-        self.wire = await Wire.open(found.host, found.port, self.client_id)
+        if self.trace is not None:
+            self.trace.begin(settings(self.cfg.topics))
+        self.wire = await Wire.open(found.host, found.port, self.client_id, self.trace)
         await self._step(Start(self._instance(self.instance_id)))
         self._beat = asyncio.create_task(self._heartbeats())
 
@@ -136,7 +151,6 @@ class MemberRuntime:
         async with self.lock:
             while event is not None:
                 self.state, outputs = handle(self.cfg, self.state, event)
-                self.trace.step(f"member:{self.group}/{self.client_id}", event, outputs)
                 event = None
                 for out in outputs:
                     if type(out) is Send:

@@ -106,15 +106,13 @@ def _i16(frame: bytes, at: int) -> int:
 def read_request(frame: bytes) -> Request:
     """Parse a request frame's bytes (without the size prefix). Raises FrameError
     or UnsupportedVersion."""
-    if len(frame) < 8:
-        raise FrameError(f"a request header needs 8 bytes at least, got {len(frame)}")
-    api_key, version = _i16(frame, 0), _i16(frame, 2)
+    api_key, version, correlation_id = request_key(frame)
     if api_key not in SUPPORTED:
         raise FrameError(f"unknown or unsupported API key {api_key}")
     low, high = SUPPORTED[api_key]
     if not low <= version <= high:
         if api_key == Api.API_VERSIONS:
-            raise UnsupportedVersion(f"ApiVersions v{version}", int.from_bytes(frame[4:8], "big", signed=True))
+            raise UnsupportedVersion(f"ApiVersions v{version}", correlation_id)
         raise FrameError(f"API key {api_key} at unsupported version {version}")
     schema = load_request_schema(api_key, version)
     header_schema = _request_header(schema)
@@ -188,9 +186,46 @@ def _frame(header_schema, header, schema, payload) -> bytes:
 
 def response_frame(api_key: int, version: int, correlation_id: int, data: dict) -> bytes:
     """A whole response frame (size prefix included) for a request."""
+    return encode_response(api_key, version, correlation_id, make(load_response_schema(api_key, version), data))
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, payload) -> bytes:
+    """A whole response frame (size prefix included) of a kio response payload."""
     schema = load_response_schema(api_key, version)
     header_schema = _response_header(api_key, schema)
-    return _frame(header_schema, header_schema(correlation_id=correlation_id), schema, make(schema, data))
+    return _frame(header_schema, header_schema(correlation_id=correlation_id), schema, payload)
+
+
+def request_key(frame: bytes) -> tuple:
+    """``(api_key, version, correlation_id)`` from the first 8 bytes of a request
+    frame (without the size prefix), whatever the API and version: what a proxy
+    needs to forward a request it need not parse. Raises FrameError if shorter."""
+    if len(frame) < 8:
+        raise FrameError(f"a request header needs 8 bytes at least, got {len(frame)}")
+    return _i16(frame, 0), _i16(frame, 2), int.from_bytes(frame[4:8], "big", signed=True)
+
+
+async def read_frame(reader) -> bytes:
+    """The next frame's bytes (without the size prefix) from an asyncio
+    StreamReader. Raises FrameError for a size outside 1..MAX_FRAME and
+    asyncio.IncompleteReadError when the peer closes."""
+    size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+    if not 0 < size <= MAX_FRAME:
+        raise FrameError(f"frame size {size} outside 1..{MAX_FRAME}")
+    return await reader.readexactly(size)
+
+
+def sized(frame: bytes) -> bytes:
+    """A frame with its int32 size prefix."""
+    return len(frame).to_bytes(4, "big") + frame
+
+
+def response_correlation(frame: bytes) -> int:
+    """The correlation id a response frame (without the size prefix) starts with.
+    Raises FrameError if shorter than 4 bytes."""
+    if len(frame) < 4:
+        raise FrameError(f"a response header needs 4 bytes at least, got {len(frame)}")
+    return int.from_bytes(frame[:4], "big", signed=True)
 
 
 def request_frame(api_key: int, version: int, correlation_id: int, client_id: str, data: dict) -> bytes:

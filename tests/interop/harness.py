@@ -39,8 +39,9 @@ def wait_for(predicate, timeout: float, what: str):
 class Server:
     """``rebalance serve`` in its own process, on a fixed port."""
 
-    def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300):
+    def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300, mutations=()):
         self.tmp, self.topic, self.port = tmp, topic, port or free_port()
+        self.mutations = tuple(mutations)
         self.store, self.trace = tmp / "coordinator.db", tmp / "trace.jsonl"
         self.initial_delay_ms = initial_delay_ms
         self.log: list = []
@@ -49,7 +50,8 @@ class Server:
     def start(self) -> None:
         self.proc = subprocess.Popen(
             [str(REBALANCE), "serve", "--port", str(self.port), "--topic", self.topic, "--store", str(self.store),
-             "--trace", str(self.trace), "--initial-rebalance-delay-ms", str(self.initial_delay_ms)],
+             "--trace", str(self.trace), "--initial-rebalance-delay-ms", str(self.initial_delay_ms),
+             *(f"--mutation={m}" for m in self.mutations)],
             stderr=subprocess.PIPE, text=True)
         threading.Thread(target=lambda: [self.log.append(line) for line in self.proc.stderr], daemon=True).start()
         wait_for(lambda: any("listening on" in line for line in self.log), 30, "the coordinator to listen")
@@ -68,13 +70,9 @@ class Server:
 
     def generations(self) -> list:
         """Generations of the successful JoinGroup responses in the trace, in order."""
-        out = []
-        for line in self.trace.read_text().splitlines():
-            for o in json.loads(line)["outputs"]:
-                r = o.get("response", {})
-                if r.get("type") == "JoinGroupResponse" and r["error"] == "NONE":
-                    out.append(r["generation"])
-        return out
+        records = [json.loads(line) for line in self.trace.read_text().splitlines()]
+        return [r["body"]["generation_id"] for r in records
+                if r["type"] == "response" and r["api"] == "JoinGroup" and r["body"]["error"] == "NONE"]
 
 
 class Group:
