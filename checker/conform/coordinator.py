@@ -45,12 +45,11 @@ from typing import NamedTuple
 
 from rebalance.model import protocol as P
 from rebalance.model.config import GroupConfig
-from rebalance.model.coordinator import EMPTY_GROUP, handle, session_refreshed, stored
+from rebalance.model.coordinator import EMPTY_GROUP, find, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, HeartbeatResponse,
-    InitialRebalanceDelay, JoinGroup, JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit,
-    OffsetCommitResponse, PendingMemberTimeout, Protocols, RebalanceTimeout, Receive, SessionTimeout, SyncGroup,
-    SyncGroupResponse, SyncTimeout, connection,
+    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, InitialRebalanceDelay, JoinGroup,
+    JoinGroupResponse, LeaveGroup, OffsetCommit, PendingMemberTimeout, Protocols, RebalanceTimeout, Receive,
+    SessionTimeout, SyncGroup, SyncTimeout, connection,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, joined_timeouts, rearm
 
@@ -153,7 +152,7 @@ class _Prepared:
     client slot per client.id, in order of first request), group.instance.id
     strings as model instance ids (per group, in order of first use)."""
 
-    def __init__(self, trace: Trace):
+    def __init__(self):
         self.slots: dict = {}
         self.model_conns: dict = {}
         self.conn_names: dict = {}
@@ -271,18 +270,11 @@ class _Group:
         if c.group is not before:
             c.timeouts = joined_timeouts(c.group, request.model_conn if request else 0,
                                          request.timeouts if request else None, c.timeouts)
-            live = {m.member_id for m in c.group.members}.union(c.group.pending)
-            for mid in [mid for mid in c.names if mid not in live]:  # impl/ forgets the names of members gone
-                del c.ids[c.names.pop(mid)]
+            self._forget_gone(c)
             record = stored(c.group)
             if record is not None:
                 c.stored = record
-        cancel, start = rearm(before, c.group, c.timers, refreshed)
-        for key in cancel:
-            del c.timers[key]
-        for key, timer in start:
-            c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
-                                                    self.side.initial_delay_ms))
+        self._rearm(c, before, refreshed, t)
         for out in outputs:
             name = self.side.prepared.conn_names.get(out.conn)
             waiting = c.awaiting.get(name)
@@ -291,6 +283,22 @@ class _Group:
             entry = waiting[-1]
             if entry[1] is None and RESPONSE_OF[entry[0].api] is type(out.response):
                 waiting[-1] = (entry[0], out.response)
+
+    def _forget_gone(self, c: Candidate) -> None:
+        """impl/ forgets the member.id strings of members the group no longer has."""
+        live = {m.member_id for m in c.group.members}.union(c.group.pending)
+        for mid in [mid for mid in c.names if mid not in live]:
+            del c.ids[c.names.pop(mid)]
+
+    def _rearm(self, c: Candidate, before, refreshed: int, t: float) -> None:
+        """The timers a step from ``before`` to ``c.group`` at ``t`` cancels and starts,
+        with their deadlines (model/timing.py, as impl/ arms its asyncio timers)."""
+        cancel, start = rearm(before, c.group, c.timers, refreshed)
+        for key in cancel:
+            del c.timers[key]
+        for key, timer in start:
+            c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
+                                                    self.side.initial_delay_ms))
 
     def _successors(self, c: Candidate, t: float):
         """(candidate', description) for every silent step ``c`` may take before a record at ``t``."""
@@ -344,16 +352,11 @@ class _Group:
         for c in self.frontier:
             c.group = c.stored if loaded else EMPTY_GROUP
             c.stored = c.group
-            live = {m.member_id for m in c.group.members}
-            for mid in [mid for mid in c.names if mid not in live]:
-                del c.ids[c.names.pop(mid)]
-            c.timeouts = {m: x for m, x in c.timeouts.items() if m in live}
+            self._forget_gone(c)
+            c.timeouts = {m: x for m, x in c.timeouts.items() if m in c.names or find(c.group, m)}
             c.queued, c.awaiting, c.timers, c.closed = {}, {}, {}, frozenset()
             c.now = max(c.now, t)
-            _, start = rearm(None, c.group, {}, NO_MEMBER_ID)
-            for key, timer in start:
-                c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
-                                                        self.side.initial_delay_ms))
+            self._rearm(c, None, NO_MEMBER_ID, t)
 
     def respond(self, line: int, record: dict):
         """Match a response record. Returns (matched, expected readable responses, rule key)."""
@@ -555,7 +558,7 @@ class _Side:
         self.initial_delay_ms = s["group_initial_rebalance_delay_ms"]
         self.cfg = GroupConfig(topics=topics, initial_rebalance_delay=self.initial_delay_ms > 0)
         self.options = options
-        self.prepared = _Prepared(trace)
+        self.prepared = _Prepared()
         self.groups: dict = {}
         self.responses: dict = {}
 
