@@ -175,17 +175,37 @@ def test_missing_side_is_incomplete(tmp_path):
             assert code == 3 and "not built yet" in json.loads(output)["uninterpreted"][0]
 
 
-def test_frontier_bound_is_incomplete(tmp_path):
-    """Requests of several connections recorded before any response: the search
-    keeps every order the broker may have processed them in, and a bound of 1
-    candidate is hit (exit 3, naming the bound)."""
-    path = tmp_path / "t.jsonl"
-    _emit(path, "churn", until_ms=30_000)
-    verdict = coordinator.check(trace.read(path), {"max_candidates": 1})
-    assert verdict.status in ("incomplete", "conforms")
-    code, output = _conform(path, "--max-candidates", "1", "--json")
-    if code == 3:
-        assert "--max-candidates 1" in json.loads(output)["uninterpreted"][0]
+def _joins_recorded_out_of_order(path, recorder: str) -> None:
+    """The first two JoinGroups recorded in the opposite order to the one the
+    broker processed them in (the first joiner leads, R5), as a proxy may record."""
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    records[0]["recorder"] = recorder
+    joins = [i for i, r in enumerate(records) if r["type"] == "request" and r["api"] == "JoinGroup"][:2]
+    second_open = next(i for i, r in enumerate(records) if r["type"] == "open"
+                       and r["connection"] == records[joins[1]]["connection"])
+    moved = [records[second_open], records[joins[1]]]
+    for r in moved:
+        r["t_ms"] = records[joins[0]]["t_ms"]
+    rest = [r for i, r in enumerate(records) if i not in (second_open, joins[1])]
+    at = rest.index(records[joins[0]])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rest[:at] + moved + rest[at:]))
+
+
+def test_processing_order_is_searched_behind_a_proxy(tmp_path):
+    """serve handles requests in the order it records them, so the swapped joins
+    diverge on the leader (R5); behind a proxy the broker may have processed them
+    in either order, and the search finds the one that conforms, unless the
+    candidate bound is hit (exit 3, naming it)."""
+    serve, proxy = tmp_path / "serve.jsonl", tmp_path / "proxy.jsonl"
+    for path, recorder in ((serve, "serve"), (proxy, "proxy")):
+        _emit(path, "churn", until_ms=30_000)
+        _joins_recorded_out_of_order(path, recorder)
+    code, output = _conform(serve, "--json", "--out", tmp_path / "out")
+    assert code == 1 and json.loads(output)["divergence"]["rule"] == "R5"
+    code, output = _conform(proxy, "--json", "--out", tmp_path / "out")
+    assert code == 0, output
+    code, output = _conform(proxy, "--json", "--max-candidates", "1")
+    assert code == 3 and "--max-candidates 1" in json.loads(output)["uninterpreted"][0]
 
 
 @pytest.mark.slow
