@@ -56,6 +56,7 @@ def main():
     rebalance check --protocol eager --faults join,leave,crash --json
     rebalance replay examples/design1_member_joins.toml
     rebalance prove                      z3 proofs: assignors, stickiness, inductive invariant
+    rebalance conform trace.jsonl        a recorded trace against the model: first divergence and its rule
     """
 
 
