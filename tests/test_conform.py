@@ -103,6 +103,22 @@ def test_hand_edited_response_diverges_at_that_line(tmp_path):
     assert doc["divergence"]["expected"] == ["Heartbeat NONE"]
 
 
+def test_group_older_than_the_trace_is_incomplete(tmp_path):
+    """A trace that starts in the middle of a group's life (a proxy started late):
+    its first divergence cannot be judged, and says why (exit 3)."""
+    path = tmp_path / "late.jsonl"
+    _emit(path, "churn")
+    lines = path.read_text().splitlines()
+    # keep the header, then everything from the first Heartbeat request on, with its connections' opens
+    first = next(i for i, x in enumerate(lines) if '"api":"Heartbeat"' in x and '"type":"request"' in x)
+    opens = [x for x in lines[1:first] if '"type":"open"' in x]
+    path.write_text("\n".join([lines[0]] + opens + lines[first:]) + "\n")
+    code, output = _conform(path, "--json")
+    doc = json.loads(output)
+    assert code == 3, doc
+    assert "existed before the trace began" in doc["uninterpreted"][0]
+
+
 def _malformed(tmp_path, name: str, edit) -> tuple:
     path = tmp_path / f"{name}.jsonl"
     _emit(path, "churn", until_ms=30_000)

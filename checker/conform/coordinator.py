@@ -31,7 +31,9 @@ observations; between them the coordinator takes silent steps:
   impl/ arms its asyncio timers.
 
 A frontier of candidate states (deduplicated) is kept per group; those that
-cannot produce a response as recorded are dropped. The first response no
+cannot produce a response as recorded are dropped. A group whose first request
+names a member.id (or that a restart loaded) existed before the trace began: a
+divergence there is INCOMPLETE, its starting state being unknown. The first response no
 candidate matches is the divergence, with the rule that decides it
 (``RULES``, spec/SPEC.md section 10). A ``restart`` record resumes each group
 from what the model stored last (``stored``, R37), every session timer
@@ -612,6 +614,7 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
     checked, rules, not_judged = 0, set(), 0
     conn_groups: dict = {}
     context: dict = {}
+    unknown_start: dict = {}  # group id -> why the coordinator side cannot know where it started
     for line, record in trace.records:
         kind = record["type"]
         if kind == "request":
@@ -621,6 +624,11 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 continue
             r = side.prepared.request(line, record)
             gid = r.body["group_id"]
+            if gid not in side.groups:
+                named = [r.body["member_id"]] if "member_id" in r.body else [m["member_id"] for m in r.body["members"]]
+                if any(named):  # the group's first request names a member this trace never saw handed out
+                    unknown_start[gid] = f"line {line}: group {gid!r} existed before the trace began " \
+                                         f"(member.id {next(filter(None, named))!r}): its state then is unknown"
             requests[(r.conn, r.correlation_id)] = (gid, r)
             conn_groups.setdefault(r.conn, set()).add(gid)
             side.group(gid).receive(r)
@@ -639,6 +647,10 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
             except _Bound as e:
                 return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
                                figures={"not_judged": not_judged, "bound": options.max_candidates})
+            if not ok and gid in unknown_start:
+                return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(
+                    unknown_start[gid], f"line {line}: so this {r.api} response cannot be judged"),
+                    figures={"not_judged": not_judged})
             if not ok:
                 rule = rule_for(r.api, key, r.body)
                 reason = (f"the model's coordinator cannot give this {r.api} response here "
@@ -665,6 +677,10 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
             loaded = set(record["groups"])
             for gid, g in side.groups.items():
                 g.restart(record["t_ms"], gid in loaded)
+            for gid in loaded - set(side.groups):  # loaded from a store this trace never saw written
+                side.group(gid)
+                unknown_start[gid] = f"line {line}: group {gid!r} was loaded from a store this trace did not " \
+                                     "record: its state then is unknown"
             checked += 1
     return Verdict(CONFORMS, checked, frozenset(rules), figures={"not_judged": not_judged,
                                                                  "groups": len(side.groups)})
