@@ -84,20 +84,50 @@ def _group_line(cfg: GroupConfig, state) -> str:
     return f"{c['phase']} gen {c['generation']} leader {c['leader']} {{{members}}}"
 
 
+def sequence_dot(name: str, title: str, lanes, rows, arrows, extra_edges=(), note: str | None = None) -> str:
+    """A sequence diagram as DOT source: ``lanes`` (names, left to right), ``rows``
+    (one dict per step, lane -> (node id, text, graphviz node attributes); a lane
+    without an event in a row is a point on its line; node ids are
+    ``<lane>_<row>``), ``arrows`` ((from node, to node, colour), ...) drawn as
+    messages, ``extra_edges`` ((from node, to node, attributes), ...), ``note``: a
+    text box under the last row. Used by counterexamples and ``conform``'s divergences."""
+    g = graphviz.Digraph(name, graph_attr={
+        "rankdir": "TB", "nodesep": "0.6", "ranksep": "0.25", "fontname": "Helvetica",
+        "label": title, "labelloc": "t", "fontsize": "16"},
+        node_attr={"fontname": "Helvetica", "fontsize": "10"}, edge_attr={"fontname": "Helvetica", "fontsize": "9"})
+    with g.subgraph() as heads:  # lane headers in a row, in lane order
+        heads.attr(rank="same")
+        for lane_name in lanes:
+            heads.node(f"{lane_name}_h", lane_name, shape="box", style="filled,bold", fillcolor="lightgrey")
+        for a, b in zip(lanes, lanes[1:]):
+            heads.edge(f"{a}_h", f"{b}_h", style="invis")
+    for i, events in enumerate(rows):
+        with g.subgraph() as row:
+            row.attr(rank="same")
+            for lane_name in lanes:
+                if lane_name in events:
+                    node, text, style = events[lane_name]
+                    row.node(node, text, **style)
+                else:
+                    row.node(f"{lane_name}_{i}", "", shape="point", width="0.02", color="grey")
+    for lane_name in lanes:
+        chain = [f"{lane_name}_h"] + [f"{lane_name}_{i}" for i in range(len(rows))]
+        for a, b in zip(chain, chain[1:]):
+            g.edge(a, b, dir="none", color="grey", weight="100")
+    for a, b, color in arrows:
+        g.edge(a, b, color=color, constraint="false")
+    for a, b, attrs in extra_edges:
+        g.edge(a, b, **attrs)
+    if note is not None:
+        g.node("final", note, shape="note", style="filled", fillcolor="lightyellow")
+        g.edge(f"{lanes[0]}_{len(rows) - 1}", "final", style="invis")
+    return g.source
+
+
 def to_dot(cfg: GroupConfig, v: Violation) -> str:
     """The sequence diagram as DOT source."""
     slots = len(v.path[0][1].procs)
     lanes = ["coordinator"] + [lane(s) for s in range(slots)]
-    g = graphviz.Digraph("counterexample", graph_attr={
-        "rankdir": "TB", "nodesep": "0.6", "ranksep": "0.25", "fontname": "Helvetica",
-        "label": f"{v.property} violated: {v.reason}", "labelloc": "t", "fontsize": "16"},
-        node_attr={"fontname": "Helvetica", "fontsize": "10"}, edge_attr={"fontname": "Helvetica", "fontsize": "9"})
-    with g.subgraph() as heads:  # lane headers in a row, in lane order
-        heads.attr(rank="same")
-        for name in lanes:
-            heads.node(f"{name}_h", name, shape="box", style="filled,bold", fillcolor="lightgrey")
-        for a, b in zip(lanes, lanes[1:]):
-            heads.edge(f"{a}_h", f"{b}_h", style="invis")
     order = SendOrder(v.path[0][1], tag="coordinator_0")
     arrows = []
     rows = []
@@ -115,35 +145,32 @@ def to_dot(cfg: GroupConfig, v: Violation) -> str:
                 text = action.kind
             elif action.kind == "timer" or action.kind == "tick":
                 style.update(fillcolor="lightyellow", shape="note")
-            events[actor] = (node, text, style)
+            events[actor] = (node, f"{i}. {text}", style)
             sender = order.step(prev_state, action, state, tag=node)
             if sender:
                 arrows.append((sender, node, "blue" if action.kind == "deliver" else "darkgreen"))
         rows.append(events)
         prev_state = state
-    for i, events in enumerate(rows):
-        with g.subgraph() as row:
-            row.attr(rank="same")
-            for name in lanes:
-                if name in events:
-                    node, text, style = events[name]
-                    row.node(node, f"{i}. {text}", **style)
-                else:
-                    row.node(f"{name}_{i}", "", shape="point", width="0.02", color="grey")
-    for name in lanes:
-        chain = [f"{name}_h"] + [f"{name}_{i}" for i in range(len(rows))]
-        for a, b in zip(chain, chain[1:]):
-            g.edge(a, b, dir="none", color="grey", weight="100")
-    for a, b, color in arrows:
-        g.edge(a, b, color=color, constraint="false")
+    extra = []
     if v.loop_start is not None:  # the lasso's loop, drawn back on the coordinator's lane
         last = len(rows) - 1
-        g.edge(f"coordinator_{last}", f"coordinator_{v.loop_start}", color="red", penwidth="2",
-               constraint="false", label=f"loop back to {v.loop_start}" if v.loop_start < last else "forever")
+        extra.append((f"coordinator_{last}", f"coordinator_{v.loop_start}", {
+            "color": "red", "penwidth": "2", "constraint": "false",
+            "label": f"loop back to {v.loop_start}" if v.loop_start < last else "forever"}))
     summary = _final_lines(cfg, v.path[-1][1])
-    g.node("final", "\\l".join(summary) + "\\l", shape="note", style="filled", fillcolor="lightyellow")
-    g.edge(f"coordinator_{len(rows) - 1}", "final", style="invis")
-    return g.source
+    return sequence_dot("counterexample", f"{v.property} violated: {v.reason}", lanes, rows, arrows, extra,
+                        "\\l".join(summary) + "\\l")
+
+
+def svg_of(dot: str) -> bytes | None:
+    """Graphviz's SVG of DOT source, or None if the ``dot`` program is missing."""
+    try:
+        return graphviz.Source(dot).pipe(format="svg")
+    except graphviz.ExecutableNotFound:
+        return None
+
+
+NO_DOT = "graphviz's dot program is not installed (Debian package graphviz)"
 
 
 def write(cfg: GroupConfig, v: Violation, out_dir: str | Path, extra: dict | None = None) -> dict:
@@ -164,10 +191,9 @@ def write(cfg: GroupConfig, v: Violation, out_dir: str | Path, extra: dict | Non
     atomic_write(Path(paths["itf"]), json.dumps(itf.counterexample(cfg, v, extra), indent=1).encode())
     dot = to_dot(cfg, v)
     atomic_write(Path(paths["dot"]), dot.encode())
-    try:
-        svg = graphviz.Source(dot).pipe(format="svg")
-    except graphviz.ExecutableNotFound:
-        paths["svg_error"] = "graphviz's dot program is not installed (Debian package graphviz)"
+    svg = svg_of(dot)
+    if svg is None:
+        paths["svg_error"] = NO_DOT
         return paths
     paths["svg"] = str(stem.with_suffix(".svg"))
     atomic_write(Path(paths["svg"]), svg)

@@ -72,6 +72,7 @@ def main():
     rebalance check --protocol eager --faults join,leave,crash --json
     rebalance replay examples/design1_member_joins.toml
     rebalance prove                      z3 proofs: assignors, stickiness, inductive invariant
+    rebalance conform trace.jsonl        a recorded trace against the model: first divergence and its rule
     """
 
 
@@ -309,56 +310,6 @@ def vectors(out_dir, with_itf, as_json):
         out.print(f"{index['total']} cases ({counts['coordinator']} coordinator, {index['from_seed_examples']} of "
                   f"them the seeds' worked examples; {counts['assignor']} assignor) written to {path}",
                   highlight=False, markup=False)
-
-
-@main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--side", type=click.Choice(["clients"]), required=True,
-              help="clients: observed logs the applications wrote (spec/OBSERVED.md).")
-@click.option("--skew-ms", type=click.IntRange(0), default=0, show_default=True,
-              help="The most the writers' clocks may differ (clients side).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def conform(paths, side, skew_ms, as_json):
-    """Hold what was recorded against the model and name where they part.
-
-    \b
-    --side clients   one or more observed logs (spec/OBSERVED.md): ownership intervals
-                     rebuilt from the rebalance callbacks; a commit acknowledged ok
-                     outside its member's ownership, or to two members owning the
-                     partition at once, is divergent (exclusive_ownership); overlapping
-                     ownership alone (a zombie) is reported as exclusive_processing.
-
-    Exit 0 conforms, 1 divergent, 2 malformed input (FILE:LINE named), 3 incomplete.
-    """
-    from rebalance.checker.conform import clients
-    from rebalance.checker.conform.verdict import EXIT_CODE
-
-    try:
-        v = clients.check(list(paths), {"skew_ms": skew_ms})
-    except (clients.ObservedError, OSError) as e:
-        problem = str(e) if isinstance(e, clients.ObservedError) else f"{e.filename}: {e.strerror}"
-        if as_json:
-            click.echo(json.dumps({"error": problem}))
-        raise ConfigError(problem) from None
-    d = v.divergence
-    if as_json:
-        click.echo(json.dumps({"verdict": v.status, "side": side, "records_checked": v.records_checked,
-                               "rules": sorted(v.rules), "uninterpreted": list(v.uninterpreted),
-                               "divergence": d and {"line": d.line, "record": d.record, "side": d.side,
-                                                    "rule": d.rule, "expected": list(d.expected),
-                                                    "reason": d.reason},
-                               "figures": v.figures}, indent=2))
-    else:
-        f = v.figures
-        out.print(f"{v.status}: {v.records_checked} records, {f['members']} members, {f['intervals']} ownership "
-                  f"intervals, commits {f['commits']}", highlight=False, markup=False)
-        for o in f["exclusive_processing"]:
-            zombie = f" (paused: {', '.join(o['paused'])})" if o["paused"] else ""
-            out.print(f"exclusive_processing: {o['partition']} owned by {' and '.join(o['members'])} from "
-                      f"{o['from_ms']} to {o['to_ms'] or 'the end'}{zombie}", highlight=False, markup=False)
-        if d is not None:
-            out.print(f"{d.rule}: {d.reason}", highlight=False, markup=False)
-    sys.exit(EXIT_CODE[v.status])
 
 
 def _topic(ctx, param, values):
@@ -740,3 +691,130 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
         out.print(Path(out_dir, "table.md").read_text(), highlight=False, markup=False)
         out.print(f"{runs:,} runs in {seconds:.0f} s; written to {out_dir}/: runs.parquet, table.md, table.csv, "
                   "rebalances.png, moved.png, unavailable_ticks.png, ticks_to_balance.png", highlight=False)
+
+
+@main.command("conform")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--side", type=click.Choice(["coordinator", "members", "both", "clients"]), default="coordinator",
+              show_default=True, help="Which behaviour to judge: the broker's responses, the clients' requests, both, "
+                                      "or what applications observed.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout (errors too).")
+@click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
+              help="Where a divergence's lane SVG and JSON (and a corpus's tables) go.")
+@click.option("--slack-ms", default=1000.0, show_default=True, type=click.FloatRange(0),
+              help="How far from its deadline a coordinator timer may have fired (ms).")
+@click.option("--max-candidates", default=10_000, show_default=True, type=click.IntRange(1),
+              help="Bound on the candidate states kept (exit 3 when hit).")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="For a directory: judge its traces here, or one Spark task per trace.")
+@click.option("--spark-master", default="local[2]", show_default=True, help="Spark master URL (--engine spark).")
+@click.option("--skew-ms", type=click.IntRange(0), default=0, show_default=True,
+              help="Clients side: the most the applications' clocks may differ (ms).")
+def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spark_master, skew_ms):
+    """Hold a recorded trace (spec/TRACE.md, v2) against the model and name the
+    first record and rule (R.., spec/SPEC.md) where they part.
+
+    \b
+    rebalance serve --topic orders:6 --trace run.jsonl     record (or: rebalance proxy --trace)
+    rebalance conform run.jsonl                  the broker's responses (coordinator side)
+    rebalance conform run.jsonl --side both      and the clients' requests (member side)
+    rebalance conform run.jsonl --json           {verdict, records_checked, rules, divergence, ...}
+    rebalance conform traces/ --engine spark     a corpus: one row per trace, table.md under --out
+    rebalance conform --side clients a.jsonl b.jsonl   applications' observed logs (spec/OBSERVED.md)
+
+    \b
+    --side clients judges one or more observed logs instead of a trace: each partition's
+    ownership intervals per member, rebuilt from the rebalance callbacks; a commit
+    acknowledged ok outside its member's ownership, or to two members owning the
+    partition at once, is divergent (exclusive_ownership); overlapping ownership alone
+    (a zombie) is reported as exclusive_processing.
+
+    \b
+    Exit: 0 conforms, 1 divergent (lane SVG of the trace up to that record under --out),
+    2 malformed trace (trace.jsonl:LINE: reason), 3 incomplete (a bound hit, or records
+    the side cannot interpret, named).
+    """
+    from rebalance.checker.conform import run as conform_run
+
+    if side == "clients":
+        doc, code = conform_run.judge_observed(paths, {"skew_ms": skew_ms})
+        _conform_done(doc, code, as_json)
+    if len(paths) != 1:
+        return _conform_error(as_json, f"one trace or directory at a time ({len(paths)} given); "
+                                       "several files are for --side clients")
+    (path,) = paths
+    options = {"slack_ms": slack_ms, "max_candidates": max_candidates}
+    target = Path(path)
+    if target.is_dir():
+        paths = conform_run.traces_in(target)
+        if not paths:
+            return _conform_error(as_json, f"{path}: no *.jsonl traces in this directory")
+        started = time.perf_counter()
+        if engine == "spark":
+            rows = conform_run.corpus_spark(paths, side, options, Path(out_dir), spark_master)
+        else:
+            rows = conform_run.corpus_local(paths, side, options)
+            conform_run.write_tables(rows, Path(out_dir))
+        code = conform_run.exit_code(r["verdict"] for r in rows)
+        counts: dict = {}
+        for r in rows:
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        if as_json:
+            click.echo(json.dumps({"verdict": {0: "conforms", 1: "divergent", 2: "malformed", 3: "incomplete"}[code],
+                                   "side": side, "engine": engine, "traces": rows, "counts": counts,
+                                   "seconds": round(time.perf_counter() - started, 3)}, indent=2))
+        else:
+            for r in rows:
+                where = f" line {r['line']}" + (f" ({r['rule']})" if r["rule"] else "") if r["line"] else ""
+                out.print(f"{r['verdict']:>10}  {r['path']}{where}", highlight=False, markup=False)
+            out.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f"; tables in {out_dir}/",
+                      highlight=False)
+        sys.exit(code)
+    if not target.exists():
+        return _conform_error(as_json, f"{path}: no such file or directory")
+    _conform_done(*conform_run.judge(target, side, options, out_dir), as_json)
+
+
+def _conform_done(doc: dict, code: int, as_json: bool):
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    elif doc["verdict"] == "malformed":
+        err.print(f"error: {doc['error']['text']}", highlight=False, markup=False, soft_wrap=True)
+    else:
+        _print_conform(doc)
+    sys.exit(code)
+
+
+def _conform_error(as_json: bool, message: str):
+    if as_json:
+        click.echo(json.dumps({"verdict": "malformed", "error": {"line": 0, "reason": message, "text": message}}))
+    else:
+        err.print(f"error: {message}", highlight=False, markup=False, soft_wrap=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def _print_conform(doc: dict) -> None:
+    color = {"conforms": "green", "divergent": "red", "incomplete": "yellow"}[doc["verdict"]]
+    out.print(f"[bold {color}]{doc['verdict']}[/] ({doc['side']} side): {doc['records_checked']:,} of "
+              f"{doc['records']:,} records checked in {doc['seconds']:.2f} s", highlight=False)
+    out.print("rules exercised: " + (", ".join(doc["rules"]) or "none"), highlight=False)
+    for item in doc["uninterpreted"]:
+        out.print(f"[yellow]not interpreted:[/] {item}", highlight=False)
+    for o in doc["figures"].get("exclusive_processing", ()):  # clients side: overlaps, a zombie's
+        zombie = f" (paused: {', '.join(o['paused'])})" if o["paused"] else ""
+        out.print(f"exclusive_processing: {o['partition']} owned by {' and '.join(o['members'])} from "
+                  f"{o['from_ms']} to {o['to_ms'] or 'the end'}{zombie}", highlight=False, markup=False)
+    d = doc["divergence"]
+    if d is None:
+        return
+    out.print(f"divergent at line {d['line']} ({d['rule']}): {d['reason']}", highlight=False, markup=False)
+    out.print("  record: " + json.dumps(d["record"], separators=(",", ":")), highlight=False, markup=False)
+    out.print("  the model allows here:", highlight=False)
+    for e in d["expected"]:
+        out.print(f"    {e}", highlight=False, markup=False)
+    last = doc["figures"].get("last_state")
+    if last:
+        out.print("  last matching state: " + json.dumps(last, separators=(",", ":")), highlight=False, markup=False)
+    files = d["files"]
+    out.print(f"  files: {files.get('svg') or files.get('svg_error', '')} {files.get('json') or ''}",
+              highlight=False, markup=False)

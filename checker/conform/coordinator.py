@@ -31,7 +31,9 @@ observations; between them the coordinator takes silent steps:
   impl/ arms its asyncio timers.
 
 A frontier of candidate states (deduplicated) is kept per group; those that
-cannot produce a response as recorded are dropped. The first response no
+cannot produce a response as recorded are dropped. A group whose first request
+names a member.id (or that a restart loaded) existed before the trace began: a
+divergence there is INCOMPLETE, its starting state being unknown. The first response no
 candidate matches is the divergence, with the rule that decides it
 (``RULES``, spec/SPEC.md section 10). A ``restart`` record resumes each group
 from what the model stored last (``stored``, R37), every session timer
@@ -45,12 +47,11 @@ from typing import NamedTuple
 
 from rebalance.model import protocol as P
 from rebalance.model.config import GroupConfig
-from rebalance.model.coordinator import EMPTY_GROUP, handle, session_refreshed, stored
+from rebalance.model.coordinator import EMPTY_GROUP, find, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, HeartbeatResponse,
-    InitialRebalanceDelay, JoinGroup, JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit,
-    OffsetCommitResponse, PendingMemberTimeout, Protocols, RebalanceTimeout, Receive, SessionTimeout, SyncGroup,
-    SyncGroupResponse, SyncTimeout, connection,
+    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, InitialRebalanceDelay, JoinGroup,
+    JoinGroupResponse, LeaveGroup, OffsetCommit, PendingMemberTimeout, Protocols, RebalanceTimeout, Receive,
+    SessionTimeout, SyncGroup, SyncTimeout, connection,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, joined_timeouts, rearm
 
@@ -153,7 +154,7 @@ class _Prepared:
     client slot per client.id, in order of first request), group.instance.id
     strings as model instance ids (per group, in order of first use)."""
 
-    def __init__(self, trace: Trace):
+    def __init__(self):
         self.slots: dict = {}
         self.model_conns: dict = {}
         self.conn_names: dict = {}
@@ -271,18 +272,11 @@ class _Group:
         if c.group is not before:
             c.timeouts = joined_timeouts(c.group, request.model_conn if request else 0,
                                          request.timeouts if request else None, c.timeouts)
-            live = {m.member_id for m in c.group.members}.union(c.group.pending)
-            for mid in [mid for mid in c.names if mid not in live]:  # impl/ forgets the names of members gone
-                del c.ids[c.names.pop(mid)]
+            self._forget_gone(c)
             record = stored(c.group)
             if record is not None:
                 c.stored = record
-        cancel, start = rearm(before, c.group, c.timers, refreshed)
-        for key in cancel:
-            del c.timers[key]
-        for key, timer in start:
-            c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
-                                                    self.side.initial_delay_ms))
+        self._rearm(c, before, refreshed, t)
         for out in outputs:
             name = self.side.prepared.conn_names.get(out.conn)
             waiting = c.awaiting.get(name)
@@ -292,12 +286,29 @@ class _Group:
             if entry[1] is None and RESPONSE_OF[entry[0].api] is type(out.response):
                 waiting[-1] = (entry[0], out.response)
 
+    def _forget_gone(self, c: Candidate) -> None:
+        """impl/ forgets the member.id strings of members the group no longer has."""
+        live = {m.member_id for m in c.group.members}.union(c.group.pending)
+        for mid in [mid for mid in c.names if mid not in live]:
+            del c.ids[c.names.pop(mid)]
+
+    def _rearm(self, c: Candidate, before, refreshed: int, t: float) -> None:
+        """The timers a step from ``before`` to ``c.group`` at ``t`` cancels and starts,
+        with their deadlines (model/timing.py, as impl/ arms its asyncio timers)."""
+        cancel, start = rearm(before, c.group, c.timers, refreshed)
+        for key in cancel:
+            del c.timers[key]
+        for key, timer in start:
+            c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
+                                                    self.side.initial_delay_ms))
+
     def _successors(self, c: Candidate, t: float):
         """(candidate', description) for every silent step ``c`` may take before a record at ``t``."""
         slack = self.side.options.slack_ms
         overdue = min((d for _, d in c.timers.values()), default=None)
+        first = min((q[0].line for q in c.queued.values() if q), default=None) if self.side.ordered else None
         for conn, queue in c.queued.items():
-            if not queue:
+            if not queue or (first is not None and queue[0].line != first):
                 continue
             waiting = c.awaiting.get(conn)
             if waiting and waiting[-1][1] is None:
@@ -343,16 +354,11 @@ class _Group:
         for c in self.frontier:
             c.group = c.stored if loaded else EMPTY_GROUP
             c.stored = c.group
-            live = {m.member_id for m in c.group.members}
-            for mid in [mid for mid in c.names if mid not in live]:
-                del c.ids[c.names.pop(mid)]
-            c.timeouts = {m: x for m, x in c.timeouts.items() if m in live}
+            self._forget_gone(c)
+            c.timeouts = {m: x for m, x in c.timeouts.items() if m in c.names or find(c.group, m)}
             c.queued, c.awaiting, c.timers, c.closed = {}, {}, {}, frozenset()
             c.now = max(c.now, t)
-            _, start = rearm(None, c.group, {}, NO_MEMBER_ID)
-            for key, timer in start:
-                c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
-                                                        self.side.initial_delay_ms))
+            self._rearm(c, None, NO_MEMBER_ID, t)
 
     def respond(self, line: int, record: dict):
         """Match a response record. Returns (matched, expected readable responses, rule key)."""
@@ -547,13 +553,14 @@ class _Bound(Exception):
 
 
 class _Side:
-    def __init__(self, trace: Trace, options: Options):
+    def __init__(self, trace: Trace, options: Options, ordered: bool):
+        self.ordered = ordered
         s = trace.settings
         topics = tuple((t["name"], t["partitions"]) for t in s["topics"]) or (("-", 1),)
         self.initial_delay_ms = s["group_initial_rebalance_delay_ms"]
         self.cfg = GroupConfig(topics=topics, initial_rebalance_delay=self.initial_delay_ms > 0)
         self.options = options
-        self.prepared = _Prepared(trace)
+        self.prepared = _Prepared()
         self.groups: dict = {}
         self.responses: dict = {}
 
@@ -583,17 +590,31 @@ def check(trace: Trace, options=None) -> Verdict:
     """Hold ``trace``'s responses against the model's coordinator. ``options``: an
     ``Options`` (or a dict with ``slack_ms``, ``max_candidates``; None: defaults).
     Returns a Verdict: CONFORMS, DIVERGENT (the first response no candidate state
-    can give, with its rule, RULES) or INCOMPLETE (the frontier bound was hit)."""
+    can give, with its rule, RULES) or INCOMPLETE (the frontier bound was hit).
+
+    The broker processed requests in the order recorded when serve or a member
+    recorded them (serve hands a request to the model as it reads it), and the
+    search keeps that order; behind a proxy it may have processed another
+    connection's request first, so a proxy's trace that diverges in recorded
+    order is searched again in every order the muting allows."""
     if options is None:
         options = Options()
     elif isinstance(options, dict):
         options = Options(**{k: v for k, v in options.items() if k in Options._fields})
-    side = _Side(trace, options)
+    verdict = _check(trace, options, ordered=True)
+    if verdict.status == DIVERGENT and trace.header["recorder"] == "proxy":
+        verdict = _check(trace, options, ordered=False)
+    return verdict
+
+
+def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
+    side = _Side(trace, options, ordered)
     side.responses = _responses(trace)
     requests: dict = {}  # (connection, correlation id) -> (group id, Request)
     checked, rules, not_judged = 0, set(), 0
     conn_groups: dict = {}
     context: dict = {}
+    unknown_start: dict = {}  # group id -> why the coordinator side cannot know where it started
     for line, record in trace.records:
         kind = record["type"]
         if kind == "request":
@@ -603,6 +624,11 @@ def check(trace: Trace, options=None) -> Verdict:
                 continue
             r = side.prepared.request(line, record)
             gid = r.body["group_id"]
+            if gid not in side.groups:
+                named = [r.body["member_id"]] if "member_id" in r.body else [m["member_id"] for m in r.body["members"]]
+                if any(named):  # the group's first request names a member this trace never saw handed out
+                    unknown_start[gid] = f"line {line}: group {gid!r} existed before the trace began " \
+                                         f"(member.id {next(filter(None, named))!r}): its state then is unknown"
             requests[(r.conn, r.correlation_id)] = (gid, r)
             conn_groups.setdefault(r.conn, set()).add(gid)
             side.group(gid).receive(r)
@@ -621,6 +647,10 @@ def check(trace: Trace, options=None) -> Verdict:
             except _Bound as e:
                 return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
                                figures={"not_judged": not_judged, "bound": options.max_candidates})
+            if not ok and gid in unknown_start:
+                return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(
+                    unknown_start[gid], f"line {line}: so this {r.api} response cannot be judged"),
+                    figures={"not_judged": not_judged})
             if not ok:
                 rule = rule_for(r.api, key, r.body)
                 reason = (f"the model's coordinator cannot give this {r.api} response here "
@@ -647,6 +677,10 @@ def check(trace: Trace, options=None) -> Verdict:
             loaded = set(record["groups"])
             for gid, g in side.groups.items():
                 g.restart(record["t_ms"], gid in loaded)
+            for gid in loaded - set(side.groups):  # loaded from a store this trace never saw written
+                side.group(gid)
+                unknown_start[gid] = f"line {line}: group {gid!r} was loaded from a store this trace did not " \
+                                     "record: its state then is unknown"
             checked += 1
     return Verdict(CONFORMS, checked, frozenset(rules), figures={"not_judged": not_judged,
                                                                  "groups": len(side.groups)})

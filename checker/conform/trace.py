@@ -17,12 +17,11 @@ reason)`` for the first malformed line (the command prints
 Validation is per record against the schema branch its ``type`` (and ``api``)
 select, built once from the normative schema: the branches of the schema's
 ``oneOf`` are mutually exclusive by ``type`` and ``api`` constants, so this is
-the same judgement as the whole schema, without trying every branch. A record
-matching no branch is judged by the whole schema, for its message.
+the same judgement as the whole schema, without trying every branch (and its
+error names the field, not "not valid under any of the given schemas").
 """
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import NamedTuple
@@ -63,33 +62,61 @@ class _Validators:
         schema = json.loads(SCHEMA_PATH.read_text())
         cls = jsonschema.validators.validator_for(schema)
         cls.check_schema(schema)
-        self.whole = cls(schema)
-        self.by_key = {}
+        self.by_key, self.bodies = {}, {}
         defs = schema["$defs"]
+        inline = _Inliner(defs)
         for kind in RECORD_TYPES:
             if kind in ("request", "response"):
                 for branch in defs[kind]["oneOf"]:
+                    # the one branch this api selects, merged into the record's schema: with a single
+                    # branch, unevaluatedProperties over root and branch is additionalProperties over both
                     api = branch["properties"]["api"]["const"]
-                    root = copy.deepcopy(defs[kind])
-                    root["oneOf"] = [branch]  # the one branch this api selects
-                    self.by_key[(kind, api)] = cls(dict(root, **{"$defs": defs}))
+                    root = {k: v for k, v in defs[kind].items() if k not in ("oneOf", "unevaluatedProperties")}
+                    root["properties"] = dict(root["properties"], **branch["properties"])
+                    root["additionalProperties"] = False
+                    self.by_key[(kind, api)] = cls(inline(root))
+                    self.bodies[(kind, api)] = cls(inline(branch["properties"]["body"]))
             else:
-                self.by_key[(kind, None)] = cls(dict(defs[kind], **{"$defs": defs}))
+                self.by_key[(kind, None)] = cls(inline(defs[kind]))
 
     def error(self, record) -> str | None:
         """The first schema error of ``record``, readable, or None if it is valid."""
-        validator = None
-        if isinstance(record, dict):
-            kind = record.get("type")
-            validator = self.by_key.get((kind, record.get("api") if kind in ("request", "response") else None))
-        if validator is not None and validator.is_valid(record):
+        if not isinstance(record, dict) or record.get("type") not in RECORD_TYPES:
+            kind = record.get("type") if isinstance(record, dict) else None
+            return f"schema: unknown record type {kind!r} (expected one of {', '.join(RECORD_TYPES)})"
+        kind = record["type"]
+        api = record.get("api") if kind in ("request", "response") else None
+        if kind in ("request", "response") and api not in APIS:
+            return f"schema: unknown api {api!r} (expected one of {', '.join(APIS)})"
+        validator = self.by_key[(kind, api)]
+        if validator.is_valid(record):
             return None
-        errors = (validator or self.whole).iter_errors(record)
-        best = jsonschema.exceptions.best_match(errors)
-        if best is None:
-            return None
-        where = "/".join(str(p) for p in best.absolute_path)
-        return f"schema: {best.message}" + (f" (at {where})" if where else "")
+        body = self.bodies.get((kind, api))
+        if body is not None and isinstance(record.get("body"), dict) and not body.is_valid(record["body"]):
+            best, prefix = jsonschema.exceptions.best_match(body.iter_errors(record["body"])), ["body"]
+        else:
+            best, prefix = jsonschema.exceptions.best_match(validator.iter_errors(record)), []
+        where = "/".join(str(p) for p in prefix + list(best.absolute_path))
+        message = best.message if len(best.message) <= 200 else best.message[:200] + "..."
+        return f"schema: {message}" + (f" (at {where})" if where else "")
+
+
+class _Inliner:
+    """The schema's local ``$ref``s (``#/$defs/NAME``, none recursive) replaced by
+    what they name, so validation resolves no reference per record."""
+
+    def __init__(self, defs: dict):
+        self.defs = defs
+
+    def __call__(self, node):
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if ref is not None and ref.startswith("#/$defs/") and len(node) == 1:
+                return self(self.defs[ref[len("#/$defs/"):]])
+            return {k: self(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self(v) for v in node]
+        return node
 
 
 _validators: _Validators | None = None

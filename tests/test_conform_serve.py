@@ -1,0 +1,56 @@
+"""rebalance conform on traces recorded by real processes: ``rebalance serve
+--trace`` with our members on real sockets (killed with SIGKILL and started again
+on its store and trace: a restart record, R37), and ``rebalance proxy`` in front
+of a serve whose coordinator accepts a stale OffsetCommit."""
+import asyncio
+import json
+import subprocess
+import time
+
+from interop.harness import REBALANCE, Server
+from traces import PARTITIONS, TOPIC, form_group, hang_up, record_wrong_upstream
+
+
+def _conform(path, tmp_path):
+    run = subprocess.run([str(REBALANCE), "conform", str(path), "--json", "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run.returncode, json.loads(run.stdout)
+
+
+def test_serve_trace_with_our_members_conforms(tmp_path):
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
+    try:
+        async def run():
+            members = await form_group(f"127.0.0.1:{server.port}", "ABC")
+            await asyncio.sleep(1.0)  # heartbeats and commits in a Stable group
+            await members[2].close()  # LeaveGroup: the others rebalance (R7)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and sum(len(m.owned) for m in members[:2]) != PARTITIONS:
+                await asyncio.sleep(0.1)
+            await hang_up(members[:2])
+        asyncio.run(run())
+        server.kill9()   # the group is in the store (R37)
+        server.start()
+        end = time.monotonic() + 5
+        while time.monotonic() < end and '"restart"' not in server.trace.read_text():
+            time.sleep(0.1)
+    finally:
+        server.stop()
+    code, doc = _conform(server.trace, tmp_path)
+    assert code == 0, doc
+    assert doc["verdict"] == "conforms" and doc["records_checked"] > 20
+    assert {"R2", "R4", "R7", "R8", "R10", "R37"} <= set(doc["rules"])
+
+
+def test_proxy_trace_of_a_wrong_coordinator_diverges(tmp_path):
+    for name in ("wrong", "right"):
+        (tmp_path / name).mkdir()
+    code, doc = _conform(record_wrong_upstream(tmp_path / "wrong"), tmp_path)
+    assert code == 1, doc
+    d = doc["divergence"]
+    assert d["rule"] == "R9" and d["record"]["api"] == "OffsetCommit"
+    assert d["expected"] == ["OffsetCommit ILLEGAL_GENERATION"]
+    assert (tmp_path / "out" / "conform-proxy.svg").exists()
+    code, doc = _conform(record_wrong_upstream(tmp_path / "right", mutations=()), tmp_path)
+    assert code == 0, doc
