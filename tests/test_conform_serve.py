@@ -54,3 +54,29 @@ def test_proxy_trace_of_a_wrong_coordinator_diverges(tmp_path):
     assert (tmp_path / "out" / "conform-proxy.svg").exists()
     code, doc = _conform(record_wrong_upstream(tmp_path / "right", mutations=()), tmp_path)
     assert code == 0, doc
+
+
+def test_a_refused_session_timeout_conforms_and_an_accepted_one_diverges(tmp_path):
+    """R42 both ways: serve (Kafka's bounds) refuses session.timeout.ms = 2**31-1 and the
+    trace conforms; the same trace under a header claiming the broker's bounds
+    allow it diverges at that response, naming R42."""
+    from test_serve import Client
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
+    try:
+        c = Client(server.port, "greedy")
+        r = c.call(11, 9, group_id="g", session_timeout=2**31 - 1, rebalance_timeout=10_000, member_id="",
+                   group_instance_id=None, protocol_type="consumer",
+                   protocols=[{"name": "range", "metadata": b"\x00\x01\x00\x00\x00\x00\xff\xff\xff\xff"}], reason=None)
+        assert r.error_code == 26
+        assert c.join("g").error_code == 79  # within bounds: MEMBER_ID_REQUIRED (R36)
+    finally:
+        server.stop()
+    code, doc = _conform(server.trace, tmp_path)
+    assert code == 0 and "R42" in doc["rules"], doc
+    lines = server.trace.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["settings"]["group_max_session_timeout_ms"] = 2**31 - 1
+    lenient = tmp_path / "lenient.jsonl"
+    lenient.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    code, doc = _conform(lenient, tmp_path)
+    assert code == 1 and doc["divergence"]["rule"] == "R42", doc

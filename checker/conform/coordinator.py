@@ -49,11 +49,13 @@ from rebalance.model import protocol as P
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, find, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, InitialRebalanceDelay, JoinGroup,
+    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, InitialRebalanceDelay, JoinGroup,
     JoinGroupResponse, LeaveGroup, OffsetCommit, PendingMemberTimeout, Protocols, RebalanceTimeout, Receive,
     SessionTimeout, SyncGroup, SyncTimeout, connection,
 )
-from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, joined_timeouts, rearm
+from rebalance.model.timing import (
+    DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, joined_timeouts, rearm, session_timeout_error,
+)
 
 from .trace import Trace
 from .verdict import CONFORMS, DIVERGENT, INCOMPLETE, Divergence, Verdict
@@ -76,7 +78,7 @@ RULES = {
     ("JoinGroup", "COORDINATOR_NOT_AVAILABLE"): "R1", ("JoinGroup", "NONE"): "R2",
     ("JoinGroup", "generation_id"): "R4", ("JoinGroup", "leader"): "R5", ("JoinGroup", "members"): "R4",
     ("JoinGroup", "protocol_name"): "R35", ("JoinGroup", "skip_assignment"): "R26",
-    ("JoinGroup", "member_id"): "R2", ("JoinGroup", "held"): "R4",
+    ("JoinGroup", "member_id"): "R2", ("JoinGroup", "held"): "R4", ("JoinGroup", "INVALID_SESSION_TIMEOUT"): "R42",
     ("SyncGroup", "FENCED_INSTANCE_ID"): "R24", ("SyncGroup", "UNKNOWN_MEMBER_ID"): "R8",
     ("SyncGroup", None): "R8",
     ("Heartbeat", "FENCED_INSTANCE_ID"): "R24", ("Heartbeat", None): "R10",
@@ -90,7 +92,7 @@ TIMER_RULES = {SessionTimeout: "R11", RebalanceTimeout: "R4", SyncTimeout: "R12"
 EXERCISED = {
     ("JoinGroup", "NONE"): ("R2", "R4", "R5"), ("JoinGroup", "MEMBER_ID_REQUIRED"): ("R36",),
     ("JoinGroup", "FENCED_INSTANCE_ID"): ("R24", "R25"), ("JoinGroup", "UNKNOWN_MEMBER_ID"): ("R24",),
-    ("JoinGroup", "INCONSISTENT_GROUP_PROTOCOL"): ("R35",),
+    ("JoinGroup", "INCONSISTENT_GROUP_PROTOCOL"): ("R35",), ("JoinGroup", "INVALID_SESSION_TIMEOUT"): ("R42",),
     ("SyncGroup", None): ("R8",), ("Heartbeat", None): ("R10",), ("LeaveGroup", None): ("R7",),
     ("OffsetCommit", None): ("R9",),
 }
@@ -321,6 +323,13 @@ class _Group:
             n.queued[conn] = queue[1:]
             n.awaiting[conn] = n.awaiting.get(conn, []) + [(r, None)]
             req = self.model_request(n, r)
+            if r.api == "JoinGroup" and session_timeout_error(r.timeouts.session_ms, self.side.bounds):
+                # R42: answered before the group is looked at (GroupCoordinator.handleJoinGroup)
+                n.now = at
+                n.awaiting[conn][-1] = (r, JoinGroupResponse(Error.INVALID_SESSION_TIMEOUT, req.member_id,
+                                                             NO_GENERATION, NO_MEMBER_ID, ()))
+                yield n
+                continue
             self._step(n, Receive(r.model_conn, req), at, session_refreshed(req), r)
             yield n
         for key, (timer, deadline) in c.timers.items():
@@ -465,6 +474,8 @@ class _Group:
         api = r.api
         if api == "JoinGroup":
             if error_name(resp.error) != body["error"]:
+                if "INVALID_SESSION_TIMEOUT" in (error_name(resp.error), body["error"]):
+                    return "INVALID_SESSION_TIMEOUT"  # R42 is judged before anything else
                 return error_name(resp.error) if resp.error != Error.NONE else body["error"]
             if resp.generation != body["generation_id"]:
                 return "generation_id"
@@ -559,6 +570,9 @@ class _Side:
         topics = tuple((t["name"], t["partitions"]) for t in s["topics"]) or (("-", 1),)
         self.initial_delay_ms = s["group_initial_rebalance_delay_ms"]
         self.cfg = GroupConfig(topics=topics, initial_rebalance_delay=self.initial_delay_ms > 0)
+        default = SessionBounds()
+        self.bounds = SessionBounds(s.get("group_min_session_timeout_ms", default.min_ms),
+                                    s.get("group_max_session_timeout_ms", default.max_ms))
         self.options = options
         self.prepared = _Prepared()
         self.groups: dict = {}
