@@ -13,15 +13,21 @@ import time
 import pytest
 
 from interop.harness import Group, Server, conform, partitions, wait_for
+from test_findings import EXPECTED
 
 pytestmark = pytest.mark.interop
 TOPIC, PARTITIONS = "t", 6
 CLIENTS = ["confluent", "kafka-python", "rebalance", "aiokafka", "kafkajs"]
 SESSION_MS = 6000
 
-# What each run is held to: (side, the file it reads). Once the conform and
-# members branches land, add ("both", "trace"): serve's trace on both sides.
-CHECKS = [("clients", "observed")]
+# What each run is held to: (side, the file it reads): serve's trace on the
+# coordinator's and the clients' side, and the clients' observed log.
+CHECKS = [("coordinator", "trace"), ("both", "trace"), ("clients", "observed")]
+# Clients that depart from the model in the pause (README, Findings; tests/test_findings.py
+# keeps a recorded trace of each): the member side names the departure, after the resume
+DEPARTS = {"confluent": "librdkafka-2.16-heartbeat-without-member-id",
+           "kafka-python": "kafka-python-3.0.12-claims-lost-partitions",
+           "aiokafka": "aiokafka-0.14-commits-without-member-id"}
 
 
 def files(server: Server, group: Group) -> dict:
@@ -75,10 +81,20 @@ def test_scale_up_pause_and_kill_mid_rebalance(tmp_path, client):
     finally:
         group.stop_all()
         server.stop()
+    verdicts = {}
     for side, source in CHECKS:
-        code, verdict = conform(side, files(server, group)[source])
-        assert (code, verdict["verdict"]) == (0, "conforms"), verdict
-    zombie = [o for o in verdict["figures"]["exclusive_processing"] if o["paused"] == ["A"]]
+        code, verdicts[side] = conform(side, files(server, group)[source])
+        if side == "both" and client in DEPARTS and code == 1:
+            rule, api, shows = EXPECTED[DEPARTS[client]]
+            d = verdicts[side]["divergence"]
+            assert (d["side"], d["rule"], d["record"]["api"]) == ("members", rule, api) and shows(d["record"]["body"])
+            assert d["record"]["t_ms"] >= resumed, "the departure comes with the resume"
+            continue
+        assert (code, verdicts[side]["verdict"]) == (0, "conforms"), (side, verdicts[side])
+    both = verdicts["both"]
+    print(f"{client}: {both['verdict']}, {both['records_checked']} trace records checked, rules {', '.join(both['rules'])}")
+    assert {"R2", "R4", "R5", "R8", "R10", "R11"} <= set(verdicts["coordinator"]["rules"])  # R11: A's session expired
+    zombie = [o for o in verdicts["clients"]["figures"]["exclusive_processing"] if o["paused"] == ["A"]]
     assert zombie, "the paused member's window shows as exclusive_processing"
 
 
@@ -111,3 +127,7 @@ def test_no_commit_fencing_is_caught_from_the_observed_log(tmp_path):
     code, verdict = conform("clients", group.observed)
     assert code == 1 and verdict["verdict"] == "divergent", verdict
     assert verdict["divergence"]["rule"] == "exclusive_ownership" and verdict["divergence"]["record"]["member"] == "A"
+    # the broker's side of the same run: the zombie's commit accepted where the model fences it (R9)
+    code, verdict = conform("both", server.trace)
+    assert code == 1 and verdict["divergence"]["rule"] == "R9", verdict
+    assert verdict["divergence"]["record"]["api"] == "OffsetCommit"

@@ -1,0 +1,54 @@
+"""Where real clients depart from the model (README, Findings), kept as the traces
+``rebalance serve --trace`` recorded in tests/test_interop_faults.py's pause run
+(a member stopped with SIGSTOP past its session timeout, then resumed), cut after
+the first divergent request: serve's responses conform, and conform's member side
+names the client's departure and its rule, every time."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REBALANCE
+
+FINDINGS = Path(__file__).parent / "findings"
+
+# trace -> (rule, API of the divergent request, what that request shows)
+EXPECTED = {
+    # librdkafka 2.16.0 (confluent-kafka 2.16.1): on resume its own session timeout (SESSTMOUT,
+    # rdkafka_cgrp.c) clears its member.id, and a Heartbeat still goes out with the empty id
+    # and the old generation (R10: the model's member heartbeats with the id it was given)
+    "librdkafka-2.16-heartbeat-without-member-id": (
+        "R10", "Heartbeat", lambda b: b["member_id"] == "" and b["generation_id"] > 0),
+    # kafka-python 3.0.12: on_partitions_lost fires, but CooperativeStickyAssignor.metadata()
+    # builds owned_partitions from the assignor's own memory of its last assignment, so the
+    # rejoin under a new member.id claims the lost partitions (R15; KAFKA-12983's pattern)
+    "kafka-python-3.0.12-claims-lost-partitions": (
+        "R15", "JoinGroup", lambda b: b["member_id"] == ""
+        and any(p["metadata"]["owned_partitions"] for p in b["protocols"])),
+    # aiokafka 0.14.0: after UNKNOWN_MEMBER_ID it commits with an empty member.id and generation
+    # -1, which Kafka accepts as a simple consumer's commit whenever the group is Empty
+    # (GroupCoordinator.handleCommitOffsets); the Java consumer fails such a commit locally
+    # (ConsumerCoordinator.sendOffsetCommitRequest: CommitFailedException)
+    "aiokafka-0.14-commits-without-member-id": (
+        "R41", "OffsetCommit", lambda b: b["member_id"] == "" and b["generation_id"] == -1),
+}
+
+
+def conform(side: str, path: Path, tmp_path) -> tuple:
+    run = subprocess.run([str(REBALANCE), "conform", "--side", side, str(path), "--json", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    return run.returncode, json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_conform_names_each_clients_departure(name, tmp_path):
+    path = FINDINGS / f"{name}.jsonl"
+    code, doc = conform("coordinator", path, tmp_path)
+    assert (code, doc["verdict"]) == (0, "conforms"), doc  # serve is the model: its side conforms
+    rule, api, shows = EXPECTED[name]
+    code, doc = conform("both", path, tmp_path)
+    d = doc["divergence"]
+    assert code == 1 and d["side"] == "members" and d["rule"] == rule, doc
+    last = len(path.read_text().splitlines())
+    assert d["record"]["api"] == api and d["line"] >= last - 1 and shows(d["record"]["body"])
