@@ -24,7 +24,7 @@ import asyncio
 from rebalance.model.config import DEFAULT_ASSIGNOR, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, handle
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, HeartbeatDue, HeartbeatResponse, JoinGroup,
+    Error, Heartbeat, HeartbeatDue, HeartbeatResponse, JoinGroup,
     CommitDue, JoinGroupResponse, Leave, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, Send,
     Start, SyncGroup, SyncGroupResponse,
 )
@@ -32,6 +32,7 @@ from rebalance.model.protocol import (
 from .consumer_protocol import (
     decode_assignment, decode_subscription, encode_assignment, encode_subscription, topic_partitions,
 )
+from .ids import Ids
 from .observed import ObservedLog, now_ms
 from .trace import Recorder, settings
 from .wire import Api, FrameError, read_frame, read_response, request_frame
@@ -110,9 +111,7 @@ class MemberRuntime:
         self.mutations = frozenset(mutations)
         self.cfg = None
         self.state = NEW_CONSUMER
-        self.names = {NO_MEMBER_ID: ""}  # the model's member ids -> member.id strings
-        self.ids = {"": NO_MEMBER_ID}
-        self.instances = {None: NO_INSTANCE_ID}
+        self.ids = Ids()  # member.id and group.instance.id strings <-> the model's ints
         self.lock = asyncio.Lock()
         self.wire = None
         self._beat = None
@@ -144,7 +143,7 @@ class MemberRuntime:
         if self.observe is not None:
             self.observe.begin(self.cfg.topics, self.group)
         self.wire = await Wire.open(found.host, found.port, self.client_id, self.trace)
-        await self._step(Start(self._instance(self.instance_id)))
+        await self._step(Start(self.ids.instance(self.instance_id)))
         self._beat = asyncio.create_task(self._heartbeats())
 
     async def commit(self, positions: dict | None = None) -> str | None:
@@ -158,9 +157,13 @@ class MemberRuntime:
         return self.committed
 
     async def close(self) -> None:
-        """Leave gracefully: revoke (listener) and LeaveGroup, unless static (KIP-345)."""
+        """Leave gracefully: revoke (listener) and LeaveGroup, unless static (KIP-345).
+        The heartbeat task is cancelled between requests, never in the middle of one:
+        a Heartbeat cancelled while it waits for its response would leave that
+        response for the LeaveGroup to read (a correlation id mismatch)."""
         if self._beat is not None:
-            self._beat.cancel()
+            async with self.lock:
+                self._beat.cancel()
         if self.wire is not None:
             await self._step(Leave())
             self.wire.close()
@@ -193,43 +196,34 @@ class MemberRuntime:
     def _partitions(self, mask: int) -> list:
         return [(tp["topic"], p) for tp in topic_partitions(self.cfg, mask) for p in tp["partitions"]]
 
-    def _member(self, name: str) -> int:
-        if name not in self.ids:
-            self.ids[name] = len(self.ids)
-            self.names[self.ids[name]] = name
-        return self.ids[name]
-
-    def _instance(self, name) -> int:
-        return self.instances.setdefault(name, len(self.instances))
-
     # --- model requests <-> wire ---------------------------------------------------
     async def _send(self, req):
         kind, w, cfg = type(req), self.wire, self.cfg
         instance = self.instance_id
         if kind is JoinGroup:
             r = await w.call(Api.JOIN_GROUP, 9, group_id=self.group, session_timeout=self.session_ms,
-                             rebalance_timeout=self.rebalance_ms, member_id=self.names[req.member_id],
+                             rebalance_timeout=self.rebalance_ms, member_id=self.ids.member_names[req.member_id],
                              group_instance_id=instance, protocol_type="consumer", reason=None,
                              protocols=[{"name": self.assignor,
                                          "metadata": encode_subscription(cfg, req.subscription)}])
-            members = tuple((self._member(m.member_id), self._instance(m.group_instance_id),
+            members = tuple((self.ids.member(m.member_id), self.ids.instance(m.group_instance_id),
                              decode_subscription(cfg, m.metadata)) for m in r.members)
-            return JoinGroupResponse(_error(r.error_code), self._member(r.member_id), r.generation_id,
-                                     self._member(r.leader), members, r.skip_assignment, r.protocol_name or "")
+            return JoinGroupResponse(_error(r.error_code), self.ids.member(r.member_id), r.generation_id,
+                                     self.ids.member(r.leader), members, r.skip_assignment, r.protocol_name or "")
         if kind is SyncGroup:
             r = await w.call(Api.SYNC_GROUP, 5, group_id=self.group, generation_id=req.generation,
-                             member_id=self.names[req.member_id], group_instance_id=instance,
+                             member_id=self.ids.member_names[req.member_id], group_instance_id=instance,
                              protocol_type="consumer", protocol_name=self.assignor,
-                             assignments=[{"member_id": self.names[m], "assignment": encode_assignment(cfg, a)}
+                             assignments=[{"member_id": self.ids.member_names[m], "assignment": encode_assignment(cfg, a)}
                                           for m, a in req.assignments])
             return SyncGroupResponse(_error(r.error_code), decode_assignment(cfg, r.assignment))
         if kind is Heartbeat:
             r = await w.call(Api.HEARTBEAT, 4, group_id=self.group, generation_id=req.generation,
-                             member_id=self.names[req.member_id], group_instance_id=instance)
+                             member_id=self.ids.member_names[req.member_id], group_instance_id=instance)
             return HeartbeatResponse(_error(r.error_code))
         if kind is LeaveGroup:
             r = await w.call(Api.LEAVE_GROUP, 5, group_id=self.group, members=[
-                {"member_id": self.names[m], "group_instance_id": None, "reason": None} for m, _ in req.members])
+                {"member_id": self.ids.member_names[m], "group_instance_id": None, "reason": None} for m, _ in req.members])
             return LeaveGroupResponse(_error(r.error_code))
         if kind is OffsetCommit:
             return await self._commit(req)
@@ -243,7 +237,7 @@ class MemberRuntime:
                                              "committed_leader_epoch": -1, "committed_metadata": ""})
         sent = now_ms()
         r = await self.wire.call(Api.OFFSET_COMMIT, 8, group_id=self.group, generation_id_or_member_epoch=req.generation,
-                                 member_id=self.names[req.member_id], group_instance_id=self.instance_id,
+                                 member_id=self.ids.member_names[req.member_id], group_instance_id=self.instance_id,
                                  topics=[{"name": t, "partitions": ps} for t, ps in topics.items()])
         error = _error(next((p.error_code for t in r.topics for p in t.partitions if p.error_code), 0))
         self.committed = "ok" if error == Error.NONE else error.name

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from rebalance.model.config import ConfigError
 from rebalance.model.coordinator import Group, MemberMetadata
-from rebalance.model.protocol import EMPTY_ASSIGNMENT, Assignment, Phase, Protocols
+from rebalance.model.protocol import EMPTY_ASSIGNMENT, Phase, Protocols
 from rebalance.model.timing import Timeouts
 
 FORMAT = 1

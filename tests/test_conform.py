@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rebalance.checker.conform import coordinator, trace
+from rebalance.checker.conform import trace
 from rebalance.checker.conform.emit import emit
 from rebalance.checker.simulation import Timing
 from rebalance.cli import main

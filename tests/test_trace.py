@@ -144,3 +144,23 @@ def test_proxy_pipelines_in_order_and_a_bad_frame_costs_its_connection_only(tmp_
         proxy.stop()  # asserts no traceback in the proxy's log
         server.stop()
     assert any("frame size -5" in line for line in proxy.log)
+
+
+def test_closing_a_member_never_cuts_a_heartbeat_in_half(tmp_path):
+    """MemberRuntime.close() cancelled the heartbeat task even while it waited for its
+    response; the LeaveGroup then read the Heartbeat's response (a malformed frame or
+    a correlation mismatch). Heartbeats every 1 ms make the window wide."""
+    from rebalance.impl.member import MemberRuntime
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
+
+    async def run():
+        for i in range(20):
+            m = MemberRuntime(f"127.0.0.1:{server.port}", f"g{i}", [TOPIC], client_id=f"c{i}", heartbeat_ms=1,
+                              session_ms=1000)
+            await m.start()
+            await asyncio.sleep(0.03)
+            await m.close()
+    try:
+        asyncio.run(run())
+    finally:
+        server.stop()

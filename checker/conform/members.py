@@ -82,6 +82,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from rebalance.impl.ids import Ids
 from rebalance.model.assignors import resolve_claims
 from rebalance.model.config import ASSIGNORS, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, handle
@@ -139,27 +140,6 @@ class Client:
         self.records: list = []
         self.round_members = ()
         self.signal = None  # (api, error) of the last error response: what the next JoinGroup answers
-
-
-class Ids:
-    """Kafka's member.id and group.instance.id strings <-> the model's ints, one
-    bijection per trace (``""`` and null are the model's none)."""
-
-    def __init__(self):
-        self.members, self.instances = {"": NO_MEMBER_ID}, {None: NO_INSTANCE_ID}
-        self.member_names, self.instance_names = {NO_MEMBER_ID: ""}, {NO_INSTANCE_ID: None}
-
-    def member(self, name: str) -> int:
-        if name not in self.members:
-            self.members[name] = len(self.members)
-            self.member_names[self.members[name]] = name
-        return self.members[name]
-
-    def instance(self, name) -> int:
-        if name not in self.instances:
-            self.instances[name] = len(self.instances)
-            self.instance_names[self.instances[name]] = name
-        return self.instances[name]
 
 
 def _option(options, name: str, default):
