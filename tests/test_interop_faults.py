@@ -27,7 +27,8 @@ CHECKS = [("coordinator", "trace"), ("both", "trace"), ("clients", "observed")]
 # keeps a recorded trace of each): the member side names the departure, after the resume
 DEPARTS = {"confluent": ("librdkafka-2.16-heartbeat-without-member-id",),
            "kafka-python": ("kafka-python-3.0.12-claims-lost-partitions",
-                            "kafka-python-3.0.12-claims-revoked-partition"),
+                            "kafka-python-3.0.12-claims-revoked-partition",
+                            "kafka-python-3.0.12-rejoins-unprompted"),
            "aiokafka": ("aiokafka-0.14-commits-without-member-id",)}
 
 

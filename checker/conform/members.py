@@ -527,7 +527,9 @@ class _Checker:
             elif owned and not client.cfg.cooperative:
                 rule = "R14"
             elif any(owned & ~c.consumer.owned for c in seen if c.consumer.phase != MemberPhase.UNJOINED):
-                rule = "R18"
+                rule = "R18"  # claims a partition it was told to revoke
+            elif any(c.consumer.phase == MemberPhase.STABLE and owned == c.consumer.owned for c in seen):
+                rule = "R18"  # rejoins though its last assignment revoked nothing
         if not expected:
             expected = ["nothing: no state the model's member can be in sends this request"]
         reason = f"no state of the model's member could send this {api}" + (
