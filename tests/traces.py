@@ -126,7 +126,7 @@ def record_wrong_upstream(tmp_path: Path, mutations=("no-commit-fencing",)) -> P
             a, b = await form_group(f"127.0.0.1:{proxy.port}", "AB")
             async with a.lock:
                 await a.wire.call(Api.OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=1,
-                                  member_id=a.names[a.state.member_id], group_instance_id=None,
+                                  member_id=a.ids.member_names[a.state.member_id], group_instance_id=None,
                                   topics=[{"name": TOPIC, "partitions": [
                                       {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
                                        "committed_metadata": None}]}])
