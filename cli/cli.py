@@ -342,6 +342,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     rebalance serve --port 0 --topic t:4 --store :memory: --trace trace.jsonl
     """
     import asyncio
+    import signal
 
     from rebalance.impl import logs
     from rebalance.impl.broker import Cluster
@@ -362,8 +363,10 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
         except OSError as e:
             await coordinator.close()
             raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}")
+        stop = asyncio.Event()  # SIGTERM closes the store and the worker process as Ctrl-C does
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
         finally:
             await coordinator.close()
 

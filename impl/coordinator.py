@@ -13,11 +13,32 @@ and bytes.
 Like Kafka's SocketServer, a connection's requests are handled one at a time,
 in order: a JoinGroup held at the barrier holds its connection's next request
 too. A frame that cannot be parsed closes its connection, and only it.
+
+No request can starve another connection (Kafka handles requests on a pool of
+threads, KafkaRequestHandlerPool, and expires a member only when its heartbeat
+truly did not arrive):
+
+* frames are bounded per API (``limits.request_max_bytes``);
+* a frame above ``INLINE_BYTES`` is not decoded on the event loop: Metadata,
+  ListOffsets and Fetch are decoded, answered and encoded in a worker process
+  (``broker.answer``; kio's decoder holds the GIL, so a thread would not do), a
+  group request (at most 1 MiB) is decoded and its response encoded on a thread,
+  while the model's steps stay on the loop, in order;
+* a timer that comes due runs its step only once the connections that have
+  bytes delivered have read and stepped them (``Coordinator.settle``): after a
+  stall, the heartbeats already received restart their session timers before
+  any session timer fires;
+* the store is written on one writer thread, in order; the replies of a step
+  that stored its group wait for the write, and later steps' replies wait
+  behind them (R37: on disk before any reply goes out).
 """
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import multiprocessing
+import os
 import uuid
 
 from rebalance.model.config import GroupConfig
@@ -30,9 +51,12 @@ from rebalance.model.protocol import (
 from rebalance.model.timing import DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, rearm, session_timeout_error
 
 from . import broker
+from .limits import BROKER_APIS, request_max_bytes
 from .store import GroupRecord, Store
 from .trace import Recorder, settings
-from .wire import Api, FrameError, UnsupportedVersion, ms, read_frame, read_request, response_frame
+from .wire import (
+    Api, FrameError, UnsupportedVersion, ms, read_request, read_request_frame, request_key, response_frame,
+)
 
 log = logging.getLogger("rebalance.serve")
 
@@ -40,15 +64,25 @@ UNKNOWN_ID = -1  # a member.id string the coordinator never handed out
 RESPONSE_OF = {JoinGroup: JoinGroupResponse, SyncGroup: SyncGroupResponse, Heartbeat: HeartbeatResponse,
                LeaveGroup: LeaveGroupResponse, OffsetCommit: OffsetCommitResponse}
 FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
+INLINE_BYTES = 64 << 10  # frames up to this size are decoded and encoded on the event loop
+SETTLE_ROUNDS = 16  # loop iterations a due timer waits, at most, for delivered requests to be stepped
 
 
 class Connection:
-    """One client connection: its model connection id, client.id and peer host, and
-    the group request it waits on (the response type and a future), if any."""
+    """One client connection: its peer host, streams, model connection id and
+    client.id (from its first request; None and "" before), the group request it
+    waits on (the response type and a future), if any, and whether it is waiting
+    for its next frame (``reading``)."""
 
-    def __init__(self, conn: int, client_id: str, host: str, writer):
-        self.conn, self.client_id, self.host, self.writer = conn, client_id, host, writer
+    def __init__(self, host: str, reader, writer):
+        self.host, self.reader, self.writer = host, reader, writer
+        self.conn, self.client_id = None, ""
         self.waiting = None
+        self.reading = False
+
+    def delivered(self) -> bool:
+        """Bytes of a next request are delivered but not yet read and stepped."""
+        return self.reading and bool(self.reader._buffer)  # StreamReader's buffer: what the socket delivered
 
 
 class GroupRuntime:
@@ -98,21 +132,20 @@ class GroupRuntime:
 
     def step(self, event, c: Connection | None = None, timeouts=None) -> None:
         """One model step and its outputs carried out (R37: stored before replies)."""
-        before = self.group
+        before, write = self.group, None
         group, outputs = handle(self.server.cfg, before, event)
         self.group = group
         if group is not before:
             self._name_members(c, timeouts)
             record = stored(group)
             if record is not None and record != self.last_stored:
-                self.server.store.save_group(self.group_id, GroupRecord(record, self.names, self.instances,
-                                                                        self.timeouts))
+                write = self.server.write(self.server.store.save_group, self.group_id, GroupRecord(
+                    record, dict(self.names), dict(self.instances), dict(self.timeouts)))
                 self.last_stored = record
             if group.generation != before.generation or group.phase != before.phase:
                 self._log_phase()
         self._sync_timers(before, session_refreshed(event.request) if type(event) is Receive else NO_MEMBER_ID)
-        for out in outputs:
-            self.server.deliver(out)
+        self.server.send(write, outputs)
 
     def _name_members(self, c: Connection | None, timeouts) -> None:
         """Give new member ids their member.id strings (client.id + "-" + UUID, as
@@ -156,7 +189,15 @@ class GroupRuntime:
         return self.timeouts.get(member_id, DEFAULT_TIMEOUTS)
 
     def _fire(self, key, timer) -> None:
-        self.timers.pop(key, None)
+        """A timer came due: its step runs once delivered requests are stepped
+        (``Coordinator.settle``), unless one of them restarted or cancelled it."""
+        due = self.timers[key] = asyncio.ensure_future(self.server.settle())
+        due.add_done_callback(lambda f: self._due(key, timer, f))
+
+    def _due(self, key, timer, due) -> None:
+        if due.cancelled() or self.timers.get(key) is not due:
+            return
+        del self.timers[key]
         self.step(timer)
 
     def close(self) -> None:
@@ -178,11 +219,15 @@ class Coordinator:
         self.mutations = tuple(mutations)
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
                                initial_rebalance_delay=initial_delay_ms > 0)
-        self.connections: dict = {}
+        self.connections: dict = {}  # model connection id -> Connection
+        self.open: set = set()  # every Connection, before its first request too
         self.slots: dict = {}
         self.serial = 0
         self.groups: dict = {}
         self.server = None
+        self.outbox: list = []  # [(store write or None, outputs)], replies waiting for a write (R37)
+        self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store")
+        self.workers = None  # the process pool for large Metadata, ListOffsets and Fetch frames
 
     async def start(self) -> None:
         """Listen on the cluster's host and port (port 0: any free port, then
@@ -201,12 +246,67 @@ class Coordinator:
     async def close(self) -> None:
         if self.server is not None:
             self.server.close()
-        for c in list(self.connections.values()):
+        for c in list(self.open):
             c.writer.close()
         for rt in self.groups.values():
             rt.close()
         self.trace.shut()
+        self.writer.shutdown(wait=True)
+        if self.workers is not None:
+            self.workers.shutdown(wait=False, cancel_futures=True)
         self.store.close()
+
+    # --- off the event loop -------------------------------------------------------
+    def write(self, fn, *args) -> asyncio.Future:
+        """``fn(*args)`` on the store's writer thread, after every write asked before."""
+        return asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
+
+    def send(self, write, outputs) -> None:
+        """Carry out a step's replies once ``write`` (a store write, or None) is done
+        and every earlier step's replies are out, so no reply overtakes a write (R37)."""
+        if write is None and not self.outbox:
+            for out in outputs:
+                self.deliver(out)
+            return
+        self.outbox.append((write, outputs))
+        if write is not None:
+            write.add_done_callback(lambda _: self._flush())
+
+    def _flush(self) -> None:
+        while self.outbox and (self.outbox[0][0] is None or self.outbox[0][0].done()):
+            write, outputs = self.outbox.pop(0)
+            if write is not None and write.exception() is not None:
+                log.error("store write failed, replies withheld: %r", write.exception())
+                continue
+            for out in outputs:
+                self.deliver(out)
+
+    async def settle(self) -> None:
+        """Return once every connection that had bytes of a request delivered when
+        called has read and stepped them (or after SETTLE_ROUNDS loop iterations, so a
+        flood cannot hold timers back): a reader's wake-up is queued behind timers
+        that came due in the same loop iteration, and Kafka expires a member only if
+        its heartbeat truly did not arrive (GroupCoordinator.onExpireHeartbeat)."""
+        waiting = [c for c in self.open if c.delivered()]
+        for _ in range(SETTLE_ROUNDS):
+            waiting = [c for c in waiting if c.delivered()]
+            if not waiting:
+                return
+            await asyncio.sleep(0)
+
+    async def _offload(self, frame) -> tuple:
+        """``broker.answer`` of a large frame in the worker process (started on first use,
+        with spawn: the server's loop and sockets are not forked)."""
+        if self.workers is None:
+            self.workers = concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=broker.worker_init,
+                initargs=(os.getpid(),))
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.workers, broker.answer, self.cluster,
+                                                                    frame.obj)
+        except concurrent.futures.process.BrokenProcessPool:
+            self.workers = None
+            raise FrameError(f"the worker answering a {len(frame)}-byte frame died") from None
 
     def group(self, group_id: str) -> GroupRuntime:
         if group_id not in self.groups:
@@ -224,33 +324,45 @@ class Coordinator:
                 fut.set_result(out.response)
 
     # --- connections --------------------------------------------------------------
-    def _connection(self, client_id: str, host: str, writer) -> Connection:
+    def _identify(self, c: Connection, client_id: str) -> None:
+        """Give ``c`` its model connection id from its first request's client.id."""
         slot = self.slots.setdefault(client_id, len(self.slots) % MAX_SLOTS)
         self.serial += 1
-        c = Connection(connection(slot, epoch_of(self.serial)), client_id, host, writer)
+        c.conn, c.client_id = connection(slot, epoch_of(self.serial)), client_id
         self.connections[c.conn] = c
-        return c
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host = (writer.get_extra_info("peername") or ("?",))[0]
-        c, trace = None, self.trace
+        c, trace = Connection(host, reader, writer), self.trace
+        self.open.add(c)
         name = trace.open(host) if trace.enabled else None
         try:
             while True:
-                frame = await read_frame(reader)
+                c.reading = True
+                frame = await read_request_frame(reader, request_max_bytes)
+                c.reading = False
+                large = len(frame) > INLINE_BYTES
+                if large and request_key(frame)[0] in BROKER_APIS:
+                    out, wait = await self._offload(frame)
+                    if wait:
+                        await asyncio.sleep(min(wait, FETCH_WAIT_CAP_MS) / 1000)
+                    writer.write(out)
+                    await writer.drain()
+                    continue
                 try:
-                    req = read_request(frame)
+                    req = await asyncio.to_thread(read_request, frame) if large else read_request(frame)
                 except UnsupportedVersion as e:
                     writer.write(response_frame(Api.API_VERSIONS, 0, e.correlation_id,
                                                 broker.api_versions(broker.UNSUPPORTED_VERSION)))
                     await writer.drain()
                     continue
-                if c is None:
-                    c = self._connection(req.client_id, host, writer)
+                if c.conn is None:
+                    self._identify(c, req.client_id)
                 if trace.enabled:
                     trace.request(name, frame)
                 data = await self._dispatch(c, req)
-                out = response_frame(req.api_key, req.version, req.correlation_id, data)
+                encode = (req.api_key, req.version, req.correlation_id, data)
+                out = await asyncio.to_thread(response_frame, *encode) if large else response_frame(*encode)
                 if trace.enabled:
                     trace.response(name, memoryview(out)[4:])
                 writer.write(out)
@@ -262,10 +374,11 @@ class Coordinator:
         except Exception:  # a bug must cost one connection, never the server
             log.exception("closing connection from %s after an internal error", host)
         finally:
-            if c is not None:
+            self.open.discard(c)
+            if c.conn is not None:
                 self.connections.pop(c.conn, None)
-                if c.waiting is not None and not c.waiting[1].done():
-                    c.waiting[1].cancel()
+            if c.waiting is not None and not c.waiting[1].done():
+                c.waiting[1].cancel()
             writer.close()
             if trace.enabled:
                 trace.close(name)
@@ -287,7 +400,7 @@ class Coordinator:
         if key == Api.DESCRIBE_GROUPS:
             return {"throttle_time": 0, "groups": [self._describe(gid) for gid in b.groups]}
         if key == Api.OFFSET_FETCH:
-            return self._offset_fetch(b)
+            return self._offset_fetch(b, await self.write(self.store.offsets, b.group_id))
         if key == Api.JOIN_GROUP:
             error = session_timeout_error(ms(b.session_timeout), self.session_bounds)
             if error:  # R42: answered before the group is looked at, so none is made for it
@@ -363,8 +476,8 @@ class Coordinator:
                                                  rt.instance_id(getattr(b, "group_instance_id", None))))
             error = r.error
             if error == 0:  # R37: on disk before the response
-                self.store.commit_offsets(rt.group_id, [(name, p.partition_index, p.committed_offset,
-                                                         p.committed_metadata) for name, p in hosted])
+                await self.write(self.store.commit_offsets, rt.group_id, [
+                    (name, p.partition_index, p.committed_offset, p.committed_metadata) for name, p in hosted])
         known = {(name, p.partition_index) for name, p in hosted}
         return {"throttle_time": 0, "topics": [
             {"name": t.name, "partitions": [
@@ -372,8 +485,7 @@ class Coordinator:
                  "error_code": error if (t.name, p.partition_index) in known else broker.UNKNOWN_TOPIC_OR_PARTITION}
                 for p in t.partitions]} for t in b.topics]}
 
-    def _offset_fetch(self, b) -> dict:
-        committed = self.store.offsets(b.group_id)
+    def _offset_fetch(self, b, committed: dict) -> dict:
         if b.topics is None:
             wanted = {}
             for topic, p in sorted(committed):

@@ -17,6 +17,7 @@ with UNSUPPORTED_VERSION and our versions, KIP-511).
 """
 from __future__ import annotations
 
+import asyncio
 import datetime
 import io
 import types
@@ -248,6 +249,40 @@ async def read_frame(reader) -> bytes:
     if not 0 < size <= MAX_FRAME:
         raise FrameError(f"frame size {size} outside 1..{MAX_FRAME}")
     return await reader.readexactly(size)
+
+
+async def read_request_frame(reader, max_bytes, pool=None) -> memoryview:
+    """The next request frame (without the size prefix) from an asyncio
+    StreamReader, read into one buffer of its exact size, as a read-only
+    memoryview (what kio reads). ``max_bytes(api_key)``: the largest frame allowed
+    for the API its header names; ``pool``: a memory pool (limits.MemoryPool) whose
+    ``acquire(size)`` is awaited before the buffer is allocated (the caller
+    releases it once the frame is decoded), or None. Raises FrameError for a size
+    outside 8..max_bytes and asyncio.IncompleteReadError when the peer closes."""
+    size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+    if not 8 <= size <= MAX_FRAME:
+        raise FrameError(f"frame size {size} outside 8..{MAX_FRAME}")
+    head = await reader.readexactly(8)
+    api_key = _i16(head, 0)
+    if size > max_bytes(api_key):
+        raise FrameError(f"frame size {size} above {max_bytes(api_key)}, the limit for API key {api_key}")
+    if pool is not None:
+        await pool.acquire(size)
+    try:
+        buf = bytearray(size)
+        buf[:8] = head
+        at = 8
+        while at < size:  # chunks of the reader's buffer, never a second copy of the frame
+            chunk = await reader.read(size - at)
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", size)
+            buf[at:at + len(chunk)] = chunk
+            at += len(chunk)
+    except BaseException:
+        if pool is not None:
+            pool.release(size)
+        raise
+    return memoryview(buf).toreadonly()
 
 
 def sized(frame: bytes) -> bytes:

@@ -39,9 +39,10 @@ def wait_for(predicate, timeout: float, what: str):
 class Server:
     """``rebalance serve`` in its own process, on a fixed port."""
 
-    def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300, mutations=()):
+    def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300, mutations=(),
+                 args=()):
         self.tmp, self.topic, self.port = tmp, topic, port or free_port()
-        self.mutations = tuple(mutations)
+        self.mutations, self.args = tuple(mutations), tuple(map(str, args))
         self.store, self.trace = tmp / "coordinator.db", tmp / "trace.jsonl"
         self.initial_delay_ms = initial_delay_ms
         self.log: list = []
@@ -51,7 +52,7 @@ class Server:
         self.proc = subprocess.Popen(
             [str(REBALANCE), "serve", "--port", str(self.port), "--topic", self.topic, "--store", str(self.store),
              "--trace", str(self.trace), "--initial-rebalance-delay-ms", str(self.initial_delay_ms),
-             *(f"--mutation={m}" for m in self.mutations)],
+             *(f"--mutation={m}" for m in self.mutations), *self.args],
             stderr=subprocess.PIPE, text=True)
         threading.Thread(target=lambda: [self.log.append(line) for line in self.proc.stderr], daemon=True).start()
         wait_for(lambda: any("listening on" in line for line in self.log), 30, "the coordinator to listen")
