@@ -321,8 +321,13 @@ def _topic(ctx, param, values):
               type=click.IntRange(1), help="group.max.session.timeout.ms: longer JoinGroups get INVALID_SESSION_TIMEOUT.")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Log lines as escaped text or one JSON object each; warnings are rate-limited (10 a minute per kind).")
+@click.option("--queued-max-request-bytes", "queued_bytes", default=100 * 1024 * 1024, show_default=True,
+              type=click.IntRange(1), help="queued.max.request.bytes: request bytes read and not yet decoded, over all "
+                                           "connections; a connection waits to read beyond it.")
+@click.option("--max-connections", default=10_000, show_default=True, type=click.IntRange(1),
+              help="max.connections: connections beyond it are closed when accepted.")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
-          log_format):
+          log_format, queued_bytes, max_connections):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster for consumer groups: any Kafka client
@@ -347,6 +352,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     from rebalance.impl import logs
     from rebalance.impl.broker import Cluster
     from rebalance.impl.coordinator import Coordinator
+    from rebalance.impl.limits import Limits
     from rebalance.impl.store import Store
     from rebalance.impl.trace import Recorder
     from rebalance.model.timing import SessionBounds
@@ -357,7 +363,8 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
-                                  initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms))
+                                  initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms),
+                                  Limits(queued_bytes, max_connections))
         try:
             await coordinator.start()
         except OSError as e:

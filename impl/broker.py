@@ -9,6 +9,7 @@ partition count), ...).
 from __future__ import annotations
 
 import os
+from multiprocessing import shared_memory
 import threading
 import time
 import uuid
@@ -96,13 +97,29 @@ def worker_init(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def answer_shared(cluster: Cluster, name: str, size: int) -> tuple:
+    """``answer`` of the frame in the first ``size`` bytes of shared memory block
+    ``name`` (the server reads a large frame there, so none is copied to reach the
+    worker process); the server unlinks the block (spawned workers share its
+    resource tracker, so attaching registers nothing new)."""
+    shm = shared_memory.SharedMemory(name)
+    try:
+        view = shm.buf[:size].toreadonly()
+        try:
+            return answer(cluster, view)
+        finally:
+            view.release()
+    finally:
+        shm.close()
+
+
 def answer(cluster: Cluster, frame) -> tuple:
     """``(response frame, wait ms)`` for a Metadata, ListOffsets or Fetch request
-    frame (without the size prefix): decoded, answered and encoded in one call, so a
-    large one can run in a worker process, away from the event loop (a Fetch's
-    response waits ``max.wait.ms`` first; the caller waits). Raises FrameError for a
-    frame that does not parse."""
-    req = read_request(memoryview(frame).toreadonly())
+    frame (a read-only buffer, without the size prefix): decoded, answered and
+    encoded in one call, so a large one can run in a worker process, away from the
+    event loop (a Fetch's response waits ``max.wait.ms`` first; the caller waits).
+    Raises FrameError for a frame that does not parse."""
+    req = read_request(frame)
     b = req.body
     if req.api_key == Api.METADATA:
         data, wait = metadata(cluster, b), 0

@@ -40,6 +40,7 @@ import logging
 import multiprocessing
 import os
 import uuid
+from multiprocessing import shared_memory
 
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
@@ -51,7 +52,7 @@ from rebalance.model.protocol import (
 from rebalance.model.timing import DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, rearm, session_timeout_error
 
 from . import broker
-from .limits import BROKER_APIS, request_max_bytes
+from .limits import BROKER_APIS, Limits, MemoryPool, request_max_bytes
 from .store import GroupRecord, Store
 from .trace import Recorder, settings
 from .wire import (
@@ -79,6 +80,7 @@ class Connection:
         self.conn, self.client_id = None, ""
         self.waiting = None
         self.reading = False
+        self.shared = None  # the shared memory block of a large frame being read (Coordinator._alloc)
 
     def delivered(self) -> bool:
         """Bytes of a next request are delivered but not yet read and stepped."""
@@ -210,11 +212,13 @@ class Coordinator:
     a Store; ``trace``: a trace Recorder (impl/trace.py: every connection and group
     request and response, spec/TRACE.md); ``initial_delay_ms``: group.initial.rebalance.delay.ms
     (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS);
-    ``session_bounds``: group.min/max.session.timeout.ms (R42)."""
+    ``session_bounds``: group.min/max.session.timeout.ms (R42); ``limits``: queued.max.request.bytes,
+    max.connections, connections.max.idle.ms (impl/limits.py)."""
 
     def __init__(self, cluster: broker.Cluster, store: Store, trace: Recorder, initial_delay_ms: int = 3000,
-                 mutations=(), session_bounds: SessionBounds = SessionBounds()):
-        self.cluster, self.store, self.trace = cluster, store, trace
+                 mutations=(), session_bounds: SessionBounds = SessionBounds(), limits: Limits = Limits()):
+        self.cluster, self.store, self.trace, self.limits = cluster, store, trace, limits
+        self.pool = MemoryPool(limits.queued_max_request_bytes)
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
         self.mutations = tuple(mutations)
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
@@ -294,19 +298,40 @@ class Coordinator:
                 return
             await asyncio.sleep(0)
 
-    async def _offload(self, frame) -> tuple:
-        """``broker.answer`` of a large frame in the worker process (started on first use,
-        with spawn: the server's loop and sockets are not forked)."""
+    @staticmethod
+    def _alloc(c: Connection):
+        """The buffers ``c``'s frames are read into: a large Metadata, ListOffsets or Fetch
+        frame in a shared memory block (``c.shared``) the worker process reads in place."""
+        def alloc(api_key: int, size: int):
+            if size <= INLINE_BYTES or api_key not in BROKER_APIS:
+                return bytearray(size)
+            c.shared = shared_memory.SharedMemory(create=True, size=size)
+            return c.shared.buf[:size]
+        return alloc
+
+    async def _offload(self, c: Connection, frame) -> tuple:
+        """``broker.answer`` of a large frame, read into ``c.shared``, in the worker process
+        (started on first use, with spawn: the server's loop and sockets are not forked);
+        the block is unlinked after."""
+        shm, size = c.shared, len(frame)
+        frame.release()
+        try:
+            return await self._in_worker(broker.answer_shared, self.cluster, shm.name, size)
+        finally:
+            c.shared = None
+            shm.close()
+            shm.unlink()
+
+    async def _in_worker(self, fn, *args):
         if self.workers is None:
             self.workers = concurrent.futures.ProcessPoolExecutor(
                 1, mp_context=multiprocessing.get_context("spawn"), initializer=broker.worker_init,
                 initargs=(os.getpid(),))
         try:
-            return await asyncio.get_running_loop().run_in_executor(self.workers, broker.answer, self.cluster,
-                                                                    frame.obj)
+            return await asyncio.get_running_loop().run_in_executor(self.workers, fn, *args)
         except concurrent.futures.process.BrokenProcessPool:
             self.workers = None
-            raise FrameError(f"the worker answering a {len(frame)}-byte frame died") from None
+            raise FrameError("the worker process answering a large frame died") from None
 
     def group(self, group_id: str) -> GroupRuntime:
         if group_id not in self.groups:
@@ -333,27 +358,37 @@ class Coordinator:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host = (writer.get_extra_info("peername") or ("?",))[0]
+        if len(self.open) >= self.limits.max_connections:
+            log.warning("refusing a connection from %s: max.connections (%d) reached", host,
+                        self.limits.max_connections)
+            writer.close()
+            return
         c, trace = Connection(host, reader, writer), self.trace
         self.open.add(c)
+        alloc = self._alloc(c)
         name = trace.open(host) if trace.enabled else None
         try:
             while True:
                 c.reading = True
-                frame = await read_request_frame(reader, request_max_bytes)
+                frame = await read_request_frame(reader, request_max_bytes, self.pool, alloc)
                 c.reading = False
-                large = len(frame) > INLINE_BYTES
-                if large and request_key(frame)[0] in BROKER_APIS:
-                    out, wait = await self._offload(frame)
+                size = len(frame)
+                large, req = size > INLINE_BYTES, None
+                try:  # queued.max.request.bytes holds a frame until it is decoded (RequestChannel.Request)
+                    if large and request_key(frame)[0] in BROKER_APIS:
+                        out, wait = await self._offload(c, frame)
+                    else:
+                        req = await asyncio.to_thread(read_request, frame) if large else read_request(frame)
+                except UnsupportedVersion as e:
+                    out, wait = response_frame(Api.API_VERSIONS, 0, e.correlation_id,
+                                               broker.api_versions(broker.UNSUPPORTED_VERSION)), 0
+                finally:
+                    self.pool.release(size)
+                if req is None:
+                    del frame
                     if wait:
                         await asyncio.sleep(min(wait, FETCH_WAIT_CAP_MS) / 1000)
                     writer.write(out)
-                    await writer.drain()
-                    continue
-                try:
-                    req = await asyncio.to_thread(read_request, frame) if large else read_request(frame)
-                except UnsupportedVersion as e:
-                    writer.write(response_frame(Api.API_VERSIONS, 0, e.correlation_id,
-                                                broker.api_versions(broker.UNSUPPORTED_VERSION)))
                     await writer.drain()
                     continue
                 if c.conn is None:
@@ -375,6 +410,8 @@ class Coordinator:
             log.exception("closing connection from %s after an internal error", host)
         finally:
             self.open.discard(c)
+            if c.shared is not None:  # a large frame cut short
+                c.shared.unlink()
             if c.conn is not None:
                 self.connections.pop(c.conn, None)
             if c.waiting is not None and not c.waiting[1].done():

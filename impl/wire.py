@@ -251,13 +251,14 @@ async def read_frame(reader) -> bytes:
     return await reader.readexactly(size)
 
 
-async def read_request_frame(reader, max_bytes, pool=None) -> memoryview:
+async def read_request_frame(reader, max_bytes, pool=None, alloc=None) -> memoryview:
     """The next request frame (without the size prefix) from an asyncio
     StreamReader, read into one buffer of its exact size, as a read-only
     memoryview (what kio reads). ``max_bytes(api_key)``: the largest frame allowed
     for the API its header names; ``pool``: a memory pool (limits.MemoryPool) whose
     ``acquire(size)`` is awaited before the buffer is allocated (the caller
-    releases it once the frame is decoded), or None. Raises FrameError for a size
+    releases it once the frame is decoded), or None; ``alloc(api_key, size)``: a
+    writable buffer of ``size`` bytes to read into (a bytearray when None). Raises FrameError for a size
     outside 8..max_bytes and asyncio.IncompleteReadError when the peer closes."""
     size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
     if not 8 <= size <= MAX_FRAME:
@@ -269,7 +270,7 @@ async def read_request_frame(reader, max_bytes, pool=None) -> memoryview:
     if pool is not None:
         await pool.acquire(size)
     try:
-        buf = bytearray(size)
+        buf = bytearray(size) if alloc is None else alloc(api_key, size)
         buf[:8] = head
         at = 8
         while at < size:  # chunks of the reader's buffer, never a second copy of the frame

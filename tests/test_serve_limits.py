@@ -144,3 +144,21 @@ def test_a_due_session_timer_waits_for_the_heartbeat_already_delivered():
             await server.close()
     error, members = asyncio.run(main())
     assert error == 0 and len(members) == 1
+
+
+def test_connections_beyond_max_connections_are_closed(tmp_path):
+    """Item 2: max.connections (3 here): the fourth connection is closed when
+    accepted, a connection freed makes room again."""
+    server = Server(tmp_path, "t:4", initial_delay_ms=0, args=("--max-connections", 3))
+    try:
+        held = [Client(server.port) for _ in range(3)]
+        for c in held:
+            assert c.call(Api.API_VERSIONS, 0).error_code == 0
+        extra = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        assert closed(extra)
+        held.pop().sock.close()
+        time.sleep(0.2)
+        assert Client(server.port).call(Api.API_VERSIONS, 0).error_code == 0
+        assert any("max.connections (3) reached" in line for line in server.log)
+    finally:
+        server.stop()
