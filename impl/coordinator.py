@@ -45,9 +45,9 @@ from multiprocessing import shared_memory
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
+    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SERIAL, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, Heartbeat, HeartbeatResponse, JoinGroup,
     JoinGroupResponse, LeaveGroup, LeaveGroupResponse, OffsetCommit, OffsetCommitResponse,
-    Protocols, Receive, Reply, SyncGroup, SyncGroupResponse, connection, epoch_of,
+    Protocols, Receive, Reply, SyncGroup, SyncGroupResponse, connection,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, rearm, session_timeout_error
 
@@ -225,8 +225,8 @@ class Coordinator:
                                initial_rebalance_delay=initial_delay_ms > 0)
         self.connections: dict = {}  # model connection id -> Connection
         self.open: set = set()  # every Connection, before its first request too
-        self.slots: dict = {}
-        self.serial = 0
+        self.slots: dict = {}  # client.id -> slot
+        self.epochs: dict = {}  # slot -> (last epoch given, whether the slot's epochs have wrapped)
         self.groups: dict = {}
         self.server = None
         self.outbox: list = []  # [(store write or None, outputs)], replies waiting for a write (R37)
@@ -350,10 +350,27 @@ class Coordinator:
 
     # --- connections --------------------------------------------------------------
     def _identify(self, c: Connection, client_id: str) -> None:
-        """Give ``c`` its model connection id from its first request's client.id."""
+        """Give ``c`` its model connection id from its first request's client.id: the
+        slot's next epoch (1..MAX_SERIAL, then round again) that no open connection
+        and, once the slot's epochs have wrapped, no member of any group holds, so a
+        new connection never takes over a live member's replies."""
         slot = self.slots.setdefault(client_id, len(self.slots) % MAX_SLOTS)
-        self.serial += 1
-        c.conn, c.client_id = connection(slot, epoch_of(self.serial)), client_id
+        epoch, wrapped = self.epochs.get(slot, (0, False))
+        held = None
+        while True:
+            wrapped = wrapped or epoch == MAX_SERIAL
+            epoch = epoch % MAX_SERIAL + 1
+            conn = connection(slot, epoch)
+            if conn in self.connections:
+                continue
+            if wrapped:
+                if held is None:
+                    held = {m.conn for rt in self.groups.values() for m in rt.group.members}
+                if conn in held:
+                    continue
+            break
+        self.epochs[slot] = (epoch, wrapped)
+        c.conn, c.client_id = conn, client_id
         self.connections[c.conn] = c
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

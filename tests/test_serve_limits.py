@@ -162,3 +162,30 @@ def test_connections_beyond_max_connections_are_closed(tmp_path):
         assert any("max.connections (3) reached" in line for line in server.log)
     finally:
         server.stop()
+
+
+def test_a_connection_after_the_epochs_wrap_never_takes_a_live_members_connection_id():
+    """Item 5: connection ids are (slot << 20) | epoch; the old server counted epochs
+    globally and wrapped them after 2^20 connections, so a new connection sharing a
+    client.id (librdkafka's default "rdkafka") got a live member's id and the
+    member's replies went to it. Forced here to the wrap: the new connection skips
+    the member's epoch and the member's heartbeats are still answered."""
+    from rebalance.model.protocol import MAX_SERIAL, slot_of
+
+    async def main():
+        server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(":memory:"), Recorder(None, "serve"), 0)
+        await server.start()
+        try:
+            port = server.cluster.port
+            c, mid, generation = await asyncio.to_thread(member, port, 10_000)
+            (live,) = server.connections
+            server.epochs[slot_of(live)] = (MAX_SERIAL, True)  # the next epoch would be the member's (1)
+            other = Client(port, "lone")
+            await asyncio.to_thread(other.call, Api.API_VERSIONS, 0)
+            beat = await asyncio.to_thread(c.call, Api.HEARTBEAT, 4, group_id="g", generation_id=generation,
+                                           member_id=mid, group_instance_id=None)
+            return live, set(server.connections), beat.error_code
+        finally:
+            await server.close()
+    live, conns, error = asyncio.run(main())
+    assert len(conns) == 2 and live in conns and error == 0
