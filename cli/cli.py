@@ -326,8 +326,10 @@ def _topic(ctx, param, values):
                                            "connections; a connection waits to read beyond it.")
 @click.option("--max-connections", default=10_000, show_default=True, type=click.IntRange(1),
               help="max.connections: connections beyond it are closed when accepted.")
+@click.option("--connections-max-idle-ms", "idle_ms", default=600_000, show_default=True, type=click.IntRange(1),
+              help="connections.max.idle.ms: a connection that sends no request for this long is closed.")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
-          log_format, queued_bytes, max_connections):
+          log_format, queued_bytes, max_connections, idle_ms):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster for consumer groups: any Kafka client
@@ -364,7 +366,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
                                   initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms),
-                                  Limits(queued_bytes, max_connections))
+                                  Limits(queued_bytes, max_connections, idle_ms))
         try:
             await coordinator.start()
         except OSError as e:

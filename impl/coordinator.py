@@ -81,6 +81,8 @@ class Connection:
         self.waiting = None
         self.reading = False
         self.shared = None  # the shared memory block of a large frame being read (Coordinator._alloc)
+        self.requests = 0  # requests read: connections.max.idle.ms looks for a change
+        self.idle_mark = (0, 0.0)  # (requests, loop time) when the count last changed
 
     def delivered(self) -> bool:
         """Bytes of a next request are delivered but not yet read and stepped."""
@@ -239,6 +241,7 @@ class Coordinator:
         self.server = await asyncio.start_server(self._serve, self.cluster.host, self.cluster.port)
         port = self.server.sockets[0].getsockname()[1]
         self.cluster = self.cluster._replace(port=port)
+        self.sweeper = asyncio.ensure_future(self._expire_idle())
         for gid, record in self.store.groups().items():  # loaded groups arm their session timers now (R37)
             self.groups[gid] = GroupRuntime(self, gid, record)
         self.trace.begin(settings(self.cluster.topics, self.initial_delay_ms, self.mutations,
@@ -250,6 +253,7 @@ class Coordinator:
     async def close(self) -> None:
         if self.server is not None:
             self.server.close()
+            self.sweeper.cancel()
         for c in list(self.open):
             c.writer.close()
         for rt in self.groups.values():
@@ -349,6 +353,23 @@ class Coordinator:
                 fut.set_result(out.response)
 
     # --- connections --------------------------------------------------------------
+    async def _expire_idle(self) -> None:
+        """Close connections that sent no request for connections.max.idle.ms while
+        waiting for their next one (Kafka's Selector closes idle channels; a request
+        held at a barrier is not idleness). Checked every quarter of the limit."""
+        idle_s = self.limits.connections_max_idle_ms / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(idle_s / 4)
+            now = loop.time()
+            for c in list(self.open):
+                if c.idle_mark[0] != c.requests or not c.reading:
+                    c.idle_mark = (c.requests, now)
+                elif now - c.idle_mark[1] >= idle_s:
+                    log.info("closing connection from %s (%s): idle for connections.max.idle.ms (%d)", c.host,
+                             c.client_id, self.limits.connections_max_idle_ms)
+                    c.writer.close()
+
     def _identify(self, c: Connection, client_id: str) -> None:
         """Give ``c`` its model connection id from its first request's client.id: the
         slot's next epoch (1..MAX_SERIAL, then round again) that no open connection
@@ -389,6 +410,7 @@ class Coordinator:
                 c.reading = True
                 frame = await read_request_frame(reader, request_max_bytes, self.pool, alloc)
                 c.reading = False
+                c.requests += 1
                 size = len(frame)
                 large, req = size > INLINE_BYTES, None
                 try:  # queued.max.request.bytes holds a frame until it is decoded (RequestChannel.Request)

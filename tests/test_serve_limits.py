@@ -189,3 +189,20 @@ def test_a_connection_after_the_epochs_wrap_never_takes_a_live_members_connectio
             await server.close()
     live, conns, error = asyncio.run(main())
     assert len(conns) == 2 and live in conns and error == 0
+
+
+def test_a_connection_idle_for_connections_max_idle_ms_is_closed(tmp_path):
+    """Item 9: connections.max.idle.ms (400 ms here; Kafka's default 10 minutes): a
+    connection that sends nothing is closed, one that keeps sending stays open."""
+    server = Server(tmp_path, "t:4", initial_delay_ms=0, args=("--connections-max-idle-ms", 400))
+    try:
+        idle, busy = Client(server.port, "idle"), Client(server.port, "busy")
+        idle.call(Api.API_VERSIONS, 0)
+        end = time.monotonic() + 1.5
+        while time.monotonic() < end:
+            assert busy.call(Api.API_VERSIONS, 0).error_code == 0
+            time.sleep(0.05)
+        assert closed(idle.sock, timeout=1)
+        assert any("idle for connections.max.idle.ms (400)" in line for line in server.log)
+    finally:
+        server.stop()
