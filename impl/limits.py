@@ -55,6 +55,13 @@ class MemoryPool:
         self.capacity, self.used = capacity, 0
         self.waiters: list = []
 
+    def try_acquire(self, n: int) -> bool:
+        """Take ``n`` bytes now if they fit and nobody waits; whether it did."""
+        if self.waiters or (self.used and self.used + n > self.capacity):
+            return False
+        self.used += n
+        return True
+
     async def acquire(self, n: int) -> None:
         if self.waiters or (self.used and self.used + n > self.capacity):
             fut = asyncio.get_running_loop().create_future()
