@@ -343,8 +343,15 @@ def _topic(ctx, param, values):
               type=click.IntRange(1), help="group.max.session.timeout.ms: longer JoinGroups get INVALID_SESSION_TIMEOUT.")
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Log lines as escaped text or one JSON object each; warnings are rate-limited (10 a minute per kind).")
+@click.option("--queued-max-request-bytes", "queued_bytes", default=100 * 1024 * 1024, show_default=True,
+              type=click.IntRange(1), help="queued.max.request.bytes: request bytes read and not yet decoded, over all "
+                                           "connections; a connection waits to read beyond it.")
+@click.option("--max-connections", default=10_000, show_default=True, type=click.IntRange(1),
+              help="max.connections: connections beyond it are closed when accepted.")
+@click.option("--connections-max-idle-ms", "idle_ms", default=600_000, show_default=True, type=click.IntRange(1),
+              help="connections.max.idle.ms: a connection that sends no request for this long is closed.")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
-          log_format):
+          log_format, queued_bytes, max_connections, idle_ms):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster for consumer groups: any Kafka client
@@ -364,10 +371,12 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     rebalance serve --port 0 --topic t:4 --store :memory: --trace trace.jsonl
     """
     import asyncio
+    import signal
 
     from rebalance.impl import logs
     from rebalance.impl.broker import Cluster
     from rebalance.impl.coordinator import Coordinator
+    from rebalance.impl.limits import Limits
     from rebalance.impl.store import Store
     from rebalance.impl.trace import Recorder
     from rebalance.model.timing import SessionBounds
@@ -378,14 +387,17 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
-                                  initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms))
+                                  initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms),
+                                  Limits(queued_bytes, max_connections, idle_ms))
         try:
             await coordinator.start()
         except OSError as e:
             await coordinator.close()
             raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}")
+        stop = asyncio.Event()  # SIGTERM closes the store and the worker process as Ctrl-C does
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
         finally:
             await coordinator.close()
 

@@ -8,10 +8,14 @@ partition count), ...).
 """
 from __future__ import annotations
 
+import os
+from multiprocessing import shared_memory
+import threading
+import time
 import uuid
 from typing import NamedTuple
 
-from .wire import SUPPORTED
+from .wire import SUPPORTED, Api, ms, read_request, response_frame
 
 NODE_ID = 0
 CLUSTER_ID = "rebalance-reference"
@@ -81,3 +85,46 @@ def fetch(cluster: Cluster, body) -> dict:
              "error_code": 0 if p.partition < cluster.partitions(t.topic) else UNKNOWN_TOPIC_OR_PARTITION}
             for p in t.partitions]}
         for t in body.topics]}
+
+
+def worker_init(parent: int) -> None:
+    """Initializer of the worker process: exit when the server (pid ``parent``) is gone,
+    even after a kill -9 that ran none of its cleanup."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def answer_shared(cluster: Cluster, name: str, size: int) -> tuple:
+    """``answer`` of the frame in the first ``size`` bytes of shared memory block
+    ``name`` (the server reads a large frame there, so none is copied to reach the
+    worker process); the server unlinks the block (spawned workers share its
+    resource tracker, so attaching registers nothing new)."""
+    shm = shared_memory.SharedMemory(name)
+    try:
+        view = shm.buf[:size].toreadonly()
+        try:
+            return answer(cluster, view)
+        finally:
+            view.release()
+    finally:
+        shm.close()
+
+
+def answer(cluster: Cluster, frame) -> tuple:
+    """``(response frame, wait ms)`` for a Metadata, ListOffsets or Fetch request
+    frame (a read-only buffer, without the size prefix): decoded, answered and
+    encoded in one call, so a large one can run in a worker process, away from the
+    event loop (a Fetch's response waits ``max.wait.ms`` first; the caller waits).
+    Raises FrameError for a frame that does not parse."""
+    req = read_request(frame)
+    b = req.body
+    if req.api_key == Api.METADATA:
+        data, wait = metadata(cluster, b), 0
+    elif req.api_key == Api.LIST_OFFSETS:
+        data, wait = list_offsets(cluster, b), 0
+    else:
+        data, wait = fetch(cluster, b), ms(b.max_wait)
+    return response_frame(req.api_key, req.version, req.correlation_id, data), wait

@@ -13,41 +13,79 @@ and bytes.
 Like Kafka's SocketServer, a connection's requests are handled one at a time,
 in order: a JoinGroup held at the barrier holds its connection's next request
 too. A frame that cannot be parsed closes its connection, and only it.
+
+No request can starve another connection (Kafka handles requests on a pool of
+threads, KafkaRequestHandlerPool, and expires a member only when its heartbeat
+truly did not arrive):
+
+* frames are bounded per API (``limits.request_max_bytes``);
+* a frame above ``INLINE_BYTES`` is not decoded on the event loop: Metadata,
+  ListOffsets and Fetch are decoded, answered and encoded in a worker process
+  (``broker.answer``; kio's decoder holds the GIL, so a thread would not do), a
+  group request (at most 1 MiB) is decoded and its response encoded on a thread,
+  while the model's steps stay on the loop, in order;
+* a timer that comes due runs its step only once the connections that have
+  bytes delivered have read and stepped them (``Coordinator.settle``): after a
+  stall, the heartbeats already received restart their session timers before
+  any session timer fires;
+* the store is written on one writer thread, in order; the replies of a step
+  that stored its group wait for the write, and later steps' replies wait
+  behind them (R37: on disk before any reply goes out).
 """
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import multiprocessing
+import os
 import uuid
+from multiprocessing import shared_memory
 
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, Heartbeat, JoinGroup,
-    LeaveGroup, OffsetCommit, Protocols, Receive, Reply, SyncGroup, connection, epoch_of,
+    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SERIAL, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, Heartbeat,
+    JoinGroup, LeaveGroup, OffsetCommit, Protocols, Receive, Reply, SyncGroup, connection,
 )
 from rebalance.model.timing import (
     DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, joined_timeouts, rearm, session_timeout_error,
 )
 
 from . import broker
+from .limits import BROKER_APIS, Limits, MemoryPool, request_max_bytes
 from .store import GroupRecord, Store
 from .trace import Recorder, settings
-from .wire import Api, FrameError, UnsupportedVersion, ms, read_frame, read_request, response_frame
+from .wire import (
+    Api, FrameError, UnsupportedVersion, ms, read_request, read_request_frame, request_key, response_frame,
+)
 
 log = logging.getLogger("rebalance.serve")
 
 UNKNOWN_ID = -1  # a member.id string the coordinator never handed out
 FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
+INLINE_BYTES = 64 << 10  # frames up to this size are decoded and encoded on the event loop
+SETTLE_ROUNDS = 16  # loop iterations a due timer waits, at most, for delivered requests to be stepped
 
 
 class Connection:
-    """One client connection: its model connection id, client.id and peer host, and
-    the group request it waits on (the response type and a future), if any."""
+    """One client connection: its peer host, streams, model connection id and
+    client.id (from its first request; None and "" before), the group request it
+    waits on (the response type and a future), if any, and whether it is waiting
+    for its next frame (``reading``)."""
 
-    def __init__(self, conn: int, client_id: str, host: str, writer):
-        self.conn, self.client_id, self.host, self.writer = conn, client_id, host, writer
+    def __init__(self, host: str, reader, writer):
+        self.host, self.reader, self.writer = host, reader, writer
+        self.conn, self.client_id = None, ""
         self.waiting = None
+        self.reading = False
+        self.shared = None  # the shared memory block of a large frame being read (Coordinator._alloc)
+        self.requests = 0  # requests read: connections.max.idle.ms looks for a change
+        self.idle_mark = (0, 0.0)  # (requests, loop time) when the count last changed
+
+    def delivered(self) -> bool:
+        """Bytes of a next request are delivered but not yet read and stepped."""
+        return self.reading and bool(self.reader._buffer)  # StreamReader's buffer: what the socket delivered
 
 
 class GroupRuntime:
@@ -97,21 +135,20 @@ class GroupRuntime:
 
     def step(self, event, c: Connection | None = None, timeouts=None) -> None:
         """One model step and its outputs carried out (R37: stored before replies)."""
-        before = self.group
+        before, write = self.group, None
         group, outputs = handle(self.server.cfg, before, event)
         self.group = group
         if group is not before:
             self._name_members(c, timeouts)
             record = stored(group)
             if record is not None and record != self.last_stored:
-                self.server.store.save_group(self.group_id, GroupRecord(record, self.names, self.instances,
-                                                                        self.timeouts))
+                write = self.server.write(self.server.store.save_group, self.group_id, GroupRecord(
+                    record, dict(self.names), dict(self.instances), dict(self.timeouts)))
                 self.last_stored = record
             if group.generation != before.generation or group.phase != before.phase:
                 self._log_phase()
         self._sync_timers(before, session_refreshed(event.request) if type(event) is Receive else NO_MEMBER_ID)
-        for out in outputs:
-            self.server.deliver(out)
+        self.server.send(write, outputs)
 
     def _name_members(self, c: Connection | None, timeouts) -> None:
         """Give new member ids their member.id strings (client.id + "-" + UUID, as
@@ -154,7 +191,15 @@ class GroupRuntime:
         return self.timeouts.get(member_id, DEFAULT_TIMEOUTS)
 
     def _fire(self, key, timer) -> None:
-        self.timers.pop(key, None)
+        """A timer came due: its step runs once delivered requests are stepped
+        (``Coordinator.settle``), unless one of them restarted or cancelled it."""
+        due = self.timers[key] = asyncio.ensure_future(self.server.settle())
+        due.add_done_callback(lambda f: self._due(key, timer, f))
+
+    def _due(self, key, timer, due) -> None:
+        if due.cancelled() or self.timers.get(key) is not due:
+            return
+        del self.timers[key]
         self.step(timer)
 
     def close(self) -> None:
@@ -167,20 +212,26 @@ class Coordinator:
     a Store; ``trace``: a trace Recorder (impl/trace.py: every connection and group
     request and response, spec/TRACE.md); ``initial_delay_ms``: group.initial.rebalance.delay.ms
     (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS);
-    ``session_bounds``: group.min/max.session.timeout.ms (R42)."""
+    ``session_bounds``: group.min/max.session.timeout.ms (R42); ``limits``: queued.max.request.bytes,
+    max.connections, connections.max.idle.ms (impl/limits.py)."""
 
     def __init__(self, cluster: broker.Cluster, store: Store, trace: Recorder, initial_delay_ms: int = 3000,
-                 mutations=(), session_bounds: SessionBounds = SessionBounds()):
-        self.cluster, self.store, self.trace = cluster, store, trace
+                 mutations=(), session_bounds: SessionBounds = SessionBounds(), limits: Limits = Limits()):
+        self.cluster, self.store, self.trace, self.limits = cluster, store, trace, limits
+        self.pool = MemoryPool(limits.queued_max_request_bytes)
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
         self.mutations = tuple(mutations)
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
                                initial_rebalance_delay=initial_delay_ms > 0)
-        self.connections: dict = {}
-        self.slots: dict = {}
-        self.serial = 0
+        self.connections: dict = {}  # model connection id -> Connection
+        self.open: set = set()  # every Connection, before its first request too
+        self.slots: dict = {}  # client.id -> slot
+        self.epochs: dict = {}  # slot -> (last epoch given, whether the slot's epochs have wrapped)
         self.groups: dict = {}
         self.server = None
+        self.outbox: list = []  # [(store write or None, outputs)], replies waiting for a write (R37)
+        self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store")
+        self.workers = None  # the process pool for large Metadata, ListOffsets and Fetch frames
 
     async def start(self) -> None:
         """Listen on the cluster's host and port (port 0: any free port, then
@@ -188,6 +239,7 @@ class Coordinator:
         self.server = await asyncio.start_server(self._serve, self.cluster.host, self.cluster.port)
         port = self.server.sockets[0].getsockname()[1]
         self.cluster = self.cluster._replace(port=port)
+        self.sweeper = asyncio.ensure_future(self._expire_idle())
         for gid, record in self.store.groups().items():  # loaded groups arm their session timers now (R37)
             self.groups[gid] = GroupRuntime(self, gid, record)
         self.trace.begin(settings(self.cluster.topics, self.initial_delay_ms, self.mutations,
@@ -199,12 +251,89 @@ class Coordinator:
     async def close(self) -> None:
         if self.server is not None:
             self.server.close()
-        for c in list(self.connections.values()):
+            self.sweeper.cancel()
+        for c in list(self.open):
             c.writer.close()
         for rt in self.groups.values():
             rt.close()
         self.trace.shut()
+        self.writer.shutdown(wait=True)
+        if self.workers is not None:
+            self.workers.shutdown(wait=False, cancel_futures=True)
         self.store.close()
+
+    # --- off the event loop -------------------------------------------------------
+    def write(self, fn, *args) -> asyncio.Future:
+        """``fn(*args)`` on the store's writer thread, after every write asked before."""
+        return asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
+
+    def send(self, write, outputs) -> None:
+        """Carry out a step's replies once ``write`` (a store write, or None) is done
+        and every earlier step's replies are out, so no reply overtakes a write (R37)."""
+        if write is None and not self.outbox:
+            for out in outputs:
+                self.deliver(out)
+            return
+        self.outbox.append((write, outputs))
+        if write is not None:
+            write.add_done_callback(lambda _: self._flush())
+
+    def _flush(self) -> None:
+        while self.outbox and (self.outbox[0][0] is None or self.outbox[0][0].done()):
+            write, outputs = self.outbox.pop(0)
+            if write is not None and write.exception() is not None:
+                log.error("store write failed, replies withheld: %r", write.exception())
+                continue
+            for out in outputs:
+                self.deliver(out)
+
+    async def settle(self) -> None:
+        """Return once every connection that had bytes of a request delivered when
+        called has read and stepped them (or after SETTLE_ROUNDS loop iterations, so a
+        flood cannot hold timers back): a reader's wake-up is queued behind timers
+        that came due in the same loop iteration, and Kafka expires a member only if
+        its heartbeat truly did not arrive (GroupCoordinator.onExpireHeartbeat)."""
+        waiting = [c for c in self.open if c.delivered()]
+        for _ in range(SETTLE_ROUNDS):
+            waiting = [c for c in waiting if c.delivered()]
+            if not waiting:
+                return
+            await asyncio.sleep(0)
+
+    @staticmethod
+    def _alloc(c: Connection):
+        """The buffers ``c``'s frames are read into: a large Metadata, ListOffsets or Fetch
+        frame in a shared memory block (``c.shared``) the worker process reads in place."""
+        def alloc(api_key: int, size: int):
+            if size <= INLINE_BYTES or api_key not in BROKER_APIS:
+                return bytearray(size)
+            c.shared = shared_memory.SharedMemory(create=True, size=size)
+            return c.shared.buf[:size]
+        return alloc
+
+    async def _offload(self, c: Connection, frame) -> tuple:
+        """``broker.answer`` of a large frame, read into ``c.shared``, in the worker process
+        (started on first use, with spawn: the server's loop and sockets are not forked);
+        the block is unlinked after."""
+        shm, size = c.shared, len(frame)
+        frame.release()
+        try:
+            return await self._in_worker(broker.answer_shared, self.cluster, shm.name, size)
+        finally:
+            c.shared = None
+            shm.close()
+            shm.unlink()
+
+    async def _in_worker(self, fn, *args):
+        if self.workers is None:
+            self.workers = concurrent.futures.ProcessPoolExecutor(
+                1, mp_context=multiprocessing.get_context("spawn"), initializer=broker.worker_init,
+                initargs=(os.getpid(),))
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.workers, fn, *args)
+        except concurrent.futures.process.BrokenProcessPool:
+            self.workers = None
+            raise FrameError("the worker process answering a large frame died") from None
 
     def group(self, group_id: str) -> GroupRuntime:
         if group_id not in self.groups:
@@ -222,33 +351,90 @@ class Coordinator:
                 fut.set_result(out.response)
 
     # --- connections --------------------------------------------------------------
-    def _connection(self, client_id: str, host: str, writer) -> Connection:
+    async def _expire_idle(self) -> None:
+        """Close connections that sent no request for connections.max.idle.ms while
+        waiting for their next one (Kafka's Selector closes idle channels; a request
+        held at a barrier is not idleness). Checked every quarter of the limit."""
+        idle_s = self.limits.connections_max_idle_ms / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(idle_s / 4)
+            now = loop.time()
+            for c in list(self.open):
+                if c.idle_mark[0] != c.requests or not c.reading:
+                    c.idle_mark = (c.requests, now)
+                elif now - c.idle_mark[1] >= idle_s:
+                    log.info("closing connection from %s (%s): idle for connections.max.idle.ms (%d)", c.host,
+                             c.client_id, self.limits.connections_max_idle_ms)
+                    c.writer.close()
+
+    def _identify(self, c: Connection, client_id: str) -> None:
+        """Give ``c`` its model connection id from its first request's client.id: the
+        slot's next epoch (1..MAX_SERIAL, then round again) that no open connection
+        and, once the slot's epochs have wrapped, no member of any group holds, so a
+        new connection never takes over a live member's replies."""
         slot = self.slots.setdefault(client_id, len(self.slots) % MAX_SLOTS)
-        self.serial += 1
-        c = Connection(connection(slot, epoch_of(self.serial)), client_id, host, writer)
+        epoch, wrapped = self.epochs.get(slot, (0, False))
+        held = None
+        while True:
+            wrapped = wrapped or epoch == MAX_SERIAL
+            epoch = epoch % MAX_SERIAL + 1
+            conn = connection(slot, epoch)
+            if conn in self.connections:
+                continue
+            if wrapped:
+                if held is None:
+                    held = {m.conn for rt in self.groups.values() for m in rt.group.members}
+                if conn in held:
+                    continue
+            break
+        self.epochs[slot] = (epoch, wrapped)
+        c.conn, c.client_id = conn, client_id
         self.connections[c.conn] = c
-        return c
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         host = (writer.get_extra_info("peername") or ("?",))[0]
-        c, trace = None, self.trace
+        if len(self.open) >= self.limits.max_connections:
+            log.warning("refusing a connection from %s: max.connections (%d) reached", host,
+                        self.limits.max_connections)
+            writer.close()
+            return
+        c, trace = Connection(host, reader, writer), self.trace
+        self.open.add(c)
+        alloc = self._alloc(c)
         name = trace.open(host) if trace.enabled else None
         try:
             while True:
-                frame = await read_frame(reader)
-                try:
-                    req = read_request(frame)
+                c.reading = True
+                frame = await read_request_frame(reader, request_max_bytes, self.pool, alloc)
+                c.reading = False
+                c.requests += 1
+                size = len(frame)
+                large, req = size > INLINE_BYTES, None
+                try:  # queued.max.request.bytes holds a frame until it is decoded (RequestChannel.Request)
+                    if large and request_key(frame)[0] in BROKER_APIS:
+                        out, wait = await self._offload(c, frame)
+                    else:
+                        req = await asyncio.to_thread(read_request, frame) if large else read_request(frame)
                 except UnsupportedVersion as e:
-                    writer.write(response_frame(Api.API_VERSIONS, 0, e.correlation_id,
-                                                broker.api_versions(broker.UNSUPPORTED_VERSION)))
+                    out, wait = response_frame(Api.API_VERSIONS, 0, e.correlation_id,
+                                               broker.api_versions(broker.UNSUPPORTED_VERSION)), 0
+                finally:
+                    self.pool.release(size)
+                if req is None:
+                    del frame
+                    if wait:
+                        await asyncio.sleep(min(wait, FETCH_WAIT_CAP_MS) / 1000)
+                    writer.write(out)
                     await writer.drain()
                     continue
-                if c is None:
-                    c = self._connection(req.client_id, host, writer)
+                if c.conn is None:
+                    self._identify(c, req.client_id)
                 if trace.enabled:
                     trace.request(name, frame)
                 data = await self._dispatch(c, req)
-                out = response_frame(req.api_key, req.version, req.correlation_id, data)
+                encode = (req.api_key, req.version, req.correlation_id, data)
+                out = await asyncio.to_thread(response_frame, *encode) if large else response_frame(*encode)
                 if trace.enabled:
                     trace.response(name, memoryview(out)[4:])
                 writer.write(out)
@@ -260,10 +446,13 @@ class Coordinator:
         except Exception:  # a bug must cost one connection, never the server
             log.exception("closing connection from %s after an internal error", host)
         finally:
-            if c is not None:
+            self.open.discard(c)
+            if c.shared is not None:  # a large frame cut short
+                c.shared.unlink()
+            if c.conn is not None:
                 self.connections.pop(c.conn, None)
-                if c.waiting is not None and not c.waiting[1].done():
-                    c.waiting[1].cancel()
+            if c.waiting is not None and not c.waiting[1].done():
+                c.waiting[1].cancel()
             writer.close()
             if trace.enabled:
                 trace.close(name)
@@ -285,7 +474,7 @@ class Coordinator:
         if key == Api.DESCRIBE_GROUPS:
             return {"throttle_time": 0, "groups": [self._describe(gid) for gid in b.groups]}
         if key == Api.OFFSET_FETCH:
-            return self._offset_fetch(b)
+            return self._offset_fetch(b, await self.write(self.store.offsets, b.group_id))
         if key == Api.JOIN_GROUP:
             error = session_timeout_error(ms(b.session_timeout), self.session_bounds)
             if error:  # R42: answered before the group is looked at, so none is made for it
@@ -361,8 +550,8 @@ class Coordinator:
                                                  rt.instance_id(getattr(b, "group_instance_id", None))))
             error = r.error
             if error == 0:  # R37: on disk before the response
-                self.store.commit_offsets(rt.group_id, [(name, p.partition_index, p.committed_offset,
-                                                         p.committed_metadata) for name, p in hosted])
+                await self.write(self.store.commit_offsets, rt.group_id, [
+                    (name, p.partition_index, p.committed_offset, p.committed_metadata) for name, p in hosted])
         known = {(name, p.partition_index) for name, p in hosted}
         return {"throttle_time": 0, "topics": [
             {"name": t.name, "partitions": [
@@ -370,8 +559,7 @@ class Coordinator:
                  "error_code": error if (t.name, p.partition_index) in known else broker.UNKNOWN_TOPIC_OR_PARTITION}
                 for p in t.partitions]} for t in b.topics]}
 
-    def _offset_fetch(self, b) -> dict:
-        committed = self.store.offsets(b.group_id)
+    def _offset_fetch(self, b, committed: dict) -> dict:
         if b.topics is None:
             wanted = {}
             for topic, p in sorted(committed):

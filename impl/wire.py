@@ -17,24 +17,28 @@ with UNSUPPORTED_VERSION and our versions, KIP-511).
 """
 from __future__ import annotations
 
+import asyncio
 import datetime
 import io
 import types
 import typing
 from dataclasses import fields, is_dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import NamedTuple
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_request_schema as _load_request_schema
+from kio.index import load_response_schema as _load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader as _entity_reader
+from kio.serial import entity_writer as _entity_writer
 from kio.static.primitive import i32Timedelta, i64Timedelta
 
 MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes, Kafka's default (bytes)
+SMALL_FRAME = 4096  # frames up to this size are read as bytes, larger ones into a buffer of their size
 
 
 class Api:
@@ -70,6 +74,14 @@ SUPPORTED = {
     Api.DESCRIBE_GROUPS: (0, 5),
     Api.API_VERSIONS: (0, 3),
 }
+
+
+# kio looks schemas up and builds readers and writers on every call: cached, the heartbeat path's
+# two lookups and two builds per request are dictionary hits
+load_request_schema = cache(_load_request_schema)
+load_response_schema = cache(_load_response_schema)
+entity_reader = cache(_entity_reader)
+entity_writer = cache(_entity_writer)
 
 
 class FrameError(Exception):
@@ -220,8 +232,26 @@ def _frame(header_schema, header, schema, payload) -> bytes:
 
 
 def response_frame(api_key: int, version: int, correlation_id: int, data: dict) -> bytes:
-    """A whole response frame (size prefix included) for a request."""
-    return encode_response(api_key, version, correlation_id, make(load_response_schema(api_key, version), data))
+    """A whole response frame (size prefix included) for a request. A response whose
+    field values are all hashable (a Heartbeat's, most often) is encoded once per
+    API, version and values; its frame is the cached payload behind a new header."""
+    try:
+        payload = _flat_payload(api_key, version, tuple(data.items()))
+    except TypeError:  # lists or dicts among the values: encoded each time
+        return encode_response(api_key, version, correlation_id, make(load_response_schema(api_key, version), data))
+    schema = load_response_schema(api_key, version)
+    head = correlation_id.to_bytes(4, "big", signed=True)
+    if _response_header(api_key, schema) is ResponseHeaderV1:
+        head += b"\0"  # no tagged fields
+    return (len(head) + len(payload)).to_bytes(4, "big") + head + payload
+
+
+@lru_cache(maxsize=1024)
+def _flat_payload(api_key: int, version: int, items: tuple) -> bytes:
+    schema = load_response_schema(api_key, version)
+    buf = io.BytesIO()
+    entity_writer(schema)(buf, make(schema, dict(items)))
+    return buf.getvalue()
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, payload) -> bytes:
@@ -248,6 +278,43 @@ async def read_frame(reader) -> bytes:
     if not 0 < size <= MAX_FRAME:
         raise FrameError(f"frame size {size} outside 1..{MAX_FRAME}")
     return await reader.readexactly(size)
+
+
+async def read_request_frame(reader, max_bytes, pool=None, alloc=None):
+    """The next request frame (without the size prefix) from an asyncio
+    StreamReader: bytes up to SMALL_FRAME, else read into one buffer of its exact
+    size, as a read-only memoryview (what kio reads). ``max_bytes(api_key)``: the largest frame allowed
+    for the API its header names; ``pool``: a memory pool (limits.MemoryPool) whose
+    ``acquire(size)`` is awaited before the buffer is allocated (the caller
+    releases it once the frame is decoded), or None; ``alloc(api_key, size)``: a
+    writable buffer of ``size`` bytes to read into (a bytearray when None). Raises FrameError for a size
+    outside 8..max_bytes and asyncio.IncompleteReadError when the peer closes."""
+    size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
+    if not 8 <= size <= MAX_FRAME:
+        raise FrameError(f"frame size {size} outside 8..{MAX_FRAME}")
+    head = await reader.readexactly(8)
+    api_key = _i16(head, 0)
+    if size > max_bytes(api_key):
+        raise FrameError(f"frame size {size} above {max_bytes(api_key)}, the limit for API key {api_key}")
+    if pool is not None and not pool.try_acquire(size):
+        await pool.acquire(size)
+    try:
+        if size <= SMALL_FRAME:  # the common case (a heartbeat): two short reads, no buffer to fill
+            return head + await reader.readexactly(size - 8)
+        buf = bytearray(size) if alloc is None else alloc(api_key, size)
+        buf[:8] = head
+        at = 8
+        while at < size:  # chunks of the reader's buffer, never a second copy of the frame
+            chunk = await reader.read(size - at)
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", size)
+            buf[at:at + len(chunk)] = chunk
+            at += len(chunk)
+    except BaseException:
+        if pool is not None:
+            pool.release(size)
+        raise
+    return memoryview(buf).toreadonly()
 
 
 def sized(frame: bytes) -> bytes:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from .config import GroupConfig
 from .protocol import (
-    EMPTY_ASSIGNMENT, EMPTY_SUBSCRIPTION, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
+    EMPTY_ASSIGNMENT, EMPTY_SUBSCRIPTION, MAX_SERIAL, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
     Heartbeat, HeartbeatResponse, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, LeaveGroup,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, PendingMemberTimeout, Phase, Protocols,
     RebalanceTimeout, Receive, Reply, SessionTimeout, Subscription, SyncGroup, SyncGroupResponse,
@@ -285,8 +285,16 @@ def _remove(group: Group, mids, out: list) -> Group:
 
 
 def _fresh_member_id(group: Group, slot: int):
+    """The next member id of client ``slot``: serials count up from 1 and, once a
+    slot has handed out MAX_SERIAL of them, start again at the lowest one no member
+    or pending member id of the group holds, so an id never spills into the next
+    slot's bits (two members sharing one id). Within the checker's bounds no slot
+    comes near MAX_SERIAL, so what it explores is unchanged."""
     issued = dict(group.issued)
-    k = issued.get(slot, 0) + 1
+    k = issued.get(slot, 0) % MAX_SERIAL + 1
+    held = [m.member_id for m in group.members] + list(group.pending)
+    while member_id(slot, k) in held:
+        k = k % MAX_SERIAL + 1
     issued[slot] = k
     return member_id(slot, k), tuple(sorted(issued.items()))
 

@@ -45,6 +45,7 @@ NO_INSTANCE_ID = 0
 NOT_SCHEDULED = -1  # no ScheduledRebalanceTimeout pending (a countdown in ticks otherwise)
 ID_BITS = 20
 _SERIAL = (1 << ID_BITS) - 1
+MAX_SERIAL = _SERIAL  # the largest member id serial and connection epoch of a slot
 MAX_SLOTS = 1 << (30 - ID_BITS)
 
 

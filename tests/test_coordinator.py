@@ -157,3 +157,14 @@ def test_initial_rebalance_delay_holds_the_first_barrier():
     assert g.phase == Phase.COMPLETING_REBALANCE and g.generation == 1 and len(out) == 2
     g, _ = step(g, CA, LeaveGroup(((A, 0),)), cfg)  # not Empty: no delay on later rebalances
     assert not g.initial_delay
+
+
+def test_member_ids_of_a_spent_slot_start_again_below_the_ids_held():
+    """Issue 18 item 6: a slot that has handed out MAX_SERIAL member ids (the count is
+    stored, so it survives restarts) gave the next one serial 2^20, which is slot+1's
+    id space; now serials start again at the lowest one the group does not hold."""
+    from rebalance.model.coordinator import _fresh_member_id
+    from rebalance.model.protocol import MAX_SERIAL, member_id, slot_of
+    group = EMPTY_GROUP._replace(issued=((0, MAX_SERIAL),), pending=(member_id(0, 1), member_id(0, 2)))
+    mid, issued = _fresh_member_id(group, 0)
+    assert slot_of(mid) == 0 and mid == member_id(0, 3) and issued == ((0, 3),)

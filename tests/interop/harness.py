@@ -46,9 +46,10 @@ class Server:
     # the tests run sessions of 1 s and less: below Kafka's group.min.session.timeout.ms (6 s, R42)
     MIN_SESSION_MS = 100
 
-    def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300, mutations=()):
+    def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300, mutations=(),
+                 args=()):
         self.tmp, self.topic, self.port = tmp, topic, port or free_port()
-        self.mutations = tuple(mutations)
+        self.mutations, self.args = tuple(mutations), tuple(map(str, args))
         self.store, self.trace = tmp / "coordinator.db", tmp / "trace.jsonl"
         self.initial_delay_ms = initial_delay_ms
         self.log: list = []
@@ -59,7 +60,7 @@ class Server:
             [str(REBALANCE), "serve", "--port", str(self.port), "--topic", self.topic, "--store", str(self.store),
              "--trace", str(self.trace), "--initial-rebalance-delay-ms", str(self.initial_delay_ms),
              "--group-min-session-timeout-ms", str(self.MIN_SESSION_MS),
-             *(f"--mutation={m}" for m in self.mutations)],
+             *(f"--mutation={m}" for m in self.mutations), *self.args],
             stderr=subprocess.PIPE, text=True)
         threading.Thread(target=lambda: [self.log.append(line) for line in self.proc.stderr], daemon=True).start()
         wait_for(lambda: any("listening on" in line for line in self.log), 30, "the coordinator to listen")

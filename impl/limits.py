@@ -1,0 +1,84 @@
+"""The broker's resource limits for ``rebalance serve``, by their Kafka names
+(KafkaConfig), and the memory pool that enforces queued.max.request.bytes.
+
+* ``socket.request.max.bytes`` (100 MiB, ``wire.MAX_FRAME``): the largest frame
+  of any request. Kafka has no smaller limit per API; serve also bounds the
+  requests only a group member sends (``GROUP_REQUEST_MAX_BYTES``, 1 MiB: a
+  JoinGroup, SyncGroup or OffsetCommit of MBs is not a client's) and closes the
+  connection of a larger one as Kafka does for a frame above
+  socket.request.max.bytes (SocketServer.Processor, NetworkReceive's
+  InvalidReceiveException). Metadata, ListOffsets and Fetch keep Kafka's bound.
+* ``queued.max.request.bytes`` (Kafka: -1, unbounded; serve: 100 MiB): the bytes
+  of request frames read and not yet decoded, over all connections. A connection
+  whose next frame does not fit waits, reading nothing, until enough is released
+  (Kafka's SocketServer MemoryPool: a channel that cannot allocate is muted).
+* ``max.connections`` (Kafka: 2^31-1; serve: 10,000): connections beyond it are
+  closed as soon as they are accepted (Kafka's ConnectionQuotas blocks the
+  acceptor instead, and closes beyond max.connections.per.ip).
+* ``connections.max.idle.ms`` (10 minutes, Kafka's default): a connection that
+  sends no request for that long, and waits on none, is closed (Kafka's
+  Selector closes connections idle that long).
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import NamedTuple
+
+from .wire import MAX_FRAME, Api
+
+GROUP_REQUEST_MAX_BYTES = 1 << 20
+# the APIs a client sends outside the group protocol whose frames may be as large as Kafka allows
+BROKER_APIS = frozenset((Api.METADATA, Api.LIST_OFFSETS, Api.FETCH))
+
+
+def request_max_bytes(api_key: int) -> int:
+    """The largest request frame (bytes, without the size prefix) serve reads for
+    an API key: MAX_FRAME for Metadata, ListOffsets and Fetch, 1 MiB for the rest."""
+    return MAX_FRAME if api_key in BROKER_APIS else GROUP_REQUEST_MAX_BYTES
+
+
+class Limits(NamedTuple):
+    """serve's limits (see the module docstring): bytes, a count and ms."""
+
+    queued_max_request_bytes: int = MAX_FRAME
+    max_connections: int = 10_000
+    connections_max_idle_ms: int = 600_000
+
+
+class MemoryPool:
+    """queued.max.request.bytes: ``acquire(n)`` waits until ``n`` more bytes fit in
+    ``capacity`` (a frame always fits when nothing is held, so one frame larger
+    than the pool is read alone); ``release(n)`` gives them back. Waiters are
+    served in order of arrival."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.used = capacity, 0
+        self.waiters: list = []
+
+    def try_acquire(self, n: int) -> bool:
+        """Take ``n`` bytes now if they fit and nobody waits; whether it did."""
+        if self.waiters or (self.used and self.used + n > self.capacity):
+            return False
+        self.used += n
+        return True
+
+    async def acquire(self, n: int) -> None:
+        if self.waiters or (self.used and self.used + n > self.capacity):
+            fut = asyncio.get_running_loop().create_future()
+            self.waiters.append((n, fut))
+            try:
+                await fut  # granted by release, which has counted n already
+            except asyncio.CancelledError:
+                if fut.done() and not fut.cancelled():
+                    self.release(n)
+                raise
+            return
+        self.used += n
+
+    def release(self, n: int) -> None:
+        self.used -= n
+        while self.waiters and not (self.used and self.used + self.waiters[0][0] > self.capacity):
+            size, fut = self.waiters.pop(0)
+            if not fut.done():
+                self.used += size
+                fut.set_result(None)
