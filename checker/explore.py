@@ -128,7 +128,7 @@ def _path(system, states: list, parents: array, steps: array, i: int) -> list:
 
 def explore(system: System, properties, initial: State | None = None,
             max_states: int | None = None, max_depth: int | None = None,
-            progress=None, stop_on=frozenset(), covers=(), fair=None) -> Result:
+            progress=None, stop_on=frozenset(), covers=(), fair=None, guard=None) -> Result:
     """Explore from ``initial`` (default ``system.initial()``), up to renaming.
 
     States are interned in their canonical form (checker/renaming.py: generations,
@@ -153,7 +153,9 @@ def explore(system: System, properties, initial: State | None = None,
     own (only the environment's) leads to another state. Liveness properties (kind
     "liveness") are decided after a complete exploration (``decide_liveness``)
     under weak fairness of the system's action classes for which ``fair(class
-    key)`` is true (default: all).
+    key)`` is true (default: all). ``guard`` (checker/guards.py Guard), if given, is
+    asked every 256 expanded states: a limit it names stops the run at once
+    (incomplete, its counts those reached).
     """
     t0 = time.perf_counter()
     state_checks = [(p.name, p.invariant) for p in properties if p.invariant]
@@ -201,6 +203,10 @@ def explore(system: System, properties, initial: State | None = None,
             break
         nxt_frontier = []
         for i in frontier:
+            if guard is not None and not i & 255:
+                limit = guard.exceeded()
+                if limit:
+                    break
             s = states[i]
             moved = False
             for idx, (action, n) in enumerate(successors(s)):
@@ -247,6 +253,8 @@ def explore(system: System, properties, initial: State | None = None,
                     why = check(system, s)
                     if why:
                         stop = record(name, why, i, quiescent) or stop
+        if limit:
+            break
         frontier = nxt_frontier
         if frontier:
             depth += 1

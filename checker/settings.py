@@ -12,6 +12,7 @@ from pathlib import Path
 from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
 from rebalance.spec.actions import SPEC_MUTATIONS
 
+from .guards import MAX_CHECK_SLOTS
 from .render import slot_named
 from .system import FAULTS
 
@@ -199,6 +200,10 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
     n_members = _count("members", members if members is not None else m.get("initial", 3), 1)
     n_joiners = _count("members.joiners", m.get("joiners", 1), 0)
+    if n_members + n_joiners > MAX_CHECK_SLOTS:
+        raise ConfigError(f"{n_members} members + {n_joiners} joiner(s) is beyond what a check can hold: at most "
+                          f"{MAX_CHECK_SLOTS} client slots (settling the initial state alone grows as slots^3; "
+                          f"checker/guards.py MAX_CHECK_SLOTS)")
     return CheckSettings(
         group=group,
         members=n_members,

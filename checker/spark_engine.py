@@ -188,8 +188,9 @@ def _ranked(new, base: int, parts: int):
 
 
 def explore_spark(system: System, properties, covers=(), max_states=None, max_depth=None,
-                  stop_on=frozenset(), fair=None, master: str = "local[*]", progress=None) -> Result:
-    """The same contract as ``explore.explore``, run on Spark."""
+                  stop_on=frozenset(), fair=None, master: str = "local[*]", progress=None, guard=None) -> Result:
+    """The same contract as ``explore.explore``, run on Spark (``guard`` asked at the
+    end of each level, on the driver)."""
     t0 = time.perf_counter()
     spark = session(master)
     sc = spark.sparkContext
@@ -266,6 +267,9 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
                 break
             if max_states is not None and distinct >= max_states:
                 limit = f"max_states {max_states}"
+                break
+            limit = guard.exceeded() if guard is not None else None
+            if limit:
                 break
         found = [_violation(system, canonical, visited, init, fp0, name, *v) for name, v in violations.items()]
         complete = limit is None and not stop

@@ -24,6 +24,7 @@ from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
 from rebalance.checker.render import lane
 from rebalance.checker.explore import explore, fair_except_timers
+from rebalance.checker.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
@@ -103,6 +104,7 @@ def _summary(settings: CheckSettings, result, props, covers, files) -> dict:
         "transitions": result.transitions,
         "max_depth": result.max_depth,
         "seconds": round(result.seconds, 3),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
         "limit": result.limit,
         "properties": [{"name": p.name, "kind": p.kind, "status": result.statuses[p.name],
                         "expected": "violated" if p.name in expected else "holds"} for p in props],
@@ -144,7 +146,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
     out.print(table)
     rate = result.distinct_states / max(result.seconds, 1e-9)
     out.print(f"{result.distinct_states:,} distinct states, {result.transitions:,} transitions, "
-              f"depth {result.max_depth}, {result.seconds:.1f} s ({rate:,.0f} states/s)", highlight=False)
+              f"depth {result.max_depth}, {result.seconds:.1f} s ({rate:,.0f} states/s), "
+              f"peak RSS {summary['peak_rss_mb']:,.0f} MB", highlight=False)
     out.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in summary["actions_fired"].items()),
               highlight=False)
     out.print("covers: " + ", ".join(f"{c['name']} [{'green' if c['reached'] else 'yellow'}]"
@@ -184,6 +187,11 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               help="Spark master URL for --engine spark (local mode by default).")
 @click.option("--max-states", type=int, help="Stop after this many distinct states (0: no limit).")
 @click.option("--max-depth", type=int, help="Explore at most this many steps deep (0: no limit).")
+@click.option("--max-seconds", type=click.FloatRange(0, min_open=True),
+              help="Stop after this many wall seconds (exit 3 with the figures reached).")
+@click.option("--max-memory", type=click.IntRange(0),
+              help=f"Stop past this resident set, MB (exit 3; default 80% of physical memory, "
+                   f"{DEFAULT_MAX_MEMORY_MB:,} MB here; 0: no limit).")
 @click.option("--continue", "keep_going", is_flag=True, default=None,
               help="Keep exploring after a violation, so every property gets a definite status.")
 @click.option("--no-timer-fairness", "timer_fairness", flag_value=False, default=None,
@@ -192,7 +200,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
 def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
-          spark_master, max_states, max_depth, keep_going, timer_fairness, as_json, out_dir):
+          spark_master, max_states, max_depth, max_seconds, max_memory, keep_going, timer_fairness, as_json,
+          out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
@@ -211,13 +220,19 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG.
 
     \b
-    Exit codes: 0 holds, 1 violated, 2 bad input, 3 incomplete (a limit was hit).
+    Exit codes: 0 holds, 1 violated, 2 bad input, 3 incomplete (a limit was hit:
+    --max-states, --max-depth, --max-seconds, --max-memory).
     """
     data = load_toml(config) if config else {}
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations)
+    max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
+    guard = Guard(max_seconds, max_memory)
+    warnings = [w for w in (reach_warning(settings, max_seconds, max_memory),) if w]
+    for w in warnings:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
     system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget,
                     settings.static, settings.spec_mutations)
     props = applicable(system)
@@ -227,7 +242,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
         p.name for p in props if p.name not in settings.expect_violated and not p.lasso)
     fair = None if settings.timer_fairness else fair_except_timers
     kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on,
-                  covers=covers, fair=fair)
+                  covers=covers, fair=fair, guard=guard)
     if settings.engine == "spark":
         from rebalance.checker.spark_engine import explore_spark
         engine = lambda **more: explore_spark(system, props, master=spark_master, **kwargs, **more)  # noqa: E731
@@ -242,7 +257,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
         result = engine()
     files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
              for v in result.violations}
-    summary = _summary(settings, result, props, covers, files)
+    summary = _summary(settings, result, props, covers, files) | {"warnings": warnings}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:

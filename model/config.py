@@ -98,6 +98,35 @@ MUTATIONS = {
 }
 
 
+COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
+# mutation -> the protocols under which it changes anything, read off where model/ tests it: an eager member
+# revokes everything before it rejoins (member._rejoin, R14), so it claims nothing and revokes nothing at
+# SyncGroup: a mutation of claims (assignors._weigh_claims, contested_claims), of the owned partitions a
+# member keeps or revokes (member._sync_response, _on_membership_error's rejoin claim) or of the cooperative
+# adjustment (assignors._cooperative_sticky, the cooperative protocol's branch of assign) is a no-op there;
+# the deferral lives in the deferred protocol only (assignors._design2, member._join_response); the
+# coordinator's and the final assignment's mutations (assign's last lines) apply to every protocol.
+MUTATION_PROTOCOLS = {
+    "assign-before-revoke": ("cooperative",),
+    "contested-claims-unowned": COOPERATIVE_PROTOCOLS,
+    "ignore-owned-generation": COOPERATIVE_PROTOCOLS,
+    "generation-mod-4": COOPERATIVE_PROTOCOLS,
+    "keep-owned-on-rebalance-in-progress": COOPERATIVE_PROTOCOLS,
+    "leader-forgets-delay": ("deferred",),
+    "connect-leader-state": ("deferred",),
+    "no-fencing-on-duplicate-instance": PROTOCOLS,
+    "no-commit-fencing": PROTOCOLS,
+    "withhold-partition": PROTOCOLS,
+    "keep-owned-on-unknown-member-id": PROTOCOLS,
+    "reset-generation-when-empty": PROTOCOLS,
+    "static-rejoin-rebalances": PROTOCOLS,
+    "assign-twice": PROTOCOLS,
+    "overload-first-member": PROTOCOLS,
+    "keep-revoked": COOPERATIVE_PROTOCOLS,
+}
+assert MUTATION_PROTOCOLS.keys() == MUTATIONS.keys(), "every mutation names the protocols it applies to"
+
+
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names it."""
 
@@ -152,9 +181,11 @@ class GroupConfig:
         for name in self.mutations:
             if name not in MUTATIONS:
                 raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(MUTATIONS)})")
-        for name in ("leader-forgets-delay", "connect-leader-state"):
-            if name in self.mutations and not self.deferred:
-                raise ConfigError(f"mutation {name!r} needs the deferred protocol (only it defers)")
+        for name in sorted(self.mutations):
+            if self.protocol not in MUTATION_PROTOCOLS[name]:
+                raise ConfigError(f"mutation {name!r} does not apply to the {self.protocol} protocol: it changes "
+                                  f"nothing there, so a check would hold vacuously (it applies to "
+                                  f"{', '.join(MUTATION_PROTOCOLS[name])}; model/config.py MUTATION_PROTOCOLS)")
         for name, least in (("max_moves", 1), ("scheduled_delay_ticks", 0), ("rejoin_ticks", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:

@@ -89,7 +89,10 @@ def test_limit_makes_the_run_incomplete(check_json):
     (("--max-faults", "-1"), "faults.budget must be at least 0"),
     (("--faults", "join,explode"), "unknown name 'explode'"),
     (("--protocol", "streams"), "not implemented in this version"),
-    (("--mutation", "leader-forgets-delay"), "needs the deferred protocol"),
+    (("--mutation", "leader-forgets-delay"), "does not apply to the cooperative protocol"),
+    (("--protocol", "eager", "--mutation", "assign-before-revoke"), "does not apply to the eager protocol"),
+    (("--protocol", "deferred", "--mutation", "assign-before-revoke"), "does not apply to the deferred protocol"),
+    (("--members", "2000"), "at most 256 client slots"),
 ])
 def test_bad_input_exits_2_naming_the_problem(tmp_path, args, message):
     code, out, err = run_cli("check", *args, cwd=tmp_path)

@@ -1,0 +1,55 @@
+"""Guards on `rebalance check` (issue 17 item 7): time and memory limits stop a run
+with exit 3 and the figures reached; a configuration beyond reach is warned about
+up front; a mutation that changes nothing under the chosen protocol is bad input."""
+import pytest
+
+from conftest import run_cli
+
+from rebalance.checker.guards import estimate_states
+from rebalance.model.config import MUTATION_PROTOCOLS, PROTOCOLS, ConfigError, GroupConfig
+
+
+def test_max_seconds_stops_with_the_figures_reached(check_json):
+    code, s = check_json("--members", "3", "--partitions", "4", "--max-seconds", "1")
+    assert code == 3 and s["verdict"] == "incomplete" and s["limit"] == "max_seconds 1"
+    assert s["distinct_states"] > 1000 and s["transitions"] > s["distinct_states"] and s["max_depth"] > 0
+    assert 1 <= s["seconds"] < 5 and s["peak_rss_mb"] > 10
+    assert {p["status"] for p in s["properties"] if p["expected"] == "holds"} == {"incomplete"}
+    assert "--walks" in s["warnings"][0]  # an estimated 3.7e5 states do not fit in a second
+
+
+def test_max_memory_stops_with_the_figures_reached(check_json):
+    code, s = check_json("--members", "3", "--partitions", "4", "--max-memory", "70")
+    assert code == 3 and s["limit"] == "max_memory 70 MB" and s["peak_rss_mb"] > 65
+    assert s["distinct_states"] > 1000
+
+
+def test_within_reach_no_warning_and_no_limit(check_json):
+    code, s = check_json("--members", "2", "--partitions", "2", "--faults", "join,leave", "--max-faults", "1")
+    assert code == 0 and s["warnings"] == [] and s["limit"] is None
+
+
+def test_beyond_reach_warns_up_front_pointing_to_walks(tmp_path):
+    code, out, err = run_cli("check", "--members", "10", "--partitions", "100", "--max-seconds", "1",
+                             "--out", tmp_path / "o", cwd=tmp_path)
+    assert code == 3 and "beyond exhaustive reach" in err and "--walks" in err
+    assert "stopped at max_seconds 1" in out
+
+
+def test_estimate_is_within_an_order_of_magnitude_of_measured_runs():
+    # (members, joiners, partitions, faults, budget) -> distinct states measured (checker/guards.py)
+    every = ("join", "leave", "crash", "restart", "pause")
+    for args, measured in [((2, 1, 2, every, 2), 17_126), ((3, 1, 4, every, 2), 492_020),
+                           ((3, 1, 4, every, 1), 4_846), ((4, 1, 4, every[:4], 2), 214_151)]:
+        assert measured / 10 < estimate_states(*args) < measured * 10
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATION_PROTOCOLS))
+def test_every_mutation_names_its_protocols_and_is_refused_elsewhere(mutation):
+    for protocol in PROTOCOLS:
+        assignor = "range" if protocol == "eager" else "cooperative-sticky"
+        if protocol in MUTATION_PROTOCOLS[mutation]:
+            GroupConfig(protocol=protocol, assignor=assignor, mutations=frozenset({mutation}))
+        else:
+            with pytest.raises(ConfigError, match=f"does not apply to the {protocol} protocol"):
+                GroupConfig(protocol=protocol, assignor=assignor, mutations=frozenset({mutation}))
