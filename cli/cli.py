@@ -192,6 +192,12 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--max-memory", type=click.IntRange(0),
               help=f"Stop past this resident set, MB (exit 3; default 80% of physical memory, "
                    f"{DEFAULT_MAX_MEMORY_MB:,} MB here; 0: no limit).")
+@click.option("--walks", type=click.IntRange(1),
+              help="Instead of exploring every interleaving, check the safety properties along this many random "
+                   "walks (TLC's simulation mode: for configurations beyond exhaustive reach).")
+@click.option("--depth", type=click.IntRange(1), help="Steps per walk (--walks; default 100).")
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="Seed of the walks (--walks): the same seed gives the same walks and verdict.")
 @click.option("--continue", "keep_going", is_flag=True, default=None,
               help="Keep exploring after a violation, so every property gets a definite status.")
 @click.option("--no-timer-fairness", "timer_fairness", flag_value=False, default=None,
@@ -200,8 +206,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
 def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
-          spark_master, max_states, max_depth, max_seconds, max_memory, keep_going, timer_fairness, as_json,
-          out_dir):
+          spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
+          timer_fairness, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
@@ -215,7 +221,9 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     step is an action of the declarative spec (spec/actions.py: pre- and
     post-condition over the abstract state) and every state satisfies the spec's
     inductive invariant (--spec-mutation NAME breaks a spec action on purpose:
-    the check then fails naming it). A violation's shortest
+    the check then fails naming it). With --walks N, the safety properties are
+    checked along N random walks of --depth steps instead (checker/walks.py),
+    the violation found shortened. A violation's shortest
     counterexample (a lasso for a liveness property) is written under --out as
     JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG.
 
@@ -230,12 +238,16 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations)
     max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
     guard = Guard(max_seconds, max_memory)
-    warnings = [w for w in (reach_warning(settings, max_seconds, max_memory),) if w]
+    if depth is not None and walks is None:
+        raise click.UsageError("--depth is the length of each random walk: it needs --walks")
+    warnings = [w for w in (None if walks else reach_warning(settings, max_seconds, max_memory),) if w]
     for w in warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
     system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget,
                     settings.static, settings.spec_mutations)
     props = applicable(system)
+    if walks:
+        _walks(settings, system, props, walks, depth or 100, seed, spark_master, guard, as_json, out_dir)
     covers = applicable_covers(system)
     # a property decided by its own lasso search needs the whole space: it never stops the run
     stop_on = frozenset() if settings.keep_going else frozenset(
@@ -262,6 +274,40 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
         click.echo(json.dumps(summary, indent=2))
     else:
         _print_report(settings, summary, result, show_trace=True)
+    sys.exit({"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[summary["verdict"]])
+
+
+def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_json, out_dir):
+    """``check --walks``: the walks engine (checker/walks.py), its report and exit code."""
+    from rebalance.checker import walks as walking
+    names = walking.checked_names(props, settings.expect_violated)
+    if settings.engine == "spark":
+        result = walking.walks_spark(system, names, walks, depth, seed, spark_master, guard)
+    else:
+        result = walking.walks_local(system, names, walks, depth, seed, guard)
+    v = result.violation
+    files = v and counterexample.write(settings.group, v, out_dir, _config_summary(settings))
+    summary = walking.summary(result, props, settings.expect_violated, walks, depth, seed, files) | {
+        "peak_rss_mb": round(peak_rss_mb(), 1), "configuration": _config_summary(settings), "warnings": []}
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        colors = {"violated": "red", "not violated": "green", "not checked": "yellow", "holds": "green",
+                  "incomplete": "yellow"}
+        for p in summary["properties"]:
+            out.print(f"{p['name']:<28} {p['kind']:<10} [{colors[p['status']]}]{p['status']}[/]")
+        out.print(f"{result.walks:,} walks (seed {seed}, depth {depth}), {result.steps:,} steps, "
+                  f"{result.seconds:.1f} s ({summary['walks_per_second']:,} walks/s), "
+                  f"peak RSS {summary['peak_rss_mb']:,.0f} MB", highlight=False)
+        if result.limit:
+            out.print(f"[yellow]incomplete:[/] stopped at {result.limit}", highlight=False)
+        if v:
+            out.print(f"walk {result.walks - 1} violates {v.property} after {result.prefix_length} steps; "
+                      f"shortened to {len(v.path) - 1}", highlight=False)
+            out.print(counterexample.text_trace(settings.group, v), highlight=False, markup=False)
+            out.print(f"counterexample files: {files['json']} {files['dot']} {files.get('svg') or ''}",
+                      highlight=False)
+        out.print(f"verdict: [bold {colors[summary['verdict']]}]{summary['verdict']}[/]")
     sys.exit({"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[summary["verdict"]])
 
 
