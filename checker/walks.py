@@ -22,6 +22,7 @@ the same property (``shorten``).
 from __future__ import annotations
 
 import random
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -101,30 +102,48 @@ def replay_choices(system: System, checks: Checks, initial, choices) -> tuple:
     return path, bad
 
 
-def replay_classes(system: System, checks: Checks, initial, classes) -> tuple:
+def replay_classes(system: System, checks: Checks, initial, classes, lenient: bool = False) -> tuple:
     """Follow a sequence of fairness classes (the first successor of each class);
-    ``(path, violation)``, or ``(None, None)`` when some step is not enabled."""
+    ``(path, violation)``, or ``(None, None)`` when some step is not enabled.
+    ``lenient``: a step not enabled is skipped instead (the path is still an
+    execution of the system, of the classes that were enabled)."""
+    todo = iter(classes)
+
     def pick(i, succ):
-        return next((k for k, (a, _) in enumerate(succ) if fairness_class(a) == classes[i]), None)
+        for want in todo:
+            k = next((k for k, (a, _) in enumerate(succ) if fairness_class(a) == want), None)
+            if k is not None or not lenient:
+                return k
+        return None
     path, _, bad, followed = run(system, checks, initial, pick, len(classes))
-    return (path, bad) if followed else (None, None)
+    return (path, bad) if followed or (lenient and bad is not None) else (None, None)
 
 
-def shorten(system: System, checks: Checks, initial, path: list, prop: str, seconds: float = SHORTEN_SECONDS):
-    """Drop steps from a violating ``path`` while what is left still replays
-    (``replay_classes``) and violates ``prop``: chunks of half the path, then a
+def signature(reason: str) -> str:
+    """A violation's reason without its names and numbers (member ids, generations,
+    partitions, lists of them): what shortening keeps, so that a shorter path shows
+    the same violation, not another one of the same property."""
+    return re.sub(r"#(, #)+", "#", re.sub(r"\b[A-Z]?\d+\b", "#", reason))
+
+
+def shorten(system: System, checks: Checks, initial, path: list, bad: tuple, seconds: float = SHORTEN_SECONDS):
+    """Drop steps from a ``path`` violating ``bad`` (``(property, reason)``) while
+    what is left still replays (``replay_classes``, leniently: a step no longer
+    enabled is skipped too) and violates the same property the same way (its
+    reason's ``signature``): chunks of half the path, then a
     quarter, ... down to single steps (delta debugging's ddmin, complements
     only), within ``seconds``. Returns ``(path, reason)`` of the shortest found."""
     deadline = time.perf_counter() + seconds
     classes = [fairness_class(a) for a, _ in path[1:]]
-    best, reason = path, None
+    best, reason = path, bad[1]
+    want = (bad[0], signature(bad[1]))
     chunk = max(1, len(classes) // 2)
     while chunk >= 1 and time.perf_counter() < deadline:
         i = 0
         while i < len(classes) and time.perf_counter() < deadline:
             candidate = classes[:i] + classes[i + chunk:]
-            got, bad = replay_classes(system, checks, initial, candidate)
-            if got is not None and bad is not None and bad[0] == prop:
+            got, bad = replay_classes(system, checks, initial, candidate, lenient=True)
+            if got is not None and bad is not None and (bad[0], signature(bad[1])) == want:
                 best, reason = got, bad[1]
                 classes = [fairness_class(a) for a, _ in got[1:]]
             else:
@@ -162,11 +181,10 @@ def _outcome(system, checks, initial, outcomes, t0, limit) -> WalksResult:
     seconds = time.perf_counter() - t0
     result = WalksResult(len(per_walk), sum(per_walk), seconds, checks.names, limit=limit, per_walk=per_walk)
     if bad_walk is not None:
-        choices, (prop, _) = bad_walk
-        path, bad = replay_choices(system, checks, initial, choices)
+        path, bad = replay_choices(system, checks, initial, bad_walk[0])
         t1 = time.perf_counter()
-        short, reason = shorten(system, checks, initial, path, prop)
-        result.violation = Violation(prop, reason or bad[1], short)
+        short, reason = shorten(system, checks, initial, path, bad)
+        result.violation = Violation(bad[0], reason, short)
         result.prefix_length = len(path) - 1
         result.shorten_seconds = time.perf_counter() - t1
         result.limit = None
