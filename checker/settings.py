@@ -9,7 +9,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
+from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig, refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .guards import MAX_CHECK_SLOTS
@@ -187,6 +187,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     delay = g.get("initial_rebalance_delay", True)
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
+    refuse_inapplicable(proto, muts)
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
                         initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), **ticks(t))
     engine = engine or "local"

@@ -127,6 +127,16 @@ MUTATION_PROTOCOLS = {
 assert MUTATION_PROTOCOLS.keys() == MUTATIONS.keys(), "every mutation names the protocols it applies to"
 
 
+def refuse_inapplicable(protocol: str, mutations) -> None:
+    """Raise ConfigError naming the first of ``mutations`` that changes nothing
+    under ``protocol`` (MUTATION_PROTOCOLS): a check would hold vacuously."""
+    for name in sorted(mutations):
+        if name in MUTATION_PROTOCOLS and protocol not in MUTATION_PROTOCOLS[name]:
+            raise ConfigError(f"mutation {name!r} does not apply to the {protocol} protocol: it changes nothing "
+                              f"there, so a check would hold vacuously (it applies to "
+                              f"{', '.join(MUTATION_PROTOCOLS[name])}; model/config.py MUTATION_PROTOCOLS)")
+
+
 class ConfigError(ValueError):
     """A configuration value is invalid; the message names it."""
 
@@ -181,11 +191,9 @@ class GroupConfig:
         for name in self.mutations:
             if name not in MUTATIONS:
                 raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(MUTATIONS)})")
-        for name in sorted(self.mutations):
-            if self.protocol not in MUTATION_PROTOCOLS[name]:
-                raise ConfigError(f"mutation {name!r} does not apply to the {self.protocol} protocol: it changes "
-                                  f"nothing there, so a check would hold vacuously (it applies to "
-                                  f"{', '.join(MUTATION_PROTOCOLS[name])}; model/config.py MUTATION_PROTOCOLS)")
+        # the deferral's mutations mean nothing without one, even to an assignor called alone (checker/prove.py
+        # calls the sticky assignors under the eager protocol with claims); the whole table: refuse_inapplicable
+        refuse_inapplicable(self.protocol, (m for m in self.mutations if MUTATION_PROTOCOLS[m] == ("deferred",)))
         for name, least in (("max_moves", 1), ("scheduled_delay_ticks", 0), ("rejoin_ticks", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
