@@ -55,14 +55,16 @@ class Guard:
         return None
 
 
-# The estimate, calibrated on measured full checks (cooperative, budget 2, one joiner; the states counted by
-# `rebalance check --json`, on this 2-core machine): all five faults 2x2 17,126, 2x4 31,343, 3x2 216,635,
-# 3x3 300,731, 3x4 492,020 states (42.8 s, 442 MB peak); 3x4 budget 1 4,846; 3x4 without pause 37,324 and
-# 4x4 without pause 214,151 (issue 17). Distinct states grow about x11 per member, x1.4 per partition, x70
-# per unit of budget and x13 with the pause fault; a run does about 11,500 states per second and keeps about
-# 1,000 bytes per state (the deferred protocol about 5,000, issue 17).
-BASE_STATES = 17_000  # 2 members x 2 partitions, all five faults, budget 2
-PER_MEMBER, PER_PARTITION, PER_BUDGET, PAUSE = 11.0, 1.4, 70.0, 13.0
+# The estimate, calibrated on measured full checks (cooperative, one joiner; the states counted by
+# `rebalance check --json`, on this 2-core machine). All five faults, budget 2: 2x2 17,126, 2x4 31,343, 3x2
+# 216,635, 3x3 300,731, 3x4 492,020 states (42.8 s, 442 MB peak); 3x4 budget 1 4,846. Without pause, 3x4:
+# budget 1 1,608, budget 2 37,324, 4x4 budget 2 214,151 (issue 17); join,leave only, 3x4 budget 2 27,263;
+# crash,restart only, 2x2: budget 2 185, 3 483, 4 765. So: about x11 per client slot, x1.4 per partition, and
+# per unit of budget x100 with the pause fault, x5 with crash and restart only, x23 otherwise. A run does
+# about 11,500 states per second and keeps about 1,000 bytes per state (the deferred protocol about 5,000).
+BASE_STATES = 2.5  # 2 members + 1 joiner, 2 partitions, budget 0
+PER_SLOT, PER_PARTITION = 11.0, 1.4
+PER_BUDGET_PAUSE, PER_BUDGET_CRASH_RESTART, PER_BUDGET = 100.0, 5.0, 23.0
 STATES_PER_SECOND = 11_500
 BYTES_PER_STATE = {"deferred": 5_000}
 DEFAULT_BYTES_PER_STATE = 1_000
@@ -70,13 +72,13 @@ REACH_SECONDS = 3_600  # beyond an hour, a run is out of reach without --max-sec
 
 
 def estimate_states(members: int, joiners: int, partitions: int, faults, budget: int) -> float:
-    """A rough count of the distinct states a full check explores (within an order of
-    magnitude on the calibration runs above): the calibration's log-linear fit."""
-    if budget == 0 or not faults:
-        return float(BASE_STATES) / PER_BUDGET ** 2
-    states = (BASE_STATES * PER_MEMBER ** (members + joiners - 3) * PER_PARTITION ** (partitions - 2)
-              * PER_BUDGET ** (budget - 2))
-    return states if "pause" in faults else states / PAUSE
+    """A rough count of the distinct states a full check explores (within 10x on the
+    calibration runs above): the calibration's log-linear fit."""
+    faults = set(faults)
+    per_budget = (PER_BUDGET_PAUSE if "pause" in faults else
+                  PER_BUDGET_CRASH_RESTART if faults <= {"crash", "restart"} else PER_BUDGET)
+    return (BASE_STATES * PER_SLOT ** (members + joiners - 3) * PER_PARTITION ** (partitions - 2)
+            * (per_budget if faults else 1.0) ** budget)
 
 
 def reach_warning(settings, max_seconds: float | None, max_memory_mb: float | None) -> str | None:

@@ -41,7 +41,8 @@ def test_estimate_is_within_an_order_of_magnitude_of_measured_runs():
     # (members, joiners, partitions, faults, budget) -> distinct states measured (checker/guards.py)
     every = ("join", "leave", "crash", "restart", "pause")
     for args, measured in [((2, 1, 2, every, 2), 17_126), ((3, 1, 4, every, 2), 492_020),
-                           ((3, 1, 4, every, 1), 4_846), ((4, 1, 4, every[:4], 2), 214_151)]:
+                           ((3, 1, 4, every, 1), 4_846), ((4, 1, 4, every[:4], 2), 214_151),
+                           ((3, 1, 4, ("join", "leave"), 2), 27_263), ((2, 1, 2, ("crash", "restart"), 4), 765)]:
         assert measured / 10 < estimate_states(*args) < measured * 10
 
 
