@@ -367,10 +367,18 @@ class Coordinator:
             self.workers = None
             raise FrameError("the worker process answering a large frame died") from None
 
-    def group(self, group_id: str) -> GroupRuntime:
-        if group_id not in self.groups:
-            self.groups[group_id] = GroupRuntime(self, group_id)
-        return self.groups[group_id]
+    def group(self, group_id: str, create: bool = True) -> GroupRuntime:
+        """The runtime of a group. A group id not seen is kept only if ``create`` (a
+        JoinGroup: GroupCoordinator.handleJoinGroup's getOrMaybeCreateGroup); any
+        other request to it is answered by a new Empty group that is not kept (the
+        model answers it without changing the group; Kafka answers it without
+        creating one), so such requests cost no state."""
+        rt = self.groups.get(group_id)
+        if rt is None:
+            rt = GroupRuntime(self, group_id)
+            if create:
+                self.groups[group_id] = rt
+        return rt
 
     def deliver(self, out: Reply) -> None:
         """Answer the request a connection waits on, if the reply is for it; a reply
@@ -396,6 +404,7 @@ class Coordinator:
                 if rt.expired(now, limits.offsets_retention_ms / 1000, gid in self.with_offsets):
                     del self.groups[gid]
                     rt.close()
+                    self.trace.forget_group(gid)
                     if rt.in_store or gid in self.with_offsets:
                         self.with_offsets.discard(gid)
                         self.send(self.write(self.store.delete_group, gid), ())
@@ -562,7 +571,7 @@ class Coordinator:
                 return {"throttle_time": 0, "error_code": error, "generation_id": -1, "protocol_type": None,
                         "protocol_name": None if req.version >= 7 else "", "leader": "", "skip_assignment": False,
                         "member_id": b.member_id, "members": []}
-        rt = self.group(b.group_id)
+        rt = self.group(b.group_id, key == Api.JOIN_GROUP)
         if key == Api.JOIN_GROUP:
             return await self._join(c, rt, req)
         if key == Api.SYNC_GROUP:
@@ -635,6 +644,7 @@ class Coordinator:
                 await self.write(self.store.commit_offsets, rt.group_id, [
                     (name, p.partition_index, p.committed_offset, p.committed_metadata) for name, p in hosted])
                 self.with_offsets.add(rt.group_id)
+                self.groups.setdefault(rt.group_id, rt)  # a group with offsets is kept until they expire
         known = {(name, p.partition_index) for name, p in hosted}
         return {"throttle_time": 0, "topics": [
             {"name": t.name, "partitions": [
