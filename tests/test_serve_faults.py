@@ -156,3 +156,95 @@ def test_a_flood_of_random_group_and_instance_ids_is_freed_once_retention_has_pa
         assert end - start < 50
     finally:
         server.stop()
+
+
+def _state(port: int, group: str) -> str:
+    from rebalance.impl.wire import Api
+    from test_serve import Client
+    return Client(port).call(Api.DESCRIBE_GROUPS, 0, groups=[group]).groups[0].group_state
+
+
+def _committed(port: int, group: str) -> dict:
+    """{partition: committed offset} of topic t, through OffsetFetch."""
+    from rebalance.impl.wire import Api
+    from test_serve import Client
+    r = Client(port).call(Api.OFFSET_FETCH, 5, group_id=group, topics=[{"name": "t", "partition_indexes": [0, 1, 2, 3]}])
+    return {p.partition_index: p.committed_offset for t in r.topics for p in t.partitions}
+
+
+class Committer:
+    """Commits offsets 1, 2, 3, ... to t's 4 partitions as member ``mid`` of
+    ``generation`` on its own connection until the connection breaks; ``acked``:
+    the last offset every partition was acknowledged (NONE) at, ``sent`` the last sent."""
+
+    def __init__(self, port, group, mid, generation):
+        from rebalance.impl.wire import Api
+        from test_serve import Client
+        self.acked = self.sent = self.count = 0
+        c = Client(port, "committer")
+
+        def run():
+            try:
+                while True:
+                    self.sent += 1
+                    r = c.call(Api.OFFSET_COMMIT, 8, group_id=group, generation_id_or_member_epoch=generation,
+                               member_id=mid, group_instance_id=None, topics=[{"name": "t", "partitions": [
+                                   {"partition_index": p, "committed_offset": self.sent, "committed_leader_epoch": -1,
+                                    "committed_metadata": ""} for p in range(4)]}])
+                    if all(p.error_code == 0 for t in r.topics for p in t.partitions):
+                        self.acked, self.count = self.sent, self.count + 1
+            except (ConnectionError, OSError):
+                pass
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+
+def test_kill_9_of_the_coordinator_in_each_group_phase_loses_no_acknowledged_commit(tmp_path):
+    """A member commits continuously while the coordinator is killed with SIGKILL
+    in each phase of its group (Stable, PreparingRebalance: a second member waits at
+    the barrier, CompletingRebalance: the barrier completed, no assignment yet,
+    Empty: the member left); restarted on the same store, every partition's
+    committed offset is at least the last one acknowledged (R37: on disk before the
+    response)."""
+    from rebalance.impl.wire import Api
+    from test_serve import Client
+    from test_serve_limits import member
+    from interop.harness import wait_for
+    server = Server(tmp_path, "t:4", initial_delay_ms=0)
+    acked_total, lost, lines = 0, 0, []
+    try:
+        for phase in ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty"):
+            group = f"g-{phase}"
+            c, mid, generation = member(server.port, 10_000, group)
+            committer = Committer(server.port, group, mid, generation)
+            wait_for(lambda: committer.count >= 20, 10, "commits acknowledged")
+            if phase != "Stable" and phase != "Empty":
+                b = Client(server.port, "b")
+
+                def join_b():
+                    try:
+                        mid_b = b.join(group).member_id
+                        b.join(group, mid_b)  # held at the barrier
+                    except (ConnectionError, OSError):
+                        pass
+                threading.Thread(target=join_b, daemon=True).start()
+                wait_for(lambda: _state(server.port, group) == "PreparingRebalance", 10, "PreparingRebalance")
+            if phase == "CompletingRebalance":
+                c.join(group, mid)  # the last member awaited: the barrier completes
+            if phase == "Empty":
+                c.call(Api.LEAVE_GROUP, 3, group_id=group, members=[{"member_id": mid, "group_instance_id": None}])
+            assert _state(server.port, group) == phase
+            time.sleep(0.3)  # commits go on (acknowledged in Stable and PreparingRebalance)
+            server.kill9()
+            committer.thread.join(10)
+            server.log.clear()  # start() waits for a new "listening on"
+            server.start()
+            committed = _committed(server.port, group)
+            lost += sum(committed[p] < committer.acked for p in range(4))
+            acked_total += committer.count
+            lines.append(f"{phase}: {committer.count} commits acknowledged (last offset {committer.acked}, "
+                         f"{committer.sent} sent), committed after restart {sorted(set(committed.values()))}")
+        print("\n" + "\n".join(lines) + f"\n4 kill -9s, {acked_total} acknowledged commits, {lost} lost")
+        assert lost == 0 and acked_total > 0
+    finally:
+        server.stop()
