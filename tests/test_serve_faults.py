@@ -248,3 +248,91 @@ def test_kill_9_of_the_coordinator_in_each_group_phase_loses_no_acknowledged_com
         assert lost == 0 and acked_total > 0
     finally:
         server.stop()
+
+
+def malformed_frames(n: int, seed: int) -> list:
+    """``n`` frames that do not parse, of four kinds in turn: random bytes behind a
+    valid size, a negative size, a size above socket.request.max.bytes, and a
+    valid header cut short of its body (the connection closes after the header)."""
+    import random
+    from rebalance.impl.wire import Api, request_frame
+    rnd = random.Random(seed)
+    join = request_frame(Api.JOIN_GROUP, 5, 1, "x", dict(
+        group_id="g", session_timeout=10_000, rebalance_timeout=10_000, member_id="", group_instance_id=None,
+        protocol_type="consumer", protocols=[{"name": "range", "metadata": b"m"}]))
+    out = []
+    for i in range(n):
+        kind = i % 4
+        if kind == 0:
+            body = rnd.randbytes(rnd.randrange(1, 64))
+            out.append(struct.pack(">i", len(body)) + body)
+        elif kind == 1:
+            out.append(struct.pack(">i", -rnd.randrange(1, 1 << 31)))
+        elif kind == 2:
+            out.append(struct.pack(">i", rnd.randrange(101 * MIB, 1 << 31)) + b"\x00\x0b\x00\x05")
+        else:
+            out.append(struct.pack(">i", len(join) + 100) + join[4:])
+    return out
+
+
+def test_a_librdkafka_group_stays_stable_through_100000_malformed_frames_and_a_10_mb_request(tmp_path):
+    """Two librdkafka consumers (confluent-kafka, 2 s sessions) reach Stable; then
+    100,000 malformed frames, each on its own connection from 4 threads, and a
+    valid 10 MB Metadata request naming 40,000 topics of 249 bytes: no member is evicted (no
+    rebalance begins, no partition revoked or lost) and the server stays up."""
+    from interop.harness import Group, wait_for
+    from rebalance.impl.wire import Api
+    server = Server(tmp_path, "t:4", initial_delay_ms=0)
+    group = Group(server, "g", "t", 4)
+    try:
+        for name in ("A", "B"):
+            group.start("confluent", name, session_ms=2000)
+        wait_for(lambda: sorted(p for ps in group.owned().values() for p in ps) == [0, 1, 2, 3] and
+                 all(group.owned().get(n) for n in ("A", "B")), 60, "both members to own partitions")
+        time.sleep(1)
+        mark, events = len(server.log), len(group.snapshot())
+        n, sent = 100_000, []
+
+        def send(k):
+            count = 0
+            for frame in malformed_frames(n // 4, k):
+                try:
+                    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+                        s.sendall(frame)
+                        s.shutdown(socket.SHUT_WR)
+                        s.recv(1)
+                except OSError:
+                    pass
+                count += 1
+            sent.append(count)
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=send, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        flood_s = time.monotonic() - t0
+        with socket.create_connection(("127.0.0.1", server.port), timeout=120) as s:
+            topics = 40_000  # names of 249 bytes, Kafka's longest
+            body = b"".join(struct.pack(">h", 249) + b"%0249d" % i for i in range(topics))
+            payload = struct.pack(">hhih", Api.METADATA, 0, 77, 3) + b"big" + struct.pack(">i", topics) + body
+            frame = struct.pack(">i", len(payload)) + payload
+            t0 = time.monotonic()
+            s.sendall(frame)
+            f = s.makefile("rb")
+            size = struct.unpack(">i", f.read(4))[0]
+            answer = f.read(size)
+            big_s = time.monotonic() - t0
+        time.sleep(2)  # a session's length after: an eviction would show
+        later = group.snapshot()[events:]
+        print(f"\n{sum(sent):,} malformed frames in {flood_s:.1f} s; a {len(frame) / MIB:.1f} MiB Metadata "
+              f"({topics:,} topics) answered in {big_s:.1f} s; rebalances begun after: "
+              f"{server.rebalances_since(mark)}, member events after: {[e['event'] for e in later]}")
+        assert sum(sent) == n and server.alive()
+        assert struct.unpack(">i", answer[:4])[0] == 77 and size > len(frame)  # every name echoed, with its error
+        assert server.rebalances_since(mark) == 0
+        assert not [e for e in later if e["event"] in ("revoked", "lost", "assigned")]
+        assert not any("internal error" in line or "Traceback" in line for line in server.log)
+    finally:
+        group.stop_all()
+        server.stop()
