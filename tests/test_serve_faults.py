@@ -336,3 +336,61 @@ def test_a_librdkafka_group_stays_stable_through_100000_malformed_frames_and_a_1
     finally:
         group.stop_all()
         server.stop()
+
+
+def test_1000_members_joining_at_once_reach_one_stable_generation(tmp_path):
+    """1,000 raw wire clients, each on its own connection, join one group at once
+    (JoinGroup v9: MEMBER_ID_REQUIRED, then the join with the id, R36) within the
+    initial rebalance delay; one generation completes with all of them, the leader
+    gets the 1,000 members' metadata and assigns, every SyncGroup is answered NONE."""
+    import asyncio
+    from rebalance.impl.wire import Api, read_response, request_frame
+    n = 1000
+    server = Server(tmp_path, "t:4", initial_delay_ms=4000)
+
+    async def call(conn, api, version, fields, correlation=[0]):
+        reader, writer = conn
+        correlation[0] += 1
+        writer.write(request_frame(api, version, correlation[0], "m", fields))
+        size = struct.unpack(">i", await reader.readexactly(4))[0]
+        return read_response(await reader.readexactly(size), api, version)[1]
+
+    async def one(i, conns, joined):
+        conn = conns[i]
+        fields = dict(group_id="big", session_timeout=60_000, rebalance_timeout=60_000, member_id="",
+                      group_instance_id=None, protocol_type="consumer",
+                      protocols=[{"name": "range", "metadata": b"m%d" % i}], reason=None)
+        r = await call(conn, Api.JOIN_GROUP, 9, fields)
+        assert r.error_code == 79
+        r = await call(conn, Api.JOIN_GROUP, 9, {**fields, "member_id": r.member_id})
+        joined.append(time.monotonic())
+        assignments = [{"member_id": m.member_id, "assignment": b"a"} for m in r.members]
+        s = await call(conn, Api.SYNC_GROUP, 5, dict(group_id="big", generation_id=r.generation_id,
+                                                     member_id=r.member_id, group_instance_id=None,
+                                                     protocol_type="consumer", protocol_name="range",
+                                                     assignments=assignments))
+        return r.error_code, r.generation_id, len(r.members), s.error_code
+
+    async def main():
+        conns = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(n)]
+        joined: list = []
+        t0 = time.monotonic()
+        results = await asyncio.gather(*(one(i, conns, joined) for i in range(n)))
+        took = time.monotonic() - t0
+        for _, writer in conns:
+            writer.close()
+        return results, took, max(joined) - min(joined)
+
+    try:
+        mark = len(server.log)
+        results, took, spread = asyncio.run(main())
+        generations = {g for _, g, _, _ in results}
+        leaders = [k for _, _, k, _ in results if k]
+        print(f"\n{n} members: one generation {sorted(generations)} in {took:.1f} s (JoinGroup responses within "
+              f"{spread:.2f} s), leader saw {leaders} members, SyncGroup errors {sorted({s for *_, s in results})}, "
+              f"rebalances begun {server.rebalances_since(mark)}")
+        assert {e for e, _, _, _ in results} == {0} and generations == {1}
+        assert leaders == [n] and {s for *_, s in results} == {0}
+        assert server.rebalances_since(mark) == 1
+    finally:
+        server.stop()
