@@ -275,6 +275,7 @@ def malformed_frames(n: int, seed: int) -> list:
     return out
 
 
+@pytest.mark.interop
 def test_a_librdkafka_group_stays_stable_through_100000_malformed_frames_and_a_10_mb_request(tmp_path):
     """Two librdkafka consumers (confluent-kafka, 2 s sessions) reach Stable; then
     100,000 malformed frames, each on its own connection from 4 threads, and a
