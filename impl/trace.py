@@ -108,6 +108,10 @@ class Recorder:
             pass
 
     # --- records ---------------------------------------------------------------------
+    def forget_group(self, group_id: str) -> None:
+        """A group removed at a retention check: its protocol type is no longer kept."""
+        self.protocol_types.pop(group_id, None)
+
     def begin(self, settings_: dict, groups=()) -> None:
         """The header on a new trace; a ``restart`` naming ``groups`` (the group
         ids loaded from the store, R37) on a trace being continued."""
