@@ -399,19 +399,19 @@ class Coordinator:
         limits = self.limits
         while True:
             await asyncio.sleep(limits.offsets_retention_check_interval_ms / 1000)
-            now, removed = time.monotonic(), 0
+            now, removed = time.monotonic(), []
             for gid, rt in list(self.groups.items()):
                 if rt.expired(now, limits.offsets_retention_ms / 1000, gid in self.with_offsets):
                     del self.groups[gid]
                     rt.close()
-                    self.trace.forget_group(gid)
                     if rt.in_store or gid in self.with_offsets:
                         self.with_offsets.discard(gid)
                         self.send(self.write(self.store.delete_group, gid), ())
-                    removed += 1
+                    removed.append(gid)
+            self.trace.expire(removed)  # R43: a JoinGroup of the same id starts a new group
             freed = self._free_slots()
             if removed or freed:
-                log.info("retention check: %d groups removed, %d client.id slots freed", removed, freed)
+                log.info("retention check: %d groups removed, %d client.id slots freed", len(removed), freed)
 
     def _free_slots(self) -> int:
         """Forget the client.ids whose slot no open connection and no member holds;

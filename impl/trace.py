@@ -108,9 +108,13 @@ class Recorder:
             pass
 
     # --- records ---------------------------------------------------------------------
-    def forget_group(self, group_id: str) -> None:
-        """A group removed at a retention check: its protocol type is no longer kept."""
-        self.protocol_types.pop(group_id, None)
+    def expire(self, groups) -> None:
+        """An ``expire`` record: ``groups`` removed at a retention check (R43); their
+        protocol types are no longer kept."""
+        for gid in groups:
+            self.protocol_types.pop(gid, None)
+        if self.file is not None and groups:
+            self._write({"type": "expire", "t_ms": self.now_ms(), "groups": sorted(groups)})
 
     def begin(self, settings_: dict, groups=()) -> None:
         """The header on a new trace; a ``restart`` naming ``groups`` (the group
