@@ -61,8 +61,11 @@ OVERLAPPING = ("sticky", "sticky/ignore-owned-generation", "cooperative", "coope
                "cooperative/ignore-owned-generation", "incremental", "deferred")
 
 
-def config(variant: str, topics: tuple) -> GroupConfig:
-    return GroupConfig(topics=topics, **VARIANTS[variant])
+def config(variant: str, topics: tuple, mutation: str | None = None) -> GroupConfig:
+    keywords = dict(VARIANTS[variant])
+    if mutation:
+        keywords["mutations"] = keywords.get("mutations", frozenset()) | {mutation}
+    return GroupConfig(topics=topics, **keywords)
 
 
 def members_of(claims) -> tuple:
@@ -133,8 +136,8 @@ def random_cases(seed: int = 17, count: int = 300) -> list:
     return cases
 
 
-def run_case(case: dict) -> list:
-    cfg = config(case["variant"], tuple((name, count) for name, count in case["topics"]))
+def run_case(case: dict, mutation: str | None = None) -> list:
+    cfg = config(case["variant"], tuple((name, count) for name, count in case["topics"]), mutation)
     members = tuple((member_id(i + 1, 1), 0, Subscription(owned, gen, tuple(echo), scheduled))
                     for i, (owned, gen, echo, scheduled) in enumerate(case["claims"]))
     return outcome(cfg, members, tuple(case["memory"]))
@@ -158,6 +161,13 @@ def test_random_inputs_match_frozen_outputs():
     assert len(GOLDEN["random"]) == 300
     for i, case in enumerate(GOLDEN["random"]):
         assert run_case(case) == case["outcome"], f"random case {i} ({case['variant']}): outputs changed"
+
+
+@pytest.mark.parametrize("mutation", ["withhold-partition", "assign-twice", "overload-first-member"])
+def test_a_wrong_assignor_is_caught(mutation):
+    """The comparison fails on a deliberately wrong assignor (model/config.py MUTATIONS)."""
+    changed = [i for i, case in enumerate(GOLDEN["random"]) if run_case(case, mutation) != case["outcome"]]
+    assert len(changed) >= 30, f"{mutation} changed only the random cases {changed}"
 
 
 def write() -> None:
