@@ -83,8 +83,8 @@ def _claims(cfg: GroupConfig, members) -> Claims:
     won = {mid: 0 for mid, _, _ in members}
     heavier = contested = 0
     claimants.sort(key=lambda c: weight(c[1].generation), reverse=True)
-    for _, level in groupby(claimants, key=lambda c: weight(c[1].generation)):
-        level = [(mid, sub.owned & ~heavier) for mid, sub in level]
+    for _, same_weight in groupby(claimants, key=lambda c: weight(c[1].generation)):
+        level = [(mid, sub.owned & ~heavier) for mid, sub in same_weight]  # what no heavier claim took
         once = twice = 0
         for _, claim in level:
             twice |= once & claim
