@@ -204,16 +204,3 @@ def test_contested_claims_unowned_mutation_holds_duplicates_as_lost():
     out, delay = deferred_round(cfg, (0b1111, 1), (0b0011, 1), echo=(1, 0b1111, 0, 0, 0))
     assert delay == cfg.scheduled_delay_ticks and not any(p & 0b0011 for p in out)
 
-
-def test_cooperative_sticky_at_1000_members_100000_partitions_under_a_cpu_second():
-    """Issue 17 item 9: benchmarks/assignors.py, a Stable group of 999 members and one
-    joining (64 CPU-s when the assignors walked bitmasks bit by bit)."""
-    import re
-    import subprocess
-    import sys
-    from conftest import ROOT
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "assignors.py"), "--sizes", "1000x100000"],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
-    print(out)
-    row = re.search(r"1,000 x\s+100,000((?:\s+[\d.]+){4})", out).group(1).split()
-    assert float(row[3]) < 1.0, out
