@@ -199,7 +199,8 @@ def test_real_clients_conform(tmp_path, client):
         owned = group.wait_balanced()
         for name in "ABC":  # commit one partition each: OffsetCommit under its member.id and generation
             group.tell(name, f"commit {min(owned[name])} 1")
-        wait_for(lambda: sum(e["event"] == "committed" for e in group.snapshot()) == 3, 30, "the commits")
+        wait_for(lambda: sum(e["event"] == "commit" and e["outcome"] == "ok" for e in group.snapshot()) == 3, 30,
+                 "the commits")
         group.close("B")
         group.wait_balanced()
         group.kill9("C")

@@ -17,7 +17,7 @@ TOPIC, PARTITIONS = "t", 6
 def test_librdkafka_and_kafka_python_through_the_proxy(tmp_path):
     server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}")
     proxy = ProxyProcess(tmp_path, server.port, initial_delay_ms=server.initial_delay_ms)
-    group = Group(SimpleNamespace(port=proxy.port), "g", TOPIC, PARTITIONS)
+    group = Group(SimpleNamespace(port=proxy.port, tmp=tmp_path), "g", TOPIC, PARTITIONS)
     try:
         group.start("confluent", "A")
         group.start("kafka-python", "B")
