@@ -203,4 +203,3 @@ def test_contested_claims_unowned_mutation_holds_duplicates_as_lost():
     cfg = GroupConfig(protocol="deferred", mutations=frozenset({"contested-claims-unowned"}))
     out, delay = deferred_round(cfg, (0b1111, 1), (0b0011, 1), echo=(1, 0b1111, 0, 0, 0))
     assert delay == cfg.scheduled_delay_ticks and not any(p & 0b0011 for p in out)
-
