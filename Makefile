@@ -39,6 +39,7 @@ test-interop: setup
 bench: setup
 	$(PY) benchmarks/explore.py
 	$(PY) benchmarks/spark_explore.py
+	$(PY) benchmarks/assignors.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

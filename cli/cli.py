@@ -411,8 +411,14 @@ def _topic(ctx, param, values):
               help="max.connections: connections beyond it are closed when accepted.")
 @click.option("--connections-max-idle-ms", "idle_ms", default=600_000, show_default=True, type=click.IntRange(1),
               help="connections.max.idle.ms: a connection that sends no request for this long is closed.")
+@click.option("--offsets-retention-ms", "retention_ms", default=3_600_000, show_default=True, type=click.IntRange(1),
+              help="offsets.retention.minutes, in ms: an Empty group's committed offsets, and the group, are removed "
+                   "this long after it became Empty (Kafka: 7 days; a test server's groups live for a session).")
+@click.option("--offsets-retention-check-interval-ms", "check_ms", default=600_000, show_default=True,
+              type=click.IntRange(1), help="offsets.retention.check.interval.ms: how often expired groups are removed "
+                                           "(an Empty group with no offsets goes at the next check).")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
-          log_format, queued_bytes, max_connections, idle_ms):
+          log_format, queued_bytes, max_connections, idle_ms, retention_ms, check_ms):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster for consumer groups: any Kafka client
@@ -449,7 +455,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
                                   initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms),
-                                  Limits(queued_bytes, max_connections, idle_ms))
+                                  Limits(queued_bytes, max_connections, idle_ms, retention_ms, check_ms))
         try:
             await coordinator.start()
         except OSError as e:

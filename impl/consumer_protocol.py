@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import io
 import struct
+from bisect import bisect_left
 
 from kio.index import load_entity_schema
 from kio.schema.index import schema_name_map
@@ -22,7 +23,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from rebalance.model.config import GroupConfig
-from rebalance.model.protocol import EMPTY_ASSIGNMENT, NO_GENERATION, Assignment, Subscription, partitions_of
+from rebalance.model.protocol import EMPTY_ASSIGNMENT, NO_GENERATION, Assignment, Subscription, mask_of, partitions_of
 
 from .wire import FrameError, make
 
@@ -30,12 +31,13 @@ SUBSCRIPTION, ASSIGNMENT = "consumer_protocol_subscription", "consumer_protocol_
 
 
 def topic_partitions(cfg: GroupConfig, mask: int) -> list:
-    """[{"topic", "partitions"}] of a bitmask, in configuration order."""
-    out, base = [], 0
+    """[{"topic", "partitions"}] of a bitmask, in configuration order; linear in the
+    partitions (a leader encodes 1,000 assignments of 100,000 partitions)."""
+    out, base, ps = [], 0, partitions_of(mask)
     for name, count in cfg.topics:
-        ps = [p - base for p in partitions_of(mask) if base <= p < base + count]
-        if ps:
-            out.append({"topic": name, "partitions": ps})
+        mine = ps[bisect_left(ps, base):bisect_left(ps, base + count)]
+        if mine:
+            out.append({"topic": name, "partitions": [p - base for p in mine]})
         base += count
     return out
 
@@ -49,9 +51,7 @@ def _mask(cfg: GroupConfig, topic_partitions) -> int:
     for tp in topic_partitions:
         if tp.topic in offsets:
             start, count = offsets[tp.topic]
-            for p in tp.partitions:
-                if 0 <= p < count:
-                    mask |= 1 << (start + p)
+            mask |= mask_of(start + p for p in tp.partitions if 0 <= p < count)
     return mask
 
 

@@ -39,6 +39,7 @@ import concurrent.futures
 import logging
 import multiprocessing
 import os
+import time
 import uuid
 from multiprocessing import shared_memory
 
@@ -46,7 +47,7 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
     EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SERIAL, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, Heartbeat,
-    JoinGroup, LeaveGroup, OffsetCommit, Protocols, Receive, Reply, SyncGroup, connection,
+    JoinGroup, LeaveGroup, OffsetCommit, Phase, Protocols, Receive, Reply, SyncGroup, connection, slot_of,
 )
 from rebalance.model.timing import (
     DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, joined_timeouts, rearm, session_timeout_error,
@@ -90,18 +91,29 @@ class Connection:
 
 class GroupRuntime:
     """One group: the model's ``Group`` and what impl/ keeps beside it — the
-    strings behind the model's member and instance ids, each member's timeouts
-    (ms), the asyncio timers, the last stored record."""
+    strings behind the model's member and instance ids (only those its members
+    and pending member ids hold), each member's timeouts (ms), the asyncio timers,
+    the last stored record (``in_store``: the store has a row for it) and since
+    when it is Empty (``empty_since``, time.monotonic() s; None if not Empty; a
+    loaded group counts from its load, Kafka from its stored state timestamp)."""
 
     def __init__(self, server: "Coordinator", group_id: str, record: GroupRecord | None = None):
-        self.server, self.group_id = server, group_id
+        self.server, self.group_id, self.in_store = server, group_id, record is not None
         record = record or GroupRecord(EMPTY_GROUP, {}, {}, {})
         self.group, self.names, self.instances, self.timeouts = record
         self.ids = {name: mid for mid, name in self.names.items()}
         self.instance_names = {iid: name for name, iid in self.instances.items()}
         self.timers: dict = {}
         self.last_stored = record.group
+        self.empty_since = time.monotonic() if self.group.phase == Phase.EMPTY else None
         self._sync_timers(None, NO_MEMBER_ID)
+
+    def expired(self, now: float, retention_s: float, has_offsets: bool) -> bool:
+        """Whether the group is removed at a retention check at ``now``: Empty, no
+        pending member id, no timer armed, and no committed offsets or Empty for
+        ``retention_s`` (GroupMetadataManager.cleanupGroupMetadata)."""
+        return (self.empty_since is not None and not self.group.pending and not self.timers
+                and (not has_offsets or now - self.empty_since >= retention_s))
 
     # --- names ------------------------------------------------------------------
     def member_id(self, name: str) -> int:
@@ -111,12 +123,22 @@ class GroupRuntime:
         return self.names.get(mid, "")
 
     def instance_id(self, name) -> int:
+        """The model's instance id for a group.instance.id string: one no member holds
+        for a string new to the group (freed after the step unless a member takes it)."""
         if not name:
             return NO_INSTANCE_ID
         if name not in self.instances:
-            iid = self.instances[name] = len(self.instances) + 1
+            iid = self.instances[name] = max(self.instance_names, default=0) + 1
             self.instance_names[iid] = name
         return self.instances[name]
+
+    def _forget_instances(self) -> None:
+        """Keep the instance map to the group.instance.ids members hold (the model's
+        static map is its members' instance ids), so unknown strings cost nothing."""
+        if len(self.instances) > len(self.group.members):
+            held = {m.instance_id for m in self.group.members}
+            for name in [name for name, iid in self.instances.items() if iid not in held]:
+                del self.instance_names[self.instances.pop(name)]
 
     def instance_name(self, iid: int):
         return self.instance_names.get(iid)
@@ -138,14 +160,17 @@ class GroupRuntime:
         before, write = self.group, None
         group, outputs = handle(self.server.cfg, before, event)
         self.group = group
+        self._forget_instances()
         if group is not before:
             self._name_members(c, timeouts)
             record = stored(group)
             if record is not None and record != self.last_stored:
                 write = self.server.write(self.server.store.save_group, self.group_id, GroupRecord(
                     record, dict(self.names), dict(self.instances), dict(self.timeouts)))
-                self.last_stored = record
+                self.last_stored, self.in_store = record, True
             if group.generation != before.generation or group.phase != before.phase:
+                if group.phase != before.phase:
+                    self.empty_since = time.monotonic() if group.phase == Phase.EMPTY else None
                 self._log_phase()
         self._sync_timers(before, session_refreshed(event.request) if type(event) is Receive else NO_MEMBER_ID)
         self.server.send(write, outputs)
@@ -226,8 +251,11 @@ class Coordinator:
         self.connections: dict = {}  # model connection id -> Connection
         self.open: set = set()  # every Connection, before its first request too
         self.slots: dict = {}  # client.id -> slot
+        self.slot_users: dict = {}  # slot -> how many client.ids it serves (more than one once all are taken)
+        self.next_slot = 0
         self.epochs: dict = {}  # slot -> (last epoch given, whether the slot's epochs have wrapped)
         self.groups: dict = {}
+        self.with_offsets: set = set()  # group ids with committed offsets
         self.server = None
         self.outbox: list = []  # [(store write or None, outputs)], replies waiting for a write (R37)
         self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store")
@@ -240,8 +268,11 @@ class Coordinator:
         port = self.server.sockets[0].getsockname()[1]
         self.cluster = self.cluster._replace(port=port)
         self.sweeper = asyncio.ensure_future(self._expire_idle())
-        for gid, record in self.store.groups().items():  # loaded groups arm their session timers now (R37)
-            self.groups[gid] = GroupRuntime(self, gid, record)
+        self.cleaner = asyncio.ensure_future(self._expire_groups())
+        self.with_offsets = self.store.with_offsets()
+        loaded = self.store.groups()
+        for gid in sorted(self.with_offsets.union(loaded)):  # loaded groups arm their session timers now (R37)
+            self.groups[gid] = GroupRuntime(self, gid, loaded.get(gid))
         self.trace.begin(settings(self.cluster.topics, self.initial_delay_ms, self.mutations,
                                   group_min_session_timeout_ms=self.session_bounds.min_ms,
                                   group_max_session_timeout_ms=self.session_bounds.max_ms), self.groups)
@@ -252,6 +283,7 @@ class Coordinator:
         if self.server is not None:
             self.server.close()
             self.sweeper.cancel()
+            self.cleaner.cancel()
         for c in list(self.open):
             c.writer.close()
         for rt in self.groups.values():
@@ -335,10 +367,18 @@ class Coordinator:
             self.workers = None
             raise FrameError("the worker process answering a large frame died") from None
 
-    def group(self, group_id: str) -> GroupRuntime:
-        if group_id not in self.groups:
-            self.groups[group_id] = GroupRuntime(self, group_id)
-        return self.groups[group_id]
+    def group(self, group_id: str, create: bool = True) -> GroupRuntime:
+        """The runtime of a group. A group id not seen is kept only if ``create`` (a
+        JoinGroup: GroupCoordinator.handleJoinGroup's getOrMaybeCreateGroup); any
+        other request to it is answered by a new Empty group that is not kept (the
+        model answers it without changing the group; Kafka answers it without
+        creating one), so such requests cost no state."""
+        rt = self.groups.get(group_id)
+        if rt is None:
+            rt = GroupRuntime(self, group_id)
+            if create:
+                self.groups[group_id] = rt
+        return rt
 
     def deliver(self, out: Reply) -> None:
         """Answer the request a connection waits on, if the reply is for it; a reply
@@ -349,6 +389,56 @@ class Coordinator:
             c.waiting = None
             if not fut.done():
                 fut.set_result(out.response)
+
+    # --- retention ----------------------------------------------------------------
+    async def _expire_groups(self) -> None:
+        """Every offsets.retention.check.interval.ms: remove the groups ``expired``
+        says (with their stored row and committed offsets, one write each, only if
+        the store has any), then free the slots of client.ids with no open connection
+        and no member in any group (GroupMetadataManager.cleanupGroupMetadata)."""
+        limits = self.limits
+        while True:
+            await asyncio.sleep(limits.offsets_retention_check_interval_ms / 1000)
+            now, removed = time.monotonic(), []
+            for gid, rt in list(self.groups.items()):
+                if rt.expired(now, limits.offsets_retention_ms / 1000, gid in self.with_offsets):
+                    del self.groups[gid]
+                    rt.close()
+                    if rt.in_store or gid in self.with_offsets:
+                        self.with_offsets.discard(gid)
+                        self.send(self.write(self.store.delete_group, gid), ())
+                    removed.append(gid)
+            self.trace.expire(removed)  # R43: a JoinGroup of the same id starts a new group
+            freed = self._free_slots()
+            if removed or freed:
+                log.info("retention check: %d groups removed, %d client.id slots freed", len(removed), freed)
+
+    def _free_slots(self) -> int:
+        """Forget the client.ids whose slot no open connection and no member holds;
+        the number forgotten."""
+        held = {slot_of(conn) for conn in self.connections}
+        held.update(slot_of(m.conn) for rt in self.groups.values() for m in rt.group.members)
+        gone = [(cid, slot) for cid, slot in self.slots.items() if slot not in held]
+        for cid, slot in gone:
+            del self.slots[cid]
+            self.slot_users[slot] -= 1
+            if not self.slot_users[slot]:
+                del self.slot_users[slot]
+                self.epochs.pop(slot, None)
+        return len(gone)
+
+    def _slot(self, client_id: str) -> int:
+        """The slot of a client.id: its own while fewer than MAX_SLOTS are in use (the
+        next free one, round the ring), else shared with others, in turn."""
+        slot = self.slots.get(client_id)
+        if slot is None:
+            slot = self.next_slot
+            while len(self.slot_users) < MAX_SLOTS and slot in self.slot_users:
+                slot = (slot + 1) % MAX_SLOTS
+            self.next_slot = (slot + 1) % MAX_SLOTS
+            self.slots[client_id] = slot
+            self.slot_users[slot] = self.slot_users.get(slot, 0) + 1
+        return slot
 
     # --- connections --------------------------------------------------------------
     async def _expire_idle(self) -> None:
@@ -373,7 +463,7 @@ class Coordinator:
         slot's next epoch (1..MAX_SERIAL, then round again) that no open connection
         and, once the slot's epochs have wrapped, no member of any group holds, so a
         new connection never takes over a live member's replies."""
-        slot = self.slots.setdefault(client_id, len(self.slots) % MAX_SLOTS)
+        slot = self._slot(client_id)
         epoch, wrapped = self.epochs.get(slot, (0, False))
         held = None
         while True:
@@ -481,7 +571,7 @@ class Coordinator:
                 return {"throttle_time": 0, "error_code": error, "generation_id": -1, "protocol_type": None,
                         "protocol_name": None if req.version >= 7 else "", "leader": "", "skip_assignment": False,
                         "member_id": b.member_id, "members": []}
-        rt = self.group(b.group_id)
+        rt = self.group(b.group_id, key == Api.JOIN_GROUP)
         if key == Api.JOIN_GROUP:
             return await self._join(c, rt, req)
         if key == Api.SYNC_GROUP:
@@ -523,13 +613,14 @@ class Coordinator:
     async def _leave(self, c: Connection, rt: GroupRuntime, req) -> dict:
         b = req.body
         if req.version < 3:
-            members = ((rt.member_id(b.member_id), NO_INSTANCE_ID),)
+            members, instances = ((rt.member_id(b.member_id), NO_INSTANCE_ID),), [None]
         else:
             members = tuple((rt.member_id(m.member_id), rt.instance_id(m.group_instance_id)) for m in b.members)
+            instances = [m.group_instance_id for m in b.members]
         names = dict(rt.names)  # before the step forgets the members who left
         r = await rt.request(c, LeaveGroup(members))
-        results = [{"member_id": names.get(mid, ""), "group_instance_id": rt.instance_name(iid),
-                    "error_code": error} for mid, iid, error in r.members]
+        results = [{"member_id": names.get(mid, ""), "group_instance_id": instance, "error_code": error}
+                   for (mid, _, error), instance in zip(r.members, instances)]
         error = r.members[0][2] if req.version < 3 and r.members else r.error
         return {"throttle_time": 0, "error_code": error, "members": results}
 
@@ -552,6 +643,8 @@ class Coordinator:
             if error == 0:  # R37: on disk before the response
                 await self.write(self.store.commit_offsets, rt.group_id, [
                     (name, p.partition_index, p.committed_offset, p.committed_metadata) for name, p in hosted])
+                self.with_offsets.add(rt.group_id)
+                self.groups.setdefault(rt.group_id, rt)  # a group with offsets is kept until they expire
         known = {(name, p.partition_index) for name, p in hosted}
         return {"throttle_time": 0, "topics": [
             {"name": t.name, "partitions": [

@@ -18,6 +18,17 @@
 * ``connections.max.idle.ms`` (10 minutes, Kafka's default): a connection that
   sends no request for that long, and waits on none, is closed (Kafka's
   Selector closes connections idle that long).
+* ``offsets.retention.minutes`` (Kafka: 7 days; serve: 1 hour,
+  ``offsets_retention_ms``) and ``offsets.retention.check.interval.ms`` (10
+  minutes, Kafka's): every check interval, an Empty group with no pending member
+  ids is removed, with its committed offsets once it has been Empty for the
+  retention, at once if it has none (GroupMetadataManager.cleanupGroupMetadata,
+  GroupMetadata.removeExpiredOffsets: offsets of an Empty group expire counted
+  from when it became Empty, a group with no offsets left becomes Dead). serve is
+  a test double whose groups live for a test session: an hour keeps a consumer's
+  offsets through any restart within one, where Kafka's week would keep the
+  fresh group of every test a long-running serve ever saw. A client.id's slot
+  with no connection and no member is freed at the same check.
 """
 from __future__ import annotations
 
@@ -43,6 +54,8 @@ class Limits(NamedTuple):
     queued_max_request_bytes: int = MAX_FRAME
     max_connections: int = 10_000
     connections_max_idle_ms: int = 600_000
+    offsets_retention_ms: int = 3_600_000
+    offsets_retention_check_interval_ms: int = 600_000
 
 
 class MemoryPool:

@@ -130,6 +130,18 @@ class Store:
                 raise StoreError(f"--store {self.path}: group {gid!r}: unreadable record ({e!r})") from None
         return out
 
+    def with_offsets(self) -> set:
+        """The group ids with committed offsets."""
+        return {gid for (gid,) in self.db.execute("SELECT DISTINCT group_id FROM offsets")}
+
+    def delete_group(self, group_id: str) -> None:
+        """Forget a group and its committed offsets, in one transaction (an expired
+        group: GroupMetadataManager.cleanupGroupMetadata's tombstones)."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute("DELETE FROM groups WHERE group_id = ?", (group_id,))
+            self.db.execute("DELETE FROM offsets WHERE group_id = ?", (group_id,))
+
     def save_group(self, group_id: str, record: GroupRecord) -> None:
         self.db.execute("INSERT OR REPLACE INTO groups VALUES (?, ?)", (group_id, encode(record)))
 

@@ -108,6 +108,14 @@ class Recorder:
             pass
 
     # --- records ---------------------------------------------------------------------
+    def expire(self, groups) -> None:
+        """An ``expire`` record: ``groups`` removed at a retention check (R43); their
+        protocol types are no longer kept."""
+        for gid in groups:
+            self.protocol_types.pop(gid, None)
+        if self.file is not None and groups:
+            self._write({"type": "expire", "t_ms": self.now_ms(), "groups": sorted(groups)})
+
     def begin(self, settings_: dict, groups=()) -> None:
         """The header on a new trace; a ``restart`` naming ``groups`` (the group
         ids loaded from the store, R37) on a trace being continued."""

@@ -23,11 +23,25 @@ StickyAssignor does; the cooperative assignors withhold it this round, as
 CooperativeStickyAssignor.adjustAssignment does with every partition in
 ``partitionsTransferringOwnership``, so it is given out once both claimants have
 revoked it (R23).
+
+The leader of a real group runs this code (``rebalance member``), so it scales
+with the group: partitions are bitmasks worked on whole (``int.bit_count``,
+shifts, ``partitions_of``), never bit by bit, and the only loops over single
+partitions are over those given out by ``_fill``, a heap of members by load. A
+Stable group of 1,000 members and 100,000 partitions with one joining takes
+about 0.02 CPU-s (``benchmarks/assignors.py``; issue 17 item 9), as Kafka's
+AbstractStickyAssignor.constrainedAssign made the sticky assignor linear in the
+partitions for large groups (KAFKA-9987). The outputs are the same as the
+bit-by-bit version's (tests/test_assignors_golden.py).
 """
 from __future__ import annotations
 
+from heapq import heapify, heappop, heapreplace
+from itertools import groupby
+from typing import NamedTuple
+
 from .config import GroupConfig
-from .protocol import NOT_SCHEDULED, Assignment, mask_of, union
+from .protocol import NOT_SCHEDULED, Assignment, mask_of, partitions_of, union
 
 
 def _claim_weight(generation: int) -> int:
@@ -46,30 +60,40 @@ def _claim_weight_mod_4(generation: int) -> int:
 CLAIM_WEIGHTS = {"generation-mod-4": _claim_weight_mod_4}
 
 
-def _weigh_claims(cfg: GroupConfig, members) -> dict:
-    """R22: per claimed partition, ``(weight, member_id)`` of its newest claim, or
-    ``(weight, None)`` when several claims tie at the highest weight (``_claim_weight``:
-    the generation). Mutations: see ``resolve_claims``."""
-    best: dict = {}  # partition -> (weight, member_id or None when tied)
+class Claims(NamedTuple):
+    """The claims resolved (R22): ``won``, member id -> the bitmask of partitions it
+    owns (its claims of the highest weight, untied; 0 for a member that owns
+    nothing), and ``contested``, the bitmask of partitions tied at the highest
+    weight."""
+
+    won: dict
+    contested: int
+
+
+def _claims(cfg: GroupConfig, members) -> Claims:
+    """R22, by bitmasks: members grouped by claim weight (``_claim_weight``: the
+    generation), heaviest first; at each weight, what no heavier claim took goes to
+    its one claimant, and what two or more claim at that weight is contested.
+    Mutations: see ``resolve_claims`` and ``contested_claims``."""
     weight = next((CLAIM_WEIGHTS[m] for m in sorted(cfg.mutations) if m in CLAIM_WEIGHTS), _claim_weight)
-    newest = None
-    if "ignore-owned-generation" in cfg.mutations:
-        newest = max((sub.generation for _, _, sub in members if sub.owned), default=None)
-    for mid, _, sub in members:
-        owned, gen = sub.owned, weight(sub.generation)
-        if newest is not None and sub.generation < newest:
-            continue
-        p = 0
-        while owned:
-            if owned & 1:
-                prev = best.get(p)
-                if prev is None or gen > prev[0]:
-                    best[p] = (gen, mid)
-                elif gen == prev[0]:
-                    best[p] = (gen, None)
-            owned >>= 1
-            p += 1
-    return best
+    claimants = [(mid, sub) for mid, _, sub in members if sub.owned]
+    if "ignore-owned-generation" in cfg.mutations and claimants:
+        newest = max(sub.generation for _, sub in claimants)
+        claimants = [(mid, sub) for mid, sub in claimants if sub.generation == newest]
+    won = {mid: 0 for mid, _, _ in members}
+    heavier = contested = 0
+    claimants.sort(key=lambda c: weight(c[1].generation), reverse=True)
+    for _, same_weight in groupby(claimants, key=lambda c: weight(c[1].generation)):
+        level = [(mid, sub.owned & ~heavier) for mid, sub in same_weight]  # what no heavier claim took
+        once = twice = 0
+        for _, claim in level:
+            twice |= once & claim
+            once |= claim
+        for mid, claim in level:
+            won[mid] = claim & ~twice
+        contested |= twice
+        heavier |= once
+    return Claims(won, 0 if "contested-claims-unowned" in cfg.mutations else contested)
 
 
 def resolve_claims(cfg: GroupConfig, members) -> dict:
@@ -83,7 +107,7 @@ def resolve_claims(cfg: GroupConfig, members) -> dict:
     used the generation of KAFKA-12984 as a filter). Mutation ``generation-mod-4``
     (``CLAIM_WEIGHTS``): claims weigh their generation modulo 4.
     """
-    return {p: mid for p, (_, mid) in _weigh_claims(cfg, members).items() if mid is not None}
+    return {p: mid for mid, mask in _claims(cfg, members).won.items() for p in partitions_of(mask)}
 
 
 def contested_claims(cfg: GroupConfig, members) -> int:
@@ -92,80 +116,97 @@ def contested_claims(cfg: GroupConfig, members) -> int:
     ``partitionsWithMultiplePreviousOwners``, Kafka 3.4.1+). Mutation
     ``contested-claims-unowned``: none (they count as unclaimed, as in this model
     before issue 15)."""
-    if "contested-claims-unowned" in cfg.mutations:
-        return 0
-    return mask_of(p for p, (_, mid) in _weigh_claims(cfg, members).items() if mid is None)
+    return _claims(cfg, members).contested
 
 
 def _range(cfg: GroupConfig, mids) -> dict:
     out = {mid: 0 for mid in mids}
     n = len(mids)
-    base = 0
+    start = 0
     for _, count in cfg.topics:
         per, extra = divmod(count, n)
-        start = base
         for i, mid in enumerate(mids):
             size = per + (1 if i < extra else 0)
-            for p in range(start, start + size):
-                out[mid] |= 1 << p
+            out[mid] |= ((1 << size) - 1) << start
             start += size
-        base += count
     return out
 
 
 def _roundrobin(cfg: GroupConfig, mids) -> dict:
-    out = {mid: 0 for mid in mids}
-    for p in range(cfg.num_partitions):
-        out[mids[p % len(mids)]] |= 1 << p
-    return out
+    """Partition p to member p mod n: member i's mask is a comb of teeth n apart
+    (all ones in base 2**n: (2**(n*k) - 1) / (2**n - 1)) shifted by i."""
+    n = len(mids)
+    comb = ((1 << n * -(-cfg.num_partitions // n)) - 1) // ((1 << n) - 1)
+    return {mid: (comb << i) & cfg.all_partitions for i, mid in enumerate(mids)}
+
+
+def _lowest(mask: int, k: int) -> int:
+    """The ``k`` lowest partitions of ``mask`` (all of them if it has no more): a
+    binary search for the width whose low bits hold exactly ``k``."""
+    if mask.bit_count() <= k:
+        return mask
+    low, high = k, mask.bit_length()  # the low `low` bits hold at most k, the low `high` bits more
+    while high - low > 1:
+        mid = (low + high) // 2
+        if (mask & ((1 << mid) - 1)).bit_count() <= k:
+            low = mid
+        else:
+            high = mid
+    return mask & ((1 << low) - 1)
 
 
 def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = None) -> dict:
-    """Give each partition not in ``taken`` to the least loaded member (ties: member
-    order) still under its ``quota`` (None: no quota)."""
-    rank = {m: i for i, m in enumerate(mids)}
-    load = {m: bin(out[m]).count("1") for m in mids}
-    for p in range(cfg.num_partitions):
-        if not taken >> p & 1:
-            m = min((m for m in mids if quota is None or load[m] < quota[m]), key=lambda m: (load[m], rank[m]))
-            out[m] |= 1 << p
-            load[m] += 1
-    return out
+    """Give each partition not in ``taken``, in ascending order, to the least loaded
+    member (ties: member order) still under its ``quota`` (None: no quota): a heap
+    of (load, member order) over the members that can take more."""
+    heap = [(out[m].bit_count(), i, m) for i, m in enumerate(mids)]
+    heap = [entry for entry in heap if quota is None or entry[0] < quota[entry[2]]]
+    heapify(heap)
+    given = {m: [] for m in mids}
+    for p in partitions_of(cfg.all_partitions & ~taken):
+        load, i, m = heap[0]
+        given[m].append(p)
+        if quota is None or load + 1 < quota[m]:
+            heapreplace(heap, (load + 1, i, m))
+        else:
+            heappop(heap)
+    return {m: out[m] | mask_of(given[m]) for m in mids}
 
 
-def _sticky(cfg: GroupConfig, mids, owners: dict) -> dict:
-    """Balanced assignment keeping owners in place where balance allows."""
+def _sticky(cfg: GroupConfig, mids, won: dict) -> dict:
+    """Balanced assignment keeping owners in place where balance allows: quotas of
+    ``base`` and ``base + 1`` (AbstractStickyAssignor.constrainedAssign's minQuota
+    and maxQuota, KAFKA-9987), the ``extra`` larger ones to the members owning the
+    most (ties: member order); each member keeps its lowest owned partitions up to
+    its quota, and ``_fill`` gives the rest to the members under quota."""
     base, extra = divmod(cfg.num_partitions, len(mids))
-    rank = {m: i for i, m in enumerate(mids)}
-    claimed = {mid: [] for mid in mids}
-    for p in sorted(owners):
-        claimed[owners[p]].append(p)
-    # the members with the most claims get the `extra` larger quotas
-    order = sorted(mids, key=lambda m: (-len(claimed[m]), rank[m]))
-    quota = {m: base + (1 if i < extra else 0) for i, m in enumerate(order)}
-    out = {m: mask_of(claimed[m][: quota[m]]) for m in mids}
+    order = sorted(range(len(mids)), key=lambda i: (-won[mids[i]].bit_count(), i))
+    quota = {mids[i]: base + (1 if k < extra else 0) for k, i in enumerate(order)}
+    out = {m: _lowest(won[m], quota[m]) for m in mids}
     return _fill(cfg, mids, out, union(out.values()), quota)
 
 
-def _cooperative_sticky(cfg: GroupConfig, mids, owners: dict, contested: int) -> dict:
+def _moving(won: dict, out: dict) -> int:
+    """The bitmask of owned partitions that ``out`` gives to another member."""
+    return union(mask & ~out[m] for m, mask in won.items())
+
+
+def _cooperative_sticky(cfg: GroupConfig, mids, claims: Claims) -> dict:
     """``sticky``, then R23's adjustment (CooperativeStickyAssignor.adjustAssignment):
-    a partition moving away from its owner, and a ``contested`` one (bitmask), is
-    withheld this round. Mutation ``assign-before-revoke``: no adjustment."""
-    out = _sticky(cfg, mids, owners)
+    a partition moving away from its owner, and a contested one, is withheld this
+    round. Mutation ``assign-before-revoke``: no adjustment."""
+    out = _sticky(cfg, mids, claims.won)
     if "assign-before-revoke" not in cfg.mutations:
-        withheld = contested | mask_of(p for p, owner in owners.items() if not out[owner] >> p & 1)
+        withheld = claims.contested | _moving(claims.won, out)
         out = {m: mask & ~withheld for m, mask in out.items()}
     return out
 
 
-def _deferring(cfg: GroupConfig, mids, owners: dict, withheld: int) -> dict:
+def _deferring(cfg: GroupConfig, mids, won: dict, withheld: int) -> dict:
     """No revocations while a delay is pending (seed 000, Design II): everyone keeps
     what it owns; unowned partitions other than the ``withheld`` ones (bitmask: lost
     partitions held back, contested ones) go to the least loaded members."""
-    out = {m: 0 for m in mids}
-    for p, m in owners.items():
-        out[m] |= 1 << p
-    return _fill(cfg, mids, out, withheld | union(out.values()))
+    return _fill(cfg, mids, dict(won), withheld | union(won.values()))
 
 
 def newest_echo(subscriptions) -> tuple:
@@ -176,7 +217,7 @@ def newest_echo(subscriptions) -> tuple:
     return max(echoes) if echoes else (0, 0, 0, 0, 0)
 
 
-def _design2(cfg: GroupConfig, members, mids, owners: dict, contested: int, memory: tuple) -> tuple:
+def _design2(cfg: GroupConfig, members, mids, claims: Claims, memory: tuple) -> tuple:
     """A Design II round (seed 000, Design II, Leader process): ``(assignment,
     ScheduledRebalanceTimeout in ticks, echo)``. Lost partitions come first (R33):
     a round holding some back revokes nothing and clears "revoked" (R40); otherwise
@@ -188,11 +229,11 @@ def _design2(cfg: GroupConfig, members, mids, owners: dict, contested: int, memo
     subs = [sub for _, _, sub in members]
     echo = newest_echo(subs)
     left = min((sub.scheduled for sub in subs if sub.scheduled >= 0), default=NOT_SCHEDULED)
-    held, delay = _deferral(cfg, subs, mask_of(owners) | contested, memory, echo, left)
+    held, delay = _deferral(cfg, subs, union(claims.won.values()) | claims.contested, memory, echo, left)
     if held:
-        out = _deferring(cfg, mids, owners, held | contested)
+        out = _deferring(cfg, mids, claims.won, held | claims.contested)
         return out, delay, (union(out.values()), held, 0, echo[4])
-    out, delay, backoff = _revoking_backoff(cfg, mids, owners, contested, echo, left)
+    out, delay, backoff = _revoking_backoff(cfg, mids, claims, echo, left)
     return out, delay, (union(out.values()), 0) + backoff
 
 
@@ -238,7 +279,7 @@ def _deferral(cfg: GroupConfig, subs, claimed: int, memory: tuple, echo: tuple, 
     return lost, left if running else cfg.scheduled_delay_ticks
 
 
-def _revoking_backoff(cfg: GroupConfig, mids, owners: dict, contested: int, echo: tuple, left: int) -> tuple:
+def _revoking_backoff(cfg: GroupConfig, mids, claims: Claims, echo: tuple, left: int) -> tuple:
     """KAFKA-12495 (IncrementalCooperativeAssignor since Kafka 3.4.0; R40), for a
     Design II round that holds nothing back: ``(assignment, delay in ticks,
     (revoked, successive))``, the last two for the echo.
@@ -254,11 +295,11 @@ def _revoking_backoff(cfg: GroupConfig, mids, owners: dict, contested: int, echo
     """
     revoked, successive = echo[3:]
     if revoked and left > 0:  # the backoff runs: keep everything where it is
-        return _deferring(cfg, mids, owners, contested), left, (0, successive)
+        return _deferring(cfg, mids, claims.won, claims.contested), left, (0, successive)
     if left == 0:
         revoked = 0  # the backoff passed: revoking is allowed again
-    out = _cooperative_sticky(cfg, mids, owners, contested)
-    if all(out[owner] >> p & 1 for p, owner in owners.items()):  # no revocation
+    out = _cooperative_sticky(cfg, mids, claims)
+    if not _moving(claims.won, out):  # no revocation
         return out, 0, (0, 0 if revoked else successive)
     if not revoked:
         return out, 0, (1, successive)
@@ -266,19 +307,18 @@ def _revoking_backoff(cfg: GroupConfig, mids, owners: dict, contested: int, echo
     delay = cfg.revoking_backoff_ticks[successive - 1]
     if not delay:  # scheduled.rebalance.max.delay 0: Connect revokes at once (testImmediateRevocationsWhenMaxDelayIs0)
         return out, 0, (1, successive)
-    return _deferring(cfg, mids, owners, contested), delay, (1, successive)
+    return _deferring(cfg, mids, claims.won, claims.contested), delay, (1, successive)
 
 
-def _incremental(cfg: GroupConfig, mids, owners: dict, contested: int) -> tuple:
+def _incremental(cfg: GroupConfig, mids, claims: Claims) -> tuple:
     """Design III (seed 000, Incremental Resolution of Imbalance; R34): of the
     partitions the cooperative sticky target moves away from their owners, only
     the first ``cfg.max_moves`` are revoked this round; the others stay, and a
     rebalance is scheduled to move more. Returns ``(assignment, more to move)``."""
-    out = _cooperative_sticky(cfg, mids, owners, contested)
-    moving = sorted(p for p, owner in owners.items() if not out[owner] >> p & 1)
-    for p in moving[cfg.max_moves:]:
-        out[owners[p]] |= 1 << p
-    return out, len(moving) > cfg.max_moves
+    out = _cooperative_sticky(cfg, mids, claims)
+    moving = _moving(claims.won, out)
+    stay = moving & ~_lowest(moving, cfg.max_moves)
+    return {m: mask | claims.won[m] & stay for m, mask in out.items()}, bool(stay)
 
 
 def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
@@ -305,15 +345,14 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     elif cfg.assignor == "roundrobin":
         out = _roundrobin(cfg, mids)
     elif cfg.assignor == "sticky":
-        out = _sticky(cfg, mids, resolve_claims(cfg, members))
+        out = _sticky(cfg, mids, _claims(cfg, members).won)
     elif cfg.protocol == "incremental":
-        out, more = _incremental(cfg, mids, resolve_claims(cfg, members), contested_claims(cfg, members))
+        out, more = _incremental(cfg, mids, _claims(cfg, members))
         delay = cfg.rejoin_ticks if more else 0
     elif cfg.deferred:
-        out, delay, echo = _design2(cfg, members, mids, resolve_claims(cfg, members), contested_claims(cfg, members),
-                                    memory)
+        out, delay, echo = _design2(cfg, members, mids, _claims(cfg, members), memory)
     else:
-        out = _cooperative_sticky(cfg, mids, resolve_claims(cfg, members), contested_claims(cfg, members))
+        out = _cooperative_sticky(cfg, mids, _claims(cfg, members))
     if "withhold-partition" in cfg.mutations and len(mids) >= 4:
         out = {m: mask & ~1 for m, mask in out.items()}
     if "assign-twice" in cfg.mutations and len(mids) >= 2:

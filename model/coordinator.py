@@ -163,8 +163,12 @@ def stored(group: Group):
     __consumer_offsets when the leader's assignment arrives and when it empties
     (GroupMetadataManager.storeGroup), and a loaded group is Stable or Empty
     (GroupMetadataManager.loadGroup): a restarted coordinator resumes from it and
-    every member's session timer starts anew."""
-    if group.phase != Phase.STABLE and group.phase != Phase.EMPTY:
+    every member's session timer starts anew. A group that never formed (Empty at
+    generation 0: it has only handed out member ids with MEMBER_ID_REQUIRED, R36)
+    is not stored: Kafka writes no metadata record for a group at generation 0
+    (GroupMetadataManager.cleanupGroupMetadata writes it no tombstone either), so a
+    new group id costs no write."""
+    if group.phase != Phase.STABLE and (group.phase != Phase.EMPTY or not group.generation):
         return None
     # Stable and Empty hold no JoinGroup or SyncGroup and no initial delay: what remains is
     # owed SyncGroups and pending member ids

@@ -36,6 +36,7 @@ protocol).
 """
 from __future__ import annotations
 
+from itertools import compress
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -120,12 +121,23 @@ def member_name(mid: int) -> str:
     return f"{chr(65 + slot_of(mid))}{serial_of(mid)}"
 
 
+# bytes of bits, one per partition: b"0"/b"1" (int's base 2) <-> 0/1 (itertools.compress's selectors)
+_TO_SELECTORS = bytes.maketrans(b"01", b"\x00\x01")
+_TO_DIGITS = bytes.maketrans(b"\x00\x01", b"01")
+
+
 def mask_of(partitions) -> int:
-    """The bitmask of partition indices."""
-    mask = 0
-    for p in partitions:
-        mask |= 1 << p
-    return mask
+    """The bitmask of partition indices (any order, repeats allowed). Linear in the
+    span of the indices: one byte per partition, read by ``int`` in base 2."""
+    ps = list(partitions)
+    if not ps:
+        return 0
+    low = min(ps)
+    bits = bytearray(max(ps) - low + 1)
+    for p in ps:
+        bits[p - low] = 1
+    bits.reverse()
+    return int(bits.translate(_TO_DIGITS), 2) << low
 
 
 def union(masks) -> int:
@@ -137,15 +149,13 @@ def union(masks) -> int:
 
 
 def partitions_of(mask: int) -> tuple[int, ...]:
-    """The partition indices set in a bitmask, ascending."""
-    out = []
-    i = 0
-    while mask:
-        if mask & 1:
-            out.append(i)
-        mask >>= 1
-        i += 1
-    return tuple(out)
+    """The partition indices set in a bitmask, ascending. Linear in the bit length:
+    the mask's base-2 digits select from the indices (``itertools.compress``)."""
+    if not mask:
+        return ()
+    low = (mask & -mask).bit_length() - 1
+    bits = format(mask >> low, "b").encode()[::-1].translate(_TO_SELECTORS)
+    return tuple(compress(range(low, low + len(bits)), bits))
 
 
 # --- the consumer embedded protocol (seed 000, Design I) ---------------------

@@ -7,6 +7,8 @@ import json
 import subprocess
 import time
 
+import pytest
+
 from interop.harness import REBALANCE, Server
 from traces import PARTITIONS, TOPIC, form_group, hang_up, record_wrong_upstream
 
@@ -80,3 +82,39 @@ def test_a_refused_session_timeout_conforms_and_an_accepted_one_diverges(tmp_pat
     lenient.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     code, doc = _conform(lenient, tmp_path)
     assert code == 1 and doc["divergence"]["rule"] == "R42", doc
+
+
+@pytest.mark.spec("R43")
+def test_a_group_that_expired_and_formed_again_conforms(tmp_path):
+    """serve removes an Empty group at its retention check and records ``expire``; the
+    group formed again starts at generation 1 and conform starts it over (R43).
+    Without the record the model carries the old group on and diverges; an
+    ``expire`` of a group the model has Stable diverges naming R43."""
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0,
+                    args=("--offsets-retention-ms", 1, "--offsets-retention-check-interval-ms", 300))
+    try:
+        async def run():
+            for _ in range(2):
+                members = await form_group(f"127.0.0.1:{server.port}", "A")
+                await members[0].close()  # LeaveGroup: Empty
+                await asyncio.sleep(1.0)  # a retention check removes it
+        asyncio.run(run())
+    finally:
+        server.stop()
+    lines = server.trace.read_text().splitlines()
+    records = [json.loads(x) for x in lines]
+    assert [r["groups"] for r in records if r["type"] == "expire"] == [["g"], ["g"]]
+    assert server.generations() == [1, 1]
+    code, doc = _conform(server.trace, tmp_path)
+    assert code == 0 and "R43" in doc["rules"], doc
+    without = tmp_path / "without.jsonl"
+    without.write_text("".join(x + "\n" for x, r in zip(lines, records) if r["type"] != "expire"))
+    code, doc = _conform(without, tmp_path)
+    assert code == 1 and doc["divergence"]["record"]["api"] == "JoinGroup", doc
+    early = tmp_path / "early.jsonl"  # the first group's expiry moved to just after its SyncGroup
+    sync = next(i for i, r in enumerate(records) if r.get("api") == "SyncGroup" and r["type"] == "response")
+    moved = [x for x, r in zip(lines, records) if r["type"] != "expire"]
+    moved.insert(sync + 1, json.dumps({"type": "expire", "t_ms": records[sync]["t_ms"], "groups": ["g"]}))
+    early.write_text("".join(x + "\n" for x in moved))
+    code, doc = _conform(early, tmp_path)
+    assert code == 1 and doc["divergence"]["rule"] == "R43", doc

@@ -221,3 +221,65 @@ def test_a_heartbeat_response_is_encoded_once_per_version_and_error(monkeypatch)
     schema = wire.load_response_schema(Api.HEARTBEAT, 4)
     assert frames[42] == wire.encode_response(Api.HEARTBEAT, 4, 42, real(schema, {"throttle_time": 0,
                                                                                  "error_code": 27}))
+
+
+def test_groups_pending_member_ids_instance_ids_and_client_slots_are_freed_after_retention(tmp_path):
+    """Item 3: a group per new group id (a SQLite row and an fsync each), an
+    instance-map entry per group.instance.id string and a slot per client.id were
+    never freed. Now a group that only handed out a member id (MEMBER_ID_REQUIRED)
+    is never stored, its pending id expires after the session timeout (R36), and the
+    group goes at the next retention check; unknown instance ids are not kept; the
+    slot of a client.id with no connection and no member is freed; a group with
+    committed offsets keeps them for offsets.retention.ms after it became Empty
+    (GroupMetadataManager.cleanupGroupMetadata), then goes with them."""
+    from rebalance.impl.limits import Limits
+    import sqlite3
+    db = tmp_path / "store.db"
+
+    def rows(table):
+        with sqlite3.connect(db) as con:
+            return sorted(r[0] for r in con.execute(f"SELECT group_id FROM {table}"))
+
+    async def main():
+        limits = Limits(offsets_retention_ms=1_500, offsets_retention_check_interval_ms=100)
+        server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(str(db)), Recorder(None, "serve"), 0,
+                             session_bounds=SessionBounds(100, 60_000), limits=limits)
+        await server.start()
+        try:
+            port = server.cluster.port
+            c, mid, generation = await asyncio.to_thread(member, port, 10_000)
+            commit = await asyncio.to_thread(c.call, Api.OFFSET_COMMIT, 8, group_id="g",
+                                             generation_id_or_member_epoch=generation, member_id=mid,
+                                             group_instance_id=None, topics=[{"name": "t", "partitions": [
+                                                 {"partition_index": 0, "committed_offset": 5,
+                                                  "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+            assert commit.topics[0].partitions[0].error_code == 0
+
+            def flood():
+                for i in range(30):
+                    f = Client(port, f"flood-{i}")
+                    r = f.call(Api.JOIN_GROUP, 9, group_id=f"flood-{i}", session_timeout=300, rebalance_timeout=300,
+                               member_id="", group_instance_id=None, protocol_type="consumer",
+                               protocols=[{"name": "range", "metadata": b"m"}], reason=None)
+                    assert r.error_code == 79  # MEMBER_ID_REQUIRED
+                    h = f.call(Api.HEARTBEAT, 4, group_id="g", generation_id=generation, member_id=mid,
+                               group_instance_id=f"instance-{i}")
+                    assert h.error_code == 25  # UNKNOWN_MEMBER_ID: nobody holds that instance id
+                    f.sock.close()
+            await asyncio.to_thread(flood)
+            pending = sum(len(rt.group.pending) for rt in server.groups.values())
+            slots, instances = len(server.slots), len(server.groups["g"].instances)
+            stored = rows("groups")
+            await asyncio.to_thread(c.call, Api.LEAVE_GROUP, 3, group_id="g",
+                                    members=[{"member_id": mid, "group_instance_id": None}])
+            await asyncio.sleep(0.8)  # the pending ids expire (300 ms), the next check removes their groups
+            middle = sorted(server.groups), len(server.slots), rows("offsets")
+            await asyncio.sleep(1.5)  # g has been Empty for the retention
+            return pending, slots, instances, stored, middle, sorted(server.groups), rows("groups"), rows("offsets")
+        finally:
+            await server.close()
+    pending, slots, instances, stored, middle, end, groups_end, offsets_end = asyncio.run(main())
+    assert pending == 30 and slots >= 1 and instances == 0
+    assert stored == ["g"]  # no row, so no write, for a group that only handed out a member id
+    assert middle == (["g"], 1, ["g"])  # g keeps its offsets; the lone member's slot stays while it is open
+    assert end == [] and groups_end == [] and offsets_end == []

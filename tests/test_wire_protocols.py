@@ -105,6 +105,17 @@ def test_only_stable_or_empty_groups_are_stored_and_without_held_requests():
 
 
 @pytest.mark.spec("R37")
+def test_a_group_that_only_handed_out_member_ids_is_not_stored():
+    g, _ = step(EMPTY_GROUP, CA, JoinGroup(0, COOP_AND_RANGE, require_known_member_id=True))
+    assert g.pending == (A1,) and g.issued and stored(g) is None  # generation 0: nothing to resume
+    g, _ = coordinator.handle(CFG, g, PendingMemberTimeout(A1))
+    assert stored(g) is None
+    g, _ = step(g, CA, JoinGroup(0, COOP_AND_RANGE))
+    g, _ = step(g, CA, LeaveGroup(((g.members[0].member_id, 0),)))  # generation 1 formed, then emptied
+    assert g.generation == 2 and stored(g).phase == Phase.EMPTY
+
+
+@pytest.mark.spec("R37")
 def test_session_timers_restart_on_member_requests():
     assert session_refreshed(Heartbeat(A1, 3)) == A1
     assert session_refreshed(JoinGroup(B1, COOP_AND_RANGE)) == B1

@@ -50,7 +50,7 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, find, handle, session_refreshed, stored
 from rebalance.model.protocol import (
     EMPTY_ASSIGNMENT, MAX_SLOTS, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, InitialRebalanceDelay, JoinGroup,
-    JoinGroupResponse, LeaveGroup, OffsetCommit, PendingMemberTimeout, Protocols, RebalanceTimeout, Receive,
+    JoinGroupResponse, LeaveGroup, OffsetCommit, PendingMemberTimeout, Phase, Protocols, RebalanceTimeout, Receive,
     SessionTimeout, SyncGroup, SyncTimeout, connection,
 )
 from rebalance.model.timing import (
@@ -369,6 +369,34 @@ class _Group:
             c.now = max(c.now, t)
             self._rearm(c, None, NO_MEMBER_ID, t)
 
+    def expire(self, line: int, t: float) -> bool:
+        """R43: the coordinator removed the group at ``t`` (an ``expire`` record). The
+        candidates that are, or through silent steps become, Empty with nothing in
+        flight start over as a new group; False if none can (the model removes only
+        Empty groups)."""
+        options, kept, visited = self.side.options, {}, set()
+        stack = [(c, 0) for c in self.frontier]
+        while stack:
+            c, depth = stack.pop()
+            if c.group.phase == Phase.EMPTY and not any(c.queued.values()) and not any(
+                    resp is None for waiting in c.awaiting.values() for _, resp in waiting):
+                n = _initial()
+                n.now, n.awaiting, n.closed = max(c.now, t), {k: list(v) for k, v in c.awaiting.items()}, c.closed
+                kept.setdefault(n.key(), n)
+                continue
+            if depth >= MAX_SILENT_STEPS:
+                continue
+            for n in self._successors(c, t):
+                k = n.key()
+                if k not in visited:
+                    visited.add(k)
+                    stack.append((n, depth + 1))
+            if len(visited) > options.max_candidates:
+                raise _Bound(line, options.max_candidates)
+        if kept:
+            self.frontier = list(kept.values())
+        return bool(kept)
+
     def respond(self, line: int, record: dict):
         """Match a response record. Returns (matched, expected readable responses, rule key)."""
         conn, cid, t = record["connection"], record["correlation_id"], record["t_ms"]
@@ -686,6 +714,24 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
             for gid in conn_groups.get(record["connection"], ()):
                 side.group(gid).close(record["connection"])
                 context[gid].append((line, record))
+        elif kind == "expire":
+            rules.add("R43")
+            for gid in record["groups"]:
+                g = side.groups.get(gid)
+                if g is None:
+                    continue
+                context[gid].append((line, record))
+                try:
+                    removable = g.expire(line, record["t_ms"])
+                except _Bound as e:
+                    return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
+                                   figures={"not_judged": not_judged, "bound": options.max_candidates})
+                if not removable:
+                    return Verdict(DIVERGENT, checked, frozenset(rules), divergence=Divergence(
+                        line, record, SIDE, "R43", (f"group {gid!r} stays: the model removes only an Empty group",),
+                        f"the coordinator removed group {gid!r}, which the model says is not Empty (R43)",
+                        tuple(context[gid])), figures={"not_judged": not_judged})
+            checked += 1
         elif kind == "restart":
             rules.add("R37")
             loaded = set(record["groups"])
