@@ -17,7 +17,7 @@ than the states they abstract.
 """
 from __future__ import annotations
 
-from rebalance.model.protocol import Error, SyncGroupResponse, slot_of
+from rebalance.model.protocol import Error, SyncGroupResponse, epoch_of, slot_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import View
 
@@ -68,12 +68,18 @@ class Refinement:
         return hit
 
     def _group(self, g, slots: int) -> int:
-        """The id of the coordinator's part: (phase, generation, member ids, stored assignment per slot)."""
+        """The id of the coordinator's part: (phase, generation, member ids, stored
+        assignment per slot). A slot's stored assignment is its newest member's (the
+        latest process's: highest connection epoch, then serial). An older member id of
+        the same slot is a dead process's, kept until its session times out (R11): no
+        request can speak for it, so nothing is ever granted from its assignment."""
         hit = self._group_ids.get(g)
         if hit is None:
-            assigned = [0] * slots
+            assigned, newest = [0] * slots, [None] * slots
             for m in g.members:
-                assigned[slot_of(m.member_id)] |= m.assignment.partitions
+                slot, rank = slot_of(m.member_id), (epoch_of(m.conn), m.member_id)
+                if newest[slot] is None or rank > newest[slot]:
+                    newest[slot], assigned[slot] = rank, m.assignment.partitions
             part = (int(g.phase), g.generation, frozenset(m.member_id for m in g.members), tuple(assigned))
             hit = self._group_ids[g] = self._intern(part)
         return hit

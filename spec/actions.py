@@ -19,7 +19,9 @@ subscriptions, timers):
 * ``known[i]``: its member id is a member of the group at the coordinator;
 * ``member_generation[i]``: the generation it believes it is in (-1: none);
 * ``owned[i]``: the partitions it owns (a bitmask);
-* ``assigned[i]``: the assignment the coordinator stores for the slot's member ids;
+* ``assigned[i]``: the assignment the coordinator stores for the slot's newest member
+  id (an older one is a crashed process's, awaiting its session timeout: nothing
+  is granted from it);
 * ``granting[i]``, ``grant[i]``: a SyncGroup response without error is in flight
   to it, carrying the partitions ``grant[i]``;
 * ``phase``, ``generation``: the coordinator's group state and generation.
