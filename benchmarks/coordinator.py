@@ -76,7 +76,7 @@ async def main(n: int, port: int) -> tuple:
 
     for m in members:  # quiet the members' own heartbeats: the probes heartbeat for them
         m._beat.cancel()
-    ids = [m.names[m.state.member_id] for m in members]
+    ids = [m.ids.member_names[m.state.member_id] for m in members]
     return members[0].state.generation, ids
 
 
