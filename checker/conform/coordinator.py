@@ -369,30 +369,42 @@ class _Group:
             c.now = max(c.now, t)
             self._rearm(c, None, NO_MEMBER_ID, t)
 
+    def _silent(self, line: int, t: float, visit) -> None:
+        """Depth first over the candidates each frontier candidate reaches by silent
+        steps before a record at ``t`` (at most MAX_SILENT_STEPS), calling
+        ``visit(c)`` on each; one for which it returns True is not expanded.
+        Raises _Bound past the candidate bound."""
+        bound = self.side.options.max_candidates
+        for start in self.frontier:
+            stack, visited = [(start, 0)], set()
+            while stack:
+                c, depth = stack.pop()
+                if visit(c) or depth >= MAX_SILENT_STEPS:
+                    continue
+                for n in self._successors(c, t):
+                    k = n.key()
+                    if k not in visited:
+                        visited.add(k)
+                        stack.append((n, depth + 1))
+                if len(visited) > bound:
+                    raise _Bound(line, bound)
+
     def expire(self, line: int, t: float) -> bool:
         """R43: the coordinator removed the group at ``t`` (an ``expire`` record). The
         candidates that are, or through silent steps become, Empty with nothing in
         flight start over as a new group; False if none can (the model removes only
         Empty groups)."""
-        options, kept, visited = self.side.options, {}, set()
-        stack = [(c, 0) for c in self.frontier]
-        while stack:
-            c, depth = stack.pop()
-            if c.group.phase == Phase.EMPTY and not any(c.queued.values()) and not any(
+        kept = {}
+
+        def visit(c: Candidate) -> bool:
+            if c.group.phase != Phase.EMPTY or any(c.queued.values()) or any(
                     resp is None for waiting in c.awaiting.values() for _, resp in waiting):
-                n = _initial()
-                n.now, n.awaiting, n.closed = max(c.now, t), {k: list(v) for k, v in c.awaiting.items()}, c.closed
-                kept.setdefault(n.key(), n)
-                continue
-            if depth >= MAX_SILENT_STEPS:
-                continue
-            for n in self._successors(c, t):
-                k = n.key()
-                if k not in visited:
-                    visited.add(k)
-                    stack.append((n, depth + 1))
-            if len(visited) > options.max_candidates:
-                raise _Bound(line, options.max_candidates)
+                return False
+            n = _initial()
+            n.now, n.awaiting, n.closed = max(c.now, t), {k: list(v) for k, v in c.awaiting.items()}, c.closed
+            kept.setdefault(n.key(), n)
+            return True
+        self._silent(line, t, visit)
         if kept:
             self.frontier = list(kept.values())
         return bool(kept)
@@ -403,39 +415,31 @@ class _Group:
         options = self.side.options
         matched, expected, keys, causes = [], [], [], []
         held = False
-        for start in self.frontier:
-            stack, visited = [(start, 0)], set()
-            while stack:
-                c, depth = stack.pop()
-                waiting = c.awaiting.get(conn)
-                head = waiting[0] if waiting else None
-                if head is not None and head[0].correlation_id == cid and head[1] is not None:
-                    if self._must_fire(c, t):
-                        pass  # a timer should have fired first: only its successors count
-                    else:
-                        n = c.copy()
-                        diff = self.match(n, head[0], head[1], record["body"])
-                        if diff is None:
-                            n.awaiting[conn] = n.awaiting[conn][1:]
-                            matched.append(n)
-                        else:
-                            text = self.readable(c, head[0].api, head[1])
-                            if text not in expected:
-                                expected.append(text)
-                                keys.append(diff)
-                            causes.extend(self._causes(c, head[0]))
-                        continue
-                elif head is not None and head[0].correlation_id == cid and head[1] is None:
-                    held = True
-                if depth >= MAX_SILENT_STEPS:
-                    continue
-                for n in self._successors(c, t):
-                    k = n.key()
-                    if k not in visited:
-                        visited.add(k)
-                        stack.append((n, depth + 1))
-                if len(visited) > options.max_candidates:
-                    raise _Bound(line, options.max_candidates)
+
+        def visit(c: Candidate) -> bool:
+            nonlocal held
+            waiting = c.awaiting.get(conn)
+            head = waiting[0] if waiting else None
+            if head is None or head[0].correlation_id != cid:
+                return False
+            if head[1] is None:
+                held = True
+                return False
+            if self._must_fire(c, t):
+                return False  # a timer should have fired first: only its successors count
+            n = c.copy()
+            diff = self.match(n, head[0], head[1], record["body"])
+            if diff is None:
+                n.awaiting[conn] = n.awaiting[conn][1:]
+                matched.append(n)
+            else:
+                text = self.readable(c, head[0].api, head[1])
+                if text not in expected:
+                    expected.append(text)
+                    keys.append(diff)
+                causes.extend(self._causes(c, head[0]))
+            return True
+        self._silent(line, t, visit)
         if matched:
             if len(matched) > 1:
                 unique = {}
