@@ -422,7 +422,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster for consumer groups: any Kafka client
-    (librdkafka, the Java client, kafka-python) can bootstrap from it, join
+    (librdkafka, kafka-python, aiokafka, kafkajs: the ones tested) can bootstrap from it, join
     groups, heartbeat, commit and fetch offsets. Every group request is an
     input to the same coordinator handler the checker explores
     (model/coordinator.py). Topics hold empty logs: fetches return no records.
