@@ -202,12 +202,14 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               help="Keep exploring after a violation, so every property gets a definite status.")
 @click.option("--no-timer-fairness", "timer_fairness", flag_value=False, default=None,
               help="Drop weak fairness on timers (eventual_balance then fails by stuttering).")
+@click.option("--require-covers", is_flag=True,
+              help="Exit 1 when a cover is not reached, as for a violation: in CI, a pass over nothing fails.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
 def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
           spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
-          timer_fairness, as_json, out_dir):
+          timer_fairness, require_covers, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
@@ -228,7 +230,8 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG.
 
     \b
-    Exit codes: 0 holds, 1 violated, 2 bad input, 3 incomplete (a limit was hit:
+    Exit codes: 0 holds, 1 violated (or, with --require-covers, a cover not
+    reached: `uncovered` in --json), 2 bad input, 3 incomplete (a limit was hit:
     --max-states, --max-depth, --max-seconds, --max-memory).
     """
     data = load_toml(config) if config else {}
@@ -270,10 +273,15 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
              for v in result.violations}
     summary = _summary(settings, result, props, covers, files) | {"warnings": warnings}
+    uncovered = [c["name"] for c in summary["covers"] if not c["reached"]]
+    if require_covers and uncovered and summary["verdict"] == "holds":
+        summary |= {"verdict": "violated", "uncovered": uncovered}  # vacuity, by the user's own standard
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
         _print_report(settings, summary, result, show_trace=True)
+        if summary.get("uncovered"):
+            err.print(f"[bold red]covers not reached (--require-covers):[/] {', '.join(uncovered)}", highlight=False)
     sys.exit({"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[summary["verdict"]])
 
 

@@ -193,3 +193,16 @@ def test_counterexample_files_are_readable_by_others(tmp_path):
     files = list((tmp_path / "out").iterdir())
     assert code == 0 and files
     assert all(f.stat().st_mode & 0o777 == 0o644 for f in files), [(f.name, oct(f.stat().st_mode)) for f in files]
+
+
+def test_require_covers_fails_a_pass_over_nothing(check_json):
+    """--require-covers (issue 20): a check that holds without reaching a cover exits 1,
+    naming the covers; one that reaches them all still exits 0."""
+    small = ("--members", "2", "--partitions", "2", "--faults", "crash", "--max-faults", "1")
+    code, s = check_json(*small)
+    assert code == 0 and s["verdict"] == "holds" and "uncovered" not in s
+    code, s = check_json(*small, "--require-covers")
+    assert code == 1 and s["verdict"] == "violated"
+    assert s["uncovered"] == [c["name"] for c in s["covers"] if not c["reached"]] and "sync_timeout" in s["uncovered"]
+    code, s = check_json("--members", "2", "--partitions", "3", "--faults", "join,leave,crash", "--require-covers")
+    assert code == 0 and all(c["reached"] for c in s["covers"])
