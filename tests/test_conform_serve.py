@@ -10,7 +10,7 @@ import time
 import pytest
 
 from interop.harness import REBALANCE, Server
-from traces import PARTITIONS, TOPIC, form_group, hang_up, record_wrong_upstream
+from traces import PARTITIONS, TOPIC, form_group, hang_up, record_wrong_upstream, restart_serve
 
 
 def _conform(path, tmp_path):
@@ -32,11 +32,7 @@ def test_serve_trace_with_our_members_conforms(tmp_path):
                 await asyncio.sleep(0.1)
             await hang_up(members[:2])
         asyncio.run(run())
-        server.kill9()   # the group is in the store (R37)
-        server.start()
-        end = time.monotonic() + 5
-        while time.monotonic() < end and '"restart"' not in server.trace.read_text():
-            time.sleep(0.1)
+        restart_serve(server)  # the group is in the store (R37)
     finally:
         server.stop()
     code, doc = _conform(server.trace, tmp_path)

@@ -5,12 +5,12 @@ happened in Kafka's terms."""
 import asyncio
 import json
 import re
-import time
 
 from interop.harness import Server
 from rebalance.impl.trace import Recorder
 from traces import (
-    PARTITIONS, TOPIC, ProxyProcess, form_group, group_records, hang_up, read_trace, record_wrong_upstream, responses,
+    PARTITIONS, TOPIC, ProxyProcess, form_group, group_records, hang_up, read_trace, record_wrong_upstream,
+    responses, restart_serve,
 )
 
 UUID = r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
@@ -23,11 +23,7 @@ def test_serve_and_member_traces(tmp_path):
             members = await form_group(f"127.0.0.1:{server.port}", "AB", tmp_path)
             return {m.client_id: set(m.ids.member_names.values()) - {""} for m in members}
         known = asyncio.run(run())
-        server.kill9()  # the members are still in the group: the store keeps it
-        server.start()
-        end = time.monotonic() + 5
-        while time.monotonic() < end and "restart" not in server.trace.read_text():
-            time.sleep(0.1)
+        restart_serve(server)  # the members are still in the group: the store keeps it
     finally:
         server.stop()
 

@@ -82,6 +82,16 @@ async def form_group(bootstrap: str, names, trace_dir: Path | None = None) -> li
     raise AssertionError(f"the group did not form: {[m.owned for m in members]}")
 
 
+def restart_serve(server) -> None:
+    """kill -9 the coordinator and start it again on its store and trace, waiting
+    (5 s at most) for its ``restart`` record (R37)."""
+    server.kill9()
+    server.start()
+    end = time.monotonic() + 5
+    while time.monotonic() < end and '"restart"' not in server.trace.read_text():
+        time.sleep(0.1)
+
+
 async def hang_up(members) -> None:
     """Stop heartbeating and close each member's connection between two requests,
     so every request sent has had its response."""
