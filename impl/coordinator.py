@@ -245,7 +245,6 @@ class Coordinator:
         self.cluster, self.store, self.trace, self.limits = cluster, store, trace, limits
         self.pool = MemoryPool(limits.queued_max_request_bytes)
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
-        self.mutations = tuple(mutations)
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
                                initial_rebalance_delay=initial_delay_ms > 0)
         self.connections: dict = {}  # model connection id -> Connection
@@ -273,7 +272,7 @@ class Coordinator:
         loaded = self.store.groups()
         for gid in sorted(self.with_offsets.union(loaded)):  # loaded groups arm their session timers now (R37)
             self.groups[gid] = GroupRuntime(self, gid, loaded.get(gid))
-        self.trace.begin(settings(self.cluster.topics, self.initial_delay_ms, self.mutations,
+        self.trace.begin(settings(self.cluster.topics, self.initial_delay_ms, self.cfg.mutations,
                                   group_min_session_timeout_ms=self.session_bounds.min_ms,
                                   group_max_session_timeout_ms=self.session_bounds.max_ms), self.groups)
         log.info("listening on %s:%d, topics %s", self.cluster.host, port,

@@ -57,9 +57,6 @@ class ObservedLog:
         assignment, its exit for a revocation or a loss (spec/OBSERVED.md)."""
         self._record(kind, t_ms, partitions=[{"topic": t, "partition": p} for t, p in sorted(partitions)])
 
-    def consumed(self, topic: str, partition: int, offset: int) -> None:
-        self._record("consumed", topic=topic, partition=partition, offset=offset)
-
     def commit(self, offsets, outcome: str, sent_ms: float, error: str | None = None) -> None:
         """A commit of ``offsets`` [(topic, partition, offset)] sent at ``sent_ms``
         and answered now: ``outcome`` "ok" | "error" | "unknown"."""

@@ -181,16 +181,6 @@ def test_reader_pairs_requests_and_responses(tmp_path):
     assert e.value.line == len(lines) + 1
 
 
-def test_missing_side_is_incomplete(tmp_path):
-    from rebalance.checker.conform import run
-    path = tmp_path / "t.jsonl"
-    _emit(path, "churn", until_ms=30_000)
-    for side in ("members", "clients"):
-        if run.side_check(side) is None:
-            code, output = _conform(path, "--side", side, "--json")
-            assert code == 3 and "not built yet" in json.loads(output)["uninterpreted"][0]
-
-
 def _joins_recorded_out_of_order(path, recorder: str) -> None:
     """The first two JoinGroups recorded in the opposite order to the one the
     broker processed them in (the first joiner leads, R5), as a proxy may record."""

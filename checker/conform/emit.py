@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 from rebalance.impl.consumer_protocol import topic_partitions
+from rebalance.impl.trace import FORMAT, VERSION, settings
 from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.protocol import NO_MEMBER_ID, Error, Heartbeat, JoinGroup, LeaveGroup, SyncGroup, slot_of
 
@@ -40,12 +41,9 @@ class Recorder:
         if cfg.protocol not in ("eager", "cooperative"):
             raise ConfigError(f"emit writes eager and cooperative traces only, not {cfg.protocol!r}")
         self.cfg, self.static, self.timing, self.rng = cfg, static, timing, rng
-        self.records = [{"type": "header", "format": "rebalance-trace", "version": 2, "recorder": "serve",
-                         "recorded_at": "2026-11-24T10:00:00Z", "settings": {
-                             "topics": [{"name": n, "partitions": p} for n, p in cfg.topics],
-                             "group_initial_rebalance_delay_ms": timing.initial_delay_ms if cfg.initial_rebalance_delay
-                             else 0,
-                             "mutations": sorted(cfg.mutations)}}]
+        delay = timing.initial_delay_ms if cfg.initial_rebalance_delay else 0
+        self.records = [{"type": "header", "format": FORMAT, "version": VERSION, "recorder": "serve",
+                         "recorded_at": "2026-11-24T10:00:00Z", "settings": settings(cfg.topics, delay, cfg.mutations)}]
         self.conns: dict = {}
         self.strings: dict = {}   # member id -> its member.id string (what a client remembers)
         self.live: set = set()    # member ids the coordinator knows (impl/ names only these)

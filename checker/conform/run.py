@@ -3,8 +3,7 @@
 
 Sides: ``coordinator`` (checker/conform/coordinator.py), ``members``
 (checker/conform/members.py), ``clients`` (checker/conform/clients.py), and
-``both`` (coordinator and members; the first divergence by line). A side whose
-module is not built yet is INCOMPLETE ("not built yet", exit 3).
+``both`` (coordinator and members; the first divergence by line).
 
 A corpus row (one per trace, ``ROW_FIELDS``): path, side, verdict ("conforms",
 "divergent", "incomplete" or "malformed"), records, records_checked, rules
@@ -36,24 +35,10 @@ EXIT_MALFORMED = 2
 ROW_FIELDS = ("path", "side", "verdict", "records", "records_checked", "rules", "line", "rule", "seconds")
 
 
-def side_check(name: str):
-    """The ``check`` function of side ``name``, or None if its module is not built yet."""
-    try:
-        module = importlib.import_module(f"rebalance.checker.conform.{name}")
-    except ModuleNotFoundError as e:
-        if e.name == f"rebalance.checker.conform.{name}":
-            return None
-        raise
-    return module.check
-
-
 def check(trace, side: str, options: dict) -> Verdict:
     """``trace`` judged by ``side`` (one of SIDES)."""
     if side != "both":
-        fn = side_check(side)
-        if fn is None:
-            return Verdict(INCOMPLETE, 0, uninterpreted=(f"the {side} side is not built yet",))
-        return fn(trace, options)
+        return importlib.import_module(f"rebalance.checker.conform.{side}").check(trace, options)
     verdicts = [check(trace, s, options) for s in ("coordinator", "members")]
     rules = frozenset().union(*(v.rules for v in verdicts))
     checked = max(v.records_checked for v in verdicts)
