@@ -13,7 +13,7 @@ import resource
 import sys
 from pathlib import Path
 
-from rebalance.checker.explore import explore
+from rebalance.checker.engines.explore import explore
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import load_toml, resolve
 from rebalance.checker.system import System

@@ -20,7 +20,7 @@ import graphviz
 
 from rebalance.model.config import GroupConfig
 
-from .explore import Violation
+from .engines.explore import Violation
 from . import itf
 from .files import atomic_write
 from .render import action_text, bracket, changes, lane, state_view

@@ -132,7 +132,7 @@ def system_state(codec: Codec, state: State, action_taken: str, nondet: dict) ->
 
 
 def counterexample(cfg: GroupConfig, v, configuration: dict | None = None) -> dict:
-    """A counterexample (checker/explore.py Violation) as an ITF trace: one state per
+    """A counterexample (checker/engines/explore.py Violation) as an ITF trace: one state per
     step, each with the action that reached it and its picks; a lasso's ``loop``."""
     codec = Codec(cfg)
     states, prev = [], None

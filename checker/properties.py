@@ -8,7 +8,7 @@ explored transition. ``kind`` is "invariant" (every reachable state and step),
 "quiescent" (states where no action of the system's own, only the
 environment's, is enabled) or "liveness": ◇□ once faults stop, ``check`` the
 goal (None on goal states) and ``step``, if given, the steps that must stop
-(see checker/liveness.py, ``find_recurrence``); or, with ``lasso``, an
+(see checker/engines/liveness.py, ``find_recurrence``); or, with ``lasso``, an
 invariant part beside its own lasso search. Whether a commit is accepted is
 the model's coordinator's decision (R9, recorded by the checker in
 ``Proc.shared``, R41), never recomputed here.
@@ -25,7 +25,7 @@ from rebalance.model.protocol import (
     instance_name, member_name, partitions_of, union,
 )
 
-from . import churn
+from .engines import churn
 from .refinement import refinement
 from .system import PAUSED, RUNNING, State, System, processing
 
@@ -38,7 +38,7 @@ class Property(NamedTuple):
     check: Callable | None  # (System, State) -> None | str; None for a step-only property
     step: Callable | None = None  # (System, State, Action, State) -> None | str, on every transition
     # liveness decided by its own lasso search, a module with ``summary`` and ``search``
-    # (checker/churn.py); ``check`` is then an invariant part
+    # (checker/engines/churn.py); ``check`` is then an invariant part
     lasso: object = None
 
     @property

@@ -12,7 +12,7 @@ from pathlib import Path
 from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig, refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
-from .guards import MAX_CHECK_SLOTS
+from .engines.guards import MAX_CHECK_SLOTS
 from .render import slot_named
 from .system import FAULTS
 
@@ -204,7 +204,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if n_members + n_joiners > MAX_CHECK_SLOTS:
         raise ConfigError(f"{n_members} members + {n_joiners} joiner(s) is beyond what a check can hold: at most "
                           f"{MAX_CHECK_SLOTS} client slots (settling the initial state alone grows as slots^3; "
-                          f"checker/guards.py MAX_CHECK_SLOTS)")
+                          f"checker/engines/guards.py MAX_CHECK_SLOTS)")
     return CheckSettings(
         group=group,
         members=n_members,

@@ -37,7 +37,7 @@ ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
 ENVIRONMENT = FAULTS + ("resume",)  # the environment's actions (no fairness)
-BOUNCE = "bounce"  # a leader change outside the budget (checker/churn.py), also the environment's
+BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.py), also the environment's
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
 ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick", COMMIT) + ENVIRONMENT + (BOUNCE,)
@@ -331,7 +331,7 @@ class System:
         return out
 
     def churn_successors(self, state: State) -> list:
-        """R39: leader changes outside the budget (checker/churn.py): between rounds
+        """R39: leader changes outside the budget (checker/engines/churn.py): between rounds
         (the group Stable, nothing in flight) the leader's process bounces, crashing
         and restarting at once under a new member id (needs the crash and restart
         faults). ``[(Action, State)]``, at most one."""

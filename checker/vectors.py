@@ -41,7 +41,7 @@ from .files import atomic_write
 from .kafka_json import Codec, config
 from .render import lane
 from .settings import parse_toml
-from .explore import explore
+from .engines.explore import explore
 from .properties import PROPERTIES
 from .system import COMMIT, ENVIRONMENT, FAULTS, Action, System
 
@@ -247,7 +247,7 @@ def walk_cases() -> list:
 
 def fenced_commit_cases() -> list:
     """A zombie's OffsetCommit (R9, R41): the inputs of the checker's shortest
-    execution (breadth first, checker/explore.py) in which a coordinator with a
+    execution (breadth first, checker/engines/explore.py) in which a coordinator with a
     mutation that lets stale commits in accepts one (``exclusive_ownership`` broken),
     played against the correct coordinator, which fences it. Two paused members
     and a joiner over 2 partitions, per protocol and mutation."""
@@ -270,7 +270,7 @@ def fenced_commit_cases() -> list:
                 f"joiner, {protocol} protocol, {assignor} assignor, faults pause, crash, join; "
                 f"{len(events)} coordinator inputs.")
             source = (f"GroupCoordinator.handleCommitOffsets (generation fencing); the execution found by "
-                      f"checker/explore.py under {mutation} ({MUTATIONS[mutation][1]})")
+                      f"checker/engines/explore.py under {mutation} ({MUTATIONS[mutation][1]})")
             out.append(coordinator_case(cid, description, source, cfg, start.group, events))
     return out
 

@@ -23,8 +23,8 @@ from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
 from rebalance.checker.render import lane
-from rebalance.checker.explore import explore, fair_except_timers
-from rebalance.checker.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
+from rebalance.checker.engines.explore import explore, fair_except_timers
+from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
@@ -224,7 +224,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     post-condition over the abstract state) and every state satisfies the spec's
     inductive invariant (--spec-mutation NAME breaks a spec action on purpose:
     the check then fails naming it). With --walks N, the safety properties are
-    checked along N random walks of --depth steps instead (checker/walks.py),
+    checked along N random walks of --depth steps instead (checker/engines/walks.py),
     the violation found shortened. A violation's shortest
     counterexample (a lasso for a liveness property) is written under --out as
     JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG.
@@ -259,7 +259,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     kwargs = dict(max_states=settings.max_states, max_depth=settings.max_depth, stop_on=stop_on,
                   covers=covers, fair=fair, guard=guard)
     if settings.engine == "spark":
-        from rebalance.checker.spark_engine import explore_spark
+        from rebalance.checker.engines.spark import explore_spark
         engine = lambda **more: explore_spark(system, props, master=spark_master, **kwargs, **more)  # noqa: E731
     else:
         engine = lambda **more: explore(system, props, **kwargs, **more)  # noqa: E731
@@ -286,8 +286,8 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
 
 
 def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_json, out_dir):
-    """``check --walks``: the walks engine (checker/walks.py), its report and exit code."""
-    from rebalance.checker import walks as walking
+    """``check --walks``: the walks engine (checker/engines/walks.py), its report and exit code."""
+    from rebalance.checker.engines import walks as walking
     names = walking.checked_names(props, settings.expect_violated)
     if settings.engine == "spark":
         result = walking.walks_spark(system, names, walks, depth, seed, spark_master, guard)

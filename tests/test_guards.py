@@ -5,7 +5,7 @@ import pytest
 
 from conftest import run_cli
 
-from rebalance.checker.guards import estimate_states
+from rebalance.checker.engines.guards import estimate_states
 from rebalance.checker.settings import resolve
 from rebalance.model.config import MUTATION_PROTOCOLS, PROTOCOLS, ConfigError, GroupConfig
 
@@ -38,7 +38,7 @@ def test_beyond_reach_warns_up_front_pointing_to_walks(tmp_path):
 
 
 def test_estimate_is_within_an_order_of_magnitude_of_measured_runs():
-    # (members, joiners, partitions, faults, budget) -> distinct states measured (checker/guards.py)
+    # (members, joiners, partitions, faults, budget) -> distinct states measured (checker/engines/guards.py)
     every = ("join", "leave", "crash", "restart", "pause")
     for args, measured in [((2, 1, 2, every, 2), 17_126), ((3, 1, 4, every, 2), 492_020),
                            ((3, 1, 4, every, 1), 4_846), ((4, 1, 4, every[:4], 2), 214_151),
@@ -59,7 +59,7 @@ def test_every_mutation_names_its_protocols_and_is_refused_elsewhere(mutation):
 def test_an_inapplicable_mutation_changes_nothing_indeed():
     """The table's claim, seen on the exhaustive engine: an eager group with
     assign-before-revoke explores exactly the unmutated eager group's states."""
-    from rebalance.checker.explore import explore
+    from rebalance.checker.engines.explore import explore
     from rebalance.checker.system import System
     counts = []
     for mutations in (frozenset(), frozenset({"assign-before-revoke"})):

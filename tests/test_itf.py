@@ -13,7 +13,7 @@ from rebalance.checker import itf, vectors
 from rebalance.checker.kafka_json import Codec, config_of
 from rebalance.checker.properties import applicable
 from rebalance.checker.render import slot_named
-from rebalance.checker.renaming import Renamer
+from rebalance.checker.engines.renaming import Renamer
 from rebalance.checker.system import System
 from rebalance.model import coordinator
 from rebalance.model.protocol import Receive

@@ -1,5 +1,5 @@
 """The weak-fairness lasso search on small hand-made graphs."""
-from rebalance.checker.liveness import Graph, find_lasso, find_recurrence
+from rebalance.checker.engines.liveness import Graph, find_lasso, find_recurrence
 
 
 def graph(edges):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import run_cli
-from rebalance.checker.explore import explore
+from rebalance.checker.engines.explore import explore
 from rebalance.checker.refinement import Refinement, action_name
 from rebalance.checker.system import System
 from rebalance.model.config import GroupConfig

@@ -3,8 +3,8 @@ import random
 
 import pytest
 
-from rebalance.checker.liveness import Graph, find_lasso
-from rebalance.checker.renaming import shape
+from rebalance.checker.engines.liveness import Graph, find_lasso
+from rebalance.checker.engines.renaming import shape
 from rebalance.checker.settings import resolve
 from rebalance.checker.system import System
 from rebalance.model import member

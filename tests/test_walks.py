@@ -1,4 +1,4 @@
-"""Random walks (`rebalance check --walks`, checker/walks.py; issue 17 item 6):
+"""Random walks (`rebalance check --walks`, checker/engines/walks.py; issue 17 item 6):
 reproducible from the seed, a known-bad model caught and its counterexample
 shortened and written, the same walks on Spark as locally."""
 import json
@@ -8,11 +8,11 @@ import pytest
 
 from conftest import run_cli
 
-from rebalance.checker.explore import fairness_class
+from rebalance.checker.engines.explore import fairness_class
 from rebalance.checker.properties import applicable
 from rebalance.checker.settings import resolve
 from rebalance.checker.system import System
-from rebalance.checker.walks import Checks, checked_names, replay_classes, walks_local
+from rebalance.checker.engines.walks import Checks, checked_names, replay_classes, walks_local
 
 SMALL = ("--members", "4", "--partitions", "8", "--max-faults", "10", "--walks", "100", "--depth", "200")
 TIMING = ("seconds", "walks_per_second", "steps_per_second", "peak_rss_mb")

@@ -9,7 +9,7 @@ stop", are ``excluded`` from every run considered: their enabledness is no
 progress and their edges are in no cycle.
 
 Two searches, both on the explored graph, which the engines explore up to
-renaming of generations, member ids and epochs (checker/renaming.py), so that an
+renaming of generations, member ids and epochs (checker/engines/renaming.py), so that an
 endless rebalance storm, an infinite path of ever newer generations, is a cycle:
 
 * ``find_lasso``: a fair path that never reaches the goal (◇ goal fails);
@@ -236,7 +236,7 @@ def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tu
 
     ``goal``: bytearray, 1 where the state is a goal state. ``fair(key)``: whether a
     class is under weak fairness. ``required(key)``, if given: a fair cycle must
-    also take an edge of such a class (checker/churn.py: a tick, so time passes).
+    also take an edge of such a class (checker/engines/churn.py: a tick, so time passes).
     ``excluded(key)``, if given: edges of such classes are in no run considered
     and their enabledness is no progress (eventual properties: the environment's,
     as faults have stopped). Returns None, or ``(stem_end, cycle_edges, reason)``

@@ -8,7 +8,7 @@ process epoch), so an order-preserving renaming maps executions to executions.
 That makes a path from ``s`` to a state with ``shape(s)`` the loop of an
 infinite execution (a *lasso up to renaming*), although every explored path is
 finite: how a bounded exploration shows that leader churn can go on forever
-(``bounded_deferral``, checker/churn.py).
+(``bounded_deferral``, checker/engines/churn.py).
 
 ``shape(state)`` renames, per kind, the values in use to 1, 2, ... in their
 order: generations (NO_GENERATION and 0 kept), each client slot's member-id
@@ -25,7 +25,7 @@ from rebalance.model.protocol import (
     connection, epoch_of, member_id, serial_of, slot_of,
 )
 
-from .system import Proc, State
+from ..system import Proc, State
 
 
 class _Names:
@@ -161,7 +161,7 @@ def _dense(pairs) -> bool:
 class Renamer:
     """``canonical(state)``: ``shape`` with the fault budget kept, memoised per part
     (the coordinator's Group, each slot's Proc), so that exploring up to renaming
-    (checker/explore.py) costs little: a state whose names are already 1..k per
+    (checker/engines/explore.py) costs little: a state whose names are already 1..k per
     kind is returned as it is, found by a union of the parts' cached name sets;
     only the others are renamed, part by part, each renamed part cached under
     its renaming. Every engine builds one (the Spark executors too), so both

@@ -38,8 +38,8 @@ from .explore import (
 )
 from .liveness import Graph
 from .renaming import Renamer
-from .spark_session import session
-from .system import State, System
+from ..spark_session import session
+from ..system import State, System
 
 CHECKPOINT_EVERY = 10
 _SYSTEMS: dict = {}  # executor-side cache: system key -> (System, Renamer)
@@ -82,7 +82,7 @@ def _system(key) -> tuple:
 
 
 def _checks(system: System, names) -> tuple:
-    from .properties import PROPERTIES, COVERS
+    from ..properties import PROPERTIES, COVERS
     props = [p for p in PROPERTIES if p.name in names]
     covers = [c for c in COVERS if c.name in names]
     return props, covers

@@ -17,7 +17,7 @@ from rebalance.model.protocol import slot_of
 
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
-from .system import ACTION_KINDS, BOUNCE, COMMIT, ENVIRONMENT, Action, State, System
+from ..system import ACTION_KINDS, BOUNCE, COMMIT, ENVIRONMENT, Action, State, System
 
 
 @dataclass
@@ -131,7 +131,7 @@ def explore(system: System, properties, initial: State | None = None,
             progress=None, stop_on=frozenset(), covers=(), fair=None, guard=None) -> Result:
     """Explore from ``initial`` (default ``system.initial()``), up to renaming.
 
-    States are interned in their canonical form (checker/renaming.py: generations,
+    States are interned in their canonical form (checker/engines/renaming.py: generations,
     member-id serials and epochs renamed 1, 2, ... in order), so two states that
     differ only in how far those counters have run are one state: the explored
     graph is finite even where the system is not (a rebalance storm), and a path
@@ -153,7 +153,7 @@ def explore(system: System, properties, initial: State | None = None,
     own (only the environment's) leads to another state. Liveness properties (kind
     "liveness") are decided after a complete exploration (``decide_liveness``)
     under weak fairness of the system's action classes for which ``fair(class
-    key)`` is true (default: all). ``guard`` (checker/guards.py Guard), if given, is
+    key)`` is true (default: all). ``guard`` (checker/engines/guards.py Guard), if given, is
     asked every 256 expanded states: a limit it names stops the run at once
     (incomplete, its counts those reached).
     """
@@ -301,7 +301,7 @@ def decide_liveness(system, live_props, graph: Graph, goal_of, summaries_of, sta
     ``p``'s goal holds; ``summaries_of(p)``: ``p.lasso.summary`` of each state;
     ``state_at(i)``: state ``i``; ``stem_of(i)``: a concrete path to it;
     ``path_to(i)``: the explored path to it (up to renaming); ``identify``: how
-    the summaries key a shape (checker/churn.py). A property with its own
+    the summaries key a shape (checker/engines/churn.py). A property with its own
     ``lasso`` search runs it; the others are ◇□ properties (``find_recurrence``):
     once faults stop (the environment's edges excluded), the goal is reached and
     kept, and no step the property marks is taken for ever after.

@@ -2,7 +2,7 @@
 unowned forever while time passes, whatever leader changes the environment makes?
 
 Every explored path is finite (the fault budget), but a path from a state ``s``
-to a state of the same shape (checker/renaming.py: equal up to renaming of
+to a state of the same shape (checker/engines/renaming.py: equal up to renaming of
 generations, member ids and epochs) is the loop of an infinite execution. So the
 search runs on the explored graph *quotiented by renaming*, with the
 environment's actions (join, leave, crash, restart, pause, resume) allowed in
@@ -21,7 +21,7 @@ where ``p`` is served (owned by a live member, or given out to one) and whose cy
 
 * lets time pass: it takes a ``tick`` (a cycle without one is a Zeno run: endless
   leader changes in no time, which no deadline can bound); and
-* is weakly fair (checker/liveness.py) for the system's own actions (timer
+* is weakly fair (checker/engines/liveness.py) for the system's own actions (timer
   classes are per client slot, explore.fairness_class, as member ids are renamed).
 
 Under the seed's Design II (``--mutation leader-forgets-delay``) each new leader
@@ -37,7 +37,7 @@ from rebalance.model.protocol import member_name, union
 from .explore import Violation, environmental, fairness_class
 from .liveness import Graph, find_lasso
 from .renaming import shape
-from .system import State, processing
+from ..system import State, processing
 
 SERVED = ("every partition served",)  # the node of the states churn reaches with every partition served
 

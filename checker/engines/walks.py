@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass, field
 
 from .explore import UNFAIR_KINDS, Violation, fairness_class
-from .properties import PROPERTIES
-from .system import System
+from ..properties import PROPERTIES
+from ..system import System
 
 SHORTEN_SECONDS = 30.0  # the most a shortening spends replaying candidates
 SPARK_BATCH = 64  # walks per Spark job: the run stops at the end of the batch holding a violation
@@ -194,7 +194,7 @@ def _outcome(system, checks, initial, outcomes, t0, limit) -> WalksResult:
 def walks_local(system: System, names, walks: int, depth: int, seed: int, guard=None) -> WalksResult:
     """``walks`` walks of up to ``depth`` steps, in index order, in this process;
     ``names``: the properties checked (``checked_names``); ``guard``
-    (checker/guards.py) asked between walks."""
+    (checker/engines/guards.py) asked between walks."""
     t0 = time.perf_counter()
     checks = Checks(names)
     initial = system.initial()
@@ -229,7 +229,7 @@ def walks_spark(system: System, names, walks: int, depth: int, seed: int, master
     (the seed is split per index, not per worker: the same walks as
     ``walks_local``); the driver replays and shortens the first violation. Stops
     after the batch holding a violation, or when ``guard`` says so between batches."""
-    from .spark_session import session
+    from ..spark_session import session
     t0 = time.perf_counter()
     spark = session(master)
     key = system.spec
