@@ -33,7 +33,7 @@ MESSAGES = {cls.__name__: cls for cls in (
     P.JoinGroup, P.SyncGroup, P.Heartbeat, P.LeaveGroup, P.OffsetCommit, P.JoinGroupResponse,
     P.SyncGroupResponse, P.HeartbeatResponse, P.LeaveGroupResponse, P.OffsetCommitResponse, P.Receive,
     P.SessionTimeout, P.RebalanceTimeout, P.SyncTimeout, P.InitialRebalanceDelay, P.PendingMemberTimeout,
-    P.DeleteGroup, P.Reply)}
+    P.DeleteGroup, P.ForceRebalance, P.Reply)}
 RENAMED = {"conn": "connection"}
 # message field -> (Codec's encoder, its inverse); other fields (generations, flags,
 # the protocol name) are written as they are

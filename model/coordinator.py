@@ -17,6 +17,7 @@ from typing import NamedTuple
 from .config import GroupConfig
 from .protocol import (
     EMPTY_ASSIGNMENT, EMPTY_SUBSCRIPTION, MAX_SERIAL, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
+    ForceRebalance,
     Heartbeat, HeartbeatResponse, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, LeaveGroup,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, PendingMemberTimeout, Phase, Protocols,
     RebalanceTimeout, Receive, Reply, SessionTimeout, Subscription, SyncGroup, SyncGroupResponse,
@@ -530,6 +531,16 @@ def _delete(group: Group, out: list) -> Group:
     return group
 
 
+def _force_rebalance(group: Group, out: list) -> Group:
+    """R44: a Stable or CompletingRebalance group prepares a rebalance (held SyncGroups
+    answered REBALANCE_IN_PROGRESS, R3); a group already rebalancing, Empty or Dead
+    is left as it is (GroupCoordinator.prepareRebalance is called only from
+    canRebalance states)."""
+    if group.phase not in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
+        return group
+    return _prepare_rebalance(group, out)
+
+
 def handle(cfg: GroupConfig, group: Group, event) -> tuple:
     """One coordinator step: ``(group', (Reply, ...))``. Unknown inputs raise TypeError."""
     out: list = []
@@ -561,6 +572,8 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
         group = _pending_timeout(group, event.member_id)
     elif kind is DeleteGroup:
         group = _delete(group, out)
+    elif kind is ForceRebalance:
+        group = _force_rebalance(group, out)
     else:
         raise TypeError(f"coordinator cannot handle input {event!r}")
     if group.phase == Phase.EMPTY and group.generation and "reset-generation-when-empty" in cfg.mutations:

@@ -168,3 +168,17 @@ def test_member_ids_of_a_spent_slot_start_again_below_the_ids_held():
     group = EMPTY_GROUP._replace(issued=((0, MAX_SERIAL),), pending=(member_id(0, 1), member_id(0, 2)))
     mid, issued = _fresh_member_id(group, 0)
     assert slot_of(mid) == 0 and mid == member_id(0, 3) and issued == ((0, 3),)
+
+
+@pytest.mark.spec("R44")
+def test_forced_rebalance_prepares_a_rebalance_only_from_stable_or_completing():
+    from rebalance.model.protocol import ForceRebalance
+    g = formed()
+    g2, out = coordinator.handle(CFG, g, ForceRebalance())
+    assert g2.phase == Phase.PREPARING_REBALANCE and out == () and g2.generation == g.generation
+    g3, out = step(g2, CA, Heartbeat(A, 1))
+    assert out[0].response.error == Error.REBALANCE_IN_PROGRESS  # members learn of it from a Heartbeat (R10)
+    assert coordinator.handle(CFG, g2, ForceRebalance()) == (g2, ())  # already rebalancing: unchanged
+    assert coordinator.handle(CFG, EMPTY_GROUP, ForceRebalance()) == (EMPTY_GROUP, ())
+    g4, out = step(g3, CA, JoinGroup(A, EMPTY_SUBSCRIPTION))
+    assert g4.generation == g.generation + 1 and out[0].response.error == Error.NONE
