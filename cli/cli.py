@@ -382,13 +382,11 @@ def vectors(out_dir, with_itf, as_json):
 
 
 def _topic(ctx, param, values):
-    topics = []
-    for value in values:
-        name, _, count = value.rpartition(":")
-        if not name or not count.isdigit() or int(count) < 1:
-            raise click.BadParameter(f"{value!r}: expected NAME:PARTITIONS, e.g. orders:6", ctx, param)
-        topics.append((name, int(count)))
-    return tuple(topics)
+    from rebalance.impl.broker import parse_topic
+    try:
+        return tuple(parse_topic(value) for value in values)
+    except ValueError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
 
 
 @main.command()
@@ -425,8 +423,11 @@ def _topic(ctx, param, values):
 @click.option("--offsets-retention-check-interval-ms", "check_ms", default=600_000, show_default=True,
               type=click.IntRange(1), help="offsets.retention.check.interval.ms: how often expired groups are removed "
                                            "(an Empty group with no offsets goes at the next check).")
+@click.option("--control-port", type=click.IntRange(0, 65535),
+              help="Serve the fault-injection control endpoint (JSON over HTTP, `rebalance ctl`) on this "
+                   "loopback port (0: any free one, logged).")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
-          log_format, queued_bytes, max_connections, idle_ms, retention_ms, check_ms):
+          log_format, queued_bytes, max_connections, idle_ms, retention_ms, check_ms, control_port):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster for consumer groups: any Kafka client
@@ -469,11 +470,22 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
         except OSError as e:
             await coordinator.close()
             raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}")
+        control = None
+        if control_port is not None:
+            from rebalance.impl.control import ControlServer
+            control = ControlServer(coordinator.faults, asyncio.get_running_loop(), port=control_port)
+            try:
+                control.start()
+            except OSError as e:
+                await coordinator.close()
+                raise click.ClickException(f"cannot listen on 127.0.0.1:{control_port}: {e.strerror or e}")
         stop = asyncio.Event()  # SIGTERM closes the store and the worker process as Ctrl-C does
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         try:
             await stop.wait()
         finally:
+            if control is not None:
+                control.close()
             await coordinator.close()
 
     try:
@@ -905,3 +917,8 @@ def _print_conform(doc: dict) -> None:
     files = d["files"]
     out.print(f"  files: {files.get('svg') or files.get('svg_error', '')} {files.get('json') or ''}",
               highlight=False, markup=False)
+
+
+from rebalance.ctl import ctl  # noqa: E402  (rebalance ctl: cli/ctl.py)
+
+main.add_command(ctl)

@@ -59,6 +59,14 @@ def metadata(cluster: Cluster, body) -> dict:
             "cluster_id": CLUSTER_ID, "controller_id": NODE_ID, "topics": topics}
 
 
+def parse_topic(value: str) -> tuple:
+    """"NAME:PARTITIONS" as (name, partitions). Raises ValueError naming the problem."""
+    name, _, count = value.rpartition(":")
+    if not name or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"{value!r}: expected NAME:PARTITIONS, e.g. orders:6")
+    return name, int(count)
+
+
 def find_coordinator(cluster: Cluster, body) -> dict:
     """FindCoordinator: this broker coordinates every group (v4: per key)."""
     here = {"node_id": NODE_ID, "host": cluster.host, "port": cluster.port, "error_code": 0, "error_message": None}

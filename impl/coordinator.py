@@ -54,6 +54,7 @@ from rebalance.model.timing import (
 )
 
 from . import broker
+from .faults import Faults
 from .limits import BROKER_APIS, Limits, MemoryPool, request_max_bytes
 from .store import GroupRecord, Store
 from .trace import Recorder, settings
@@ -238,7 +239,8 @@ class Coordinator:
     request and response, spec/TRACE.md); ``initial_delay_ms``: group.initial.rebalance.delay.ms
     (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS);
     ``session_bounds``: group.min/max.session.timeout.ms (R42); ``limits``: queued.max.request.bytes,
-    max.connections, connections.max.idle.ms (impl/limits.py)."""
+    max.connections, connections.max.idle.ms (impl/limits.py). ``faults``: the fault layer every
+    request passes before dispatch and every response after (impl/faults.py)."""
 
     def __init__(self, cluster: broker.Cluster, store: Store, trace: Recorder, initial_delay_ms: int = 3000,
                  mutations=(), session_bounds: SessionBounds = SessionBounds(), limits: Limits = Limits()):
@@ -259,6 +261,7 @@ class Coordinator:
         self.outbox: list = []  # [(store write or None, outputs)], replies waiting for a write (R37)
         self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store")
         self.workers = None  # the process pool for large Metadata, ListOffsets and Fetch frames
+        self.faults = Faults(self)  # fault injection (impl/faults.py), steered by ctl and rebalance.testing
 
     async def start(self) -> None:
         """Listen on the cluster's host and port (port 0: any free port, then
@@ -519,15 +522,17 @@ class Coordinator:
                     continue
                 if c.conn is None:
                     self._identify(c, req.client_id)
+                injected = await self.faults.before(c, name, req)  # impl/faults.py: paused, an injected error
                 if trace.enabled:
                     trace.request(name, frame)
-                data = await self._dispatch(c, req)
+                data = injected if injected is not None else await self._dispatch(c, req)
                 encode = (req.api_key, req.version, req.correlation_id, data)
                 out = await asyncio.to_thread(response_frame, *encode) if large else response_frame(*encode)
                 if trace.enabled:
                     trace.response(name, memoryview(out)[4:])
-                writer.write(out)
-                await writer.drain()
+                if await self.faults.after(c, name, req):  # a delayed or dropped response
+                    writer.write(out)
+                    await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except FrameError as e:

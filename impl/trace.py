@@ -116,6 +116,13 @@ class Recorder:
         if self.file is not None and groups:
             self._write({"type": "expire", "t_ms": self.now_ms(), "groups": sorted(groups)})
 
+    def fault(self, fault: str, **fields) -> None:
+        """A ``fault`` record: an injected fault (impl/faults.py), ``fault`` naming it
+        ("expire", "rebalance", "error", "delay", "drop", "coordinator_away",
+        "coordinator_back", "pause", "resume") with its fields (spec/TRACE.md)."""
+        if self.file is not None:
+            self._write({"type": "fault", "t_ms": self.now_ms(), "fault": fault, **fields})
+
     def begin(self, settings_: dict, groups=()) -> None:
         """The header on a new trace; a ``restart`` naming ``groups`` (the group
         ids loaded from the store, R37) on a trace being continued."""

@@ -49,7 +49,7 @@ from rebalance.model import protocol as P
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, find, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, InitialRebalanceDelay, JoinGroup,
+    EMPTY_ASSIGNMENT, MAX_SLOTS, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Error, ForceRebalance, Heartbeat, InitialRebalanceDelay, JoinGroup,
     JoinGroupResponse, LeaveGroup, OffsetCommit, PendingMemberTimeout, Phase, Protocols, RebalanceTimeout, Receive,
     SessionTimeout, SyncGroup, SyncTimeout, connection,
 )
@@ -409,6 +409,26 @@ class _Group:
             self.frontier = list(kept.values())
         return bool(kept)
 
+    def inject(self, line: int, t: float, event_of) -> bool:
+        """An injected coordinator input at ``t`` (a ``fault`` record: ``expire``, R11,
+        or ``rebalance``, R44): serve steps it between two of its steps, once every
+        request recorded before it is processed, so it applies to the candidates that
+        have processed them all (reached by silent steps), ``event_of(c)`` giving each
+        its input. False if no candidate can take it."""
+        kept = {}
+
+        def visit(c: Candidate) -> bool:
+            if any(c.queued.values()) or self._must_fire(c, t):
+                return False
+            n = c.copy()
+            self._step(n, event_of(n), max(c.now, t), NO_MEMBER_ID, None)
+            kept.setdefault(n.key(), n)
+            return False
+        self._silent(line, t, visit)
+        if kept:
+            self.frontier = list(kept.values())
+        return bool(kept)
+
     def respond(self, line: int, record: dict):
         """Match a response record. Returns (matched, expected readable responses, rule key)."""
         conn, cid, t = record["connection"], record["correlation_id"], record["t_ms"]
@@ -627,6 +647,13 @@ def _responses(trace: Trace) -> dict:
     return out
 
 
+# injected coordinator inputs (a ``fault`` record's kind): record -> (rule, candidate -> model input)
+INJECTED_INPUTS = {
+    "expire": lambda rec: ("R11", lambda c: SessionTimeout(c.ids.get(rec["member_id"], UNKNOWN_ID))),
+    "rebalance": lambda rec: ("R44", lambda c: ForceRebalance()),
+}
+
+
 def _exercised(api: str, body: dict) -> tuple:
     error = body.get("error", "NONE")
     return EXERCISED.get((api, error)) or EXERCISED.get((api, None)) or ()
@@ -661,11 +688,12 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
     conn_groups: dict = {}
     context: dict = {}
     unknown_start: dict = {}  # group id -> why the coordinator side cannot know where it started
+    injected: set = set()  # (connection, correlation id) of requests a fault answered (impl/faults.py)
     for line, record in trace.records:
         kind = record["type"]
         if kind == "request":
             api = record["api"]
-            if api in NOT_JUDGED:
+            if api in NOT_JUDGED or (record["connection"], record["correlation_id"]) in injected:
                 requests[(record["connection"], record["correlation_id"])] = None
                 continue
             r = side.prepared.request(line, record)
@@ -736,6 +764,28 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                         f"the coordinator removed group {gid!r}, which the model says is not Empty (R43)",
                         tuple(context[gid])), figures={"not_judged": not_judged})
             checked += 1
+        elif kind == "fault":
+            fault = record["fault"]
+            if fault == "error":  # the fault layer answered the request after this record: not the model
+                injected.add((record["connection"], record["correlation_id"]))
+            elif fault in INJECTED_INPUTS and record["group"] in side.groups:
+                gid = record["group"]
+                rule, event_of = INJECTED_INPUTS[fault](record)
+                context[gid].append((line, record))
+                try:
+                    taken = side.groups[gid].inject(line, record["t_ms"], event_of)
+                except _Bound as e:
+                    return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
+                                   figures={"not_judged": not_judged, "bound": options.max_candidates})
+                if not taken:
+                    return Verdict(DIVERGENT, checked, frozenset(rules), divergence=Divergence(
+                        line, record, SIDE, rule, ("no state that has processed every request before it",),
+                        f"the injected {fault} cannot follow the requests recorded before it ({rule})",
+                        tuple(context[gid])), figures={"not_judged": not_judged})
+                rules.add(rule)
+                checked += 1
+            # delay, drop, coordinator_away/back, pause, resume: the network's and the handler's,
+            # not the model's (a dropped response is recorded as the coordinator gave it)
         elif kind == "restart":
             rules.add("R37")
             loaded = set(record["groups"])
