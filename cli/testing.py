@@ -87,6 +87,7 @@ class Cluster:
 
         def run():
             loop = self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
             self._coordinator = Coordinator(
                 Broker("127.0.0.1", 0, topics), Store(":memory:"), Recorder(self.trace_path, "serve"),
                 initial_delay_ms, mutations, SessionBounds(min_session_ms, SessionBounds().max_ms))
@@ -100,10 +101,9 @@ class Cluster:
             ready.set()
             loop.run_forever()
             loop.run_until_complete(self._coordinator.close())
-            pending = asyncio.all_tasks(loop)  # the connections' tasks, their sockets closed
-            for task in pending:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            pending = asyncio.all_tasks(loop)  # the connections' tasks end on their closed sockets
+            if pending:
+                loop.run_until_complete(asyncio.wait(pending, timeout=2))
             loop.close()
         self._thread = threading.Thread(target=run, name="rebalance-serve", daemon=True)
         self._thread.start()
