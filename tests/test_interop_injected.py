@@ -27,7 +27,7 @@ class Member:
         self.consumer = confluent_kafka.Consumer({
             "bootstrap.servers": cluster.bootstrap, "group.id": GROUP, "client.id": name,
             "session.timeout.ms": 6000, "heartbeat.interval.ms": 200, "enable.auto.commit": False,
-            "topic.metadata.refresh.interval.ms": 1000, "error_cb": lambda e: self.errors.append(str(e)), **conf})
+            "topic.metadata.refresh.interval.ms": 1000, "socket.timeout.ms": 3000, "error_cb": lambda e: self.errors.append(str(e)), **conf})
         self.consumer.subscribe(["t"], on_assign=self._on("assign"), on_revoke=self._on("revoke"),
                                 on_lost=self._on("lost"))
         self.thread = threading.Thread(target=self._poll, daemon=True)
@@ -49,14 +49,21 @@ class Member:
                     done.set_exception(e)
             self.consumer.poll(0.05)
 
-    def commit(self, partition: int, offset: int, timeout_s: float = 30) -> str:
-        """A synchronous commit from the polling thread (librdkafka's commit and poll
-        from two threads never sent the OffsetCommit here); "NONE" or the error's name."""
+    def call(self, fn, timeout_s: float = 30):
+        """``fn()`` on the polling thread: a consumer call from another thread while
+        poll runs blocks (a synchronous commit was never sent, memberid() hung)."""
         done = concurrent.futures.Future()
+        self.calls.append((fn, done))
+        return done.result(timeout_s)
+
+    def memberid(self) -> str:
+        return self.call(self.consumer.memberid)
+
+    def commit(self, partition: int, offset: int) -> str:
+        """A synchronous commit; "NONE" or the error's name."""
         tp = confluent_kafka.TopicPartition("t", partition, offset)
-        self.calls.append((lambda: self.consumer.commit(offsets=[tp], asynchronous=False), done))
         try:
-            (result,) = done.result(timeout_s)
+            (result,) = self.call(lambda: self.consumer.commit(offsets=[tp], asynchronous=False))
             return result.error.name() if result.error else "NONE"
         except confluent_kafka.KafkaException as e:
             return e.args[0].name()
@@ -126,14 +133,14 @@ def test_librdkafka_rejoins_after_a_forced_rebalance_and_after_expiry(kafka_clus
     wait(lambda: kafka_cluster.describe(GROUP)["generation"] == generation + 1, 10, "the forced round")
     print(f"\nforced rebalance: generation {generation} -> {generation + 1}, "
           f"callbacks {[e[1] for e in member.events]}")
-    assert member.consumer.memberid() == old_id  # the same member rejoined
+    assert member.memberid() == old_id  # the same member rejoined
     assert kafka_cluster.expire(old_id) is True
-    wait(lambda: member.consumer.memberid() not in ("", old_id) and kafka_cluster.describe(GROUP)["state"] == "Stable"
+    wait(lambda: member.memberid() not in ("", old_id) and kafka_cluster.describe(GROUP)["state"] == "Stable"
          and kafka_cluster.describe(GROUP)["members"], 20, "a rejoin under a new member.id")
     kafka_cluster.wait_for_stable(GROUP, members=1)
     wait(lambda: member.events[-1][1] == "assign", 10, "the assignment after expiry")
     kinds = [e[1] for e in member.events]
-    print(f"expiry: member.id {old_id[:12]}... -> {member.consumer.memberid()[:12]}..., callbacks {kinds}")
+    print(f"expiry: member.id {old_id[:12]}... -> {member.memberid()[:12]}..., callbacks {kinds}")
     assert "lost" in kinds or kinds.count("revoke") >= 2  # librdkafka gave up what it had (KIP-429's lost)
     conforms(kafka_cluster)
 
