@@ -143,3 +143,19 @@ def test_ctl_against_a_serve_subprocess(tmp_path):
 def test_the_pytest_plugin_gives_a_kafka_cluster(kafka_cluster):
     client, mid, _ = stable_member(kafka_cluster.port)
     assert kafka_cluster.wait_for_stable("g", members=1) == {mid: []}  # an opaque assignment holds no partitions
+
+
+@pytest.mark.spec("R9")
+def test_a_coordinator_without_commit_fencing_is_caught_in_a_trace_with_faults():
+    """The expiry is the model's; the commit the expired member then gets accepted
+    (mutation no-commit-fencing) is not: conform names R9."""
+    with Cluster({"t": 4}, mutations=("no-commit-fencing",)) as cluster:
+        client, mid, generation = stable_member(cluster.port)
+        assert cluster.expire(mid) is True
+        r = client.call(Api.OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=generation, member_id=mid,
+                        group_instance_id=None, topics=[{"name": "t", "partitions": [
+                            {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1,
+                             "committed_metadata": ""}]}])
+        assert r.topics[0].partitions[0].error_code == NONE  # the mutated coordinator accepts it
+        v = verdict(cluster.trace())
+    assert v.status == "divergent" and v.divergence.rule == "R9", v
