@@ -405,16 +405,26 @@ class _Group:
         candidates that are, or through silent steps become, Empty with nothing in
         flight start over as a new group; False if none can (the model removes only
         Empty groups)."""
+        def take(c: Candidate):
+            if c.group.phase != Phase.EMPTY or any(c.queued.values()) or any(
+                    resp is None for waiting in c.awaiting.values() for _, resp in waiting):
+                return None, False
+            n = _initial()
+            n.now, n.awaiting, n.closed = max(c.now, t), {k: list(v) for k, v in c.awaiting.items()}, c.closed
+            return n, True
+        return self._resolve(line, t, take)
+
+    def _resolve(self, line: int, t: float, take) -> bool:
+        """The frontier becomes the candidates ``take(c)`` makes of those reached by
+        silent steps before ``t``: ``take`` returns (a candidate or None, whether to
+        stop expanding ``c``). False, the frontier unchanged, if it makes none."""
         kept = {}
 
         def visit(c: Candidate) -> bool:
-            if c.group.phase != Phase.EMPTY or any(c.queued.values()) or any(
-                    resp is None for waiting in c.awaiting.values() for _, resp in waiting):
-                return False
-            n = _initial()
-            n.now, n.awaiting, n.closed = max(c.now, t), {k: list(v) for k, v in c.awaiting.items()}, c.closed
-            kept.setdefault(n.key(), n)
-            return True
+            n, stop = take(c)
+            if n is not None:
+                kept.setdefault(n.key(), n)
+            return stop
         self._silent(line, t, visit)
         if kept:
             self.frontier = list(kept.values())
@@ -426,19 +436,13 @@ class _Group:
         request recorded before it is processed, so it applies to the candidates that
         have processed them all (reached by silent steps), ``event_of(c)`` giving each
         its input. False if no candidate can take it."""
-        kept = {}
-
-        def visit(c: Candidate) -> bool:
+        def take(c: Candidate):
             if any(c.queued.values()) or self._must_fire(c, t):
-                return False
+                return None, False
             n = c.copy()
             self._step(n, event_of(n), max(c.now, t), NO_MEMBER_ID, None)
-            kept.setdefault(n.key(), n)
-            return False
-        self._silent(line, t, visit)
-        if kept:
-            self.frontier = list(kept.values())
-        return bool(kept)
+            return n, False  # timers may fire before the fault too: c is expanded further
+        return self._resolve(line, t, take)
 
     def respond(self, line: int, record: dict):
         """Match a response record. Returns (matched, expected readable responses, rule key)."""
