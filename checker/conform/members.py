@@ -154,6 +154,11 @@ def check(trace, options=None) -> Verdict:
     return _Checker(trace.header, _option(options, "max_candidates", 256)).run(trace.records)
 
 
+def rec_key(rec: dict) -> tuple:
+    """A request's or response's (connection, correlation_id)."""
+    return rec["connection"], rec["correlation_id"]
+
+
 class _Checker:
     def __init__(self, header: dict, max_candidates: int):
         self.topics = {t["name"]: t["partitions"] for t in header["settings"]["topics"]}
@@ -174,15 +179,16 @@ class _Checker:
     def run(self, records) -> Verdict:
         for line, rec in records:
             kind = rec["type"]
+            owner = self._owner(rec) if kind == "response" and rec_key(rec) in self.requests else None
             try:
                 if kind == "request" and rec["api"] in MAIN_LINE + SIDE:
                     divergence = self._request(line, rec)
-                elif kind == "response" and (rec["connection"], rec["correlation_id"]) in self.requests:
+                elif kind == "response" and rec_key(rec) in self.requests:
                     divergence = self._response(line, rec)
                 else:
                     continue
             except Uninterpretable as e:
-                client = self._owner(rec)
+                client = owner or self._owner(rec)  # a response's owner, taken before _response let go of it
                 self.dropped.add(id(client))
                 self.uninterpreted.append(f"line {line}: {e}")
                 continue
@@ -197,7 +203,7 @@ class _Checker:
 
     def _owner(self, rec):
         if rec["type"] == "response":
-            return self.requests[(rec["connection"], rec["correlation_id"])][0]
+            return self.requests[rec_key(rec)][0]
         return self.by_conn.get((rec["connection"], _group_of(rec)))
 
     def _request(self, line: int, rec: dict):
