@@ -130,6 +130,13 @@ def test_ctl_against_a_serve_subprocess(tmp_path):
         assert heartbeat(client, mid, generation) == REBALANCE_IN_PROGRESS
         code, out, _ = run_cli(*ctl, "status")
         assert code == 0 and json.loads(out)["groups"]["g"]["state"] == "Stable"
+        joiner = Client(cluster.port, "joiner")  # a second member, held at the JoinGroup barrier (R4)
+        jid = joiner.join("g").member_id
+        held = threading.Thread(target=lambda: joiner.join("g", jid), daemon=True)
+        held.start()
+        time.sleep(0.3)
+        code, out, err = run_cli(*ctl, "expire", "g", jid)  # a barrier keeps it (R11): done, without effect, 1
+        assert code == 1 and json.loads(out) == {"expired": False}, err
         code, out, err = run_cli(*ctl, "expire", "g", mid)
         assert code == 0 and json.loads(out) == {"expired": True}
         assert heartbeat(client, mid, generation) == UNKNOWN_MEMBER_ID
