@@ -28,7 +28,8 @@ class Member:
         self.consumer = confluent_kafka.Consumer({
             "bootstrap.servers": cluster.bootstrap, "group.id": GROUP, "client.id": name,
             "session.timeout.ms": 6000, "heartbeat.interval.ms": 200, "enable.auto.commit": False,
-            "topic.metadata.refresh.interval.ms": 1000, "socket.timeout.ms": 3000, "error_cb": lambda e: self.errors.append(str(e)), **conf})
+            "topic.metadata.refresh.interval.ms": 1000, "socket.timeout.ms": 3000,
+            "error_cb": lambda e: self.errors.append(str(e)), **conf})
         self.consumer.subscribe(["t"], on_assign=self._on("assign"), on_revoke=self._on("revoke"),
                                 on_lost=self._on("lost"))
         self.thread = threading.Thread(target=self._poll, daemon=True)
