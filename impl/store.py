@@ -152,6 +152,14 @@ class Store:
             self.db.executemany("INSERT OR REPLACE INTO offsets VALUES (?, ?, ?, ?, ?)",
                                 [(group_id, *o) for o in offsets])
 
+    def delete_offsets(self, group_id: str, partitions) -> None:
+        """Forget the group's committed offsets of ``partitions`` ((topic, partition), ...),
+        in one transaction (OffsetDelete: GroupMetadataManager.cleanupGroupMetadata's tombstones)."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+                                [(group_id, t, p) for t, p in partitions])
+
     def offsets(self, group_id: str) -> dict:
         """{(topic, partition): (offset, metadata)} committed for the group."""
         rows = self.db.execute("SELECT topic, partition, offset, metadata FROM offsets WHERE group_id = ?",
