@@ -58,7 +58,8 @@ from . import admin, broker
 from .consumer_protocol import subscription_json
 from .limits import Limits, MemoryPool, request_max_bytes
 from .records import Records
-from .store import GroupRecord, Store
+from .records import CorruptBatch
+from .store import GroupRecord, Store, StoreError
 from .trace import Recorder, settings
 from .wire import (
     Api, FrameError, UnsupportedVersion, ms, read_request, read_request_frame, request_key, response_frame,
@@ -250,7 +251,9 @@ class Coordinator:
                  mutations=(), session_bounds: SessionBounds = SessionBounds(), limits: Limits = Limits(),
                  auto_create_topics: bool = False):
         self.cluster, self.store, self.trace, self.limits = cluster, store, trace, limits
-        self.auto_create_topics, self.records = auto_create_topics, Records()
+        self.auto_create_topics = auto_create_topics
+        self.records = Records(self._keep_batch if store.keeps_records else None)
+        self.appends: list = []  # the store writes of the batches the Produce being answered appended
         self.pool = MemoryPool(limits.queued_max_request_bytes)
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
@@ -266,11 +269,20 @@ class Coordinator:
         self.server = None
         self.outbox: list = []  # [(store write or None, outputs)], replies waiting for a write (R37)
         self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store")
-        self.workers = None  # the process pool for large Metadata, ListOffsets and Fetch frames
+        self.workers = None  # the process pool for large Metadata frames
 
     async def start(self) -> None:
         """Listen on the cluster's host and port (port 0: any free port, then
-        ``cluster`` holds the real one). Raises OSError if the address is taken."""
+        ``cluster`` holds the real one). Raises OSError if the address is taken,
+        StoreError if a stored record batch no longer validates."""
+        stored = tuple(t for t in self.store.topics() if not self.cluster.partitions(t[0]))
+        self.cluster = self.cluster._replace(topics=self.cluster.topics + stored)
+        try:
+            loaded = self.records.load(self.store.batches())
+        except CorruptBatch as e:
+            raise StoreError(f"--store {self.store.path}: {e}") from None
+        if loaded:
+            log.info("loaded %d record batches", loaded)
         self.server = await asyncio.start_server(self._serve, self.cluster.host, self.cluster.port)
         port = self.server.sockets[0].getsockname()[1]
         self.cluster = self.cluster._replace(port=port)
@@ -598,8 +610,16 @@ class Coordinator:
 
     # --- records and admin (impl/records.py, impl/admin.py) ----------------------------
     async def _produce(self, b):
+        """Produce (broker.produce); with a store that keeps records, answered once the
+        batches appended are written (the writer thread writes in order)."""
         data = broker.produce(self.cluster, self.records, b)
+        appends, self.appends = self.appends, []
+        if appends and b.acks != 0:
+            await appends[-1]
         return None if b.acks == 0 else data
+
+    def _keep_batch(self, topic: str, partition: int, base: int, data: bytes) -> None:
+        self.appends.append(self.write(self.store.append_batch, topic, partition, base, data))
 
     async def _fetch(self, b) -> dict:
         """Fetch, held until min_bytes of records are there or max.wait.ms (at most
@@ -623,6 +643,8 @@ class Coordinator:
     def _add_topics(self, added: tuple) -> None:
         if added:
             self.cluster = self.cluster._replace(topics=self.cluster.topics + added)
+            for name, count in added:
+                self.write(self.store.save_topic, name, count)
             log.info("created topics %s", ", ".join(f"{t}:{n}" for t, n in added))
 
     async def _create_topics(self, b) -> dict:
@@ -636,6 +658,7 @@ class Coordinator:
             self.cluster = self.cluster._replace(topics=tuple(t for t in self.cluster.topics if t[0] not in gone))
             for name in gone:
                 self.records.drop(name)
+                self.write(self.store.delete_topic, name)
             log.info("deleted topics %s", ", ".join(gone))
         return data
 

@@ -262,12 +262,30 @@ class PartitionLog:
 
 class Records:
     """Every partition's log, made on first use; ``appended``: set whenever a batch is
-    appended, so a Fetch waiting for data returns at once (DelayedFetch)."""
+    appended, so a Fetch waiting for data returns at once (DelayedFetch);
+    ``on_append(topic, partition, base offset, batch bytes)``: called for each
+    batch appended (the store's write), or None."""
 
-    def __init__(self):
+    def __init__(self, on_append=None):
         self.logs: dict = {}
         self.next_producer_id = 1000
         self.appended = asyncio.Event()
+        self.on_append = on_append
+
+    def load(self, batches) -> int:
+        """Append stored batches ((topic, partition, bytes), ... in offset order), as
+        appended before a restart: the same offsets and producer states. Returns how
+        many; raises CorruptBatch for one that no longer validates."""
+        n = 0
+        for topic, partition, data in batches:
+            error, _ = self.log(topic, partition).append(parse_batch(data))
+            if error:
+                raise CorruptBatch(f"stored batch of {topic}-{partition} refused on load: error {error}")
+            n += 1
+        if n:  # no producer id handed out before the restart is handed out again
+            pids = [pid for log in self.logs.values() for pid in log.producers]
+            self.next_producer_id = max([self.next_producer_id, *pids])
+        return n
 
     def log(self, topic: str, partition: int) -> PartitionLog:
         key = (topic, partition)
@@ -289,8 +307,12 @@ class Records:
             return e.error, -1, str(e)
         if batch.attributes & TRANSACTIONAL:
             return UNSUPPORTED_VERSION, -1, "transactions are not supported by rebalance serve"
-        error, base = self.log(topic, partition).append(batch)
-        if not error:
+        log = self.log(topic, partition)
+        before = log.end
+        error, base = log.append(batch)
+        if not error and log.end > before:
+            if self.on_append is not None:
+                self.on_append(topic, partition, base, log.batches[-1])
             self.appended.set()
             self.appended = asyncio.Event()
         return error, base, None

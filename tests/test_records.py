@@ -15,6 +15,7 @@ from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
+from interop.harness import wait_for
 from rebalance.impl import records as R
 from rebalance.impl.wire import SUPPORTED, Api, read_response
 from test_serve import Client, closed, server, zero_request  # noqa: F401 (the server fixture)
@@ -192,3 +193,32 @@ def test_metadata_for_all_topics_as_librdkafka_sends_it(server):
         size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
         _, body = read_response(s.recv(size, socket.MSG_WAITALL), Api.METADATA, 12)
     assert [(t.name, len(t.partitions)) for t in body.topics] == [("t", 4)]
+
+
+def fetch_all(c, topic="t", partition=0):
+    f = c.call(Api.FETCH, 12, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+               session_id=0, session_epoch=-1, topics=[{"topic": topic, "partitions": [
+                   {"partition": partition, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                    "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}], forgotten_topics_data=[], rack_id="")
+    part = f.responses[0].partitions[0]
+    return part.error_code, values_of(part.records)
+
+
+def test_a_file_store_keeps_records_topics_and_producer_state_across_kill_9(server):
+    c = Client(server.port, "producer")
+    assert c.call(Api.CREATE_TOPICS, 7, topics=[{"name": "made", "num_partitions": 1, "replication_factor": 1,
+                                                 "assignments": [], "configs": []}], timeout=1000,
+                  validate_only=False).topics[0].error_code == 0
+    assert produce(c, batch([b"a", b"b"], pid=5000, epoch=0, seq=0)).base_offset == 0
+    assert produce(c, batch([b"c"]), topic="made").base_offset == 0
+    server.kill9()  # nothing closes the store: what was answered is on disk
+    mark = len(server.log)
+    server.start()
+    wait_for(lambda: any("listening on" in line for line in server.log[mark:]), 30, "the restarted server")
+    c = Client(server.port, "producer")
+    assert fetch_all(c) == (0, [b"a", b"b"]) and fetch_all(c, "made") == (0, [b"c"])
+    assert produce(c, batch([b"a", b"b"], pid=5000, epoch=0, seq=0)).base_offset == 0  # still a duplicate
+    assert produce(c, batch([b"d"], pid=5000, epoch=0, seq=2)).base_offset == 2
+    r = c.call(Api.INIT_PRODUCER_ID, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1,
+               producer_epoch=-1)
+    assert r.producer_id > 5000  # never one whose state the log holds
