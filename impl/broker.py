@@ -134,7 +134,7 @@ def fetch(cluster: Cluster, records, body) -> tuple:
             error, data = UNKNOWN_TOPIC_OR_PARTITION, b""
             if log is not None:
                 error = 0 if 0 <= p.fetch_offset <= log.end else OFFSET_OUT_OF_RANGE
-                if not error and p.fetch_offset < log.end:
+                if not error and p.fetch_offset < log.end and (not total or left > 0):
                     data = log.read(p.fetch_offset, min(p.partition_max_bytes, left) if total else p.partition_max_bytes)
                     left -= len(data)
                     total += len(data)

@@ -222,3 +222,31 @@ def test_a_file_store_keeps_records_topics_and_producer_state_across_kill_9(serv
     r = c.call(Api.INIT_PRODUCER_ID, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1,
                producer_epoch=-1)
     assert r.producer_id > 5000  # never one whose state the log holds
+
+
+def test_every_version_of_produce_fetch_and_list_offsets_carries_records(server):
+    """Produce, Fetch and ListOffsets at every version serve advertises, naming a
+    partition (the empty-array pass above encodes no partition): the records each
+    Produce appended come back from every Fetch version, and ListOffsets finds them."""
+    c = Client(server.port, "versions")
+    low, high = SUPPORTED[Api.PRODUCE]
+    for n, version in enumerate(range(low, high + 1)):
+        r = c.call(Api.PRODUCE, version, transactional_id=None, acks=-1, timeout=1000, topic_data=[
+            {"name": "t", "partition_data": [{"index": 3, "records": batch([b"v%d" % version], ts=T0 + n)}]}])
+        assert (r.responses[0].partition_responses[0].error_code, r.responses[0].partition_responses[0].base_offset) \
+            == (0, n), version
+    want = [b"v%d" % v for v in range(low, high + 1)]
+    low, high = SUPPORTED[Api.FETCH]
+    for version in range(low, high + 1):
+        f = c.call(Api.FETCH, version, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                   session_id=0, session_epoch=-1, topics=[{"topic": "t", "partitions": [
+                       {"partition": 3, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                        "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
+                   forgotten_topics_data=[], rack_id="")
+        part = f.responses[0].partitions[0]
+        assert (part.error_code, part.high_watermark, values_of(part.records)) == (0, len(want), want), version
+    low, high = SUPPORTED[Api.LIST_OFFSETS]
+    for version in range(low, high + 1):
+        r = c.call(Api.LIST_OFFSETS, version, replica_id=-1, isolation_level=0, topics=[
+            {"name": "t", "partitions": [{"partition_index": 3, "current_leader_epoch": -1, "timestamp": T0 + 2}]}])
+        assert r.topics[0].partitions[0].offset == 2, version
