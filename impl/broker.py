@@ -92,7 +92,7 @@ def produce(cluster: Cluster, records, body) -> dict:
         for p in t.partition_data:
             if body.acks not in (-1, 0, 1):
                 error, base, message = INVALID_REQUIRED_ACKS, -1, f"acks {body.acks}"
-            elif 0 <= p.index < cluster.partitions(t.name):
+            elif cluster.hosts(t.name, p.index):
                 error, base, message = records.produce(t.name, p.index, p.records)
             else:
                 error, base, message = UNKNOWN_TOPIC_OR_PARTITION, -1, None
@@ -112,7 +112,7 @@ def list_offsets(cluster: Cluster, records, body) -> dict:
     for t in body.topics:
         parts = []
         for p in t.partitions:
-            if p.partition_index < cluster.partitions(t.name):
+            if cluster.hosts(t.name, p.partition_index):
                 offset, ts = records.log(t.name, p.partition_index).offset_for(p.timestamp)
                 parts.append({"partition_index": p.partition_index, "timestamp": ts, "offset": offset,
                               "leader_epoch": 0, "error_code": 0})
@@ -136,7 +136,7 @@ def fetch(cluster: Cluster, records, body) -> tuple:
     for t in body.topics:
         parts = []
         for p in t.partitions:
-            hosted = p.partition < cluster.partitions(t.topic)
+            hosted = cluster.hosts(t.topic, p.partition)
             log = records.log(t.topic, p.partition) if hosted else None
             error, data = UNKNOWN_TOPIC_OR_PARTITION, b""
             if log is not None:

@@ -645,6 +645,7 @@ class Coordinator:
             self.cluster = self.cluster._replace(topics=self.cluster.topics + added)
             for name, count in added:
                 self.write(self.store.save_topic, name, count)
+            self.trace.topics(self.cluster.topics)
             log.info("created topics %s", ", ".join(f"{t}:{n}" for t, n in added))
 
     async def _create_topics(self, b) -> dict:
@@ -659,6 +660,7 @@ class Coordinator:
             for name in gone:
                 self.records.drop(name)
                 self.write(self.store.delete_topic, name)
+            self.trace.topics(self.cluster.topics)
             log.info("deleted topics %s", ", ".join(gone))
         return data
 

@@ -1,9 +1,11 @@
 """The admin APIs of ``rebalance serve`` on real sockets with a raw wire client:
 ListGroups, DeleteGroups (R44: only an Empty group, the model's ``deletable``),
 OffsetDelete, CreateTopics, DeleteTopics, auto-creation and DescribeConfigs."""
+import json
+
 import pytest
 
-from interop.harness import Server
+from interop.harness import Server, conform
 from rebalance.impl.wire import Api
 from test_serve import Client, server, stable_member  # noqa: F401 (the server fixture)
 
@@ -121,3 +123,33 @@ def test_metadata_auto_creates_topics_only_when_told(tmp_path, flag, created):
         assert (r.topics[0].error_code, len(r.topics[0].partitions)) == ((0, 1) if created else (3, 0))
     finally:
         server.stop()
+
+
+def test_conform_follows_the_topics_created_and_deleted(server):
+    """A `topics` trace record after CreateTopics and DeleteTopics: conform hosts the
+    partitions serve hosts, so commits to a topic created at run time conform, and so
+    does a commit refused after its topic is deleted."""
+    member, mid, generation = stable_member(server.port)
+    admin = Client(server.port, "admin")
+
+    def commit_late():
+        r = member.call(Api.OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=generation, member_id=mid,
+                        group_instance_id=None, topics=[{"name": "late", "partitions": [
+                            {"partition_index": 1, "committed_offset": 3, "committed_leader_epoch": -1,
+                             "committed_metadata": None}]}])
+        return r.topics[0].partitions[0].error_code
+    assert commit_late() == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    assert admin.call(Api.CREATE_TOPICS, 7, topics=[{"name": "late", "num_partitions": 2, "replication_factor": 1,
+                                                     "assignments": [], "configs": []}], timeout=1000,
+                      validate_only=False).topics[0].error_code == 0
+    assert commit_late() == 0
+    admin.call(Api.DELETE_TOPICS, 6, topics=[{"name": "late", "topic_id": None}], timeout=1000)
+    assert commit_late() == 3
+    server.stop()
+    code, verdict = conform("coordinator", server.trace)
+    assert (code, verdict["verdict"]) == (0, "conforms"), verdict
+    blind = server.trace.with_name("blind.jsonl")  # a recorder that misses the topics records: caught
+    blind.write_text("".join(line for line in server.trace.read_text().splitlines(True)
+                             if json.loads(line)["type"] != "topics"))
+    code, verdict = conform("coordinator", blind)
+    assert (code, verdict["verdict"]) == (1, "divergent"), verdict
