@@ -15,7 +15,7 @@ from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
-from interop.harness import wait_for
+from interop.harness import REBALANCE, wait_for
 from rebalance.impl import records as R
 from rebalance.impl.wire import SUPPORTED, Api, read_response
 from test_serve import Client, closed, server, zero_request  # noqa: F401 (the server fixture)
@@ -250,3 +250,20 @@ def test_every_version_of_produce_fetch_and_list_offsets_carries_records(server)
         r = c.call(Api.LIST_OFFSETS, version, replica_id=-1, isolation_level=0, topics=[
             {"name": "t", "partitions": [{"partition_index": 3, "current_leader_epoch": -1, "timestamp": T0 + 2}]}])
         assert r.topics[0].partitions[0].offset == 2, version
+
+
+def test_a_store_whose_batch_no_longer_validates_is_refused_with_exit_2(tmp_path):
+    import sqlite3
+    import subprocess
+
+    from rebalance.impl.store import Store
+    path = tmp_path / "store.db"
+    store = Store(str(path))
+    flipped = bytearray(batch([b"a"]))
+    flipped[-1] ^= 1
+    store.append_batch("t", 0, 0, bytes(flipped))
+    store.close()
+    r = subprocess.run([str(REBALANCE), "serve", "--port", "0", "--topic", "t:1", "--store", str(path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "CRC" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM batches").fetchone() == (1,)  # left as it was
