@@ -10,6 +10,13 @@ impl/ decides no protocol question: it translates names (Kafka's member.id and
 group.instance.id strings to the model's ints), durations (ms from the requests)
 and bytes.
 
+Beside the groups: Produce, Fetch and ListOffsets on the partitions' logs
+(``records``, impl/records.py), InitProducerId, the topic admin APIs
+(``admin``: CreateTopics, DeleteTopics, DescribeConfigs, auto-creation) and the
+group admin APIs answered here, ListGroups, OffsetDelete and DeleteGroups (the
+last through the model's ``DeleteGroup`` input, R44); ``HANDLERS`` maps their API
+keys to the methods that answer them.
+
 Like Kafka's SocketServer, a connection's requests are handled one at a time,
 in order: a JoinGroup held at the barrier holds its connection's next request
 too. A frame that cannot be parsed closes its connection, and only it.
