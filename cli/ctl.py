@@ -79,7 +79,7 @@ def expire(group, member_id):
 @ctl.command()
 @click.argument("group")
 def rebalance(group):
-    """Force GROUP to rebalance (R44)."""
+    """Force GROUP to rebalance (R45)."""
     _run("rebalance", {"group": group})
 
 

@@ -215,7 +215,7 @@ class Cluster:
         return self._call("expire", group=group, member_id=member_id)["expired"]
 
     def rebalance(self, group: str) -> str:
-        """Force ``group`` to rebalance (R44); its state after."""
+        """Force ``group`` to rebalance (R45); its state after."""
         return self._call("rebalance", group=group)["state"]
 
     def inject(self, api: str, *, error=None, delay_ms: int | None = None, drop: bool = False,
@@ -247,8 +247,8 @@ class Cluster:
         self._call("resume")
 
     def records(self, topic: str) -> list:
-        """The records produced to ``topic`` ([{"partition", "offset", "key", "value"}]);
-        [] while serve keeps no log (impl/faults.py ``Faults.records``)."""
+        """The records produced to ``topic``: [{"partition", "offset", "timestamp_ms"}]
+        by partition then offset (impl/faults.py ``Faults.records``)."""
         return self._call("records", topic=topic)["records"]
 
     def trace(self) -> list:

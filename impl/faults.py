@@ -6,7 +6,7 @@ response passes ``after`` on its way out. Operations:
 
 * ``expire(group, member_id)``: the member's session timeout fires now, as the
   model's ``SessionTimeout`` input (R11: a member held at a barrier stays);
-* ``rebalance(group)``: the model's ``ForceRebalance`` input (R44);
+* ``rebalance(group)``: the model's ``ForceRebalance`` input (R45);
 * ``inject(api, error=..., delay_ms=..., drop=..., member=..., count=..., for_ms=...)``:
   a rule for the next ``count`` requests of ``api`` (or for ``for_ms`` ms; both
   None: until cleared) from one member (its member.id or client.id) or all:
@@ -242,7 +242,7 @@ class Faults:
         return {"expired": member_id not in rt.ids}
 
     def rebalance(self, group: str) -> dict:
-        """The model's ForceRebalance input (R44). Returns {"state": the group's state after}."""
+        """The model's ForceRebalance input (R45). Returns {"state": the group's state after}."""
         rt = self._runtime(group)
         self._record("rebalance", group=group)
         rt.step(ForceRebalance())
@@ -299,14 +299,20 @@ class Faults:
         return {"paused": False, "released": self.held}
 
     def records(self, topic: str) -> dict:
-        """The records of ``topic``, per partition, in offset order: {"records": [{"partition",
-        "offset", "key", "value"} ...]}. Read through one accessor, ``server.log.records(topic)``
-        (the in-memory log of Produce and Fetch, issue 19 item 1); while serve keeps no
-        log, an empty list. Raises FaultError for a topic serve does not host."""
-        if self.server.cluster.partitions(topic) == 0:
+        """The records of ``topic`` in its partitions' logs (impl/records.py), by
+        partition then offset: {"records": [{"partition", "offset", "timestamp_ms"}]}
+        (keys and values stay in their batches, possibly compressed). Raises
+        FaultError for a topic serve does not host."""
+        partitions = self.server.cluster.partitions(topic)
+        if partitions == 0:
             raise FaultError(f"no topic {topic!r}")
-        log_ = getattr(self.server, "log", None)
-        return {"records": [] if log_ is None else list(log_.records(topic))}
+        out = []
+        for p in range(partitions):
+            log_ = self.server.records.logs.get((topic, p))
+            if log_ is not None:
+                out.extend({"partition": p, "offset": o, "timestamp_ms": ts}
+                           for o, ts in zip(log_.offsets, log_.timestamps))
+        return {"records": out}
 
     def status(self) -> dict:
         """The layer's state and every group's: {"paused", "away", "rules", "groups":

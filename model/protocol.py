@@ -366,7 +366,7 @@ class DeleteGroup(NamedTuple):
 
 
 class ForceRebalance(NamedTuple):
-    """An operator forces a rebalance (R44; ``rebalance serve``'s fault injection,
+    """An operator forces a rebalance (R45; ``rebalance serve``'s fault injection,
     impl/faults.py): the coordinator prepares a rebalance as it does for a member whose
     metadata changed (GroupCoordinator.prepareRebalance). The checker does not
     generate it: a forced rebalance is a test's input, not a protocol event."""
