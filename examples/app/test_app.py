@@ -3,8 +3,8 @@ examples/app/app.py on librdkafka and kafka-python in one group against the
 ``kafka_cluster`` fixture; a rebalance forced mid-batch and a member expired;
 no record lost, re-deliveries counted and printed.
 
-It produces through serve's Produce API (issue 19 item 1): until serve has one,
-the test is skipped, saying so. ``pytest -m interop examples/app -s``."""
+It produces through serve's Produce API (issue 19 item 1); a serve without one
+skips the test, saying so. ``pytest -m interop examples/app -s``."""
 import sys
 import threading
 import time
