@@ -18,7 +18,8 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rebalance.checker import counterexample, prove, replay as replaying, vectors as vectors_module
+from rebalance import examples
+from rebalance.checker import counterexample, junit, prove, replay as replaying, vectors as vectors_module
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
@@ -204,12 +205,17 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               help="Drop weak fairness on timers (eventual_balance then fails by stuttering).")
 @click.option("--require-covers", is_flag=True,
               help="Exit 1 when a cover is not reached, as for a violation: in CI, a pass over nothing fails.")
+@click.option("--example", help="Check a shipped example configuration by name (default, connect/worker_joins, ...: "
+                                "rebalance.examples) instead of a CONFIG file.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+              help="Also write a JUnit XML report, one test case per property (a violated one a failure with "
+                   "its counterexample), for CI.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
 def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
           spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
-          timer_fairness, require_covers, as_json, out_dir):
+          timer_fairness, require_covers, example, junit_path, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
@@ -227,13 +233,17 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     checked along N random walks of --depth steps instead (checker/engines/walks.py),
     the violation found shortened. A violation's shortest
     counterexample (a lasso for a liveness property) is written under --out as
-    JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG.
+    JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG. --junit FILE
+    writes a JUnit XML report (checker/junit.py) for CI.
 
     \b
     Exit codes: 0 holds, 1 violated (or, with --require-covers, a cover not
     reached: `uncovered` in --json), 2 bad input, 3 incomplete (a limit was hit:
     --max-states, --max-depth, --max-seconds, --max-memory).
     """
+    if example and config:
+        raise click.UsageError("give a CONFIG file or --example NAME, not both")
+    config = examples.path(example) if example else config
     data = load_toml(config) if config else {}
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
@@ -250,7 +260,8 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
                     settings.static, settings.spec_mutations)
     props = applicable(system)
     if walks:
-        _walks(settings, system, props, walks, depth or 100, seed, spark_master, guard, as_json, out_dir)
+        _walks(settings, system, props, walks, depth or 100, seed, spark_master, guard, as_json, out_dir,
+               junit_path and (junit_path, _suite(config)))
     covers = applicable_covers(system)
     # a property decided by its own lasso search needs the whole space: it never stops the run
     stop_on = frozenset() if settings.keep_going else frozenset(
@@ -276,6 +287,8 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     uncovered = [c["name"] for c in summary["covers"] if not c["reached"]]
     if require_covers and uncovered and summary["verdict"] == "holds":
         summary |= {"verdict": "violated", "uncovered": uncovered}  # vacuity, by the user's own standard
+    if junit_path:
+        junit.write(junit_path, _suite(config), summary)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -285,8 +298,14 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     sys.exit({"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[summary["verdict"]])
 
 
-def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_json, out_dir):
-    """``check --walks``: the walks engine (checker/engines/walks.py), its report and exit code."""
+def _suite(config) -> str:
+    """The JUnit suite's name: the command that was checked."""
+    return f"rebalance check {config or ''}".strip()
+
+
+def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_json, out_dir, junit_to=None):
+    """``check --walks``: the walks engine (checker/engines/walks.py), its report and exit code;
+    ``junit_to``: ``(path, suite name)`` for a JUnit XML report, or None."""
     from rebalance.checker.engines import walks as walking
     names = walking.checked_names(props, settings.expect_violated)
     if settings.engine == "spark":
@@ -297,6 +316,8 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
     files = v and counterexample.write(settings.group, v, out_dir, _config_summary(settings))
     summary = walking.summary(result, props, settings.expect_violated, walks, depth, seed, files) | {
         "peak_rss_mb": round(peak_rss_mb(), 1), "configuration": _config_summary(settings), "warnings": []}
+    if junit_to:
+        junit.write(*junit_to, summary)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
