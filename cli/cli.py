@@ -159,7 +159,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
         files = next(x["files"] for x in summary["counterexamples"] if x["property"] == v.property)
         if show_trace:
             out.print(counterexample.text_trace(settings.group, v), highlight=False, markup=False)
-        out.print(f"counterexample files: {files['json']} {files['dot']} {files.get('svg') or ''}",
+        out.print(f"counterexample files: {files['json']} {files['dot']} {files.get('svg') or ''} {files['html']}",
                   highlight=False)
         if files.get("svg_error"):
             err.print(f"[yellow]warning:[/] no SVG: {files['svg_error']}")
@@ -284,6 +284,11 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
              for v in result.violations}
     summary = _summary(settings, result, props, covers, files) | {"warnings": warnings}
+    if files:  # one self-contained HTML report per run: every counterexample's diagram, steps and final state
+        report = counterexample.write_check_report(out_dir, _suite(config), files, summary["properties"])
+        summary["report"] = report
+        for paths in files.values():
+            paths["html"] = report
     uncovered = [c["name"] for c in summary["covers"] if not c["reached"]]
     if require_covers and uncovered and summary["verdict"] == "holds":
         summary |= {"verdict": "violated", "uncovered": uncovered}  # vacuity, by the user's own standard
@@ -314,6 +319,9 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
         result = walking.walks_local(system, names, walks, depth, seed, guard)
     v = result.violation
     files = v and counterexample.write(settings.group, v, out_dir, _config_summary(settings))
+    if files:
+        files["html"] = counterexample.write_check_report(
+            out_dir, f"rebalance check --walks {walks} --seed {seed}", {v.property: files}, ())
     summary = walking.summary(result, props, settings.expect_violated, walks, depth, seed, files) | {
         "peak_rss_mb": round(peak_rss_mb(), 1), "configuration": _config_summary(settings), "warnings": []}
     if junit_to:
@@ -345,21 +353,31 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
 @click.option("--mutation", "mutations", multiple=True,
               help="Switch on a mutation (model/config.py MUTATIONS), e.g. connect-leader-state to replay a "
                    "Design II scenario as Kafka Connect behaves; repeatable.")
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
+              help="Also draw the replay as a sequence diagram (SVG) at this path, with an HTML report beside it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def replay(scenario, mutations, as_json):
+def replay(scenario, mutations, svg_path, as_json):
     """Run one scripted scenario deterministically.
 
     The scenario (TOML) gives the group, the members with the partitions they own
     and the generation they own them in, and a list of events (join, leave,
     crash, restart, pause, resume; each settles the group afterwards unless it
     says settle = false). Prints every rebalance round with each member's
-    assigned and revoked partitions, and the final ownership.
+    assigned and revoked partitions, and the final ownership. --svg FILE draws
+    every step (a lane per member, owned and assigned partitions, heartbeat round
+    trips collapsed) and writes FILE.html beside it (diagram, steps, final state).
     """
-    report = replaying.run(replaying.load(scenario, mutations))
+    loaded = replaying.load(scenario, mutations)
+    steps = [(None, loaded["initial"])]
+    report = replaying.run(loaded, steps)
+    if svg_path:
+        report["files"] = counterexample.write_replay(loaded["system"].cfg, steps, svg_path, report["name"])
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
         out.print(replaying.text(report), highlight=False, markup=False)
+        if svg_path:
+            out.print(f"diagram: {report['files']['svg']} {report['files']['html']}", highlight=False, markup=False)
 
 
 @main.command()
