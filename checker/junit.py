@@ -1,6 +1,8 @@
 """JUnit XML for CI: ``rebalance check --junit FILE`` writes one ``<testcase>`` per
 property, so a CI system (GitHub Actions, GitLab, Jenkins) shows each property as
-a test, a violated one as a failure carrying its counterexample's files and steps.
+a test, a violated one as a failure carrying its counterexample's files and steps;
+``rebalance conform --junit FILE`` one per trace, a divergent one a failure naming
+the record and the rule.
 
 The format is the de-facto JUnit schema CI tools read (``testsuites`` >
 ``testsuite`` > ``testcase`` with ``failure`` / ``skipped``); the file is written
@@ -27,7 +29,7 @@ def counterexample_text(files: dict) -> str:
     return "\n".join(lines)
 
 
-def cases(summary: dict) -> list[dict]:
+def check_cases(summary: dict) -> list[dict]:
     """One case per property of a ``check --json`` summary: ``{"name", "outcome":
     "passed" | "failed" | "skipped", "message", "text"}``. A property fails when its
     status is ``violated`` and it is not expected violated; it is skipped when not
@@ -53,16 +55,26 @@ def cases(summary: dict) -> list[dict]:
     return out
 
 
-def write(path: str | Path, suite: str, summary: dict) -> Path:
-    """Write ``summary``'s cases (``cases``) as a JUnit XML file at ``path``; the
-    suite is named ``suite`` (e.g. ``rebalance check examples/default.toml``) and
-    timed by ``summary["seconds"]``. Returns the path. Raises OSError."""
-    rows = cases(summary)
+def conform_cases(rows) -> list[dict]:
+    """One case per trace of ``conform``'s corpus rows (checker/conform/run.py ``row``):
+    conforms passes, divergent fails (the line, rule and reason), incomplete is skipped."""
+    out = []
+    for r in rows:
+        outcome = {"conforms": "passed", "incomplete": "skipped"}.get(r["verdict"], "failed")
+        where = f" at line {r['line']}" + (f" ({r['rule']})" if r.get("rule") else "") if r.get("line") else ""
+        out.append({"name": r["path"], "kind": f"conform.{r['side']}", "outcome": outcome,
+                    "message": f"{r['verdict']}{where}", "text": r.get("reason") or ""})
+    return out
+
+
+def write(path: str | Path, suite: str, rows: list[dict], seconds: float = 0.0) -> Path:
+    """Write ``rows`` (``check_cases``, ``conform_cases``) as a JUnit XML file at
+    ``path``, the suite named ``suite`` (e.g. ``rebalance check examples/default.toml``)
+    and timed ``seconds``. Returns the path. Raises OSError."""
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(rows)),
                        failures=str(sum(r["outcome"] == "failed" for r in rows)), errors="0",
-                       skipped=str(sum(r["outcome"] == "skipped" for r in rows)),
-                       time=f"{summary.get('seconds', 0):.3f}")
+                       skipped=str(sum(r["outcome"] == "skipped" for r in rows)), time=f"{seconds:.3f}")
     for r in rows:
         case = ET.SubElement(ts, "testcase", classname=f"rebalance.{r['kind']}", name=r["name"])
         if r["outcome"] == "failed":

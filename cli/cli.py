@@ -293,7 +293,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     if require_covers and uncovered and summary["verdict"] == "holds":
         summary |= {"verdict": "violated", "uncovered": uncovered}  # vacuity, by the user's own standard
     if junit_path:
-        junit.write(junit_path, _suite(config), summary)
+        junit.write(junit_path, _suite(config), junit.check_cases(summary), summary["seconds"])
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -325,7 +325,7 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
     summary = walking.summary(result, props, settings.expect_violated, walks, depth, seed, files) | {
         "peak_rss_mb": round(peak_rss_mb(), 1), "configuration": _config_summary(settings), "warnings": []}
     if junit_to:
-        junit.write(*junit_to, summary)
+        junit.write(*junit_to, junit.check_cases(summary), summary["seconds"])
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -836,7 +836,10 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
 @click.option("--spark-master", default="local[2]", show_default=True, help="Spark master URL (--engine spark).")
 @click.option("--skew-ms", type=click.IntRange(0), default=0, show_default=True,
               help="Clients side: the most the applications' clocks may differ (ms).")
-def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spark_master, skew_ms):
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+              help="Also write a JUnit XML report, one test case per trace (a divergent one a failure naming the "
+                   "record and rule), for CI. Not with --side clients.")
+def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spark_master, skew_ms, junit_path):
     """Hold a recorded trace (spec/TRACE.md, v2) against the model and name the
     first record and rule (R.., spec/SPEC.md) where they part.
 
@@ -863,6 +866,8 @@ def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spa
     from rebalance.checker.conform import run as conform_run
 
     if side == "clients":
+        if junit_path:
+            return _conform_error(as_json, "--junit: one test case per trace; --side clients judges observed logs")
         doc, code = conform_run.judge_observed(paths, {"skew_ms": skew_ms})
         _conform_done(doc, code, as_json)
     if len(paths) != 1:
@@ -882,6 +887,9 @@ def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spa
             rows = conform_run.corpus_local(paths, side, options)
             conform_run.write_tables(rows, Path(out_dir))
         code = conform_run.exit_code(r["verdict"] for r in rows)
+        if junit_path:
+            junit.write(junit_path, f"rebalance conform {path}", junit.conform_cases(rows),
+                        time.perf_counter() - started)
         counts: dict = {}
         for r in rows:
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -898,7 +906,12 @@ def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spa
         sys.exit(code)
     if not target.exists():
         return _conform_error(as_json, f"{path}: no such file or directory")
-    _conform_done(*conform_run.judge(target, side, options, out_dir), as_json)
+    doc, code = conform_run.judge(target, side, options, out_dir)
+    if junit_path and doc["verdict"] != "malformed":
+        junit.write(junit_path, f"rebalance conform {path}",
+                    junit.conform_cases([conform_run.row(doc) | {"reason": (doc["divergence"] or {}).get("reason")}]),
+                    doc["seconds"])
+    _conform_done(doc, code, as_json)
 
 
 def _conform_done(doc: dict, code: int, as_json: bool):

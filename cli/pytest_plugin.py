@@ -114,7 +114,7 @@ class PropertyItem(pytest.Item):
         code, summary = self.run.result()
         if code == 2:
             raise PropertyFailed(f"bad input: {summary['error']['message']}")
-        case = next(c for c in junit.cases(summary) if c["name"] == self.name)
+        case = next(c for c in junit.check_cases(summary) if c["name"] == self.name)
         if case["outcome"] == "skipped":
             pytest.skip(case["message"])
         if case["outcome"] == "failed":
@@ -164,4 +164,8 @@ def pytest_configure(config):
 
 def pytest_collect_file(file_path, parent):
     if file_path.resolve() in parent.config.stash.get(CONFIGS, ()):
+        try:
+            file_path.relative_to(parent.config.rootpath)
+        except ValueError:  # a shipped example, outside the project: named by its file name
+            return ConfigFile.from_parent(parent, path=file_path, nodeid=file_path.name)
         return ConfigFile.from_parent(parent, path=file_path)

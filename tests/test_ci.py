@@ -104,3 +104,20 @@ def test_workflow_runs_check_and_uploads_svgs():
     assert "rebalance check examples/default.toml --require-covers --junit" in flow
     upload = flow[flow.index("actions/upload-artifact"):]
     assert "if: always()" in flow and "out/*.svg" in upload and "out/*.html" in upload
+
+
+def test_conform_junit_one_case_per_trace(tmp_path):
+    from test_conform import _emit
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    _emit(corpus / "right.jsonl", "zombie")
+    _emit(corpus / "fenceless.jsonl", "zombie", mutations=("no-commit-fencing",))  # the wrong coordinator
+    code, _, err = run_cli("conform", corpus / "fenceless.jsonl", "--junit", "one.xml", "--out", "o", cwd=tmp_path)
+    (case,) = ET.parse(tmp_path / "one.xml").getroot().iter("testcase")
+    failure = case.find("failure")
+    assert code == 1 and failure is not None and "(R9)" in failure.get("message") and failure.text, err
+    code, _, err = run_cli("conform", corpus, "--junit", "all.xml", "--out", "o", cwd=tmp_path)
+    suite = ET.parse(tmp_path / "all.xml").getroot().find("testsuite")
+    assert code == 1 and suite.get("tests") == "2" and suite.get("failures") == "1", err
+    code, out, err = run_cli("conform", "--side", "clients", corpus / "right.jsonl", "--junit", "x.xml", cwd=tmp_path)
+    assert code == 2 and "--junit" in err
