@@ -18,7 +18,6 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rebalance import examples
 from rebalance.checker import counterexample, junit, prove, replay as replaying, vectors as vectors_module
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
@@ -243,7 +242,9 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     """
     if example and config:
         raise click.UsageError("give a CONFIG file or --example NAME, not both")
-    config = examples.path(example) if example else config
+    if example:
+        from rebalance import examples  # the package data (an install from before it shipped lacks it)
+        config = examples.path(example)
     data = load_toml(config) if config else {}
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,

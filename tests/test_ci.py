@@ -6,9 +6,6 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-from rebalance import examples
-from rebalance.checker.properties import applicable
-
 from conftest import ROOT, run_cli
 
 SMALL = """
@@ -85,6 +82,7 @@ def test_junit_under_walks_and_a_stop_skips(tmp_path):
 
 
 def test_examples_ship_with_the_package(tmp_path):
+    from rebalance import examples
     assert {"default", "connect/worker_joins", "design1_member_joins"} <= set(examples.names())
     code, out, err = run_cli("check", "--example", "default", "--faults", "join", "--max-faults", "1", cwd=tmp_path)
     assert code == 0 and "verdict: holds" in out, err
