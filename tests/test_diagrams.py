@@ -4,6 +4,7 @@ the violating step and partition highlighted, configuration, protocol and mutati
 in the title, heartbeat round trips collapsed, unused lanes dropped, a lasso at
 most 1,600 px wide, replays drawn, one self-contained HTML report per run. The
 violations come from deliberately wrong or zombie-ridden models (mutations)."""
+import json
 import re
 import stat
 import xml.etree.ElementTree as ET
@@ -129,3 +130,13 @@ def test_readme_shows_a_counterexample_png_rendered_by_dot():
     png = ROOT / "docs" / "img" / "exclusive_processing.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "docs/img/exclusive_processing.png" in (ROOT / "README.md").read_text()
+
+
+def test_walks_write_the_report_too(tmp_path):
+    code, out, err = run_cli("check", "--members", "4", "--partitions", "8", "--max-faults", "50", "--mutation",
+                             "assign-before-revoke", "--walks", "50", "--depth", "300", "--json", "--out", tmp_path,
+                             cwd=tmp_path)
+    assert code == 1, err
+    files = json.loads(out)["counterexample"]["files"]
+    page = (tmp_path / "report.html").read_text()
+    assert files["html"] == str(tmp_path / "report.html") and page.count("<svg") == 1 and "walks 50" in page
