@@ -205,6 +205,8 @@ class Slot:
         self.conn, self.member_id, self.generation, self.members = conn, "", -1, ()
         self.required = False  # the last JoinGroup was answered MEMBER_ID_REQUIRED
         self.joined = False  # a JoinGroup succeeded: a client sends SyncGroup next
+        self.instance = None  # group.instance.id (KIP-345), or None: a dynamic member
+        self.previous = ""  # the member id before the last one handed out (a zombie's, a replaced static member's)
 
 
 RESPONSE_WAIT_S = 0.05  # how long a rule waits for its response before leaving it pending (a held JoinGroup)
@@ -212,9 +214,10 @@ RESPONSE_WAIT_S = 0.05  # how long a rule waits for its response before leaving 
 
 class CoordinatorMachine(RuleBasedStateMachine):
     """Clients of one fresh group (``group-<uuid>``) on up to ``SLOTS`` connections
-    send JoinGroup (v9: KIP-394's MEMBER_ID_REQUIRED first, then with the id),
-    SyncGroup (a leader assigns the members it was told of, round robin), Heartbeat,
-    LeaveGroup, OffsetCommit (at the current or a stale generation) and close their
+    send JoinGroup (v9: KIP-394's MEMBER_ID_REQUIRED first, then with the id; dynamic
+    or static, KIP-345), SyncGroup (a leader assigns the members it was told of, round
+    robin), Heartbeat, LeaveGroup, OffsetCommit (at the current or a stale generation,
+    under the current member id or the previous one, as a zombie would) and close their
     connections, one request in flight per connection (Kafka's SocketServer mutes
     a channel while one is), in an order hypothesis chooses; ``settle`` waits for
     held responses and timers (session and rebalance timeouts ``TIMEOUT_MS``). At
@@ -250,6 +253,8 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def _absorb(self, s: Slot, timeout_s: float) -> None:
         for api, body in s.conn.poll(timeout_s):
             if api == Api.JOIN_GROUP and body.error_code in (0, 79):  # NONE, MEMBER_ID_REQUIRED
+                if body.member_id != s.member_id:
+                    s.previous = s.member_id
                 s.member_id, s.required = body.member_id, body.error_code == 79
                 if body.error_code == 0:
                     s.generation, s.joined = body.generation_id, True
@@ -274,16 +279,19 @@ class CoordinatorMachine(RuleBasedStateMachine):
             s.joined = False
             self.sync_of(s)
 
-    @rule(i=st.integers(0, SLOTS - 1), fresh=st.booleans())
-    def join(self, i, fresh):
+    @rule(i=st.integers(0, SLOTS - 1), fresh=st.booleans(), static=st.booleans())
+    def join(self, i, fresh, static):
+        """JoinGroup, with the member id known (or none: ``fresh``), as a static member
+        (KIP-345: group.instance.id ``instance-<lane>``, one per slot) or not."""
         s = self._slot(i)
         if s is not None:
+            s.instance = f"instance-{lane(i)}" if static else None
             self.join_of(s, "" if fresh else s.member_id)
 
     def join_of(self, s: Slot, member: str) -> None:
         sub = encode_subscription(self.cfg, Subscription(0, NO_GENERATION))
         self._send(s, Api.JOIN_GROUP, 9, session_timeout=self.TIMEOUT_MS, rebalance_timeout=self.TIMEOUT_MS,
-                   member_id=member, group_instance_id=None, protocol_type="consumer",
+                   member_id=member, group_instance_id=s.instance, protocol_type="consumer",
                    protocols=[{"name": "range", "metadata": sub}], reason=None)
 
     @rule(i=st.integers(0, SLOTS - 1))
@@ -297,27 +305,32 @@ class CoordinatorMachine(RuleBasedStateMachine):
         assignments = [{"member_id": m, "assignment": encode_assignment(
             self.cfg, Assignment(sum(1 << p for p in range(k, n, len(s.members)))))}
             for k, m in enumerate(s.members)]
-        self._send(s, Api.SYNC_GROUP, 5, generation_id=s.generation, member_id=s.member_id, group_instance_id=None,
+        self._send(s, Api.SYNC_GROUP, 5, generation_id=s.generation, member_id=s.member_id, group_instance_id=s.instance,
                    protocol_type="consumer", protocol_name="range", assignments=assignments)
 
-    @rule(i=st.integers(0, SLOTS - 1))
-    def heartbeat(self, i):
+    @rule(i=st.integers(0, SLOTS - 1), old=st.booleans())
+    def heartbeat(self, i, old):
+        """Heartbeat, under the current member id or (``old``) the one before it, as a
+        zombie would (UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID for a replaced static member)."""
         s = self._slot(i)
         if s is not None:
-            self._send(s, Api.HEARTBEAT, 4, generation_id=s.generation, member_id=s.member_id, group_instance_id=None)
+            self._send(s, Api.HEARTBEAT, 4, generation_id=s.generation, member_id=s.previous if old else s.member_id,
+                       group_instance_id=s.instance)
 
     @rule(i=st.integers(0, SLOTS - 1))
     def leave(self, i):
         s = self._slot(i)
         if s is not None:
-            self._send(s, Api.LEAVE_GROUP, 3, members=[{"member_id": s.member_id, "group_instance_id": None}])
+            self._send(s, Api.LEAVE_GROUP, 3, members=[{"member_id": s.member_id, "group_instance_id": s.instance}])
 
-    @rule(i=st.integers(0, SLOTS - 1), stale=st.integers(0, 2))
-    def commit(self, i, stale):
+    @rule(i=st.integers(0, SLOTS - 1), stale=st.integers(0, 2), old=st.booleans())
+    def commit(self, i, stale, old):
+        """OffsetCommit at the current generation or ``stale`` before it, under the
+        current member id or (``old``) the one before it."""
         s = self._slot(i)
         if s is not None:
             self._send(s, Api.OFFSET_COMMIT, 8, generation_id_or_member_epoch=s.generation - stale,
-                       member_id=s.member_id, group_instance_id=None, topics=[{"name": "t", "partitions": [
+                       member_id=s.previous if old else s.member_id, group_instance_id=s.instance, topics=[{"name": "t", "partitions": [
                            {"partition_index": 0, "committed_offset": 1, "committed_leader_epoch": -1,
                             "committed_metadata": None}]}])
 
