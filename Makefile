@@ -34,7 +34,7 @@ test-slow: setup
 
 # real Kafka clients (librdkafka via confluent-kafka, kafka-python, aiokafka, kafkajs) against `rebalance serve`
 test-interop: setup
-	$(PY) -m pytest -q -m interop
+	$(PY) -m pytest -q -m interop tests examples/app
 
 bench: setup
 	$(PY) benchmarks/explore.py

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rebalance.checker import counterexample, prove, replay as replaying, vectors as vectors_module
+from rebalance.checker import counterexample, junit, prove, replay as replaying, vectors as vectors_module
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
@@ -158,7 +158,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
         files = next(x["files"] for x in summary["counterexamples"] if x["property"] == v.property)
         if show_trace:
             out.print(counterexample.text_trace(settings.group, v), highlight=False, markup=False)
-        out.print(f"counterexample files: {files['json']} {files['dot']} {files.get('svg') or ''}",
+        out.print(f"counterexample files: {files['json']} {files['dot']} {files.get('svg') or ''} {files['html']}",
                   highlight=False)
         if files.get("svg_error"):
             err.print(f"[yellow]warning:[/] no SVG: {files['svg_error']}")
@@ -204,12 +204,17 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               help="Drop weak fairness on timers (eventual_balance then fails by stuttering).")
 @click.option("--require-covers", is_flag=True,
               help="Exit 1 when a cover is not reached, as for a violation: in CI, a pass over nothing fails.")
+@click.option("--example", help="Check a shipped example configuration by name (default, connect/worker_joins, ...: "
+                                "rebalance.examples) instead of a CONFIG file.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+              help="Also write a JUnit XML report, one test case per property (a violated one a failure with "
+                   "its counterexample), for CI.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
 def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
           spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
-          timer_fairness, require_covers, as_json, out_dir):
+          timer_fairness, require_covers, example, junit_path, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
@@ -227,13 +232,19 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     checked along N random walks of --depth steps instead (checker/engines/walks.py),
     the violation found shortened. A violation's shortest
     counterexample (a lasso for a liveness property) is written under --out as
-    JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG.
+    JSON, ITF (Apalache ADR-015, <property>.itf.json), DOT and SVG. --junit FILE
+    writes a JUnit XML report (checker/junit.py) for CI.
 
     \b
     Exit codes: 0 holds, 1 violated (or, with --require-covers, a cover not
     reached: `uncovered` in --json), 2 bad input, 3 incomplete (a limit was hit:
     --max-states, --max-depth, --max-seconds, --max-memory).
     """
+    if example and config:
+        raise click.UsageError("give a CONFIG file or --example NAME, not both")
+    if example:
+        from rebalance import examples  # the package data (an install from before it shipped lacks it)
+        config = examples.path(example)
     data = load_toml(config) if config else {}
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
@@ -250,7 +261,8 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
                     settings.static, settings.spec_mutations)
     props = applicable(system)
     if walks:
-        _walks(settings, system, props, walks, depth or 100, seed, spark_master, guard, as_json, out_dir)
+        _walks(settings, system, props, walks, depth or 100, seed, spark_master, guard, as_json, out_dir,
+               junit_path and (junit_path, _suite(config)))
     covers = applicable_covers(system)
     # a property decided by its own lasso search needs the whole space: it never stops the run
     stop_on = frozenset() if settings.keep_going else frozenset(
@@ -273,9 +285,16 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
              for v in result.violations}
     summary = _summary(settings, result, props, covers, files) | {"warnings": warnings}
+    if files:  # one self-contained HTML report per run: every counterexample's diagram, steps and final state
+        report = counterexample.write_check_report(out_dir, _suite(config), files, summary["properties"])
+        summary["report"] = report
+        for paths in files.values():
+            paths["html"] = report
     uncovered = [c["name"] for c in summary["covers"] if not c["reached"]]
     if require_covers and uncovered and summary["verdict"] == "holds":
         summary |= {"verdict": "violated", "uncovered": uncovered}  # vacuity, by the user's own standard
+    if junit_path:
+        junit.write(junit_path, _suite(config), junit.check_cases(summary), summary["seconds"])
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -285,8 +304,14 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     sys.exit({"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED, "incomplete": EXIT_INCOMPLETE}[summary["verdict"]])
 
 
-def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_json, out_dir):
-    """``check --walks``: the walks engine (checker/engines/walks.py), its report and exit code."""
+def _suite(config) -> str:
+    """The JUnit suite's name: the command that was checked."""
+    return f"rebalance check {config or ''}".strip()
+
+
+def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_json, out_dir, junit_to=None):
+    """``check --walks``: the walks engine (checker/engines/walks.py), its report and exit code;
+    ``junit_to``: ``(path, suite name)`` for a JUnit XML report, or None."""
     from rebalance.checker.engines import walks as walking
     names = walking.checked_names(props, settings.expect_violated)
     if settings.engine == "spark":
@@ -295,8 +320,13 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
         result = walking.walks_local(system, names, walks, depth, seed, guard)
     v = result.violation
     files = v and counterexample.write(settings.group, v, out_dir, _config_summary(settings))
+    if files:
+        files["html"] = counterexample.write_check_report(
+            out_dir, f"rebalance check --walks {walks} --seed {seed}", {v.property: files}, ())
     summary = walking.summary(result, props, settings.expect_violated, walks, depth, seed, files) | {
         "peak_rss_mb": round(peak_rss_mb(), 1), "configuration": _config_summary(settings), "warnings": []}
+    if junit_to:
+        junit.write(*junit_to, junit.check_cases(summary), summary["seconds"])
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -324,21 +354,31 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
 @click.option("--mutation", "mutations", multiple=True,
               help="Switch on a mutation (model/config.py MUTATIONS), e.g. connect-leader-state to replay a "
                    "Design II scenario as Kafka Connect behaves; repeatable.")
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
+              help="Also draw the replay as a sequence diagram (SVG) at this path, with an HTML report beside it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def replay(scenario, mutations, as_json):
+def replay(scenario, mutations, svg_path, as_json):
     """Run one scripted scenario deterministically.
 
     The scenario (TOML) gives the group, the members with the partitions they own
     and the generation they own them in, and a list of events (join, leave,
     crash, restart, pause, resume; each settles the group afterwards unless it
     says settle = false). Prints every rebalance round with each member's
-    assigned and revoked partitions, and the final ownership.
+    assigned and revoked partitions, and the final ownership. --svg FILE draws
+    every step (a lane per member, owned and assigned partitions, heartbeat round
+    trips collapsed) and writes FILE.html beside it (diagram, steps, final state).
     """
-    report = replaying.run(replaying.load(scenario, mutations))
+    loaded = replaying.load(scenario, mutations)
+    steps = [(None, loaded["initial"])]
+    report = replaying.run(loaded, steps)
+    if svg_path:
+        report["files"] = counterexample.write_replay(loaded["system"].cfg, steps, svg_path, report["name"])
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
         out.print(replaying.text(report), highlight=False, markup=False)
+        if svg_path:
+            out.print(f"diagram: {report['files']['svg']} {report['files']['html']}", highlight=False, markup=False)
 
 
 @main.command()
@@ -814,7 +854,10 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
 @click.option("--spark-master", default="local[2]", show_default=True, help="Spark master URL (--engine spark).")
 @click.option("--skew-ms", type=click.IntRange(0), default=0, show_default=True,
               help="Clients side: the most the applications' clocks may differ (ms).")
-def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spark_master, skew_ms):
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
+              help="Also write a JUnit XML report, one test case per trace (a divergent one a failure naming the "
+                   "record and rule), for CI. Not with --side clients.")
+def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spark_master, skew_ms, junit_path):
     """Hold a recorded trace (spec/TRACE.md, v2) against the model and name the
     first record and rule (R.., spec/SPEC.md) where they part.
 
@@ -841,6 +884,8 @@ def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spa
     from rebalance.checker.conform import run as conform_run
 
     if side == "clients":
+        if junit_path:
+            return _conform_error(as_json, "--junit: one test case per trace; --side clients judges observed logs")
         doc, code = conform_run.judge_observed(paths, {"skew_ms": skew_ms})
         _conform_done(doc, code, as_json)
     if len(paths) != 1:
@@ -860,6 +905,9 @@ def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spa
             rows = conform_run.corpus_local(paths, side, options)
             conform_run.write_tables(rows, Path(out_dir))
         code = conform_run.exit_code(r["verdict"] for r in rows)
+        if junit_path:
+            junit.write(junit_path, f"rebalance conform {path}", junit.conform_cases(rows),
+                        time.perf_counter() - started)
         counts: dict = {}
         for r in rows:
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
@@ -876,7 +924,12 @@ def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spa
         sys.exit(code)
     if not target.exists():
         return _conform_error(as_json, f"{path}: no such file or directory")
-    _conform_done(*conform_run.judge(target, side, options, out_dir), as_json)
+    doc, code = conform_run.judge(target, side, options, out_dir)
+    if junit_path and doc["verdict"] != "malformed":
+        junit.write(junit_path, f"rebalance conform {path}",
+                    junit.conform_cases([conform_run.row(doc) | {"reason": (doc["divergence"] or {}).get("reason")}]),
+                    doc["seconds"])
+    _conform_done(doc, code, as_json)
 
 
 def _conform_done(doc: dict, code: int, as_json: bool):

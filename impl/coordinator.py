@@ -49,6 +49,7 @@ import multiprocessing
 import os
 import time
 import uuid
+from collections import OrderedDict
 from multiprocessing import shared_memory
 
 from rebalance.model.config import GroupConfig
@@ -78,6 +79,7 @@ log = logging.getLogger("rebalance.serve")
 UNKNOWN_ID = -1  # a member.id string the coordinator never handed out
 FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
 INLINE_BYTES = 64 << 10  # frames up to this size are decoded and encoded on the event loop
+GONE_NAMES = 1024  # member.id strings of members gone kept for responses rendered after their step
 SETTLE_ROUNDS = 16  # loop iterations a due timer waits, at most, for delivered requests to be stepped
 NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC = 68, 69, 86
 
@@ -115,6 +117,7 @@ class GroupRuntime:
         record = record or GroupRecord(EMPTY_GROUP, {}, {}, {})
         self.group, self.names, self.instances, self.timeouts = record
         self.ids = {name: mid for mid, name in self.names.items()}
+        self.gone: OrderedDict = OrderedDict()  # model member id -> member.id string, of members gone, oldest first
         self.instance_names = {iid: name for name, iid in self.instances.items()}
         self.timers: dict = {}
         self.last_stored = record.group
@@ -133,7 +136,12 @@ class GroupRuntime:
         return NO_MEMBER_ID if not name else self.ids.get(name, UNKNOWN_ID)
 
     def name(self, mid: int) -> str:
-        return self.names.get(mid, "")
+        """The member.id string of model member id ``mid``: a member's, a pending one's,
+        or one of the last ``GONE_NAMES`` gone, so a response rendered after the step
+        that removed its member still names it (a static member replaced while its
+        JoinGroup is held is answered FENCED_INSTANCE_ID under its old member.id:
+        GroupMetadata.replaceStaticMember, JoinGroupResult(oldMemberId, ...)); "" for none."""
+        return self.names.get(mid) or self.gone.get(mid, "")
 
     def instance_id(self, name) -> int:
         """The model's instance id for a group.instance.id string: one no member holds
@@ -201,7 +209,10 @@ class GroupRuntime:
                 name = f"{client.client_id if client else 'member'}-{uuid.uuid4()}"
                 self.names[mid], self.ids[name] = name, mid
         for mid in [mid for mid in self.names if mid not in live]:
-            del self.ids[self.names.pop(mid)]
+            name = self.gone[mid] = self.names.pop(mid)
+            del self.ids[name]
+        while len(self.gone) > GONE_NAMES:
+            self.gone.popitem(last=False)
         self.timeouts = joined_timeouts(self.group, conn, timeouts if c is not None else None, self.timeouts)
 
     def _log_phase(self) -> None:

@@ -1,4 +1,3 @@
-import json
 import os
 import subprocess
 import sys
@@ -16,13 +15,3 @@ def run_cli(*args, cwd=None):
     p = subprocess.run([str(REBALANCE), *map(str, args)], capture_output=True, text=True, cwd=cwd,
                        env={**os.environ, "COLUMNS": "200"})
     return p.returncode, p.stdout, p.stderr
-
-
-@pytest.fixture
-def check_json(tmp_path):
-    """Run `rebalance check ... --json --out tmp`; returns (exit code, summary)."""
-    def go(*args):
-        code, out, err = run_cli("check", *args, "--json", "--out", tmp_path / "out", cwd=tmp_path)
-        assert out, err
-        return code, json.loads(out)
-    return go

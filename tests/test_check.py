@@ -10,16 +10,16 @@ SMALL = ("--members", "3", "--partitions", "4")
 
 # the exact counts, up to renaming: a change of the model or the checker that moves them must say why
 @pytest.mark.parametrize("protocol,states,transitions", [("cooperative", 37_246, 117_488), ("eager", 17_938, 54_603)])
-def test_holds_with_join_leave_crash(check_json, protocol, states, transitions):
-    code, s = check_json("--protocol", protocol, *SMALL, "--faults", "join,leave,crash")
+def test_holds_with_join_leave_crash(rebalance_check, protocol, states, transitions):
+    code, s = rebalance_check("--protocol", protocol, *SMALL, "--faults", "join,leave,crash")
     assert code == 0 and s["verdict"] == "holds" and s["counterexample"] is None
     assert all(p["status"] == "holds" for p in s["properties"])
     assert (s["distinct_states"], s["transitions"]) == (states, transitions)
     assert s["actions_fired"]["crash"] > 0 and s["actions_fired"]["leave"] > 0
 
 
-def test_counts_are_deterministic(check_json):
-    runs = [check_json("--protocol", "eager", "--faults", "join,leave,crash") for _ in range(2)]
+def test_counts_are_deterministic(rebalance_check):
+    runs = [rebalance_check("--protocol", "eager", "--faults", "join,leave,crash") for _ in range(2)]
     keys = ("distinct_states", "transitions", "max_depth", "verdict")
     assert [tuple(s[k] for k in keys) for _, s in runs][0] == [tuple(s[k] for k in keys) for _, s in runs][1]
 
@@ -30,9 +30,9 @@ def test_counts_are_deterministic(check_json):
     # meeting an assignor that drops claims older than the newest (pre-KAFKA-14639)
     (["keep-owned-on-rebalance-in-progress", "ignore-owned-generation"], "revoke_before_assign"),
 ])
-def test_mutation_is_caught_with_a_counterexample(check_json, tmp_path, mutations, prop):
+def test_mutation_is_caught_with_a_counterexample(rebalance_check, tmp_path, mutations, prop):
     args = [x for m in mutations for x in ("--mutation", m)]
-    code, s = check_json("--faults", "join,leave,crash,restart,pause", *args)
+    code, s = rebalance_check("--faults", "join,leave,crash,restart,pause", *args)
     assert code == 1 and s["verdict"] == "violated"
     cx = s["counterexample"]
     assert cx["property"] == prop
@@ -44,9 +44,9 @@ def test_mutation_is_caught_with_a_counterexample(check_json, tmp_path, mutation
 
 
 @pytest.mark.spec("R41", "R9")
-def test_no_commit_fencing_breaks_the_model_with_an_accepted_stale_commit(check_json, tmp_path):
+def test_no_commit_fencing_breaks_the_model_with_an_accepted_stale_commit(rebalance_check, tmp_path):
     zombies = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
-    (_, right), (code, wrong) = (check_json(*zombies, "--continue", *m) for m in ((), ("--mutation", "no-commit-fencing")))
+    (_, right), (code, wrong) = (rebalance_check(*zombies, "--continue", *m) for m in ((), ("--mutation", "no-commit-fencing")))
     status = {p["name"]: p["status"] for p in right["properties"]}
     assert status["exclusive_ownership"] == "holds" and right["actions_fired"]["commit"] > 0
     # the mutation changes what the coordinator does, so the state space differs
@@ -62,8 +62,8 @@ def test_no_commit_fencing_breaks_the_model_with_an_accepted_stale_commit(check_
     assert last["to_member"] == ["OffsetCommitResponse(NONE)"]
 
 
-def test_pause_breaks_exclusive_processing_but_not_exclusive_ownership(check_json):
-    code, s = check_json("--faults", "pause,crash", "--continue")
+def test_pause_breaks_exclusive_processing_but_not_exclusive_ownership(rebalance_check):
+    code, s = rebalance_check("--faults", "pause,crash", "--continue")
     status = {p["name"]: p["status"] for p in s["properties"]}
     assert status["exclusive_processing"] == "violated" and status["exclusive_ownership"] == "holds"
     assert code == 0  # expected: a zombie keeps processing; generation fencing keeps commits exclusive
@@ -77,8 +77,8 @@ def test_unexpected_violation_exits_1_and_prints_a_trace(tmp_path):
     assert code == 1 and "counterexample to exclusive_processing" in out and "pause" in out
 
 
-def test_limit_makes_the_run_incomplete(check_json):
-    code, s = check_json("--max-states", "500")
+def test_limit_makes_the_run_incomplete(rebalance_check):
+    code, s = rebalance_check("--max-states", "500")
     assert code == 3 and s["verdict"] == "incomplete" and s["limit"] == "max_states 500"
 
 
@@ -117,17 +117,17 @@ def test_default_configuration_main_job(tmp_path):
 
 
 @pytest.mark.spec("R21")
-def test_without_timer_fairness_eventual_balance_fails_by_stuttering(check_json):
-    code, s = check_json("--faults", "crash", "--max-faults", "1", "--no-timer-fairness")
+def test_without_timer_fairness_eventual_balance_fails_by_stuttering(rebalance_check):
+    code, s = rebalance_check("--faults", "crash", "--max-faults", "1", "--no-timer-fairness")
     assert code == 1
     cx = s["counterexample"]
     assert cx["property"] == "eventual_balance" and cx["loop_start"] == cx["length"]  # a stutter
-    code, s = check_json("--faults", "crash", "--max-faults", "1")
+    code, s = rebalance_check("--faults", "crash", "--max-faults", "1")
     assert code == 0 and {p["name"]: p["status"] for p in s["properties"]}["eventual_balance"] == "holds"
 
 
-def test_deferred_holds_and_every_cover_is_reached(check_json):
-    code, s = check_json("--protocol", "deferred", "--members", "3", "--partitions", "4",
+def test_deferred_holds_and_every_cover_is_reached(rebalance_check):
+    code, s = rebalance_check("--protocol", "deferred", "--members", "3", "--partitions", "4",
                          "--faults", "join,leave,crash,restart")
     status = {p["name"]: p["status"] for p in s["properties"]}
     assert code == 0 and all(status[n] == "holds" for n in ("exclusive_ownership", "eventual_balance",
@@ -150,8 +150,8 @@ def assert_churn_lasso(s, out):
 
 @pytest.mark.spec("R39")
 @pytest.mark.parametrize("mutation,code", [((), 0), (("--mutation", "leader-forgets-delay"), 1)])
-def test_leader_churn_extends_a_delay_only_kept_in_the_leaders_memory(check_json, tmp_path, mutation, code):
-    got, s = check_json("--protocol", "deferred", "--members", "2", "--partitions", "2",
+def test_leader_churn_extends_a_delay_only_kept_in_the_leaders_memory(rebalance_check, tmp_path, mutation, code):
+    got, s = rebalance_check("--protocol", "deferred", "--members", "2", "--partitions", "2",
                         "--faults", "join,leave,crash,restart", *mutation)
     assert got == code
     if code:
@@ -161,23 +161,23 @@ def test_leader_churn_extends_a_delay_only_kept_in_the_leaders_memory(check_json
 
 
 @pytest.mark.slow
-def test_leader_forgets_delay_lasso_at_the_issue_bound(check_json, tmp_path):
-    code, s = check_json("--protocol", "deferred", *SMALL, "--faults", "join,leave,crash,restart",
+def test_leader_forgets_delay_lasso_at_the_issue_bound(rebalance_check, tmp_path):
+    code, s = rebalance_check("--protocol", "deferred", *SMALL, "--faults", "join,leave,crash,restart",
                          "--mutation", "leader-forgets-delay")
     assert code == 1
     assert_churn_lasso(s, tmp_path / "out")
 
 
 @pytest.mark.spec("R40")
-def test_deferred_holds_where_revoking_rounds_back_off(check_json):
-    code, s = check_json("--protocol", "deferred", "--members", "2", "--partitions", "4",
+def test_deferred_holds_where_revoking_rounds_back_off(rebalance_check):
+    code, s = rebalance_check("--protocol", "deferred", "--members", "2", "--partitions", "4",
                          "--faults", "join,leave,crash", "--max-faults", "3")
     assert code == 0 and s["verdict"] == "holds"
     assert {c["name"]: c["reached"] for c in s["covers"]}["revocation_backed_off"]
 
 
-def test_incremental_holds(check_json):
-    code, s = check_json("--protocol", "incremental", "--members", "3", "--partitions", "4", "--faults", "join,leave")
+def test_incremental_holds(rebalance_check):
+    code, s = rebalance_check("--protocol", "incremental", "--members", "3", "--partitions", "4", "--faults", "join,leave")
     assert code == 0 and s["verdict"] == "holds"
 
 
@@ -195,14 +195,14 @@ def test_counterexample_files_are_readable_by_others(tmp_path):
     assert all(f.stat().st_mode & 0o777 == 0o644 for f in files), [(f.name, oct(f.stat().st_mode)) for f in files]
 
 
-def test_require_covers_fails_a_pass_over_nothing(check_json):
+def test_require_covers_fails_a_pass_over_nothing(rebalance_check):
     """--require-covers (issue 20): a check that holds without reaching a cover exits 1,
     naming the covers; one that reaches them all still exits 0."""
     small = ("--members", "2", "--partitions", "2", "--faults", "crash", "--max-faults", "1")
-    code, s = check_json(*small)
+    code, s = rebalance_check(*small)
     assert code == 0 and s["verdict"] == "holds" and "uncovered" not in s
-    code, s = check_json(*small, "--require-covers")
+    code, s = rebalance_check(*small, "--require-covers")
     assert code == 1 and s["verdict"] == "violated"
     assert s["uncovered"] == [c["name"] for c in s["covers"] if not c["reached"]] and "sync_timeout" in s["uncovered"]
-    code, s = check_json("--members", "2", "--partitions", "3", "--faults", "join,leave,crash", "--require-covers")
+    code, s = rebalance_check("--members", "2", "--partitions", "3", "--faults", "join,leave,crash", "--require-covers")
     assert code == 0 and all(c["reached"] for c in s["covers"])

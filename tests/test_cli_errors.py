@@ -33,6 +33,6 @@ def test_without_json_nothing_goes_to_stdout(tmp_path):
     assert code == 2 and stdout == "" and "members must be at least 1" in stderr
 
 
-def test_an_incomplete_run_keeps_its_json(check_json):
-    code, summary = check_json("--max-states", "50")
+def test_an_incomplete_run_keeps_its_json(rebalance_check):
+    code, summary = rebalance_check("--max-states", "50")
     assert code == 3 and summary["verdict"] == "incomplete" and "error" not in summary

@@ -10,8 +10,8 @@ from rebalance.checker.settings import resolve
 from rebalance.model.config import MUTATION_PROTOCOLS, PROTOCOLS, ConfigError, GroupConfig
 
 
-def test_max_seconds_stops_with_the_figures_reached(check_json):
-    code, s = check_json("--members", "3", "--partitions", "4", "--max-seconds", "1")
+def test_max_seconds_stops_with_the_figures_reached(rebalance_check):
+    code, s = rebalance_check("--members", "3", "--partitions", "4", "--max-seconds", "1")
     assert code == 3 and s["verdict"] == "incomplete" and s["limit"] == "max_seconds 1"
     assert s["distinct_states"] > 1000 and s["transitions"] > s["distinct_states"] and s["max_depth"] > 0
     assert 0.5 <= s["seconds"] < 5 and s["peak_rss_mb"] > 10
@@ -19,14 +19,14 @@ def test_max_seconds_stops_with_the_figures_reached(check_json):
     assert "--walks" in s["warnings"][0]  # an estimated 3.7e5 states do not fit in a second
 
 
-def test_max_memory_stops_with_the_figures_reached(check_json):
-    code, s = check_json("--members", "3", "--partitions", "4", "--max-memory", "70")
+def test_max_memory_stops_with_the_figures_reached(rebalance_check):
+    code, s = rebalance_check("--members", "3", "--partitions", "4", "--max-memory", "70")
     assert code == 3 and s["limit"] == "max_memory 70 MB" and s["peak_rss_mb"] > 65
     assert s["distinct_states"] > 1000
 
 
-def test_within_reach_no_warning_and_no_limit(check_json):
-    code, s = check_json("--members", "2", "--partitions", "2", "--faults", "join,leave", "--max-faults", "1")
+def test_within_reach_no_warning_and_no_limit(rebalance_check):
+    code, s = rebalance_check("--members", "2", "--partitions", "2", "--faults", "join,leave", "--max-faults", "1")
     assert code == 0 and s["warnings"] == [] and s["limit"] is None
 
 

@@ -14,13 +14,13 @@ def _steps(tmp_path, prop):
     return doc, [s["action"]["text"] for s in doc["steps"][1:]]
 
 
-def test_f1_a_static_leader_restarting_between_cooperative_rounds_strands_a_partition(check_json, tmp_path):
+def test_f1_a_static_leader_restarting_between_cooperative_rounds_strands_a_partition(rebalance_check, tmp_path):
     """F1: a second static member joins; the leader withholds t-1 (revoke first,
     KIP-429), crashes before reading its SyncGroup response and restarts within
     session.timeout.ms: KIP-345 gives it its stored assignment back without a
     rebalance (GroupCoordinator.updateStaticMemberAndRebalance, Stable), so the
     second round that would hand out t-1 never happens."""
-    code, out = check_json(*F1, "--continue")
+    code, out = rebalance_check(*F1, "--continue")
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert code == 1 and status["eventual_balance"] == status["quiescent_balance"] == "violated", out
     assert all(s == "holds" for n, s in status.items() if n not in ("eventual_balance", "quiescent_balance"))
@@ -32,13 +32,13 @@ def test_f1_a_static_leader_restarting_between_cooperative_rounds_strands_a_part
 
 @pytest.mark.parametrize("variant", [("--protocol", "eager"), ("--mutation", "static-rejoin-rebalances"), ()],
                          ids=["eager", "rejoin-rebalances", "dynamic"])
-def test_f1_needs_cooperative_static_members_restored_without_a_rebalance(check_json, variant):
+def test_f1_needs_cooperative_static_members_restored_without_a_rebalance(rebalance_check, variant):
     """Without one of F1's ingredients eventual_balance holds: eager members give
     everything up in one round; a static restart that rebalances (the mutation) hands
     t-1 out, at the price of static_restart_no_rebalance; a dynamic member's restart
     is a new member and rebalances."""
     args = F1 if variant else tuple(a for a in F1 if a != "--static")
-    code, out = check_json(*args, *variant, "--continue")
+    code, out = rebalance_check(*args, *variant, "--continue")
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert status["eventual_balance"] == "holds", out
     if variant == ("--mutation", "static-rejoin-rebalances"):
@@ -48,7 +48,7 @@ def test_f1_needs_cooperative_static_members_restored_without_a_rebalance(check_
 
 
 @pytest.mark.slow
-def test_f2_f3_a_paused_static_member_kept_by_the_rebalance_timeout(check_json, tmp_path):
+def test_f2_f3_a_paused_static_member_kept_by_the_rebalance_timeout(rebalance_check, tmp_path):
     """F2: a paused static member kept by the rebalance timeout (R27) is assigned from
     the subscription of its previous JoinGroup, older than what it was granted since:
     the leader gives a partition it still owns to another member (revoke_before_assign).
@@ -56,7 +56,7 @@ def test_f2_f3_a_paused_static_member_kept_by_the_rebalance_timeout(check_json, 
     the other owner is expelled, so both had OffsetCommits accepted during one unbroken
     co-ownership (exclusive_ownership as SPEC section 7 states it; never both at
     once: each commit was accepted while the other could not commit)."""
-    code, out = check_json("--members", "2", "--partitions", "2", "--static", "--faults", "crash,restart,pause",
+    code, out = rebalance_check("--members", "2", "--partitions", "2", "--static", "--faults", "crash,restart,pause",
                            "--max-faults", "4", "--continue")
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert code == 1 and status["revoke_before_assign"] == status["exclusive_ownership"] == "violated", out

@@ -58,8 +58,8 @@ def _args(mutations):
 
 
 @pytest.mark.parametrize("mutations,config,violated", MATRIX, ids=[" + ".join(m) or "none" for m, _, _ in MATRIX])
-def test_what_each_mutation_breaks_and_leaves_holding(check_json, mutations, config, violated):
-    code, s = check_json(*config, *_args(mutations), "--continue")
+def test_what_each_mutation_breaks_and_leaves_holding(rebalance_check, mutations, config, violated):
+    code, s = rebalance_check(*config, *_args(mutations), "--continue")
     status = {p["name"]: p["status"] for p in s["properties"]}
     assert {n for n, st in status.items() if st == "violated"} == violated
     assert all(st == "holds" for n, st in status.items() if n not in violated)

@@ -32,15 +32,15 @@ def view(**slots) -> View:
 
 
 @pytest.mark.parametrize("protocol", ["eager", "cooperative"])
-def test_check_reports_refinement_holding(check_json, protocol):
-    code, s = check_json("--protocol", protocol, *SMALL)
+def test_check_reports_refinement_holding(rebalance_check, protocol):
+    code, s = rebalance_check("--protocol", protocol, *SMALL)
     status = {p["name"]: p["status"] for p in s["properties"]}
     assert code == 0 and status["refinement"] == "holds"
 
 
 @pytest.mark.spec("R8")
-def test_a_wrong_spec_action_fails_the_check_naming_it(check_json, tmp_path):
-    code, s = check_json(*SMALL, "--spec-mutation", "late-sync-grants-nothing")
+def test_a_wrong_spec_action_fails_the_check_naming_it(rebalance_check, tmp_path):
+    code, s = rebalance_check(*SMALL, "--spec-mutation", "late-sync-grants-nothing")
     assert code == 1 and s["verdict"] == "violated"
     cx = s["counterexample"]
     assert cx["property"] == "refinement" and "spec's action SyncGroup" in cx["reason"]
@@ -175,14 +175,14 @@ def test_invariant_names_the_broken_clause():
     assert spec.invariant_failure(view(live=(False, True))) == "well-formed slots"
 
 
-def test_a_dead_processs_member_id_beside_its_successors_refines(check_json):
+def test_a_dead_processs_member_id_beside_its_successors_refines(rebalance_check):
     """Found by random walks: a slot whose process crashed and restarted has two member
     ids in the group until the old one's session times out (R11), the leader assigns to
     both, and the new one's late SyncGroup is granted its own assignment. The
     abstraction took the union of the slot's assignments, so the grant looked short of
     it; a slot's stored assignment is its newest member's (the only one a request can
     speak for). Budget 4: two crash-restarts."""
-    code, out = check_json("--members", "2", "--partitions", "2", "--faults", "crash,restart", "--max-faults", "4")
+    code, out = rebalance_check("--members", "2", "--partitions", "2", "--faults", "crash,restart", "--max-faults", "4")
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert code == 0 and status["refinement"] == "holds" and out["distinct_states"] == 1869, out
 
@@ -190,8 +190,8 @@ def test_a_dead_processs_member_id_beside_its_successors_refines(check_json):
 @pytest.mark.xfail(strict=True, reason="open (spec/SPEC.md section 11): the spec's install clause (R23) and "
                    "invariant are stronger than Kafka for a paused static member kept by the rebalance timeout (R27, "
                    "findings F2 and F3); the View needs recorded subscriptions, grant generations and member phase")
-def test_a_stale_grant_in_flight_to_a_kept_static_member_refines(check_json):
-    code, out = check_json("--members", "2", "--partitions", "2", "--static", "--faults", "crash,restart,pause",
+def test_a_stale_grant_in_flight_to_a_kept_static_member_refines(rebalance_check):
+    code, out = rebalance_check("--members", "2", "--partitions", "2", "--static", "--faults", "crash,restart,pause",
                            "--max-faults", "4")
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert status["refinement"] == "holds", out["counterexample"]

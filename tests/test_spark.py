@@ -17,8 +17,8 @@ CONFIGS = [
 
 
 @pytest.mark.parametrize("args", CONFIGS, ids=["eager", "static", "mutation", "stutter", "storm", "churn"])
-def test_spark_and_local_engines_agree(check_json, args):
-    (lc, local), (sc, spark) = (check_json(*args, "--engine", e) for e in ("local", "spark"))
+def test_spark_and_local_engines_agree(rebalance_check, args):
+    (lc, local), (sc, spark) = (rebalance_check(*args, "--engine", e) for e in ("local", "spark"))
     keys = ("verdict", "distinct_states", "transitions", "max_depth")
     assert lc == sc and {k: local[k] for k in keys} == {k: spark[k] for k in keys}
     assert [p["status"] for p in local["properties"]] == [p["status"] for p in spark["properties"]]

@@ -161,21 +161,21 @@ def test_static_member_sends_no_leave_group_and_fenced_member_stops():
     assert c.phase == MemberPhase.LEFT and out == ()
 
 
-def test_check_static_holds_and_catches_missing_fencing(check_json):
-    code, s = check_json("--protocol", "cooperative", "--static", "--members", "3", "--partitions", "4",
+def test_check_static_holds_and_catches_missing_fencing(rebalance_check):
+    code, s = rebalance_check("--protocol", "cooperative", "--static", "--members", "3", "--partitions", "4",
                          "--faults", "restart,crash,leave")
     status = {p["name"]: p["status"] for p in s["properties"]}
     assert code == 0 and all(status[n] == "holds" for n in (
         "unique_instance", "static_restart_no_rebalance", "exclusive_ownership", "eventual_balance"))
     assert {c["name"]: c["reached"] for c in s["covers"]}["static_rejoin"]
-    code, s = check_json("--static", "--faults", "restart,crash", "--mutation", "no-fencing-on-duplicate-instance")
+    code, s = rebalance_check("--static", "--faults", "restart,crash", "--mutation", "no-fencing-on-duplicate-instance")
     assert code == 1 and s["counterexample"]["property"] == "unique_instance"
 
 
-def test_mixed_static_and_dynamic_group_keeps_every_property(check_json, tmp_path):
+def test_mixed_static_and_dynamic_group_keeps_every_property(rebalance_check, tmp_path):
     cfg = tmp_path / "mixed.toml"
     cfg.write_text('[members]\nstatic = ["A", "C"]\n[faults]\nkinds = ["join", "leave", "crash", "restart"]\n')
-    code, s = check_json(cfg)
+    code, s = rebalance_check(cfg)
     assert code == 0 and all(p["status"] == "holds" for p in s["properties"])
 
 

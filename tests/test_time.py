@@ -151,9 +151,9 @@ def test_without_a_delay_successive_revoking_rounds_revoke_at_once():
 
 
 @pytest.mark.spec("R33", "R38")
-def test_check_with_no_scheduled_delay_holds_and_defers_nothing(check_json, tmp_path):
+def test_check_with_no_scheduled_delay_holds_and_defers_nothing(rebalance_check, tmp_path):
     (tmp_path / "nodelay.toml").write_text("[time]\nscheduled_rebalance_max_delay_ms = 0\n")
-    code, s = check_json(str(tmp_path / "nodelay.toml"), "--protocol", "deferred", "--members", "2",
+    code, s = rebalance_check(str(tmp_path / "nodelay.toml"), "--protocol", "deferred", "--members", "2",
                          "--partitions", "2", "--faults", "join,leave,crash,restart")
     covers = {c["name"]: c["reached"] for c in s["covers"]}
     assert code == 0 and covers["session_timeout"] and not covers["deferral_started"]
