@@ -27,7 +27,7 @@ from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
-from rebalance.checker.system import FAULTS, System
+from rebalance.checker.system import FAULTS
 from rebalance.model.config import MUTATIONS, PROTOCOLS, ConfigError
 from rebalance.spec.actions import SPEC_MUTATIONS
 
@@ -58,7 +58,7 @@ class Group(click.Group):
                                                  "command": ctx.invoked_subcommand}}))
             if isinstance(e, click.UsageError):
                 raise
-            err.print(f"[bold red]error:[/] {e}", highlight=False)
+            err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
             ctx.exit(EXIT_BAD_INPUT)
 
 
@@ -246,8 +246,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     warnings = [w for w in (None if walks else reach_warning(settings, max_seconds, max_memory),) if w]
     for w in warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
-    system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget,
-                    settings.static, settings.spec_mutations)
+    system = settings.system()
     props = applicable(system)
     if walks:
         _walks(settings, system, props, walks, depth or 100, seed, spark_master, guard, as_json, out_dir)
@@ -326,19 +325,27 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
                    "Design II scenario as Kafka Connect behaves; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 def replay(scenario, mutations, as_json):
-    """Run one scripted scenario deterministically.
+    """Run one scripted scenario deterministically, checking every property.
 
     The scenario (TOML) gives the group, the members with the partitions they own
-    and the generation they own them in, and a list of events (join, leave,
-    crash, restart, pause, resume; each settles the group afterwards unless it
-    says settle = false). Prints every rebalance round with each member's
-    assigned and revoked partitions, and the final ownership.
+    and the generation they own them in ([initial]), steps played exactly as
+    written ([[prefix]]), then a list of events (join, leave, crash, restart,
+    pause, resume; each settles the group afterwards unless it says settle =
+    false). Every safety property is checked at every step; each completed round
+    is compared with its [[expect]] block (assigned, revoked, lost per member).
+    Prints every rebalance round with each member's assigned and revoked
+    partitions, and the final ownership.
+
+    \b
+    Exit codes: 0 holds and every expectation met, 1 a property violated or a
+    round not as expected (named: round, member, field), 2 bad input.
     """
     report = replaying.run(replaying.load(scenario, mutations))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
         out.print(replaying.text(report), highlight=False, markup=False)
+    sys.exit(EXIT_VIOLATED if report["verdict"] == "violated" else EXIT_HOLDS)
 
 
 @main.command()
