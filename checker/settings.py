@@ -5,10 +5,14 @@ Errors raise ``ConfigError`` with a message naming the key and the problem.
 """
 from __future__ import annotations
 
+import importlib
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rebalance.model.assignors import assign
+from rebalance.model.protocol import EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
 from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig, refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
@@ -168,6 +172,38 @@ def ticks(t: dict) -> dict:
             "revoking_backoff_ticks": tuple(backoff)}
 
 
+def load_plugin(spec: str):
+    """The callable ``spec`` names, ``module:function`` (a module importable from the
+    working directory or the installed packages, e.g.
+    ``examples.assignors.sticky:assign``): a plug-in assignor (model/assignors.py
+    ``assign_plugin`` gives the signature). ConfigError naming the problem: a
+    malformed spec, a module that cannot be imported, a missing attribute, one
+    that is not callable."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"assignor {spec!r}: a plug-in assignor is named module:function")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # as `python -m` does: the user's own modules
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # any failure while importing the user's module is bad input
+        raise ConfigError(f"assignor {spec!r}: module {module_name!r} cannot be imported "
+                          f"({type(e).__name__}: {e})") from None
+    fn = getattr(module, attr, None)
+    if fn is None:
+        raise ConfigError(f"assignor {spec!r}: module {module_name!r} has no {attr!r}")
+    if not callable(fn):
+        raise ConfigError(f"assignor {spec!r}: {attr!r} is a {type(fn).__name__}, not callable")
+    return fn
+
+
+def probe_plugin(group: GroupConfig) -> None:
+    """Call ``group``'s plug-in assignor once, on one member claiming nothing, so a
+    wrong signature or return shape is bad input before any exploration
+    (AssignorError, a ConfigError)."""
+    assign(group, ((member_id(0, 1), NO_INSTANCE_ID, EMPTY_SUBSCRIPTION),))
+
+
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
@@ -195,8 +231,11 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     refuse_inapplicable(proto, muts)
+    plugin = load_plugin(assignor) if ":" in assignor else None
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
-                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), **ticks(t))
+                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t))
+    if plugin is not None:
+        probe_plugin(group)
     engine = engine or "local"
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")

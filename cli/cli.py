@@ -169,7 +169,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @main.command()
 @click.argument("config", required=False, type=click.Path(dir_okay=False))
 @click.option("--protocol", type=click.Choice(ALL_PROTOCOLS), help="Rebalance protocol (default: the file's, else cooperative).")
-@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky.")
+@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky, or your own as module:function (model/assignors.py assign_plugin gives its signature).")
 @click.option("--members", type=int, help="Members running at the start (default 3).")
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
 @click.option("--static", "static", is_flag=True, default=None,
@@ -637,13 +637,23 @@ def proxy(listen, upstream, trace_path, initial_delay_ms):
               help="Run the assignors with a known-bad behaviour (e.g. assign-before-revoke); repeatable.")
 @click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
               help="Use a deliberately wrong spec action in the induction (e.g. install-ignores-owned).")
-@click.option("--max-members", type=int, default=prove.MAX_MEMBERS, show_default=True,
-              help=f"Assignor proofs: every member count up to this (at most {prove.LIMITS[0]}).")
-@click.option("--max-partitions", type=int, default=prove.MAX_PARTITIONS, show_default=True,
-              help=f"Assignor proofs: every partition count up to this (at most {prove.LIMITS[1]}).")
+@click.option("--max-members", type=int,
+              help=f"Assignor proofs: every member count up to this (at most {prove.LIMITS[0]}; default "
+                   f"{prove.MAX_MEMBERS}, with --assignor {prove.PLUGIN_MEMBERS}).")
+@click.option("--max-partitions", type=int,
+              help=f"Assignor proofs: every partition count up to this (at most {prove.LIMITS[1]}; default "
+                   f"{prove.MAX_PARTITIONS}, with --assignor {prove.PLUGIN_PARTITIONS}).")
 @click.option("--max-counting-partitions", type=int, default=prove.COUNTING_PARTITIONS, show_default=True,
               help="Balance and minimal-moves proofs (counting arguments, slow in z3): partitions up to this.")
-def prove_command(as_json, mutations, spec_mutations, max_members, max_partitions, max_counting_partitions):
+@click.option("--assignor", "plugin",
+              help="Your own assignor, module:function (model/assignors.py assign_plugin gives its signature): "
+                   "prove its obligations instead (exhaustive up to the bound, then a hypothesis search).")
+@click.option("--protocol", type=click.Choice(["eager", "cooperative"]), default="cooperative", show_default=True,
+              help="With --assignor: the protocol it runs under (cooperative: it must withhold moving partitions).")
+@click.option("--examples", type=click.IntRange(1), default=prove.PLUGIN_EXAMPLES, show_default=True,
+              help="With --assignor: inputs the hypothesis search tries beyond the exhaustive bound.")
+def prove_command(as_json, mutations, spec_mutations, max_members, max_partitions, max_counting_partitions, plugin,
+                  protocol, examples):
     """Discharge the proof obligations with z3 (spec/SPEC.md, section 9).
 
     \b
@@ -660,6 +670,13 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     (c) the inductive invariant of spec/actions.py at a fixed size:
         init => inv, inv and next => inv', inv => exclusive_ownership.
 
+    (d) with --assignor module:function, instead: your own assignor's
+        obligations (exactly once, loads within one, never assigning a claimed
+        partition), exhaustively over every input up to --max-members and
+        --max-partitions (default 3 x 4, claims at generations 1..2), then a
+        hypothesis search on larger inputs, shrunk: z3 cannot see inside a
+        Python function.
+
     Each obligation prints its status, what exactly it covers and its time.
     A counterexample is concrete: the input (each member's claims and
     generation) with the model's own assignment, or the abstract states and the
@@ -671,6 +688,11 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     Exit codes: 0 every obligation proved, 1 a counterexample, 2 bad input,
     3 incomplete (z3 gave up on an obligation).
     """
+    if plugin:
+        max_members = prove.PLUGIN_MEMBERS if max_members is None else max_members
+        max_partitions = prove.PLUGIN_PARTITIONS if max_partitions is None else max_partitions
+    max_members = prove.MAX_MEMBERS if max_members is None else max_members
+    max_partitions = prove.MAX_PARTITIONS if max_partitions is None else max_partitions
     for name, value, top in (("--max-members", max_members, prove.LIMITS[0]),
                              ("--max-partitions", max_partitions, prove.LIMITS[1]),
                              ("--max-counting-partitions", max_counting_partitions, prove.LIMITS[1])):
@@ -685,7 +707,10 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
         task = progress.add_task("proving", total=None) if show else None
         sizes = (lambda name, m, n: progress.update(task, description=f"{name}: {m} members, {n} partitions")) \
             if show else None
-        for ob in prove.obligations(**run, on_size=sizes):
+        chosen = prove.obligations(**run, on_size=sizes) if not plugin else prove.plugin_obligations(
+            resolve({"group": {"protocol": protocol}}, assignor=plugin).group, max_members, max_partitions,
+            examples=examples)
+        for ob in chosen:
             results.append(ob)
             if not as_json:
                 _print_obligation(ob)
@@ -703,7 +728,7 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
 
 
 def _print_obligation(ob) -> None:
-    color = {"proved": "green", "counterexample": "red", "unknown": "yellow"}[ob.status]
+    color = {"proved": "green", "not violated": "green", "counterexample": "red", "unknown": "yellow"}[ob.status]
     out.print(f"[{color}]{ob.status:>14}[/] {ob.seconds:6.2f} s  [bold]{ob.name}[/]", highlight=False)
     out.print(f"{'':24}{ob.bound} ({ob.method})" + (f"; {ob.detail}" if ob.detail else ""),
               highlight=False, markup=False)
