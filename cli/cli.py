@@ -22,7 +22,7 @@ from rebalance.checker import counterexample, prove, replay as replaying, vector
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
-from rebalance.checker.render import lane
+from rebalance.checker.render import lane, partitions as partition_names
 from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers
@@ -127,7 +127,10 @@ def _config_summary(s: CheckSettings) -> dict:
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
             "spec_mutations": sorted(s.spec_mutations),
             "timer_fairness": s.timer_fairness, "engine": s.engine,
-            "max_states": s.max_states, "max_depth": s.max_depth}
+            "max_states": s.max_states, "max_depth": s.max_depth} | ({} if s.initial is None else {
+                "initial": {"generation": s.initial.generation, "leader": lane(s.initial.leader),
+                            "owned": {lane(k): partition_names(s.group, v) for k, v in sorted(s.initial.owned.items())}},
+                "prefix": [f"{lane(slot)} {action}" if slot >= 0 else action for action, slot, _ in s.prefix]})
 
 
 def _print_report(settings: CheckSettings, summary: dict, result, show_trace) -> None:
