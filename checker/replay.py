@@ -64,16 +64,17 @@ from .system import ENVIRONMENT, FAULTS, State, System, settle
 EXPECT_FIELDS = ("assigned", "revoked", "lost")
 
 
-def load(path: str, mutations=()) -> dict:
+def load(path: str, mutations=(), assignor: str | None = None) -> dict:
     """Parse and validate a scenario file into ``{name, source, system, initial,
     prefix, events, expect, expect_violated}``; ``mutations``: names added to the
-    file's ``mutations``. A check configuration's sections ([members], [faults],
+    file's ``mutations``; ``assignor``: the leader's assignor instead of the file's
+    (a built-in name or a plug-in's module:function, settings.load_plugin). A check configuration's sections ([members], [faults],
     [check]) may be there too (one file for ``check`` and ``replay``): replay
     reads only ``check.expect_violated`` of them."""
     data = validate(parse_toml(path, "scenario file"), path)
     named = data.get("mutations", [])
     cfg = resolve({"group": data.get("group", {}), "time": data.get("time", {})},
-                  mutations=tuple(named) + tuple(mutations)).group
+                  mutations=tuple(named) + tuple(mutations), assignor=assignor).group
     initial = parse_initial(cfg, data.get("initial"), path)
     prefix = parse_steps(data.get("prefix", []), "prefix", path)
     events = [(action, slot, bool(ev.get("settle", True)), bool(ev.get("timers", True)))

@@ -326,8 +326,10 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
 @click.option("--mutation", "mutations", multiple=True,
               help="Switch on a mutation (model/config.py MUTATIONS), e.g. connect-leader-state to replay a "
                    "Design II scenario as Kafka Connect behaves; repeatable.")
+@click.option("--assignor", help="The leader's assignor instead of the scenario's: a built-in name or your own as "
+                                "module:function (model/assignors.py assign_plugin).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def replay(scenario, mutations, as_json):
+def replay(scenario, mutations, assignor, as_json):
     """Run one scripted scenario deterministically, checking every property.
 
     The scenario (TOML) gives the group, the members with the partitions they own
@@ -343,7 +345,7 @@ def replay(scenario, mutations, as_json):
     Exit codes: 0 holds and every expectation met, 1 a property violated or a
     round not as expected (named: round, member, field), 2 bad input.
     """
-    report = replaying.run(replaying.load(scenario, mutations))
+    report = replaying.run(replaying.load(scenario, mutations, assignor))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

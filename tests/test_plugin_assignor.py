@@ -89,3 +89,27 @@ def test_bad_plugins_exit_2_naming_the_problem(tmp_path, command, spec, message)
     args = ("check", "--assignor", spec, "--out", tmp_path) if command == "check" else ("prove", "--assignor", spec)
     code, _, err = run_cli(*args, cwd=tmp_path)
     assert code == 2 and message in err.replace("\n", " ") and "Traceback" not in err, err
+
+
+def test_an_eager_plugin_giving_everything_to_everyone_is_caught(tmp_path):
+    (tmp_path / "greedy.py").write_text("def assign(partitions, subscriptions):\n"
+                                        "    return {m: list(partitions) for m in subscriptions}\n")
+    code, out, err = run_cli("prove", "--assignor", "greedy:assign", "--protocol", "eager", "--json", cwd=tmp_path)
+    assert code == 1, err
+    first = json.loads(out)["obligations"][0]
+    assert first["status"] == "counterexample" and "t-0 to A and B" in first["counterexample"]["violates"]
+    code, out, err = run_cli("check", "--assignor", "greedy:assign", "--protocol", "eager", "--members", "2",
+                             "--partitions", "2", "--faults", "leave", "--max-faults", "1", "--json",
+                             "--out", tmp_path / "out", cwd=tmp_path)
+    summary = json.loads(out)
+    assert code == 1 and "exclusive_processing" in {p["name"] for p in summary["properties"]
+                                                    if p["status"] == "violated"}, summary
+
+
+def test_replay_holds_the_seed_to_a_plugin_assignor():
+    # the seed's expectations are the correct assignor's rounds; the flawed one gives D T-3 in round 1
+    code, out, _ = run_cli("replay", JOINS, "--assignor", STICKY, cwd=ROOT)
+    assert code == 0 and "verdict: holds" in out
+    code, out, _ = run_cli("replay", JOINS, "--assignor", FLAWED, cwd=ROOT)
+    assert code == 1 and "mismatch: round 1 (generation 2), member D, assigned: expected [], got [T-3]" in out
+    assert "violated: revoke_before_assign" in out

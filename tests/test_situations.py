@@ -116,3 +116,15 @@ def test_a_scripted_prefix_of_deliveries(check_json, tmp_path):
     scripted.write_text(BASE + '\n[[prefix]]\naction = "deliver"\nmember = "D"\n')
     code, summary = check_json(scripted, "--faults", "leave", "--max-faults", "1")
     assert code == 0 and summary["verdict"] == "holds", summary
+
+
+def test_the_start_travels_with_the_system_spec():
+    # the Spark engines rebuild the System from System.spec on executors: the start must come along
+    import pickle
+
+    from rebalance.checker.settings import load_toml, resolve
+    from rebalance.checker.system import System
+    system = resolve(load_toml(JOINS)).system()
+    rebuilt = System(*pickle.loads(pickle.dumps(system.spec)))
+    assert rebuilt.initial() == system.initial() != System(*system.spec[:-1]).initial()
+    assert system.initial().faults_left == 1 and system.initial().procs[3].requests  # D's JoinGroup in flight
