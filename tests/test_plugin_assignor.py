@@ -21,6 +21,7 @@ def check(*args, out):
     return code, json.loads(stdout)
 
 
+@pytest.mark.spec("R16", "R23")
 def test_check_catches_the_flawed_assignor_with_a_counterexample(tmp_path):
     # D joins A(T-0,T-3) B(T-1) C(T-2): T-3 moves from A to D, not D's neighbour C, so it is not withheld
     code, summary = check(JOINS, "--assignor", FLAWED, out=tmp_path)
@@ -37,6 +38,7 @@ def test_check_passes_the_correct_assignor(tmp_path):
     assert code == 0 and summary["verdict"] == "holds" and summary["distinct_states"] > 10_000
 
 
+@pytest.mark.spec("R16", "R22", "R23")
 def test_prove_catches_the_flawed_assignor_with_a_counterexample():
     code, out, err = run_cli("prove", "--assignor", FLAWED, *SMALL, "--json", cwd=ROOT)
     assert code == 1, err

@@ -11,6 +11,7 @@ JOINS = EXAMPLES / "design1_member_joins.toml"
 BASE = JOINS.read_text()
 
 
+@pytest.mark.spec("R23")
 def test_seed_example_checked_under_every_interleaving(check_json):
     # seed 000, Design I, member joins: from A(T-0,T-3) B(T-1) C(T-2), D's join under every interleaving
     # and any one leave or crash: every property holds and every cover is reached
