@@ -78,7 +78,8 @@ def load(path: str, mutations=(), assignor: str | None = None) -> dict:
     initial = parse_initial(cfg, data.get("initial"), path)
     prefix = parse_steps(data.get("prefix", []), "prefix", path)
     events = [(action, slot, bool(ev.get("settle", True)), bool(ev.get("timers", True)))
-              for action, slot, ev in parse_steps(data.get("events", []), "events", path, ENVIRONMENT)]
+              for action, slot, ev in parse_steps(data.get("events", []), "events", path, ENVIRONMENT,
+                                                      ("action", "member", "settle", "timers"))]
     slots = slots_of(initial, prefix, [(a, s, None) for a, s, _, _ in events])
     system = System(cfg, members=0, joiners=slots, faults=FAULTS, max_faults=0,
                     static=static_slots(initial.static, slots))

@@ -176,15 +176,19 @@ def parse_initial(cfg: GroupConfig, initial, where: str) -> Initial:
     return Initial(owned, generation, leader, initial.get("static", False))
 
 
-def parse_steps(steps, key: str, where: str, actions=PREFIX_ACTIONS) -> list:
+def parse_steps(steps, key: str, where: str, actions=PREFIX_ACTIONS, keys=("action", "member")) -> list:
     """Validate ``[[key]]`` steps into ``[(action, slot, table), ...]`` (slot -1 for
-    timer and tick; ``table``: the step's other keys)."""
+    timer and tick; ``table``: the step, whose keys must be among ``keys``)."""
     if not isinstance(steps, list):
         raise ConfigError(f"{where}: {key} must be an array of tables ([[{key}]])")
     out = []
     for i, step in enumerate(steps):
         if not isinstance(step, dict):
             raise ConfigError(f"{where}: {key}[{i}] must be a table with action and member")
+        unknown = set(step) - set(keys)
+        if unknown:
+            raise ConfigError(f"{where}: {key}[{i}]: unknown key(s) {', '.join(sorted(unknown))} "
+                              f"(expected {', '.join(keys)})")
         action = step.get("action")
         if action not in actions:
             raise ConfigError(f"{where}: {key}[{i}].action must be one of {', '.join(actions)}, got {action!r}")

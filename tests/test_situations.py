@@ -102,6 +102,13 @@ def test_a_step_not_enabled_exits_2(tmp_path):
         assert code == 2 and "step reply A is not possible here (no response to it is in flight)" in err, err
 
 
+def test_a_prefix_step_with_an_unknown_key_exits_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(BASE.replace('member = "D"\n', 'member = "D"\nsettle = true\n', 1))
+    code, _, err = run_cli("replay", bad)
+    assert code == 2 and "prefix[0]: unknown key(s) settle (expected action, member)" in err, err
+
+
 def test_check_refuses_events_and_members_with_initial(tmp_path):
     for extra, message in (('[[events]]\naction = "join"\nmember = "B"\n', "[[events]] are replay's steps"),
                            ('[members]\ninitial = 2\n', "give neither --members, members.initial")):
