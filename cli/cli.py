@@ -139,6 +139,12 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               f"{c['joiners']} joiner(s), topics {c['topics']}, faults {','.join(c['faults']) or 'none'} "
               f"(budget {c['budget']})" + (f", mutations {','.join(c['mutations'])}" if c["mutations"] else ""),
               highlight=False)
+    if "initial" in c:
+        i = c["initial"]
+        owned = ", ".join(f"{m}({', '.join(ps)})" for m, ps in i["owned"].items())
+        out.print(f"from [initial]: generation {i['generation']}, leader {i['leader']}, {owned}"
+                  + (f"; after [[prefix]]: {', '.join(c['prefix'])}" if c["prefix"] else ""),
+                  highlight=False, markup=False)
     table = Table(show_edge=False)
     for col in ("property", "kind", "status", "expected"):
         table.add_column(col)

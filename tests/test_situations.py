@@ -17,7 +17,9 @@ def test_seed_example_checked_under_every_interleaving(check_json):
     # and any one leave or crash: every property holds and every cover is reached
     code, summary = check_json(JOINS, "--require-covers")
     assert code == 0 and summary["verdict"] == "holds", summary
-    assert summary["configuration"]["members"] == 3 and summary["configuration"]["joiners"] == 1
+    c = summary["configuration"]
+    assert c["members"] == 3 and c["joiners"] == 1 and c["prefix"] == ["D join"]
+    assert c["initial"] == {"generation": 1, "leader": "A", "owned": {"A": ["T-0", "T-3"], "B": ["T-1"], "C": ["T-2"]}}
     assert all(p["status"] == "holds" for p in summary["properties"])
     assert summary["distinct_states"] > 10_000  # explored, not the one schedule replay takes
     assert {"leave", "crash", "timer"} <= set(summary["actions_fired"])
