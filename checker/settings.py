@@ -68,9 +68,9 @@ class CheckSettings:
         played exactly (ConfigError naming a step that is not enabled), is where
         every engine starts (``System(start=...)``), with the whole fault budget."""
         args = (self.group, self.members, self.joiners, self.faults, self.budget, self.static, self.spec_mutations)
-        if self.initial is None:
-            return System(*args)
         system = System(*args)
+        if self.initial is None:
+            return system
         return System(*args, start=play_prefix(system, initial_state(system, self.initial), self.prefix))
 
 
@@ -138,6 +138,8 @@ def _limit(name: str, value) -> int | None:
 
 
 def names_in(name: str, value, allowed) -> tuple:
+    """``value`` (a list of names, or one comma-separated string) as a tuple without
+    repeats; ConfigError naming ``name`` for one not in ``allowed``."""
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):

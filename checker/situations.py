@@ -147,13 +147,13 @@ def partition_mask(cfg: GroupConfig, names, where: str) -> int:
 
 
 def parse_initial(cfg: GroupConfig, initial, where: str) -> Initial:
-    """Validate an ``[initial]`` table (module docstring) into an ``Initial``."""
+    """Validate an ``[initial]`` table (module docstring; its keys are checked with
+    the file's, settings.validate) into an ``Initial``."""
+    if initial is None:
+        raise ConfigError(f"{where}: no [initial]: a scenario starts from the group's state "
+                          "(owned = { A = [...], ... })")
     if not isinstance(initial, dict):
         raise ConfigError(f"{where}: [initial] must be a table")
-    unknown = set(initial) - {"owned", "generation", "leader", "static"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) initial.{', initial.'.join(sorted(unknown))} "
-                          "(expected generation, leader, owned, static)")
     names = initial.get("owned")
     if not isinstance(names, dict) or not names or not all(isinstance(v, list) for v in names.values()):
         raise ConfigError(f"{where}: [initial] needs owned = {{ A = [...], ... }} naming the running members")
