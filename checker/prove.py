@@ -52,11 +52,11 @@ import z3
 
 from rebalance.model.assignors import assign, contested_claims, resolve_claims
 from rebalance.model.config import GroupConfig
-from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, mask_of, partitions_of
+from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, mask_of, member_id, partitions_of, slot_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import PYTHON, View
 
-from .render import lane
+from .render import lane, partitions
 
 MAX_MEMBERS, MAX_PARTITIONS = 5, 10
 COUNTING_PARTITIONS = 6  # balance and minimal moves: z3 needs ~1 s at 5 x 6, ~20 s at 5 x 7, ~70 s at 5 x 8
@@ -69,7 +69,7 @@ SAMPLE, SEED = 200, 5
 
 
 class Obligation(NamedTuple):
-    """One proof obligation's outcome. ``status``: "proved", "counterexample" or
+    """One proof obligation's outcome. ``status``: "proved", "not violated" (a search found nothing), "counterexample" or
     "unknown" (z3 gave up); ``bound``: exactly what was covered; ``method``: how."""
 
     name: str
@@ -235,13 +235,14 @@ def _symbolic_sticky(m: int, n: int, cooperative: bool, mutations) -> tuple:
 
 # --- concrete inputs and the model's own answer ------------------------------------
 
-def _members(claims, generations) -> tuple:
-    """The JoinGroup member list for the model's assignor: member k has id k + 1 (so
-    assignor order is index order) and subscribes with its claims."""
+def _members(claims, generations, ids=lambda k: k + 1) -> tuple:
+    """The JoinGroup member list for the model's assignor: member k has id
+    ``ids(k)`` (by default k + 1, so assignor order is index order) and subscribes
+    with its claims."""
     out = []
     for k, row in enumerate(claims):
         mask = mask_of(p for p, c in enumerate(row) if c)
-        out.append((k + 1, 0, Subscription(mask, generations[k]) if mask else EMPTY_SUBSCRIPTION))
+        out.append((ids(k), 0, Subscription(mask, generations[k]) if mask else EMPTY_SUBSCRIPTION))
     return tuple(out)
 
 
@@ -672,6 +673,150 @@ def _concrete_view(model, v: View) -> View:
         x = model.eval(x, model_completion=True)
         return z3.is_true(x) if z3.is_bool(x) else x.as_long()
     return View(*(tuple(val(x) for x in f) if isinstance(f, tuple) else val(f) for f in v))
+
+
+# --- (d) a plug-in assignor (rebalance prove --assignor) ------------------------------------
+
+PLUGIN_MEMBERS, PLUGIN_PARTITIONS, PLUGIN_GENERATIONS = 3, 4, 2  # the exhaustive bound's defaults
+PLUGIN_EXAMPLES = 500  # hypothesis examples beyond the exhaustive bound
+SEARCH_MEMBERS, SEARCH_PARTITIONS = 6, 10  # the hypothesis search's largest inputs
+
+
+def plugin_conditions(cooperative: bool) -> tuple:
+    """The obligations that apply to a plug-in assignor (its contract, R16 and R23),
+    by name, for the eager or the cooperative protocol."""
+    if not cooperative:
+        return ("every partition assigned exactly once", "loads within one")
+    return ("every partition assigned at most once, and withheld only while claimed",
+            "loads within one when nothing is withheld",
+            "never assigning a claimed partition: nothing given but to the member holding its newest claim, "
+            "a contested one to nobody (R22, R23)")
+
+
+def plugin_violations(cfg: GroupConfig, claims, generations) -> dict:
+    """What the plug-in of ``cfg`` breaks on one input, ``{condition: why}``
+    (``plugin_conditions``); ``claims[k][p]``: member k claims partition p,
+    ``generations[k]`` its claim's generation. The claims are resolved by the
+    model's rule (R22: ``resolve_claims``, ``contested_claims``). Raises
+    AssignorError (bad input) when the plug-in fails or returns a wrong shape."""
+    n = cfg.num_partitions
+    members = _members(claims, generations, ids=lambda k: member_id(k, 1))
+    given = [[] for _ in range(n)]
+    loads = {}
+    for mid, a in assign(cfg, members):
+        loads[lane(slot_of(mid))] = a.partitions.bit_count()
+        for p in partitions_of(a.partitions):
+            given[p].append(lane(slot_of(mid)))
+    names = plugin_conditions(cfg.cooperative)
+    out = {}
+    twice = [f"t-{p} to {' and '.join(g)}" for p, g in enumerate(given) if len(g) > 1]
+    if not cfg.cooperative:
+        nobody = [f"t-{p}" for p, g in enumerate(given) if not g]
+        if twice or nobody:
+            out[names[0]] = "; ".join(twice + ([f"{', '.join(nobody)} to nobody"] if nobody else []))
+        if max(loads.values()) - min(loads.values()) > 1:
+            out[names[1]] = f"loads {loads} not within one"
+        return out
+    owner = {p: lane(slot_of(mid)) for p, mid in resolve_claims(cfg, members).items()}
+    contested = set(partitions_of(contested_claims(cfg, members)))
+    unclaimed = [f"t-{p}" for p, g in enumerate(given) if not g and p not in owner and p not in contested]
+    if twice or unclaimed:
+        out[names[0]] = "; ".join(twice + ([f"{', '.join(unclaimed)} claimed by nobody and withheld"]
+                                           if unclaimed else []))
+    if all(given) and max(loads.values()) - min(loads.values()) > 1:
+        out[names[1]] = f"loads {loads} not within one"
+    wrong = [f"t-{p} given to {', '.join(g)} while {owner[p]} holds its newest claim" for p, g in enumerate(given)
+             if p in owner and any(x != owner[p] for x in g)]
+    wrong += [f"t-{p} (contested) given to {', '.join(g)}" for p, g in enumerate(given) if p in contested and g]
+    if wrong:
+        out[names[2]] = "; ".join(wrong)
+    return out
+
+
+def _plugin_cfg(base: GroupConfig, n: int) -> GroupConfig:
+    return GroupConfig(topics=(("t", n),), protocol=base.protocol, assignor=base.assignor, plugin=base.plugin,
+                       initial_rebalance_delay=False)
+
+
+def _plugin_counterexample(cfg: GroupConfig, claims, generations, why: str) -> dict:
+    members = _members(claims, generations, ids=lambda k: member_id(k, 1))
+    return {"input": _input_json(claims, generations), "violates": why,
+            "assignment": {lane(slot_of(mid)): partitions(cfg, a.partitions) for mid, a in assign(cfg, members)}}
+
+
+def _plugin_inputs(m: int, n: int, cooperative: bool, generations: int):
+    """Every input of ``m`` members and ``n`` partitions: each member claims any set of
+    partitions at a generation in 1..``generations`` (eager: nobody claims, R14)."""
+    if not cooperative:
+        yield [[False] * n for _ in range(m)], [-1] * m
+        return
+    rows = [(tuple(bool(mask >> p & 1) for p in range(n)), g if mask else -1)
+            for mask in range(1 << n) for g in (range(1, generations + 1) if mask else (-1,))]
+    for combo in itertools.product(rows, repeat=m):
+        yield [list(r) for r, _ in combo], [g for _, g in combo]
+
+
+def plugin_obligations(base: GroupConfig, max_members: int = PLUGIN_MEMBERS, max_partitions: int = PLUGIN_PARTITIONS,
+                       generations: int = PLUGIN_GENERATIONS, examples: int = PLUGIN_EXAMPLES) -> list:
+    """The obligations of ``plugin_conditions`` for ``base``'s plug-in assignor
+    (``base.plugin``, ``base.protocol``). z3 cannot see inside a Python function, so:
+    exhaustively on every input up to ``max_members`` members, ``max_partitions``
+    partitions and claim generations 1..``generations`` (sizes in increasing
+    order, so the first counterexample is among the smallest), one Obligation per
+    condition; then a hypothesis search (``examples`` inputs, derandomized: the
+    same every run; shrunk; "not violated" when it finds nothing) up to SEARCH_MEMBERS members, SEARCH_PARTITIONS
+    partitions and generations 0..7 for any condition. A counterexample gives the
+    input (each member's claims and generation), the plug-in's assignment and
+    what it breaks."""
+    from hypothesis import HealthCheck, find, settings, strategies as st
+    from hypothesis.errors import NoSuchExample
+
+    names = plugin_conditions(base.cooperative)
+    found: dict = {}
+    cases = 0
+    t0 = time.perf_counter()
+    for m in range(1, max_members + 1):
+        for n in range(1, max_partitions + 1):
+            cfg = _plugin_cfg(base, n)
+            for claims, gens in _plugin_inputs(m, n, base.cooperative, generations):
+                cases += 1
+                for name, why in plugin_violations(cfg, claims, gens).items():
+                    found.setdefault(name, _plugin_counterexample(cfg, claims, gens, why))
+    seconds = time.perf_counter() - t0
+    bound = (f"{_bound(max_members, max_partitions)}" + (f", every claim at generations 1..{generations}"
+                                                         if base.cooperative else ", no claims (eager, R14)")
+             + f" ({cases:,} inputs)")
+    out = [Obligation(f"{base.assignor}: {name}", bound, "exhaustive (a Python function: z3 cannot see inside)",
+                      "counterexample" if name in found else "proved", seconds / len(names), found.get(name))
+           for name in names]
+
+    @st.composite
+    def inputs(draw):
+        m = draw(st.integers(1, SEARCH_MEMBERS))
+        n = draw(st.integers(1, SEARCH_PARTITIONS))
+        if not base.cooperative:
+            return [[False] * n for _ in range(m)], [-1] * m
+        claims = [draw(st.lists(st.booleans(), min_size=n, max_size=n)) for _ in range(m)]
+        return claims, [draw(st.integers(0, GENERATIONS - 1)) if any(row) else -1 for row in claims]
+
+    def breaks(x):
+        return bool(plugin_violations(_plugin_cfg(base, len(x[0][0])), *x))
+
+    t0 = time.perf_counter()
+    try:
+        claims, gens = find(inputs(), breaks, settings=settings(
+            max_examples=examples, database=None, deadline=None, derandomize=True,
+            suppress_health_check=list(HealthCheck)))
+        cfg = _plugin_cfg(base, len(claims[0]))
+        why = "; ".join(f"{k}: {v}" for k, v in plugin_violations(cfg, claims, gens).items())
+        result = ("counterexample", _plugin_counterexample(cfg, claims, gens, why))
+    except NoSuchExample:
+        result = ("not violated", None)
+    out.append(Obligation(f"{base.assignor}: every condition above, beyond the bound",
+                          f"{examples:,} inputs up to {SEARCH_MEMBERS} members, {SEARCH_PARTITIONS} partitions, "
+                          f"generations 0..{GENERATIONS - 1}", "hypothesis search (shrunk, derandomized): evidence, "
+                          "not a proof", result[0], time.perf_counter() - t0, result[1]))
+    return out
 
 
 # --- everything ---------------------------------------------------------------------------

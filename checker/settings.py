@@ -5,22 +5,30 @@ Errors raise ``ConfigError`` with a message naming the key and the problem.
 """
 from __future__ import annotations
 
+import importlib
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rebalance.model.assignors import assign
+from rebalance.model.protocol import EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
 from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig, refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
-from .render import slot_named
-from .system import FAULTS
+from .situations import Initial, initial_state, parse_initial, parse_steps, play_prefix, slots_of, static_slots
+from .system import FAULTS, System
 
 ALL_PROTOCOLS = PROTOCOLS + ("streams",)  # streams: specified, not implemented yet
 ENGINES = ("local", "spark")
 
-# key -> allowed keys, for unknown-key errors
+# top-level keys that are not tables: a situation's name and source (strings), the mutations of a
+# scenario (a list), the scripted steps and expectations (arrays of tables: checker/situations.py, replay.py)
+SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "events": list, "expect": list}
+# key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
+    "initial": {"owned", "generation", "leader", "static"},
     "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves"},
     "members": {"initial", "joiners", "static"},
     "faults": {"kinds", "budget"},
@@ -52,6 +60,18 @@ class CheckSettings:
     engine: str = "local"
     timer_fairness: bool = True
     spec_mutations: frozenset = field(default_factory=frozenset)
+    initial: Initial | None = None  # [initial]: the group's state to start from (checker/situations.py)
+    prefix: tuple = ()  # [[prefix]]: steps played from it first, (action, slot, table) each
+
+    def system(self) -> System:
+        """The System to explore. With ``initial``: its Stable group, then ``prefix``
+        played exactly (ConfigError naming a step that is not enabled), is where
+        every engine starts (``System(start=...)``), with the whole fault budget."""
+        args = (self.group, self.members, self.joiners, self.faults, self.budget, self.static, self.spec_mutations)
+        system = System(*args)
+        if self.initial is None:
+            return system
+        return System(*args, start=play_prefix(system, initial_state(system, self.initial), self.prefix))
 
 
 def parse_toml(path: str | Path, what: str = "configuration file") -> dict:
@@ -69,8 +89,14 @@ def validate(data: dict, where: str) -> dict:
     """Reject unknown sections and keys, and sections that are not tables (ConfigError
     naming ``where``, the file)."""
     for section, values in data.items():
+        if section in SCALARS:
+            if not isinstance(values, SCALARS[section]):
+                kind = {str: "a string", list: "an array"}[SCALARS[section]]
+                raise ConfigError(f"{where}: {section} must be {kind}, got {values!r}")
+            continue
         if section not in SCHEMA:
-            raise ConfigError(f"{where}: unknown section [{section}] (expected {', '.join(SCHEMA)})")
+            raise ConfigError(f"{where}: unknown section [{section}] (expected {', '.join(SCHEMA)}, "
+                              f"{', '.join(SCALARS)})")
         if not isinstance(values, dict):
             raise ConfigError(f"{where}: [{section}] must be a table")
         for key in values:
@@ -111,7 +137,9 @@ def _limit(name: str, value) -> int | None:
     return value or None
 
 
-def _names(name: str, value, allowed) -> tuple:
+def names_in(name: str, value, allowed) -> tuple:
+    """``value`` (a list of names, or one comma-separated string) as a tuple without
+    repeats; ConfigError naming ``name`` for one not in ``allowed``."""
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
@@ -120,21 +148,6 @@ def _names(name: str, value, allowed) -> tuple:
         if v not in allowed:
             raise ConfigError(f"{name}: unknown name {v!r} (expected one of {', '.join(allowed)})")
     return tuple(dict.fromkeys(value))
-
-
-def static_slots(value, slots: int) -> frozenset:
-    """``true``: every client is static; a list of letters: those clients; ``false``: none."""
-    if value is True:
-        return frozenset(range(slots))
-    if value is False:
-        return frozenset()
-    if not isinstance(value, list) or not all(isinstance(v, str) and len(v) == 1 and "A" <= v <= "Z"
-                                              for v in value):
-        raise ConfigError(f"members.static must be true, false or a list of client letters, got {value!r}")
-    out = frozenset(slot_named(v) for v in value)
-    if max(out, default=0) >= slots:
-        raise ConfigError(f"members.static names a client beyond the {slots} configured")
-    return out
 
 
 # [time] defaults, ms: a tick of 150 s; Kafka Connect's scheduled.rebalance.max.delay.ms (300 s)
@@ -161,6 +174,38 @@ def ticks(t: dict) -> dict:
             "revoking_backoff_ticks": tuple(backoff)}
 
 
+def load_plugin(spec: str):
+    """The callable ``spec`` names, ``module:function`` (a module importable from the
+    working directory or the installed packages, e.g.
+    ``examples.assignors.sticky:assign``): a plug-in assignor (model/assignors.py
+    ``assign_plugin`` gives the signature). ConfigError naming the problem: a
+    malformed spec, a module that cannot be imported, a missing attribute, one
+    that is not callable."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(f"assignor {spec!r}: a plug-in assignor is named module:function")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # as `python -m` does: the user's own modules
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # any failure while importing the user's module is bad input
+        raise ConfigError(f"assignor {spec!r}: module {module_name!r} cannot be imported "
+                          f"({type(e).__name__}: {e})") from None
+    fn = getattr(module, attr, None)
+    if fn is None:
+        raise ConfigError(f"assignor {spec!r}: module {module_name!r} has no {attr!r}")
+    if not callable(fn):
+        raise ConfigError(f"assignor {spec!r}: {attr!r} is a {type(fn).__name__}, not callable")
+    return fn
+
+
+def probe_plugin(group: GroupConfig) -> None:
+    """Call ``group``'s plug-in assignor once, on one member claiming nothing, so a
+    wrong signature or return shape is bad input before any exploration
+    (AssignorError, a ConfigError)."""
+    assign(group, ((member_id(0, 1), NO_INSTANCE_ID, EMPTY_SUBSCRIPTION),))
+
+
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
@@ -183,24 +228,43 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         if not isinstance(raw, dict) or not raw:
             raise ConfigError("group.topics must be a table of topic = partition count, e.g. { t = 4 }")
         topics = tuple((str(k), _count(f"group.topics.{k}", v, 1)) for k, v in raw.items())
-    muts = tuple(c.get("mutations", ())) + tuple(mutations)
+    muts = tuple(data.get("mutations", ())) + tuple(c.get("mutations", ())) + tuple(mutations)
     delay = g.get("initial_rebalance_delay", True)
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     refuse_inapplicable(proto, muts)
+    plugin = load_plugin(assignor) if ":" in assignor else None
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
-                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), **ticks(t))
+                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t))
+    if plugin is not None:
+        probe_plugin(group)
     engine = engine or "local"
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
     from .properties import PROPERTIES
     names = tuple(p.name for p in PROPERTIES)
-    fault_kinds = _names("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)
+    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)
     # a paused member is a zombie that keeps processing: exclusive_processing is
     # expected to break (generation fencing keeps exclusive_ownership; the design brief)
     zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
-    n_members = _count("members", members if members is not None else m.get("initial", 3), 1)
-    n_joiners = _count("members.joiners", m.get("joiners", 1), 0)
+    initial, prefix = None, ()
+    if "events" in data:
+        raise ConfigError("[[events]] are replay's steps, each followed by the settled schedule; check explores "
+                          "every interleaving from [initial] after the steps of [[prefix]]: give those instead")
+    if "initial" in data:
+        if members is not None or "initial" in m or "static" in m:
+            raise ConfigError("[initial] names the running members and initial.static the static ones: "
+                              "give neither --members, members.initial nor members.static with it")
+        initial = parse_initial(group, data["initial"], "[initial]")
+        prefix = tuple(parse_steps(data.get("prefix", []), "prefix", "[[prefix]]"))
+        n_members = len(initial.owned)
+        n_joiners = slots_of(initial, prefix) - n_members + _count("members.joiners", m.get("joiners", 0), 0)
+        static = static_slots(True if static else initial.static, n_members + n_joiners)
+    elif "prefix" in data:
+        raise ConfigError("[[prefix]] needs [initial]: the group's state the steps start from")
+    else:
+        n_members = _count("members", members if members is not None else m.get("initial", 3), 1)
+        n_joiners = _count("members.joiners", m.get("joiners", 1), 0)
     if n_members + n_joiners > MAX_CHECK_SLOTS:
         raise ConfigError(f"{n_members} members + {n_joiners} joiner(s) is beyond what a check can hold: at most "
                           f"{MAX_CHECK_SLOTS} client slots (settling the initial state alone grows as slots^3; "
@@ -209,14 +273,17 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         group=group,
         members=n_members,
         joiners=n_joiners,
-        static=static_slots(static if static else m.get("static", False), n_members + n_joiners),
+        static=static if initial else static_slots(static if static else m.get("static", False),
+                                                   n_members + n_joiners),
         faults=fault_kinds,
         budget=_budget(budget if budget is not None else f.get("budget", 2)),
         max_states=_limit("max_states", max_states if max_states is not None else c.get("max_states")),
         max_depth=_limit("max_depth", max_depth if max_depth is not None else c.get("max_depth")),
-        expect_violated=frozenset(_names("check.expect_violated", c.get("expect_violated", zombie_default), names)),
+        expect_violated=frozenset(names_in("check.expect_violated", c.get("expect_violated", zombie_default), names)),
         keep_going=bool(keep_going if keep_going is not None else c.get("continue", False)),
         engine=engine,
         timer_fairness=bool(timer_fairness if timer_fairness is not None else c.get("timer_fairness", True)),
-        spec_mutations=frozenset(_names("--spec-mutation", list(spec_mutations), tuple(SPEC_MUTATIONS))),
+        spec_mutations=frozenset(names_in("--spec-mutation", list(spec_mutations), tuple(SPEC_MUTATIONS))),
+        initial=initial,
+        prefix=prefix,
     )

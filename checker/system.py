@@ -98,12 +98,15 @@ class System:
     ``static``: the slots whose processes are static members (group.instance.id
     ``instance_id(slot)``, kept across restarts); ``spec_mutations``: deliberately
     wrong specification actions the refinement check compares the model with
-    (spec/actions.py, SPEC_MUTATIONS).
+    (spec/actions.py, SPEC_MUTATIONS); ``start``: the state every engine starts
+    from instead of the settled group of ``members`` (a configuration's
+    ``[initial]`` and ``[[prefix]]``, checker/situations.py), or None.
     """
 
     def __init__(self, cfg: GroupConfig, members: int, joiners: int, faults, max_faults: int,
-                 static=frozenset(), spec_mutations=frozenset()):
+                 static=frozenset(), spec_mutations=frozenset(), start: State | None = None):
         self.cfg = cfg
+        self.start_state = start
         self.static = frozenset(static)
         self.spec_mutations = frozenset(spec_mutations)
         self.members = members
@@ -122,7 +125,7 @@ class System:
         """The constructor's arguments: ``System(*system.spec)`` builds an equal system
         (how the Spark engine rebuilds it on executors, without the caches)."""
         return (self.cfg, self.members, self.joiners, tuple(sorted(self.faults)), self.max_faults,
-                tuple(sorted(self.static)), tuple(sorted(self.spec_mutations)))
+                tuple(sorted(self.static)), tuple(sorted(self.spec_mutations)), self.start_state)
 
     def instance_of(self, slot: int) -> int:
         """The group.instance.id of ``slot``'s processes (NO_INSTANCE_ID if dynamic)."""
@@ -176,9 +179,10 @@ class System:
         return State(EMPTY_GROUP, procs, self.max_faults)
 
     def initial(self) -> State:
-        """The configured members started from an empty group and run, deterministically,
-        to a quiescent Stable group: the state exploration starts from."""
-        return settle(self, self.started())
+        """The state exploration starts from: ``start`` if given, else the configured
+        members started from an empty group and run, deterministically, to a
+        quiescent Stable group."""
+        return self.start_state if self.start_state is not None else settle(self, self.started())
 
     def stable(self, owned: dict, generation: int, leader_slot: int) -> State:
         """A Stable group at ``generation`` in which each slot of ``owned`` ({slot:

@@ -22,12 +22,12 @@ from rebalance.checker import counterexample, junit, prove, replay as replaying,
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
-from rebalance.checker.render import lane
+from rebalance.checker.render import lane, partitions as partition_names
 from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
-from rebalance.checker.system import FAULTS, System
+from rebalance.checker.system import FAULTS
 from rebalance.model.config import MUTATIONS, PROTOCOLS, ConfigError
 from rebalance.spec.actions import SPEC_MUTATIONS
 
@@ -58,7 +58,7 @@ class Group(click.Group):
                                                  "command": ctx.invoked_subcommand}}))
             if isinstance(e, click.UsageError):
                 raise
-            err.print(f"[bold red]error:[/] {e}", highlight=False)
+            err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
             ctx.exit(EXIT_BAD_INPUT)
 
 
@@ -127,7 +127,10 @@ def _config_summary(s: CheckSettings) -> dict:
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
             "spec_mutations": sorted(s.spec_mutations),
             "timer_fairness": s.timer_fairness, "engine": s.engine,
-            "max_states": s.max_states, "max_depth": s.max_depth}
+            "max_states": s.max_states, "max_depth": s.max_depth} | ({} if s.initial is None else {
+                "initial": {"generation": s.initial.generation, "leader": lane(s.initial.leader),
+                            "owned": {lane(k): partition_names(s.group, v) for k, v in sorted(s.initial.owned.items())}},
+                "prefix": [f"{lane(slot)} {action}" if slot >= 0 else action for action, slot, _ in s.prefix]})
 
 
 def _print_report(settings: CheckSettings, summary: dict, result, show_trace) -> None:
@@ -136,6 +139,12 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               f"{c['joiners']} joiner(s), topics {c['topics']}, faults {','.join(c['faults']) or 'none'} "
               f"(budget {c['budget']})" + (f", mutations {','.join(c['mutations'])}" if c["mutations"] else ""),
               highlight=False)
+    if "initial" in c:
+        i = c["initial"]
+        owned = ", ".join(f"{m}({', '.join(ps)})" for m, ps in i["owned"].items())
+        out.print(f"from [initial]: generation {i['generation']}, leader {i['leader']}, {owned}"
+                  + (f"; after [[prefix]]: {', '.join(c['prefix'])}" if c["prefix"] else ""),
+                  highlight=False, markup=False)
     table = Table(show_edge=False)
     for col in ("property", "kind", "status", "expected"):
         table.add_column(col)
@@ -169,7 +178,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @main.command()
 @click.argument("config", required=False, type=click.Path(dir_okay=False))
 @click.option("--protocol", type=click.Choice(ALL_PROTOCOLS), help="Rebalance protocol (default: the file's, else cooperative).")
-@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky.")
+@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky, or your own as module:function (model/assignors.py assign_plugin gives its signature).")
 @click.option("--members", type=int, help="Members running at the start (default 3).")
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
 @click.option("--static", "static", is_flag=True, default=None,
@@ -257,8 +266,7 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     warnings = [w for w in (None if walks else reach_warning(settings, max_seconds, max_memory),) if w]
     for w in warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
-    system = System(settings.group, settings.members, settings.joiners, settings.faults, settings.budget,
-                    settings.static, settings.spec_mutations)
+    system = settings.system()
     props = applicable(system)
     if walks:
         _walks(settings, system, props, walks, depth or 100, seed, spark_master, guard, as_json, out_dir,
@@ -354,21 +362,30 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
 @click.option("--mutation", "mutations", multiple=True,
               help="Switch on a mutation (model/config.py MUTATIONS), e.g. connect-leader-state to replay a "
                    "Design II scenario as Kafka Connect behaves; repeatable.")
+@click.option("--assignor", help="The leader's assignor instead of the scenario's: a built-in name or your own as "
+                                "module:function (model/assignors.py assign_plugin).")
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
               help="Also draw the replay as a sequence diagram (SVG) at this path, with an HTML report beside it.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def replay(scenario, mutations, svg_path, as_json):
-    """Run one scripted scenario deterministically.
+def replay(scenario, mutations, assignor, svg_path, as_json):
+    """Run one scripted scenario deterministically, checking every property.
 
     The scenario (TOML) gives the group, the members with the partitions they own
-    and the generation they own them in, and a list of events (join, leave,
-    crash, restart, pause, resume; each settles the group afterwards unless it
-    says settle = false). Prints every rebalance round with each member's
-    assigned and revoked partitions, and the final ownership. --svg FILE draws
-    every step (a lane per member, owned and assigned partitions, heartbeat round
-    trips collapsed) and writes FILE.html beside it (diagram, steps, final state).
+    and the generation they own them in ([initial]), steps played exactly as
+    written ([[prefix]]), then a list of events (join, leave, crash, restart,
+    pause, resume; each settles the group afterwards unless it says settle =
+    false). Every safety property is checked at every step; each completed round
+    is compared with its [[expect]] block (assigned, revoked, lost per member).
+    Prints every rebalance round with each member's assigned and revoked
+    partitions, and the final ownership. --svg FILE draws every step (a lane per
+    member, owned and assigned partitions, heartbeat round trips collapsed) and
+    writes FILE.html beside it (diagram, steps, final state).
+
+    \b
+    Exit codes: 0 holds and every expectation met, 1 a property violated or a
+    round not as expected (named: round, member, field), 2 bad input.
     """
-    loaded = replaying.load(scenario, mutations)
+    loaded = replaying.load(scenario, mutations, assignor)
     steps = [(None, loaded["initial"])]
     report = replaying.run(loaded, steps)
     if svg_path:
@@ -379,6 +396,7 @@ def replay(scenario, mutations, svg_path, as_json):
         out.print(replaying.text(report), highlight=False, markup=False)
         if svg_path:
             out.print(f"diagram: {report['files']['svg']} {report['files']['html']}", highlight=False, markup=False)
+    sys.exit(EXIT_VIOLATED if report["verdict"] == "violated" else EXIT_HOLDS)
 
 
 @main.command()
@@ -687,13 +705,23 @@ def proxy(listen, upstream, trace_path, initial_delay_ms):
               help="Run the assignors with a known-bad behaviour (e.g. assign-before-revoke); repeatable.")
 @click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
               help="Use a deliberately wrong spec action in the induction (e.g. install-ignores-owned).")
-@click.option("--max-members", type=int, default=prove.MAX_MEMBERS, show_default=True,
-              help=f"Assignor proofs: every member count up to this (at most {prove.LIMITS[0]}).")
-@click.option("--max-partitions", type=int, default=prove.MAX_PARTITIONS, show_default=True,
-              help=f"Assignor proofs: every partition count up to this (at most {prove.LIMITS[1]}).")
+@click.option("--max-members", type=int,
+              help=f"Assignor proofs: every member count up to this (at most {prove.LIMITS[0]}; default "
+                   f"{prove.MAX_MEMBERS}, with --assignor {prove.PLUGIN_MEMBERS}).")
+@click.option("--max-partitions", type=int,
+              help=f"Assignor proofs: every partition count up to this (at most {prove.LIMITS[1]}; default "
+                   f"{prove.MAX_PARTITIONS}, with --assignor {prove.PLUGIN_PARTITIONS}).")
 @click.option("--max-counting-partitions", type=int, default=prove.COUNTING_PARTITIONS, show_default=True,
               help="Balance and minimal-moves proofs (counting arguments, slow in z3): partitions up to this.")
-def prove_command(as_json, mutations, spec_mutations, max_members, max_partitions, max_counting_partitions):
+@click.option("--assignor", "plugin",
+              help="Your own assignor, module:function (model/assignors.py assign_plugin gives its signature): "
+                   "prove its obligations instead (exhaustive up to the bound, then a hypothesis search).")
+@click.option("--protocol", type=click.Choice(["eager", "cooperative"]), default="cooperative", show_default=True,
+              help="With --assignor: the protocol it runs under (cooperative: it must withhold moving partitions).")
+@click.option("--examples", type=click.IntRange(1), default=prove.PLUGIN_EXAMPLES, show_default=True,
+              help="With --assignor: inputs the hypothesis search tries beyond the exhaustive bound.")
+def prove_command(as_json, mutations, spec_mutations, max_members, max_partitions, max_counting_partitions, plugin,
+                  protocol, examples):
     """Discharge the proof obligations with z3 (spec/SPEC.md, section 9).
 
     \b
@@ -710,6 +738,13 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     (c) the inductive invariant of spec/actions.py at a fixed size:
         init => inv, inv and next => inv', inv => exclusive_ownership.
 
+    (d) with --assignor module:function, instead: your own assignor's
+        obligations (exactly once, loads within one, never assigning a claimed
+        partition), exhaustively over every input up to --max-members and
+        --max-partitions (default 3 x 4, claims at generations 1..2), then a
+        hypothesis search on larger inputs, shrunk: z3 cannot see inside a
+        Python function.
+
     Each obligation prints its status, what exactly it covers and its time.
     A counterexample is concrete: the input (each member's claims and
     generation) with the model's own assignment, or the abstract states and the
@@ -721,6 +756,11 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     Exit codes: 0 every obligation proved, 1 a counterexample, 2 bad input,
     3 incomplete (z3 gave up on an obligation).
     """
+    if plugin:
+        max_members = prove.PLUGIN_MEMBERS if max_members is None else max_members
+        max_partitions = prove.PLUGIN_PARTITIONS if max_partitions is None else max_partitions
+    max_members = prove.MAX_MEMBERS if max_members is None else max_members
+    max_partitions = prove.MAX_PARTITIONS if max_partitions is None else max_partitions
     for name, value, top in (("--max-members", max_members, prove.LIMITS[0]),
                              ("--max-partitions", max_partitions, prove.LIMITS[1]),
                              ("--max-counting-partitions", max_counting_partitions, prove.LIMITS[1])):
@@ -735,7 +775,10 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
         task = progress.add_task("proving", total=None) if show else None
         sizes = (lambda name, m, n: progress.update(task, description=f"{name}: {m} members, {n} partitions")) \
             if show else None
-        for ob in prove.obligations(**run, on_size=sizes):
+        chosen = prove.obligations(**run, on_size=sizes) if not plugin else prove.plugin_obligations(
+            resolve({"group": {"protocol": protocol}}, assignor=plugin).group, max_members, max_partitions,
+            examples=examples)
+        for ob in chosen:
             results.append(ob)
             if not as_json:
                 _print_obligation(ob)
@@ -753,7 +796,7 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
 
 
 def _print_obligation(ob) -> None:
-    color = {"proved": "green", "counterexample": "red", "unknown": "yellow"}[ob.status]
+    color = {"proved": "green", "not violated": "green", "counterexample": "red", "unknown": "yellow"}[ob.status]
     out.print(f"[{color}]{ob.status:>14}[/] {ob.seconds:6.2f} s  [bold]{ob.name}[/]", highlight=False)
     out.print(f"{'':24}{ob.bound} ({ob.method})" + (f"; {ob.detail}" if ob.detail else ""),
               highlight=False, markup=False)

@@ -40,8 +40,25 @@ from heapq import heapify, heappop, heapreplace
 from itertools import groupby
 from typing import NamedTuple
 
-from .config import GroupConfig
-from .protocol import NOT_SCHEDULED, Assignment, mask_of, partitions_of, union
+from .config import ConfigError, GroupConfig
+from .protocol import NO_INSTANCE_ID, NOT_SCHEDULED, Assignment, mask_of, member_name, partitions_of, slot_of, union
+
+
+class AssignorError(ConfigError):
+    """A plug-in assignor raised an exception or returned a wrong shape; the message
+    names the assignor, the input and the problem (``rebalance`` exits 2)."""
+
+
+class MemberSubscription(NamedTuple):
+    """One member as a plug-in assignor sees it (ConsumerPartitionAssignor.Subscription):
+    ``owned_partitions``, the partitions it claims (``("t-0", ...)``, KIP-429's
+    ownedPartitions); ``generation``, the generation it was assigned them in
+    (KIP-792's generationId; -1 when it claims nothing); ``group_instance_id``, its
+    static membership id (KIP-345) or None."""
+
+    owned_partitions: tuple
+    generation: int
+    group_instance_id: str | None
 
 
 def _claim_weight(generation: int) -> int:
@@ -321,6 +338,43 @@ def _incremental(cfg: GroupConfig, mids, claims: Claims) -> tuple:
     return {m: mask | claims.won[m] & stay for m, mask in out.items()}, bool(stay)
 
 
+def assign_plugin(cfg: GroupConfig, mids, members) -> dict:
+    """R16 through a plug-in: ``cfg.plugin(partitions, subscriptions)`` where
+    ``partitions`` is the group's partitions in order (``("t-0", "t-1", ...)``) and
+    ``subscriptions`` a dict ``{member id: MemberSubscription}`` in member order
+    (R29: static members by group.instance.id, then dynamic by member id; member
+    ids read ``A1``, ``B2``, ...). It returns ``{member id: [partition, ...]}``;
+    a member left out gets nothing. Under the cooperative protocol it is the whole
+    decision, R23's adjustment included: a partition moving from its owner must be
+    withheld until the owner revokes it. Giving a partition twice or to nobody is
+    the plug-in's to get wrong (the properties and ``rebalance prove --assignor``
+    catch it); an exception or another shape raises AssignorError naming it."""
+    names = [cfg.partition_name(p) for p in range(cfg.num_partitions)]
+    index = {n: p for p, n in enumerate(names)}
+    subs = {mid: sub for mid, _, sub in members}
+    iids = {mid: iid for mid, iid, _ in members}
+    seen = {member_name(mid): MemberSubscription(
+        tuple(names[p] for p in partitions_of(subs[mid].owned)),
+        subs[mid].generation if subs[mid].owned else -1,
+        None if iids[mid] == NO_INSTANCE_ID else f"instance-{chr(65 + slot_of(mid))}") for mid in mids}
+    shown = f"assignor {cfg.assignor} on {dict(seen)}"
+    try:
+        result = cfg.plugin(tuple(names), seen)
+    except Exception as e:  # the plug-in's own failure, reported as bad input with its input
+        raise AssignorError(f"{shown} raised {type(e).__name__}: {e}") from None
+    if not isinstance(result, dict):
+        raise AssignorError(f"{shown} returned {type(result).__name__}, not a dict of member id -> partitions")
+    by_name = {member_name(mid): mid for mid in mids}
+    out = {mid: 0 for mid in mids}
+    for name, given in result.items():
+        if name not in by_name:
+            raise AssignorError(f"{shown} assigned to {name!r}, not a member ({', '.join(by_name)})")
+        if not isinstance(given, (list, tuple, set, frozenset)) or not all(p in index for p in given):
+            raise AssignorError(f"{shown} gave {name} {given!r}: not a list of the group's partitions")
+        out[by_name[name]] = mask_of(index[p] for p in given)
+    return out
+
+
 def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
@@ -340,7 +394,9 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
     delay, echo = 0, ()
-    if cfg.assignor == "range":
+    if cfg.plugin is not None:
+        out = assign_plugin(cfg, mids, members)
+    elif cfg.assignor == "range":
         out = _range(cfg, mids)
     elif cfg.assignor == "roundrobin":
         out = _roundrobin(cfg, mids)

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+PLUGIN_PROTOCOLS = ("eager", "cooperative")  # where a plug-in assignor is the leader's whole decision
 # the assignor a protocol uses unless told otherwise (range: the Java consumer's default; cooperative-sticky: KIP-429)
 DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
                     "incremental": "cooperative-sticky"}
@@ -165,7 +167,10 @@ class GroupConfig:
     round the group rejoins to move more (Design III); ``revoking_backoff_ticks``:
     the delay before the n-th revoking round in a row (n = 1, 2, ...; the last
     repeats; 0: revoke at once), KAFKA-12495's exponential backoff (Design II).
-    ``require_known_member_id``: members join with JoinGroup v4+ (KIP-394), so a new
+    ``plugin``: a plug-in assignor (model/assignors.py ``assign_plugin`` gives its
+    signature), resolved once from ``assignor`` = "module:function" by
+    checker/settings.py; the leader runs it instead of a built-in one, under the
+    eager or cooperative protocol (PLUGIN_PROTOCOLS). ``require_known_member_id``: members join with JoinGroup v4+ (KIP-394), so a new
     dynamic member is first handed its member id with MEMBER_ID_REQUIRED (R36);
     off in the checker's bound (it adds a round trip to every join), on in some
     test vectors.
@@ -185,13 +190,20 @@ class GroupConfig:
     rejoin_ticks: int = 1
     revoking_backoff_ticks: tuple = (1, 1, 1, 2)
     require_known_member_id: bool = False
+    plugin: Callable | None = None
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"unknown protocol {self.protocol!r} (expected one of {', '.join(PROTOCOLS)})")
-        if self.assignor not in ASSIGNORS:
-            raise ConfigError(f"unknown assignor {self.assignor!r} (expected one of {', '.join(ASSIGNORS)})")
-        if self.cooperative and self.assignor != "cooperative-sticky":
+        if self.plugin is not None:
+            if self.protocol not in PLUGIN_PROTOCOLS:
+                raise ConfigError(f"a plug-in assignor ({self.assignor}) runs under the "
+                                  f"{' or '.join(PLUGIN_PROTOCOLS)} protocol: the {self.protocol} protocol's "
+                                  "assignor also schedules rebalances (seed 000, Designs II and III)")
+        elif self.assignor not in ASSIGNORS:
+            raise ConfigError(f"unknown assignor {self.assignor!r} (expected one of {', '.join(ASSIGNORS)}, "
+                              "or your own as module:function)")
+        elif self.cooperative and self.assignor != "cooperative-sticky":
             raise ConfigError(f"assignor {self.assignor!r} does not support the cooperative protocol "
                               "(only cooperative-sticky does)")
         for name in self.mutations:
