@@ -9,7 +9,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig, refuse_inapplicable
+from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
+from rebalance.model.mutations import refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS

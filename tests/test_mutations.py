@@ -1,11 +1,11 @@
-"""The mutation matrix: every registered mutation (model/config.py MUTATIONS), a
+"""The mutation matrix: every registered mutation (model/mutations.py REGISTRY), a
 deliberately wrong model, checked with --continue so every property gets a
 verdict: what it breaks and what it leaves holding. Every property is caught by
 at least one mutation, so no "holds" is a verdict nobody has seen fail."""
 import pytest
 
 from rebalance.checker.properties import PROPERTIES
-from rebalance.model.config import MUTATIONS
+from rebalance.model.mutations import REGISTRY as MUTATIONS
 
 COOP = ("--faults", "join,leave,crash")
 ZOMBIES = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
