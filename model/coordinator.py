@@ -498,11 +498,23 @@ def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: l
     return group
 
 
+def _kept_alive(m: MemberMetadata) -> bool:
+    """R11: a member held at a barrier does not expire (MemberMetadata.shouldKeepAlive
+    keeps members awaiting join or sync). Replaced by ``no-pending-sync-expiry``."""
+    return m.awaiting_join or m.awaiting_sync
+
+
+def _late_syncers(group: Group) -> list:
+    """R12: the members the pending-sync timeout removes, those that got a JoinGroup
+    response and sent no SyncGroup (GroupCoordinator.onExpirePendingSync, KAFKA-12890's
+    fix). Replaced by ``no-pending-sync-expiry``."""
+    return [m.member_id for m in group.members if m.pending_sync]
+
+
 def _session_timeout(cfg: GroupConfig, group: Group, mid: int, out: list) -> Group:
-    """R11: a member that is not held at a barrier expires (onExpireHeartbeat;
-    MemberMetadata.shouldKeepAlive keeps members awaiting join or sync)."""
+    """R11: a member that is not kept alive (``_kept_alive``) expires (onExpireHeartbeat)."""
     m = find(group, mid)
-    if m is None or m.awaiting_join or m.awaiting_sync:
+    if m is None or rule(cfg, _kept_alive)(m):
         return group
     return _remove(cfg, group, (mid,), out)
 
@@ -524,10 +536,10 @@ def _sync_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
     GroupCoordinator.onExpirePendingSync)."""
     if group.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
         return group
-    late = [m.member_id for m in group.members if m.pending_sync]
+    late = rule(cfg, _late_syncers)(group)
     if not late:
         return group
-    group = group._replace(members=tuple(m for m in group.members if not m.pending_sync))
+    group = group._replace(members=tuple(m for m in group.members if m.member_id not in late))
     group = _prepare_rebalance(group, out)
     return _maybe_complete_join(cfg, group, out)
 

@@ -62,7 +62,7 @@ REGISTRY = {m.name: m for m in (
              "the sticky assignor ignores owned-partition claims from an older generation than the newest claim, "
              "instead of weighing them",
              "KAFKA-12984's generation filter in AbstractStickyAssignor (Kafka 3.0-3.4.0), replaced by KAFKA-14639",
-             "R22", COOPERATIVE_PROTOCOLS, jira="KAFKA-14639", versions="3.0-3.4.0 (fixed in 3.4.1, 3.5)"),
+             "R22", COOPERATIVE_PROTOCOLS, jira="KAFKA-12984", versions="3.0-3.4.0 (replaced by KAFKA-14639 in 3.4.1, 3.5)"),
     Mutation("generation-mod-4",
              "the sticky assignors compare owned-partition claims by generation modulo 4, so a claim from "
              "generation 4 ties with one from generation 0 and neither keeps the partition",
@@ -72,7 +72,8 @@ REGISTRY = {m.name: m for m in (
              "generation (the one they were assigned in) instead of the generation it joined",
              "KAFKA-13419 (ConsumerCoordinator: onAssignment never ran for the failed round; the reset of "
              "KAFKA-13891 was reverted for KAFKA-14016)", "R17", COOPERATIVE_PROTOCOLS,
-             jira="KAFKA-14639", versions="3.0-3.4.0 (fixed in 3.4.1, 3.5)"),
+             jira="KAFKA-13419", versions="every version of the Java consumer; before KIP-792 (3.4) the claim's "
+             "generation is the one it was assigned in"),
     Mutation("leader-forgets-delay",
              "the deferral lives only in the leader's memory (seed 000, Design II as written): a new leader that "
              "detects the lost partitions starts the delay again for partitions already deferred, and lost "
@@ -122,6 +123,14 @@ REGISTRY = {m.name: m for m in (
              "group has 2 members or more",
              "test-only: a deliberately wrong assignor, not a Kafka bug (R16: loads within one)",
              "R16", PROTOCOLS, test_only=True),
+    Mutation("no-pending-sync-expiry",
+             "a member that got its JoinGroup response and never sends SyncGroup is kept in the group for good: "
+             "its heartbeats (the heartbeat thread lives on while the application thread is stuck: the pause "
+             "fault) keep its session alive in CompletingRebalance, and no pending-sync timeout removes it, so "
+             "a leader that never syncs leaves the group in CompletingRebalance",
+             "KAFKA-12890: KAFKA-10134 (PR #8834) let members heartbeat in CompletingRebalance, which satisfied "
+             "the DelayedHeartbeat that had caught a missing SyncGroup; fixed by GroupCoordinator.onExpirePendingSync "
+             "(PR #10863)", "R11, R12", PROTOCOLS, jira="KAFKA-12890", versions="2.6-2.8.0 (fixed in 2.8.1, 3.0)"),
     Mutation("keep-revoked",
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
@@ -191,6 +200,16 @@ def _static_rejoin_rebalances(group) -> bool:
 @replaces(coordinator._next_generation, "reset-generation-when-empty")
 def _restart_generation_when_empty(group) -> int:
     return group.generation + 1 if group.members else 0
+
+
+@replaces(coordinator._kept_alive, "no-pending-sync-expiry")
+def _kept_alive_owing_sync(m) -> bool:
+    return m.awaiting_join or m.awaiting_sync or m.pending_sync  # its heartbeats satisfy the session timer
+
+
+@replaces(coordinator._late_syncers, "no-pending-sync-expiry")
+def _nobody_late(group) -> list:
+    return []
 
 
 @replaces(member._on_unknown_member_id, "keep-owned-on-unknown-member-id")

@@ -31,6 +31,9 @@ MATRIX = [
     (("no-fencing-on-duplicate-instance",), STATIC, {"unique_instance", "static_restart_no_rebalance",
                                                      "quiescent_balance", "eventual_balance"}),
     (("static-rejoin-rebalances",), STATIC, {"static_restart_no_rebalance"}),
+    # KAFKA-12890: a leader that never syncs (paused, its heartbeats kept on) holds the group in CompletingRebalance
+    (("no-pending-sync-expiry",), ("--members", "2", "--partitions", "2", "--faults", "pause"),
+     {"exclusive_processing", "quiescent_balance", "eventual_balance"}),
     ((), ZOMBIES, {"exclusive_processing"}),  # zombies process; fencing keeps commits exclusive
     (("no-commit-fencing",), ZOMBIES, {"exclusive_processing", "exclusive_ownership"}),
     # KAFKA-12983: a member told UNKNOWN_MEMBER_ID rejoins still owning, and commits under its new id
