@@ -43,6 +43,10 @@ HISTORY = (
         "quiescent_balance", 7,
         "the leader stops (its heartbeat thread alive) before its JoinGroup response: the group stays in "
         "CompletingRebalance for good"),
+    Bug("KAFKA-7026", ("sticky-user-data-without-generation",), ("--protocol", "eager", "--assignor", "sticky") + ZOMBIES,
+        "exclusive_ownership", 28,
+        "a zombie rejoins claiming its old assignment from the StickyAssignor's user data; the leader keeps the "
+        "partition with it and with its new owner, and both commit it"),
     Bug("KAFKA-14639", ("keep-owned-on-rebalance-in-progress", "ignore-owned-generation"), COOP,
         "revoke_before_assign", 25,
         "a member's claim tagged with an older generation after REBALANCE_IN_PROGRESS is dropped by the "

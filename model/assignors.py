@@ -79,8 +79,17 @@ def _claims(cfg: GroupConfig, members) -> Claims:
     generation), heaviest first; at each weight, what no heavier claim took goes to
     its one claimant, and what two or more claim at that weight is contested.
     Mutations: see ``resolve_claims`` and ``contested_claims``."""
-    weight = rule(cfg, _claim_weight)
     claimants = rule(cfg, _counted_claims)([(mid, sub) for mid, _, sub in members if sub.owned])
+    won, contested = rule(cfg, _weighed)(members, claimants, rule(cfg, _claim_weight))
+    return Claims(won, rule(cfg, _contested)(contested))
+
+
+def _weighed(members, claimants: list, weight) -> tuple:
+    """R22: ``(won, contested)`` (see ``Claims``) from the ``claimants`` ((member id,
+    Subscription), ...) by ``weight`` of generation: heaviest first, what no heavier
+    claim took goes to its one claimant, what two or more claim at one weight is
+    contested (AbstractStickyAssignor since KAFKA-14639). Replaced by
+    ``sticky-user-data-without-generation`` (KAFKA-7026)."""
     won = {mid: 0 for mid, _, _ in members}
     heavier = contested = 0
     claimants.sort(key=lambda c: weight(c[1].generation), reverse=True)
@@ -94,7 +103,7 @@ def _claims(cfg: GroupConfig, members) -> Claims:
             won[mid] = claim & ~twice
         contested |= twice
         heavier |= once
-    return Claims(won, rule(cfg, _contested)(contested))
+    return won, contested
 
 
 def resolve_claims(cfg: GroupConfig, members) -> dict:
@@ -161,6 +170,8 @@ def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = No
     heapify(heap)
     given = {m: [] for m in mids}
     for p in partitions_of(cfg.all_partitions & ~taken):
+        if not heap:  # every member at its quota: only when one partition counts for two (KAFKA-7026's mutation)
+            break
         load, i, m = heap[0]
         given[m].append(p)
         if quota is None or load + 1 < quota[m]:

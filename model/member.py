@@ -52,7 +52,9 @@ class Consumer(NamedTuple):
     assignment; ``memory``: ``(previous, deferred)``, the bitmasks it assigned or
     held back, and held back, in the last round it led (only kept under the
     ``leader-forgets-delay`` and ``connect-leader-state`` mutations; model/assignors.py
-    ``_deferral``)."""
+    ``_deferral``). ``user_data``: the bitmask of its last assignment as the eager
+    StickyAssignor's user data remembers it (only kept under the
+    ``sticky-user-data-without-generation`` mutation, ``_remembered``)."""
 
     phase: MemberPhase
     member_id: int
@@ -65,6 +67,7 @@ class Consumer(NamedTuple):
     scheduled: int = NOT_SCHEDULED
     echo: tuple = ()
     memory: tuple = (0, 0)
+    user_data: int = 0
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
@@ -104,6 +107,15 @@ def _claim_after_rebalance_in_progress(c: Consumer) -> Consumer:
     return c._replace(owned_generation=c.generation) if c.owned else c
 
 
+def _remembered(c: Consumer, assigned: int) -> int:
+    """R13: a member claims what it owns and remembers nothing else of its
+    assignment (the eager StickyAssignor's user data, since KIP-341, carries the
+    generation, so a stale claim loses to a newer one; the model's eager members
+    claim nothing after revoking, R14). Replaced by
+    ``sticky-user-data-without-generation`` (KAFKA-7026)."""
+    return c.user_data
+
+
 def _owned_after_sync(owned: int, assigned: int) -> int:
     """R18: after SyncGroup a member owns exactly what it was assigned (it revoked
     owned − assigned). Replaced by ``keep-revoked`` (test-only)."""
@@ -134,7 +146,8 @@ def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
     if not cfg.cooperative and c.owned:
         out.append(Callback("revoked", c.owned))
         c = c._replace(owned=0, owned_generation=NO_GENERATION)
-    out.append(Send(JoinGroup(c.member_id, subscription(c), c.group_instance_id, cfg.require_known_member_id)))
+    out.append(Send(JoinGroup(c.member_id, rule(cfg, subscription)(c), c.group_instance_id,
+                              cfg.require_known_member_id)))
     return c._replace(phase=MemberPhase.JOINING, leader=False, heartbeat_inflight=False)
 
 
@@ -194,6 +207,7 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     out.append(Callback("assigned", added))
     assigned = rule(cfg, _owned_after_sync)(c.owned, assigned)
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
+                   user_data=rule(cfg, _remembered)(c, assigned),
                    scheduled=r.assignment.scheduled or NOT_SCHEDULED,
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
     c = c._replace(memory=rule(cfg, _memory_after_sync)(c, r.assignment))

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .config import PROTOCOLS, ConfigError
-from .protocol import NO_GENERATION, NO_MEMBER_ID
+from .protocol import NO_GENERATION, NO_MEMBER_ID, Subscription
 
 COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
 
@@ -131,6 +131,13 @@ REGISTRY = {m.name: m for m in (
              "KAFKA-12890: KAFKA-10134 (PR #8834) let members heartbeat in CompletingRebalance, which satisfied "
              "the DelayedHeartbeat that had caught a missing SyncGroup; fixed by GroupCoordinator.onExpirePendingSync "
              "(PR #10863)", "R11, R12", PROTOCOLS, jira="KAFKA-12890", versions="2.6-2.8.0 (fixed in 2.8.1, 3.0)"),
+    Mutation("sticky-user-data-without-generation",
+             "the eager StickyAssignor's user data: a member claims its last assignment (remembered across the "
+             "revocation and a lost membership, with no generation), and the assignor keeps a partition claimed "
+             "by two members with both; use with --assignor sticky",
+             "KAFKA-7026: StickyAssignor before KIP-341 (Kafka 2.3) kept a stale consumer's previous assignment "
+             "beside the new owner's; KIP-341 added the generation to the user data (ConsumerUserData) so the "
+             "newer claim wins", "R13, R22", ("eager",), jira="KAFKA-7026", versions="0.11-2.2 (fixed in 2.3)"),
     Mutation("keep-revoked",
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
@@ -210,6 +217,26 @@ def _kept_alive_owing_sync(m) -> bool:
 @replaces(coordinator._late_syncers, "no-pending-sync-expiry")
 def _nobody_late(group) -> list:
     return []
+
+
+@replaces(member._remembered, "sticky-user-data-without-generation")
+def _sticky_user_data(c, assigned: int) -> int:
+    return assigned  # StickyAssignor.onAssignment's memberAssignment: kept until the next assignment
+
+
+@replaces(member.subscription, "sticky-user-data-without-generation")
+def _claim_user_data(c):
+    # an eager member has revoked everything: it claims its user data, with no generation
+    sub = member.subscription(c)
+    return sub if c.owned or not c.user_data else Subscription(c.user_data, NO_GENERATION)
+
+
+@replaces(assignors._weighed, "sticky-user-data-without-generation")
+def _keep_every_claim(members, claimants: list, weight) -> tuple:
+    won = {mid: 0 for mid, _, _ in members}
+    for mid, sub in claimants:
+        won[mid] = sub.owned  # each claimant keeps its whole claim: a partition claimed twice stays with both
+    return won, 0
 
 
 @replaces(member._on_unknown_member_id, "keep-owned-on-unknown-member-id")

@@ -39,6 +39,9 @@ MATRIX = [
     # KAFKA-12983: a member told UNKNOWN_MEMBER_ID rejoins still owning, and commits under its new id
     (("keep-owned-on-unknown-member-id",), ZOMBIES,
      {"exclusive_processing", "exclusive_ownership", "revoke_before_assign", "refinement"}),
+    # KAFKA-7026: the eager StickyAssignor's user data claims a zombie's old assignment, kept beside the new owner's
+    (("sticky-user-data-without-generation",), ("--protocol", "eager", "--assignor", "sticky") + ZOMBIES,
+     {"exclusive_processing", "exclusive_ownership", "refinement", "quiescent_balance", "eventual_balance"}),
     (("withhold-partition",), ("--faults", "join,crash", "--max-faults", "2"), {"quiescent_balance", "eventual_balance"}),
     (("keep-revoked",), COOP, {"refinement", "eventual_balance", "no_rebalance_storm"}),
     # test-only assignors that break the assignor vectors' exclusive and balanced checks (tests/test_vectors.py)
