@@ -47,6 +47,11 @@ HISTORY = (
         "exclusive_ownership", 28,
         "a zombie rejoins claiming its old assignment from the StickyAssignor's user data; the leader keeps the "
         "partition with it and with its new owner, and both commit it"),
+    Bug("KAFKA-9801", ("static-rejoin-completing-no-rebalance",),
+        ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3"),
+        "quiescent_balance", 12,
+        "a static member restarts while the group completes a rebalance: it gets the current generation and an "
+        "empty assignment, and its partitions stay with nobody"),
     Bug("KAFKA-14639", ("keep-owned-on-rebalance-in-progress", "ignore-owned-generation"), COOP,
         "revoke_before_assign", 25,
         "a member's claim tagged with an older generation after REBALANCE_IN_PROGRESS is dropped by the "

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .config import PROTOCOLS, ConfigError
-from .protocol import NO_GENERATION, NO_MEMBER_ID, Subscription
+from .protocol import NO_GENERATION, NO_MEMBER_ID, Phase, Subscription
 
 COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
 
@@ -138,6 +138,13 @@ REGISTRY = {m.name: m for m in (
              "KAFKA-7026: StickyAssignor before KIP-341 (Kafka 2.3) kept a stale consumer's previous assignment "
              "beside the new owner's; KIP-341 added the generation to the user data (ConsumerUserData) so the "
              "newer claim wins", "R13, R22", ("eager",), jira="KAFKA-7026", versions="0.11-2.2 (fixed in 2.3)"),
+    Mutation("static-rejoin-completing-no-rebalance",
+             "a static member rejoining under a new member id while the group is in CompletingRebalance gets the "
+             "current generation without a rebalance, as in Stable; the leader's assignment, keyed by the old "
+             "member id, gives the new one nothing",
+             "KAFKA-9801: GroupCoordinator.doStaticMemberJoinGroup answered a rejoin in CompletingRebalance from "
+             "the current generation; fixed (PR #8405) by updateStaticMemberAndRebalance in that state",
+             "R26", PROTOCOLS, jira="KAFKA-9801", versions="2.3-2.4 (fixed in 2.5.0)"),
     Mutation("keep-revoked",
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
@@ -202,6 +209,12 @@ def _replace_no_instance(group, iid: int):
 @replaces(coordinator._static_rejoin_keeps_generation, "static-rejoin-rebalances")
 def _static_rejoin_rebalances(group) -> bool:
     return False
+
+
+@replaces(coordinator._static_rejoin_keeps_generation, "static-rejoin-completing-no-rebalance")
+def _static_rejoin_keeps_generation_while_completing(group) -> bool:
+    return (group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE)
+            and coordinator.select_protocol(group.members) == group.protocol)
 
 
 @replaces(coordinator._next_generation, "reset-generation-when-empty")

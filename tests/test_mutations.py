@@ -42,6 +42,10 @@ MATRIX = [
     # KAFKA-7026: the eager StickyAssignor's user data claims a zombie's old assignment, kept beside the new owner's
     (("sticky-user-data-without-generation",), ("--protocol", "eager", "--assignor", "sticky") + ZOMBIES,
      {"exclusive_processing", "exclusive_ownership", "refinement", "quiescent_balance", "eventual_balance"}),
+    # KAFKA-9801: a static member restarting in CompletingRebalance gets the generation and nothing assigned
+    (("static-rejoin-completing-no-rebalance",),
+     ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3"),
+     {"quiescent_balance", "eventual_balance"}),
     (("withhold-partition",), ("--faults", "join,crash", "--max-faults", "2"), {"quiescent_balance", "eventual_balance"}),
     (("keep-revoked",), COOP, {"refinement", "eventual_balance", "no_rebalance_storm"}),
     # test-only assignors that break the assignor vectors' exclusive and balanced checks (tests/test_vectors.py)
