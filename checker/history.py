@@ -34,6 +34,10 @@ class Bug(NamedTuple):
 
 ZOMBIES = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
 COOP = ("--faults", "join,leave,crash")
+STATIC_RESTARTS = ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3")
+DEFERRED_JOINS = ("--protocol", "deferred", "--members", "2", "--partitions", "4", "--faults", "join,leave",
+                  "--max-faults", "3")
+SLOW = (COOP, DEFERRED_JOINS)  # 15 s or more per run on 2 shared cores
 
 HISTORY = (
     Bug("KAFKA-12983", ("keep-owned-on-unknown-member-id",), ZOMBIES, "exclusive_ownership", 23,
@@ -47,16 +51,27 @@ HISTORY = (
         "exclusive_ownership", 28,
         "a zombie rejoins claiming its old assignment from the StickyAssignor's user data; the leader keeps the "
         "partition with it and with its new owner, and both commit it"),
-    Bug("KAFKA-9801", ("static-rejoin-completing-no-rebalance",),
-        ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3"),
-        "quiescent_balance", 12,
+    Bug("KAFKA-9801", ("static-rejoin-completing-no-rebalance",), STATIC_RESTARTS, "quiescent_balance", 12,
         "a static member restarts while the group completes a rebalance: it gets the current generation and an "
         "empty assignment, and its partitions stay with nobody"),
+    Bug("KAFKA-8500", ("replace-static-only-when-stable",), STATIC_RESTARTS, "unique_instance", 5,
+        "a static member restarts while the group rebalances: its new process is added beside the old member id, "
+        "two members with one group.instance.id"),
+    Bug("KAFKA-12495", ("skip-consecutive-revocation",), DEFERRED_JOINS, "quiescent_balance", 34,
+        "a worker joining right after a revoking round gets nothing, and no rebalance is scheduled to give it "
+        "work (Kafka Connect)"),
     Bug("KAFKA-14639", ("keep-owned-on-rebalance-in-progress", "ignore-owned-generation"), COOP,
         "revoke_before_assign", 25,
         "a member's claim tagged with an older generation after REBALANCE_IN_PROGRESS is dropped by the "
         "generation filter: its partitions go to another member while it still owns them",
         versions="3.0-3.4.0 (fixed in 3.4.1, 3.5)"),
+    Bug("KAFKA-14016", ("reset-generation-on-rebalance-in-progress", "ignore-owned-generation"), COOP,
+        "revoke_before_assign", 25,
+        "KAFKA-13891's reset: the claim after REBALANCE_IN_PROGRESS carries no generation, the generation filter "
+        "drops it, and the partitions go to another member while their owner still holds them",
+        versions="3.3 (KAFKA-13891's reset beside KAFKA-12984's filter; reverted)"),
+    Bug("KAFKA-13891", ("reset-generation-on-rebalance-in-progress",), COOP, "", 0,
+        "alone nothing: an assignor that weighs claims keeps an uncontested claim of any generation"),
     Bug("KAFKA-13419", ("keep-owned-on-rebalance-in-progress",), COOP, "", 0,
         "alone nothing: the claim is true, and an assignor that weighs claims keeps it with its owner"),
     Bug("KAFKA-12984", ("ignore-owned-generation",), COOP, "", 0,

@@ -244,7 +244,7 @@ def _design2(cfg: GroupConfig, members, mids, claims: Claims, memory: tuple) -> 
     if held:
         out = _deferring(cfg, mids, claims.won, held | claims.contested)
         return out, delay, (union(out.values()), held, 0, echo[4])
-    out, delay, backoff = _revoking_backoff(cfg, mids, claims, echo, left)
+    out, delay, backoff = rule(cfg, _revoking_backoff)(cfg, mids, claims, echo, left)
     return out, delay, (union(out.values()), 0) + backoff
 
 
@@ -309,6 +309,7 @@ def _revoking_backoff(cfg: GroupConfig, mids, claims: Claims, echo: tuple, left:
     travels in the echo, so a new leader keeps the count (in Connect it is the
     leader's memory). ``contested`` partitions are withheld whatever the backoff
     (Connect's ``duplicatedToRevoke`` is not a load-balancing revocation).
+    Replaced by ``skip-consecutive-revocation`` (Connect before KAFKA-12495).
     """
     revoked, successive = echo[3:]
     if revoked and left > 0:  # the backoff runs: keep everything where it is

@@ -145,6 +145,26 @@ REGISTRY = {m.name: m for m in (
              "KAFKA-9801: GroupCoordinator.doStaticMemberJoinGroup answered a rejoin in CompletingRebalance from "
              "the current generation; fixed (PR #8405) by updateStaticMemberAndRebalance in that state",
              "R26", PROTOCOLS, jira="KAFKA-9801", versions="2.3-2.4 (fixed in 2.5.0)"),
+    Mutation("skip-consecutive-revocation",
+             "Design II rounds right after a revoking round revoke nothing and schedule nothing: the imbalance "
+             "stays until something else rebalances the group",
+             "KAFKA-12495: IncrementalCooperativeAssignor skipped a revocation when the previous round revoked "
+             "(to avoid rebalance storms), so a worker joining during a rebalance stayed without work; fixed by "
+             "an exponential backoff of consecutive revoking rounds (R40)", "R40", ("deferred",),
+             jira="KAFKA-12495", versions="2.3-3.3 (fixed in 3.4.0)"),
+    Mutation("replace-static-only-when-stable",
+             "a known group.instance.id joining with an unknown member id replaces the old member id only while "
+             "the group is Stable; in any other state it is added as another member",
+             "KAFKA-8500: GroupCoordinator.doStaticMemberJoinGroup before PR #6899 replaced the member.id in Stable "
+             "only, so two consumers could hold one instance id; fixed before 2.3.0 shipped",
+             "R25", PROTOCOLS, jira="KAFKA-8500", versions="2.3.0 release candidates (fixed in 2.3.0)"),
+    Mutation("reset-generation-on-rebalance-in-progress",
+             "a member answered REBALANCE_IN_PROGRESS on SyncGroup resets its generation and rejoins claiming its "
+             "partitions with no generation",
+             "KAFKA-13891 (ConsumerCoordinator reset the generation on REBALANCE_IN_PROGRESS), reverted by "
+             "KAFKA-14016 because with KAFKA-12984's generation filter the claims were dropped and the partitions "
+             "revoked from their owner", "R17", COOPERATIVE_PROTOCOLS, jira="KAFKA-13891",
+             versions="3.3 (reverted by KAFKA-14016)"),
     Mutation("keep-revoked",
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
@@ -217,6 +237,11 @@ def _static_rejoin_keeps_generation_while_completing(group) -> bool:
             and coordinator.select_protocol(group.members) == group.protocol)
 
 
+@replaces(coordinator._replaced_instance, "replace-static-only-when-stable")
+def _replace_instance_when_stable(group, iid: int):
+    return coordinator._replaced_instance(group, iid) if group.phase == Phase.STABLE else None
+
+
 @replaces(coordinator._next_generation, "reset-generation-when-empty")
 def _restart_generation_when_empty(group) -> int:
     return group.generation + 1 if group.members else 0
@@ -263,6 +288,11 @@ def _claim_with_assigned_generation(c):
     return c  # KAFKA-13419: onAssignment never ran for the failed round
 
 
+@replaces(member._claim_after_rebalance_in_progress, "reset-generation-on-rebalance-in-progress")
+def _claim_with_no_generation(c):
+    return c._replace(owned_generation=NO_GENERATION, generation=NO_GENERATION)
+
+
 @replaces(member._owned_after_sync, "keep-revoked")
 def _keep_revoked(owned: int, assigned: int) -> int:
     return owned | assigned  # the revocation is announced, not done
@@ -301,6 +331,16 @@ def _forgetful_previous_round(memory: tuple, echo: tuple) -> tuple:
 @replaces(assignors._previous_round, "connect-leader-state")
 def _connect_previous_round(memory: tuple, echo: tuple) -> tuple:
     return memory[0], memory[1], memory[1], False
+
+
+@replaces(assignors._revoking_backoff, "skip-consecutive-revocation")
+def _skip_consecutive_revocation(cfg, mids, claims, echo: tuple, left: int) -> tuple:
+    out = assignors._cooperative_sticky(cfg, mids, claims)
+    if not assignors._moving(claims.won, out):
+        return out, 0, (0, 0)
+    if echo[3]:  # the last round revoked: revoke nothing now, and schedule nothing
+        return assignors._deferring(cfg, mids, claims.won, claims.contested), 0, (0, 0)
+    return out, 0, (1, 0)
 
 
 @replaces(assignors._claim_weight, "generation-mod-4")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rebalance.checker.history import COOP, HISTORY, table
+from rebalance.checker.history import HISTORY, SLOW, table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -16,8 +16,8 @@ def test_readme_table_is_generated_from_history():
 
 
 def _row(bug):
-    slow = bug.args == COOP  # 20 s or more each on 2 shared cores; tests/test_mutations.py runs them too
-    return pytest.param(bug, id=bug.jira, marks=[pytest.mark.slow] if slow else [])
+    # tests/test_mutations.py runs the slow configurations too, in the default suite
+    return pytest.param(bug, id=bug.jira, marks=[pytest.mark.slow] if bug.args in SLOW else [])
 
 
 @pytest.mark.parametrize("bug", [_row(b) for b in HISTORY])

@@ -46,6 +46,18 @@ MATRIX = [
     (("static-rejoin-completing-no-rebalance",),
      ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3"),
      {"quiescent_balance", "eventual_balance"}),
+    # KAFKA-8500: a static member's new process added beside its old member id while the group rebalances
+    (("replace-static-only-when-stable",),
+     ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3"),
+     {"unique_instance", "quiescent_balance", "eventual_balance"}),
+    # KAFKA-12495: Connect skipped a revocation right after a revoking round: a joining worker stays idle
+    (("skip-consecutive-revocation",),
+     ("--protocol", "deferred", "--members", "2", "--partitions", "4", "--faults", "join,leave", "--max-faults", "3"),
+     {"quiescent_balance", "eventual_balance"}),
+    # KAFKA-14016: KAFKA-13891's reset of the generation on REBALANCE_IN_PROGRESS, alone and with the filter
+    (("reset-generation-on-rebalance-in-progress",), COOP, set()),
+    (("reset-generation-on-rebalance-in-progress", "ignore-owned-generation"), COOP,
+     {"revoke_before_assign", "exclusive_processing", "refinement"}),
     (("withhold-partition",), ("--faults", "join,crash", "--max-faults", "2"), {"quiescent_balance", "eventual_balance"}),
     (("keep-revoked",), COOP, {"refinement", "eventual_balance", "no_rebalance_storm"}),
     # test-only assignors that break the assignor vectors' exclusive and balanced checks (tests/test_vectors.py)
