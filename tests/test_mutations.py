@@ -95,3 +95,14 @@ def test_every_mutation_is_in_the_matrix_and_every_property_is_caught():
     assert {m for ms, _, _ in MATRIX for m in ms} == set(MUTATIONS)
     caught = {p for ms, _, violated in MATRIX if ms for p in violated}
     assert {p.name for p in PROPERTIES} <= caught
+
+
+def test_every_mutation_replaces_a_rule_and_two_replacing_one_rule_are_refused():
+    """model/mutations.py: each registered mutation is a named replacement of at least
+    one rule, and switching on two that replace the same rule is bad input, not a
+    silent choice of one."""
+    from rebalance.model.config import ConfigError, GroupConfig
+    from rebalance.model.mutations import _REPLACEMENTS
+    assert all(_REPLACEMENTS.get(name) for name in MUTATIONS)
+    with pytest.raises(ConfigError, match="replace the same rule"):
+        GroupConfig(mutations=frozenset({"withhold-partition", "assign-twice"}))
