@@ -29,7 +29,7 @@ A scenario file (TOML)::
     expect_violated = []          # when a member pauses, a zombie)
 
 ``source`` names what the scenario's outcome follows (a seed section, a Kafka
-test), and the replay prints it. ``mutations`` (model/config.py MUTATIONS) are
+test), and the replay prints it. ``mutations`` (model/mutations.py REGISTRY) are
 added to those given on the command line, e.g. ``connect-leader-state`` to
 replay a Design II scenario as Kafka Connect behaves.
 
@@ -49,8 +49,9 @@ Raises ConfigError for a malformed scenario (the message names the key).
 """
 from __future__ import annotations
 
-from rebalance.model.config import MUTATIONS, ConfigError, GroupConfig
-from rebalance.model.protocol import Callback, Error, SyncGroupResponse, member_name
+from rebalance.model.config import ConfigError, GroupConfig
+from rebalance.model.mutations import REGISTRY
+from rebalance.model.protocol import Callback, Error, SyncGroupResponse, mask_of, member_name
 
 from .engines.explore import UNFAIR_KINDS
 from .engines.walks import Checks
@@ -265,7 +266,7 @@ def text(report: dict) -> str:
     if report["source"]:
         lines.append(f"source: {report['source']}")
     for name in report["mutations"]:
-        lines.append(f"mutation {name}: {MUTATIONS[name][0]} ({MUTATIONS[name][1]})")
+        lines.append(f"mutation {name}: {REGISTRY[name].does} ({REGISTRY[name].source})")
     init = report["initial"]
     lines.append(f"initial (generation {init['generation']}): " + _owners(init["ownership"]))
     lines.append("events: " + ", ".join(report["events"]))

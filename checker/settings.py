@@ -13,7 +13,8 @@ from pathlib import Path
 
 from rebalance.model.assignors import assign
 from rebalance.model.protocol import EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
-from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig, refuse_inapplicable
+from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
+from rebalance.model.mutations import refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS

@@ -28,7 +28,8 @@ from pathlib import Path
 from rebalance import spec as spec_package
 from rebalance.model import coordinator
 from rebalance.model.assignors import assign, resolve_claims
-from rebalance.model.config import MUTATIONS, GroupConfig
+from rebalance.model.config import GroupConfig
+from rebalance.model.mutations import REGISTRY
 from rebalance.model.coordinator import find_instance
 from rebalance.model.protocol import (
     GROUP_STATE_NAMES, NO_GENERATION, NO_MEMBER_ID, DeleteGroup, Error, Heartbeat, InitialRebalanceDelay,
@@ -265,12 +266,12 @@ def fenced_commit_cases() -> list:
             cid = f"coordinator/zombie-commit-{protocol}-{mutation}"
             description = (
                 f"A zombie's OffsetCommit: the coordinator inputs of the shortest execution in which a coordinator "
-                f"with the mutation {mutation} ({MUTATIONS[mutation][0]}) accepts commits of one partition from "
+                f"with the mutation {mutation} ({REGISTRY[mutation].does}) accepts commits of one partition from "
                 f"two members that both own it; this coordinator refuses the last one. 2 dynamic members and 1 "
                 f"joiner, {protocol} protocol, {assignor} assignor, faults pause, crash, join; "
                 f"{len(events)} coordinator inputs.")
             source = (f"GroupCoordinator.handleCommitOffsets (generation fencing); the execution found by "
-                      f"checker/engines/explore.py under {mutation} ({MUTATIONS[mutation][1]})")
+                      f"checker/engines/explore.py under {mutation} ({REGISTRY[mutation].source})")
             out.append(coordinator_case(cid, description, source, cfg, start.group, events))
     return out
 

@@ -3,7 +3,7 @@ in another language does against its own code, done here against the model's own
 handlers (model/coordinator.py ``handle``, model/assignors.py ``assign``).
 
 ``run_case(case, mutations) -> [failure, ...]`` (empty: the case passes);
-``mutations`` switches on known-bad behaviours (model/config.py MUTATIONS) on top
+``mutations`` switches on known-bad behaviours (model/mutations.py REGISTRY) on top
 of the case's configuration, to show that the vectors catch a wrong model.
 """
 from __future__ import annotations

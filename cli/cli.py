@@ -27,8 +27,9 @@ from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
-from rebalance.checker.system import FAULTS
-from rebalance.model.config import MUTATIONS, PROTOCOLS, ConfigError
+from rebalance.checker.system import FAULTS, System
+from rebalance.model.config import PROTOCOLS, ConfigError
+from rebalance.model.mutations import REGISTRY
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -185,7 +186,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               help="Every member is static (KIP-345 group.instance.id).")
 @click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all).")
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
-@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Switch on a known-bad behaviour (repeatable).")
 @click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
               help="Check the model against a deliberately wrong spec action (the refinement check then "
@@ -360,7 +361,7 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--mutation", "mutations", multiple=True,
-              help="Switch on a mutation (model/config.py MUTATIONS), e.g. connect-leader-state to replay a "
+              help="Switch on a mutation (model/mutations.py REGISTRY), e.g. connect-leader-state to replay a "
                    "Design II scenario as Kafka Connect behaves; repeatable.")
 @click.option("--assignor", help="The leader's assignor instead of the scenario's: a built-in name or your own as "
                                 "module:function (model/assignors.py assign_plugin).")
@@ -460,7 +461,7 @@ def _topic(ctx, param, values):
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="Record every connection and group request and response to this file (JSON lines, format v2: "
                    "spec/TRACE.md); a restart on the same file appends a restart record.")
-@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Switch on a known-bad coordinator behaviour (repeatable).")
 @click.option("--group-min-session-timeout-ms", "min_session_ms", default=6_000, show_default=True,
               type=click.IntRange(1), help="group.min.session.timeout.ms: shorter JoinGroups get INVALID_SESSION_TIMEOUT.")
@@ -573,7 +574,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 @click.option("--observe", "observe_path", type=click.Path(dir_okay=False),
               help="Append the rebalance callbacks and commits this member sees to this observed log "
                    "(spec/OBSERVED.md; several members may share one file), for conform --side clients.")
-@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Run the model's member handler with a known-bad behaviour (repeatable), e.g. "
                    "keep-owned-on-unknown-member-id (KAFKA-12983), to record a wrong member's trace.")
 def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path,
@@ -701,7 +702,7 @@ def proxy(listen, upstream, trace_path, initial_delay_ms):
 
 @main.command("prove")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Run the assignors with a known-bad behaviour (e.g. assign-before-revoke); repeatable.")
 @click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
               help="Use a deliberately wrong spec action in the induction (e.g. install-ignores-owned).")

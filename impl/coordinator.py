@@ -260,7 +260,7 @@ class Coordinator:
     """The server. ``cluster``: host, port and topics (broker.Cluster); ``store``:
     a Store; ``trace``: a trace Recorder (impl/trace.py: every connection and group
     request and response, spec/TRACE.md); ``initial_delay_ms``: group.initial.rebalance.delay.ms
-    (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS);
+    (KIP-134; 0 switches it off); ``mutations``: model mutations (model/mutations.py REGISTRY);
     ``session_bounds``: group.min/max.session.timeout.ms (R42); ``limits``: queued.max.request.bytes,
     max.connections, connections.max.idle.ms (impl/limits.py); ``auto_create_topics``:
     auto.create.topics.enable (a Metadata naming an unknown topic creates it, num.partitions 1).

@@ -92,7 +92,7 @@ class MemberRuntime:
     topics are known (spec/TRACE.md); ``observe``: an ObservedLog (spec/OBSERVED.md)
     given every callback (an assignment at its entry, a revocation or loss at its
     exit) and every commit; ``mutations``: known-bad member behaviours
-    (model/config.py MUTATIONS) the model's handler runs with, so that a trace of
+    (model/mutations.py REGISTRY) the model's handler runs with, so that a trace of
     a wrong member can be recorded (ConfigError for an unknown one)."""
 
     def __init__(self, bootstrap: str, group: str, topics, protocol: str = "cooperative", assignor: str | None = None,

@@ -40,7 +40,7 @@ from heapq import heapify, heappop, heapreplace
 from itertools import groupby
 from typing import NamedTuple
 
-from .config import ConfigError, GroupConfig
+from .config import ConfigError, GroupConfig, rule
 from .protocol import NO_INSTANCE_ID, NOT_SCHEDULED, Assignment, mask_of, member_name, partitions_of, slot_of, union
 
 
@@ -63,18 +63,22 @@ class MemberSubscription(NamedTuple):
 
 def _claim_weight(generation: int) -> int:
     """R22: a claim weighs as much as its generation (KIP-792; AbstractStickyAssignor
-    since KAFKA-14639 compares the generations themselves)."""
+    since KAFKA-14639 compares the generations themselves). Replaced by
+    ``generation-mod-4`` (test-only)."""
     return generation
 
 
-def _claim_weight_mod_4(generation: int) -> int:
-    """Mutation ``generation-mod-4``: generations compared modulo 4, so a claim
-    from generation 4 ties with one from generation 0 (test-only)."""
-    return generation % 4
+def _counted_claims(claimants: list) -> list:
+    """R22: every claim counts, whatever its generation ((member id, Subscription),
+    ...). Replaced by ``ignore-owned-generation`` (KAFKA-12984's filter, Kafka
+    3.0-3.4.0: only the newest generation's claims count)."""
+    return claimants
 
 
-# mutation -> its replacement of the claim-weighing rule (R22)
-CLAIM_WEIGHTS = {"generation-mod-4": _claim_weight_mod_4}
+def _contested(contested: int) -> int:
+    """R22: partitions claimed by several members tied at the highest weight are
+    contested (a bitmask). Replaced by ``contested-claims-unowned``."""
+    return contested
 
 
 class Claims(NamedTuple):
@@ -92,11 +96,17 @@ def _claims(cfg: GroupConfig, members) -> Claims:
     generation), heaviest first; at each weight, what no heavier claim took goes to
     its one claimant, and what two or more claim at that weight is contested.
     Mutations: see ``resolve_claims`` and ``contested_claims``."""
-    weight = next((CLAIM_WEIGHTS[m] for m in sorted(cfg.mutations) if m in CLAIM_WEIGHTS), _claim_weight)
-    claimants = [(mid, sub) for mid, _, sub in members if sub.owned]
-    if "ignore-owned-generation" in cfg.mutations and claimants:
-        newest = max(sub.generation for _, sub in claimants)
-        claimants = [(mid, sub) for mid, sub in claimants if sub.generation == newest]
+    claimants = rule(cfg, _counted_claims)([(mid, sub) for mid, _, sub in members if sub.owned])
+    won, contested = rule(cfg, _weighed)(members, claimants, rule(cfg, _claim_weight))
+    return Claims(won, rule(cfg, _contested)(contested))
+
+
+def _weighed(members, claimants: list, weight) -> tuple:
+    """R22: ``(won, contested)`` (see ``Claims``) from the ``claimants`` ((member id,
+    Subscription), ...) by ``weight`` of generation: heaviest first, what no heavier
+    claim took goes to its one claimant, what two or more claim at one weight is
+    contested (AbstractStickyAssignor since KAFKA-14639). Replaced by
+    ``sticky-user-data-without-generation`` (KAFKA-7026)."""
     won = {mid: 0 for mid, _, _ in members}
     heavier = contested = 0
     claimants.sort(key=lambda c: weight(c[1].generation), reverse=True)
@@ -110,7 +120,7 @@ def _claims(cfg: GroupConfig, members) -> Claims:
             won[mid] = claim & ~twice
         contested |= twice
         heavier |= once
-    return Claims(won, 0 if "contested-claims-unowned" in cfg.mutations else contested)
+    return won, contested
 
 
 def resolve_claims(cfg: GroupConfig, members) -> dict:
@@ -118,11 +128,7 @@ def resolve_claims(cfg: GroupConfig, members) -> dict:
     claimant of the highest weight (``_claim_weight``: the generation). A partition
     whose claims tie at the highest weight has no owner (``contested_claims``).
 
-    Mutation ``ignore-owned-generation``: claims made in an older generation than
-    the newest claim in the group are ignored instead of weighed, so their
-    partitions count as unowned (AbstractStickyAssignor before KAFKA-14639, which
-    used the generation of KAFKA-12984 as a filter). Mutation ``generation-mod-4``
-    (``CLAIM_WEIGHTS``): claims weigh their generation modulo 4.
+    Mutations: ``_counted_claims``, ``_claim_weight``.
     """
     return {p: mid for mid, mask in _claims(cfg, members).won.items() for p in partitions_of(mask)}
 
@@ -181,6 +187,8 @@ def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = No
     heapify(heap)
     given = {m: [] for m in mids}
     for p in partitions_of(cfg.all_partitions & ~taken):
+        if not heap:  # every member at its quota: only when one partition counts for two (KAFKA-7026's mutation)
+            break
         load, i, m = heap[0]
         given[m].append(p)
         if quota is None or load + 1 < quota[m]:
@@ -208,15 +216,18 @@ def _moving(won: dict, out: dict) -> int:
     return union(mask & ~out[m] for m, mask in won.items())
 
 
+def _withheld(claims: Claims, out: dict) -> int:
+    """R23 (CooperativeStickyAssignor.adjustAssignment): the partitions withheld this
+    round, those moving away from their owner and the contested ones. Replaced by
+    ``assign-before-revoke``."""
+    return claims.contested | _moving(claims.won, out)
+
+
 def _cooperative_sticky(cfg: GroupConfig, mids, claims: Claims) -> dict:
-    """``sticky``, then R23's adjustment (CooperativeStickyAssignor.adjustAssignment):
-    a partition moving away from its owner, and a contested one, is withheld this
-    round. Mutation ``assign-before-revoke``: no adjustment."""
+    """``sticky``, then R23's adjustment (``_withheld``)."""
     out = _sticky(cfg, mids, claims.won)
-    if "assign-before-revoke" not in cfg.mutations:
-        withheld = claims.contested | _moving(claims.won, out)
-        out = {m: mask & ~withheld for m, mask in out.items()}
-    return out
+    withheld = rule(cfg, _withheld)(claims, out)
+    return {m: mask & ~withheld for m, mask in out.items()} if withheld else out
 
 
 def _deferring(cfg: GroupConfig, mids, won: dict, withheld: int) -> dict:
@@ -250,8 +261,16 @@ def _design2(cfg: GroupConfig, members, mids, claims: Claims, memory: tuple) -> 
     if held:
         out = _deferring(cfg, mids, claims.won, held | claims.contested)
         return out, delay, (union(out.values()), held, 0, echo[4])
-    out, delay, backoff = _revoking_backoff(cfg, mids, claims, echo, left)
+    out, delay, backoff = rule(cfg, _revoking_backoff)(cfg, mids, claims, echo, left)
     return out, delay, (union(out.values()), 0) + backoff
+
+
+def _previous_round(memory: tuple, echo: tuple) -> tuple:
+    """R31, R33: what the leader knows of the last round, from the newest ``echo``:
+    ``(assigned, deferred, delay running over, a member with nothing ends the delay)``,
+    the first three bitmasks. Replaced by ``leader-forgets-delay`` and
+    ``connect-leader-state`` (read from the leader's ``memory``)."""
+    return echo[1], echo[2], echo[2], True
 
 
 def _deferral(cfg: GroupConfig, subs, claimed: int, memory: tuple, echo: tuple, left: int) -> tuple:
@@ -283,13 +302,11 @@ def _deferral(cfg: GroupConfig, subs, claimed: int, memory: tuple, echo: tuple, 
     new leader finds nothing lost and gives the old leader's partitions out at
     once.
     """
-    connect = "connect-leader-state" in cfg.mutations
-    assigned_prev, deferred_prev = memory if connect else echo[1:3]
+    assigned_prev, deferred_prev, running, candidates_end_delay = rule(cfg, _previous_round)(memory, echo)
     lost = (assigned_prev | deferred_prev) & ~claimed
-    forgets = connect or "leader-forgets-delay" in cfg.mutations
-    if not lost or not cfg.scheduled_delay_ticks or (not forgets and any(not sub.owned for sub in subs)):
+    if not lost or not cfg.scheduled_delay_ticks or (candidates_end_delay and any(not sub.owned for sub in subs)):
         return 0, 0
-    running = (memory[1] if forgets else deferred_prev) & lost
+    running &= lost
     if running and left <= 0:  # the delay passed: what it held goes out now
         held = lost & ~running
         return held, cfg.scheduled_delay_ticks if held else 0
@@ -309,6 +326,7 @@ def _revoking_backoff(cfg: GroupConfig, mids, claims: Claims, echo: tuple, left:
     travels in the echo, so a new leader keeps the count (in Connect it is the
     leader's memory). ``contested`` partitions are withheld whatever the backoff
     (Connect's ``duplicatedToRevoke`` is not a load-balancing revocation).
+    Replaced by ``skip-consecutive-revocation`` (Connect before KAFKA-12495).
     """
     revoked, successive = echo[3:]
     if revoked and left > 0:  # the backoff runs: keep everything where it is
@@ -375,6 +393,13 @@ def assign_plugin(cfg: GroupConfig, mids, members) -> dict:
     return out
 
 
+def _given(mids, out: dict) -> dict:
+    """R16: the assignment given out is the assignor's (member id -> bitmask).
+    Replaced by the test-only ``withhold-partition``, ``assign-twice`` and
+    ``overload-first-member``."""
+    return out
+
+
 def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
@@ -409,10 +434,5 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
         out, delay, echo = _design2(cfg, members, mids, _claims(cfg, members), memory)
     else:
         out = _cooperative_sticky(cfg, mids, _claims(cfg, members))
-    if "withhold-partition" in cfg.mutations and len(mids) >= 4:
-        out = {m: mask & ~1 for m, mask in out.items()}
-    if "assign-twice" in cfg.mutations and len(mids) >= 2:
-        out[mids[-1]] |= 1
-    if "overload-first-member" in cfg.mutations and len(mids) >= 2:
-        out[mids[0]], out[mids[-1]] = out[mids[0]] | out[mids[-1]], 0
+    out = rule(cfg, _given)(mids, out)
     return tuple((mid, Assignment(out[mid], delay, echo)) for mid, _, _ in members)

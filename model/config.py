@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
+from functools import cached_property
 
 PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
@@ -11,138 +12,11 @@ PLUGIN_PROTOCOLS = ("eager", "cooperative")  # where a plug-in assignor is the l
 DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
                     "incremental": "cooperative-sticky"}
 
-# name -> (what it switches on, source of the behaviour)
-MUTATIONS = {
-    "assign-before-revoke": (
-        "the cooperative assignor hands a moving partition to its new owner in the same round",
-        "seed 000, Design I (the leader withholds revoked partitions)",
-    ),
-    "contested-claims-unowned": (
-        "a partition claimed by several members tied at the highest generation counts as unclaimed: the "
-        "cooperative assignors give it out in the same round (before both claimants have revoked it) and the "
-        "deferred protocol holds it back as lost under a full delay",
-        "this model before issue 15; against AbstractStickyAssignor.partitionsWithMultiplePreviousOwners with "
-        "CooperativeStickyAssignor.adjustAssignment, and IncrementalCooperativeAssignor's duplicatedToRevoke",
-    ),
-    "ignore-owned-generation": (
-        "the sticky assignor ignores owned-partition claims from an older generation than "
-        "the newest claim, instead of weighing them",
-        "KAFKA-12984's generation filter in AbstractStickyAssignor (Kafka 3.0-3.4.0), replaced by KAFKA-14639",
-    ),
-    "generation-mod-4": (
-        "the sticky assignors compare owned-partition claims by generation modulo 4, so a "
-        "claim from generation 4 ties with one from generation 0 and neither keeps the partition",
-        "test-only: a deliberately wrong model, not a Kafka bug",
-    ),
-    "keep-owned-on-rebalance-in-progress": (
-        "a member answered REBALANCE_IN_PROGRESS on SyncGroup rejoins claiming its old partitions "
-        "with the old generation (the one they were assigned in) instead of the generation it joined",
-        "KAFKA-13419",
-    ),
-    "leader-forgets-delay": (
-        "the deferral lives only in the leader's memory (seed 000, Design II as written): a new leader "
-        "that detects the lost partitions starts the delay again for partitions already deferred, and lost "
-        "partitions wait for the delay even when a member with nothing is there",
-        "seed 000, Design II (its Discussion names the liveness problem); Kafka Connect's leader state is "
-        "connect-leader-state",
-    ),
-    "connect-leader-state": (
-        "Kafka Connect's leader state: the previous assignment and the running delay live in the leader's "
-        "memory, kept only while it leads round after round; a new leader starts from an empty previous "
-        "assignment (what the old one had counts as new work, given out at once), and a member with nothing "
-        "does not end a running delay (Connect serves its candidate workers when the delay expires)",
-        "IncrementalCooperativeAssignor.performTaskAssignment (previousAssignment reset when previousGenerationId "
-        "!= lastCompletedGenerationId), handleLostAssignments; IncrementalCooperativeAssignorTest",
-    ),
-    "no-fencing-on-duplicate-instance": (
-        "a known group.instance.id joining with an unknown member id is added as another "
-        "member instead of replacing (and fencing) the old one",
-        "KIP-345, GroupCoordinator.doStaticMemberJoinGroup",
-    ),
-    "no-commit-fencing": (
-        "the coordinator accepts offset commits from stale member ids and generations",
-        "GroupCoordinator.handleCommitOffsets",
-    ),
-    "withhold-partition": (
-        "the leader's assignor never gives out the first partition once the group has 4 members or more",
-        "test-only: a deliberately wrong assignor, not a Kafka bug (a group left unbalanced for good)",
-    ),
-    "keep-owned-on-unknown-member-id": (
-        "a member answered UNKNOWN_MEMBER_ID rejoins under a new member id still owning its partitions "
-        "(onJoinPrepare skipped, so they are neither revoked nor lost)",
-        "KAFKA-12983 (Kafka 2.4-3.0; fixed in 3.1)",
-    ),
-    "reset-generation-when-empty": (
-        "the coordinator starts the generation again at 0 when the group empties, instead of going on",
-        "test-only: a deliberately wrong coordinator, not a Kafka bug (generations must only grow: "
-        "GroupMetadata.initNextGeneration)",
-    ),
-    "static-rejoin-rebalances": (
-        "a static member rejoining a Stable group under a new process triggers a rebalance, as a dynamic "
-        "member's would, instead of getting its assignment back",
-        "KIP-345 (before it: every restart rebalances); GroupCoordinator.updateStaticMemberAndRebalance",
-    ),
-    "assign-twice": (
-        "the leader's assignor also gives the first partition to the last member (R29 order) once the group "
-        "has 2 members or more",
-        "test-only: a deliberately wrong assignor, not a Kafka bug (R16: every partition to exactly one member)",
-    ),
-    "overload-first-member": (
-        "the leader's assignor moves the last member's partitions (R29 order) to the first member once the "
-        "group has 2 members or more",
-        "test-only: a deliberately wrong assignor, not a Kafka bug (R16: loads within one)",
-    ),
-    "keep-revoked": (
-        "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if "
-        "it had revoked them",
-        "test-only: a deliberately wrong member, not a Kafka bug (R18; a rebalance storm)",
-    ),
-    "delete-non-empty-group": (
-        "DeleteGroups deletes a group whatever its state, members and all, instead of answering NON_EMPTY_GROUP "
-        "unless it is Empty",
-        "test-only: a deliberately wrong coordinator, not a Kafka bug (GroupCoordinator.handleDeleteGroups)",
-    ),
-}
-
-
-COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
-# mutation -> the protocols under which it changes anything, read off where model/ tests it: an eager member
-# revokes everything before it rejoins (member._rejoin, R14), so it claims nothing and revokes nothing at
-# SyncGroup: a mutation of claims (assignors._weigh_claims, contested_claims), of the owned partitions a
-# member keeps or revokes (member._sync_response, _on_membership_error's rejoin claim) or of the cooperative
-# adjustment (assignors._cooperative_sticky, the cooperative protocol's branch of assign) is a no-op there;
-# the deferral lives in the deferred protocol only (assignors._design2, member._join_response); the
-# coordinator's and the final assignment's mutations (assign's last lines) apply to every protocol.
-MUTATION_PROTOCOLS = {
-    "assign-before-revoke": ("cooperative",),
-    "contested-claims-unowned": COOPERATIVE_PROTOCOLS,
-    "ignore-owned-generation": COOPERATIVE_PROTOCOLS,
-    "generation-mod-4": COOPERATIVE_PROTOCOLS,
-    "keep-owned-on-rebalance-in-progress": COOPERATIVE_PROTOCOLS,
-    "leader-forgets-delay": ("deferred",),
-    "connect-leader-state": ("deferred",),
-    "no-fencing-on-duplicate-instance": PROTOCOLS,
-    "no-commit-fencing": PROTOCOLS,
-    "withhold-partition": PROTOCOLS,
-    "keep-owned-on-unknown-member-id": PROTOCOLS,
-    "reset-generation-when-empty": PROTOCOLS,
-    "static-rejoin-rebalances": PROTOCOLS,
-    "assign-twice": PROTOCOLS,
-    "overload-first-member": PROTOCOLS,
-    "keep-revoked": COOPERATIVE_PROTOCOLS,
-    "delete-non-empty-group": PROTOCOLS,
-}
-assert MUTATION_PROTOCOLS.keys() == MUTATIONS.keys(), "every mutation names the protocols it applies to"
-
-
-def refuse_inapplicable(protocol: str, mutations) -> None:
-    """Raise ConfigError naming the first of ``mutations`` that changes nothing
-    under ``protocol`` (MUTATION_PROTOCOLS): a check would hold vacuously."""
-    for name in sorted(mutations):
-        if name in MUTATION_PROTOCOLS and protocol not in MUTATION_PROTOCOLS[name]:
-            raise ConfigError(f"mutation {name!r} does not apply to the {protocol} protocol: it changes nothing "
-                              f"there, so a check would hold vacuously (it applies to "
-                              f"{', '.join(MUTATION_PROTOCOLS[name])}; model/config.py MUTATION_PROTOCOLS)")
+def rule(cfg: "GroupConfig", correct):
+    """The rule a handler runs in place of ``correct`` (a function of model/, the
+    rule as the model has it): the replacement a mutation switched on in ``cfg``
+    registered for it (model/mutations.py REGISTRY), else ``correct`` itself."""
+    return cfg.rules.get(correct, correct)
 
 
 class ConfigError(ValueError):
@@ -156,7 +30,8 @@ class GroupConfig:
     ``topics``: ((name, partition count), ...); the group's partitions are numbered
     0..P-1 in this order. ``protocol``: "eager" or "cooperative" (the
     RebalanceProtocol the members use). ``assignor``: the leader's partition
-    assignor. ``mutations``: known-bad behaviours switched on (see MUTATIONS).
+    assignor. ``mutations``: known-bad behaviours switched on (model/mutations.py REGISTRY;
+    each replaces rules the handlers call through ``rule``).
     ``initial_rebalance_delay``: whether group.initial.rebalance.delay.ms is
     positive (KIP-134; the broker's default is 3000 ms). ``max_moves``: how many
     owned partitions the incremental protocol moves per round (Design III).
@@ -176,8 +51,8 @@ class GroupConfig:
     test vectors.
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
-    that does not support the protocol, a mutation the protocol has no use for, or
-    a topic without partitions.
+    that does not support the protocol, a mutation the protocol has no use for, two
+    mutations replacing one rule, or a topic without partitions.
     """
 
     topics: tuple = (("t", 4),)
@@ -206,12 +81,12 @@ class GroupConfig:
         elif self.cooperative and self.assignor != "cooperative-sticky":
             raise ConfigError(f"assignor {self.assignor!r} does not support the cooperative protocol "
                               "(only cooperative-sticky does)")
-        for name in self.mutations:
-            if name not in MUTATIONS:
-                raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(MUTATIONS)})")
-        # the deferral's mutations mean nothing without one, even to an assignor called alone (checker/prove.py
-        # calls the sticky assignors under the eager protocol with claims); the whole table: refuse_inapplicable
-        refuse_inapplicable(self.protocol, (m for m in self.mutations if MUTATION_PROTOCOLS[m] == ("deferred",)))
+        if self.mutations:
+            from .mutations import REGISTRY, refuse_inapplicable
+            self.rules  # noqa: B018 - unknown names and two mutations replacing one rule are refused here
+            # the deferral's mutations mean nothing without one, even to an assignor called alone (checker/prove.py
+            # calls the sticky assignors under the eager protocol with claims); the whole table: refuse_inapplicable
+            refuse_inapplicable(self.protocol, (m for m in self.mutations if REGISTRY[m].protocols == ("deferred",)))
         for name, least in (("max_moves", 1), ("scheduled_delay_ticks", 0), ("rejoin_ticks", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
@@ -224,6 +99,14 @@ class GroupConfig:
         for name, count in self.topics:
             if not isinstance(count, int) or count < 1:
                 raise ConfigError(f"topic {name!r} needs a positive partition count, got {count!r}")
+
+    @cached_property
+    def rules(self) -> dict:
+        """``{correct rule: replacement}`` for the mutations switched on (model/mutations.py), built once."""
+        if not self.mutations:
+            return {}
+        from .mutations import replacements
+        return replacements(self.mutations)
 
     @property
     def num_partitions(self) -> int:

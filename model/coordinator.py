@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .config import GroupConfig
+from .config import GroupConfig, rule
 from .protocol import (
     EMPTY_ASSIGNMENT, EMPTY_SUBSCRIPTION, MAX_SERIAL, NO_GENERATION, NO_MEMBER_ID, Assignment, DeleteGroup, Error,
     ForceRebalance,
@@ -98,15 +98,18 @@ def member_error(group: Group, mid: int, iid: int) -> Error:
     return Error.NONE if find(group, mid) is not None else Error.UNKNOWN_MEMBER_ID
 
 
-def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) -> bool:
-    """Whether an OffsetCommit from (member id, generation) is accepted (R9):
-    the member is known, its generation is current, and the group is not in
-    CompletingRebalance (GroupCoordinator.handleCommitOffsets). Mutation
-    ``no-commit-fencing`` accepts every commit."""
-    if "no-commit-fencing" in cfg.mutations:
-        return True
+def _commit_fencing(group: Group, mid: int, generation: int) -> bool:
+    """R9: the member is known, its generation is current, and the group is not in
+    CompletingRebalance (GroupCoordinator.handleCommitOffsets). Replaced by
+    ``no-commit-fencing``."""
     return (group.phase in (Phase.STABLE, Phase.PREPARING_REBALANCE)
             and generation == group.generation and find(group, mid) is not None)
+
+
+def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) -> bool:
+    """Whether an OffsetCommit from (member id, generation) is accepted (R9,
+    ``_commit_fencing`` or its mutation's replacement)."""
+    return rule(cfg, _commit_fencing)(group, mid, generation)
 
 
 def _protocol_names(sub) -> set:
@@ -240,7 +243,7 @@ def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = Fals
                                            skip_assignment, group.protocol))
 
 
-def _maybe_complete_join(group: Group, out: list) -> Group:
+def _maybe_complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
     """Complete the JoinGroup barrier once every member has rejoined (R4, R5) and no
     initial rebalance delay is pending (R30) (GroupCoordinator.tryCompleteJoin)."""
     if group.phase != Phase.PREPARING_REBALANCE or group.initial_delay:
@@ -248,10 +251,16 @@ def _maybe_complete_join(group: Group, out: list) -> Group:
     for m in group.members:
         if not m.awaiting_join:
             return group
-    return _complete_join(group, out)
+    return _complete_join(cfg, group, out)
 
 
-def _complete_join(group: Group, out: list) -> Group:
+def _next_generation(group: Group) -> int:
+    """R4: the barrier's next generation, one past the last, also when the group
+    empties (GroupMetadata.initNextGeneration). Replaced by ``reset-generation-when-empty``."""
+    return group.generation + 1
+
+
+def _complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
     """The barrier completes (R4, R5; GroupCoordinator.onCompleteJoin, Kafka 3.x-4.0):
     the next generation starts with every member still in the group, including a
     static member that did not rejoin (R27); only the members whose JoinGroup is held
@@ -260,7 +269,7 @@ def _complete_join(group: Group, out: list) -> Group:
     we take the first to rejoin, Kafka any). If members remain but none rejoined, the
     round waits (onCompleteJoin schedules another DelayedJoin) until session timeouts
     remove them."""
-    generation = group.generation + 1
+    generation = rule(cfg, _next_generation)(group)
     if not group.members:
         return group._replace(phase=Phase.EMPTY, generation=generation, leader=NO_MEMBER_ID,
                               first_joiner=NO_MEMBER_ID, protocol="")
@@ -279,14 +288,14 @@ def _complete_join(group: Group, out: list) -> Group:
     return group
 
 
-def _remove(group: Group, mids, out: list) -> Group:
+def _remove(cfg: GroupConfig, group: Group, mids, out: list) -> Group:
     """Remove members and move the group on (GroupCoordinator.removeMemberAndUpdateGroup, R7)."""
     if not mids:
         return group
     group = group._replace(members=tuple(x for x in group.members if x.member_id not in mids))
     if group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
         group = _prepare_rebalance(group, out)
-    return _maybe_complete_join(group, out)
+    return _maybe_complete_join(cfg, group, out)
 
 
 def _fresh_member_id(group: Group, slot: int):
@@ -304,6 +313,22 @@ def _fresh_member_id(group: Group, slot: int):
     return member_id(slot, k), tuple(sorted(issued.items()))
 
 
+def _replaced_instance(group: Group, iid: int):
+    """R25: the member a JoinGroup with an empty member id and group.instance.id
+    ``iid`` replaces: the one holding ``iid`` (GroupCoordinator.doStaticMemberJoinGroup),
+    None for a dynamic member or an unknown instance id. Replaced by
+    ``no-fencing-on-duplicate-instance``."""
+    return find_instance(group, iid) if iid else None
+
+
+def _static_rejoin_keeps_generation(group: Group) -> bool:
+    """R26: a replaced static member gets the current generation without a rebalance
+    when the group is Stable and its protocols leave the selected one unchanged
+    (GroupCoordinator.updateStaticMemberAndRebalance). Replaced by
+    ``static-rejoin-rebalances``."""
+    return group.phase == Phase.STABLE and select_protocol(group.members) == group.protocol
+
+
 def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) -> Group:
     mid, iid = req.member_id, req.group_instance_id
     if group.phase == Phase.DEAD:
@@ -315,8 +340,8 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
                                                  NO_MEMBER_ID, ())))
         return group
     if mid == NO_MEMBER_ID:
-        holder = find_instance(group, iid) if iid else None
-        if holder is not None and "no-fencing-on-duplicate-instance" not in cfg.mutations:
+        holder = rule(cfg, _replaced_instance)(group, iid)
+        if holder is not None:
             return _replace_static(cfg, group, holder, conn, req, out)
         mid, issued = _fresh_member_id(group, slot_of(conn))
         if req.require_known_member_id and not iid:  # R36 (KIP-394)
@@ -352,7 +377,7 @@ def _await_join(cfg: GroupConfig, group: Group, m: MemberMetadata, out: list) ->
         group = _prepare_rebalance(group, out)._replace(initial_delay=delay)
     m = find(group, m.member_id)._replace(conn=m.conn, subscription=m.subscription, awaiting_join=True)
     group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or m.member_id)
-    return _maybe_complete_join(group, out)
+    return _maybe_complete_join(cfg, group, out)
 
 
 def _new_member(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, mid: int, out: list) -> Group:
@@ -384,8 +409,7 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     first = mid if group.first_joiner == old.member_id else group.first_joiner
     members = tuple(sorted(x for x in group.members if x.member_id != old.member_id) + [m])
     group = group._replace(members=members, issued=issued, leader=leader, first_joiner=first)
-    if (group.phase == Phase.STABLE and "static-rejoin-rebalances" not in cfg.mutations
-            and select_protocol(group.members) == group.protocol):
+    if rule(cfg, _static_rejoin_keeps_generation)(group):
         out.append(_join_response(group, m, skip_assignment=mid == leader))
         return group
     return _await_join(cfg, group, m, out)
@@ -440,7 +464,7 @@ def _heartbeat(group: Group, conn: int, req: Heartbeat, out: list) -> Group:
     return group
 
 
-def _leave(group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
+def _leave(cfg: GroupConfig, group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
     """R7: batch LeaveGroup with per-member errors (GroupCoordinator.handleLeaveGroup,
     KIP-345). An entry with NO_MEMBER_ID and an instance id is an admin removal."""
     results = []
@@ -456,7 +480,7 @@ def _leave(group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
         if error == Error.NONE:
             gone.append(mid)
     out.append(Reply(conn, LeaveGroupResponse(Error.NONE, tuple(results))))
-    return _remove(group, gone, out)
+    return _remove(cfg, group, gone, out)
 
 
 def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: list) -> Group:
@@ -475,16 +499,28 @@ def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: l
     return group
 
 
-def _session_timeout(group: Group, mid: int, out: list) -> Group:
-    """R11: a member that is not held at a barrier expires (onExpireHeartbeat;
-    MemberMetadata.shouldKeepAlive keeps members awaiting join or sync)."""
+def _kept_alive(m: MemberMetadata) -> bool:
+    """R11: a member held at a barrier does not expire (MemberMetadata.shouldKeepAlive
+    keeps members awaiting join or sync). Replaced by ``no-pending-sync-expiry``."""
+    return m.awaiting_join or m.awaiting_sync
+
+
+def _late_syncers(group: Group) -> list:
+    """R12: the members the pending-sync timeout removes, those that got a JoinGroup
+    response and sent no SyncGroup (GroupCoordinator.onExpirePendingSync, KAFKA-12890's
+    fix). Replaced by ``no-pending-sync-expiry``."""
+    return [m.member_id for m in group.members if m.pending_sync]
+
+
+def _session_timeout(cfg: GroupConfig, group: Group, mid: int, out: list) -> Group:
+    """R11: a member that is not kept alive (``_kept_alive``) expires (onExpireHeartbeat)."""
     m = find(group, mid)
-    if m is None or m.awaiting_join or m.awaiting_sync:
+    if m is None or rule(cfg, _kept_alive)(m):
         return group
-    return _remove(group, (mid,), out)
+    return _remove(cfg, group, (mid,), out)
 
 
-def _rebalance_timeout(group: Group, out: list) -> Group:
+def _rebalance_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
     """R4, R27: the barrier's deadline (GroupCoordinator.onCompleteJoin, Kafka 3.x-4.0)
     removes the dynamic members that did not rejoin and completes the join with the
     members that did; a static member that did not rejoin stays in the group (its
@@ -493,29 +529,29 @@ def _rebalance_timeout(group: Group, out: list) -> Group:
     if group.phase != Phase.PREPARING_REBALANCE:
         return group
     group = group._replace(members=tuple(m for m in group.members if m.awaiting_join or m.instance_id))
-    return _complete_join(group, out)
+    return _complete_join(cfg, group, out)
 
 
-def _sync_timeout(group: Group, out: list) -> Group:
+def _sync_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
     """R12: members that did not send SyncGroup in time are removed (KAFKA-12890,
     GroupCoordinator.onExpirePendingSync)."""
     if group.phase not in (Phase.COMPLETING_REBALANCE, Phase.STABLE):
         return group
-    late = [m.member_id for m in group.members if m.pending_sync]
+    late = rule(cfg, _late_syncers)(group)
     if not late:
         return group
-    group = group._replace(members=tuple(m for m in group.members if not m.pending_sync))
+    group = group._replace(members=tuple(m for m in group.members if m.member_id not in late))
     group = _prepare_rebalance(group, out)
-    return _maybe_complete_join(group, out)
+    return _maybe_complete_join(cfg, group, out)
 
 
-def _initial_delay_over(group: Group, out: list) -> Group:
+def _initial_delay_over(cfg: GroupConfig, group: Group, out: list) -> Group:
     """R30 (KIP-134, InitialDelayedJoin): group.initial.rebalance.delay.ms has passed
     with no more members arriving (or the rebalance timeout capped it): the barrier
     completes as at the rebalance timeout."""
     if not group.initial_delay:
         return group
-    return _rebalance_timeout(group._replace(initial_delay=False), out)
+    return _rebalance_timeout(cfg, group._replace(initial_delay=False), out)
 
 
 def _pending_timeout(group: Group, mid: int) -> Group:
@@ -527,10 +563,13 @@ def _pending_timeout(group: Group, mid: int) -> Group:
 def deletable(cfg: GroupConfig, group: Group) -> bool:
     """Whether DeleteGroups removes the group: only an Empty one
     (GroupCoordinator.handleDeleteGroups: a Dead group is GROUP_ID_NOT_FOUND, an
-    Empty one is deleted, any other is NON_EMPTY_GROUP; spec R44). Mutation
-    ``delete-non-empty-group`` deletes a group in any live state."""
-    if "delete-non-empty-group" in cfg.mutations:
-        return group.phase != Phase.DEAD
+    Empty one is deleted, any other is NON_EMPTY_GROUP; spec R44). Replaced by the
+    test-only ``delete-non-empty-group``."""
+    return rule(cfg, _deletable)(group)
+
+
+def _deletable(group: Group) -> bool:
+    """R44: only an Empty group is deleted."""
     return group.phase == Phase.EMPTY
 
 
@@ -565,19 +604,19 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
         elif rk is Heartbeat:
             group = _heartbeat(group, conn, req, out)
         elif rk is LeaveGroup:
-            group = _leave(group, conn, req, out)
+            group = _leave(cfg, group, conn, req, out)
         elif rk is OffsetCommit:
             group = _commit(cfg, group, conn, req, out)
         else:
             raise TypeError(f"coordinator cannot handle request {req!r}")
     elif kind is SessionTimeout:
-        group = _session_timeout(group, event.member_id, out)
+        group = _session_timeout(cfg, group, event.member_id, out)
     elif kind is RebalanceTimeout:
-        group = _rebalance_timeout(group, out)
+        group = _rebalance_timeout(cfg, group, out)
     elif kind is SyncTimeout:
-        group = _sync_timeout(group, out)
+        group = _sync_timeout(cfg, group, out)
     elif kind is InitialRebalanceDelay:
-        group = _initial_delay_over(group, out)
+        group = _initial_delay_over(cfg, group, out)
     elif kind is PendingMemberTimeout:
         group = _pending_timeout(group, event.member_id)
     elif kind is DeleteGroup:
@@ -586,6 +625,4 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
         group = _force_rebalance(group, out)
     else:
         raise TypeError(f"coordinator cannot handle input {event!r}")
-    if group.phase == Phase.EMPTY and group.generation and "reset-generation-when-empty" in cfg.mutations:
-        group = group._replace(generation=0)
     return group, tuple(out)

@@ -19,7 +19,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from .assignors import assign
-from .config import GroupConfig
+from .config import GroupConfig, rule
 from .protocol import (
     NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, Error, Heartbeat,
     HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
@@ -52,7 +52,9 @@ class Consumer(NamedTuple):
     assignment; ``memory``: ``(previous, deferred)``, the bitmasks it assigned or
     held back, and held back, in the last round it led (only kept under the
     ``leader-forgets-delay`` and ``connect-leader-state`` mutations; model/assignors.py
-    ``_deferral``)."""
+    ``_deferral``). ``user_data``: the bitmask of its last assignment as the eager
+    StickyAssignor's user data remembers it (only kept under the
+    ``sticky-user-data-without-generation`` mutation, ``_remembered``)."""
 
     phase: MemberPhase
     member_id: int
@@ -65,10 +67,59 @@ class Consumer(NamedTuple):
     scheduled: int = NOT_SCHEDULED
     echo: tuple = ()
     memory: tuple = (0, 0)
+    user_data: int = 0
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
                         NO_GENERATION, False)
+
+
+def _initial_memory(leader: bool, group_assigned: int) -> tuple:
+    """A scenario's starting member remembers nothing of the round it led: the
+    deferral travels in the assignment (R31). Replaced by ``connect-leader-state``."""
+    return (0, 0)
+
+
+def _memory_after_assigning(memory: tuple, assignments) -> tuple:
+    """What the leader remembers once it has assigned (R31: nothing it needs; the
+    deferral travels in the assignment). Replaced by ``leader-forgets-delay`` and
+    ``connect-leader-state``."""
+    return memory
+
+
+def _memory_after_sync(c: Consumer, assignment) -> tuple:
+    """What a member remembers once its SyncGroup succeeded (R31: nothing more).
+    Replaced by ``connect-leader-state``."""
+    return c.memory
+
+
+def _on_unknown_member_id(c: Consumer, out: list) -> Consumer:
+    """R15: UNKNOWN_MEMBER_ID: the membership is lost, and with it the partitions
+    (ConsumerCoordinator.onJoinPrepare calls onPartitionsLost; KAFKA-12983's fix).
+    Replaced by ``keep-owned-on-unknown-member-id``."""
+    return _lose(c, out, reset_member_id=True)
+
+
+def _claim_after_rebalance_in_progress(c: Consumer) -> Consumer:
+    """R17: after REBALANCE_IN_PROGRESS on SyncGroup the member claims what it owns
+    with the generation it joined (KIP-792: the subscription carries the member's
+    current generation). Replaced by ``keep-owned-on-rebalance-in-progress``."""
+    return c._replace(owned_generation=c.generation) if c.owned else c
+
+
+def _remembered(c: Consumer, assigned: int) -> int:
+    """R13: a member claims what it owns and remembers nothing else of its
+    assignment (the eager StickyAssignor's user data, since KIP-341, carries the
+    generation, so a stale claim loses to a newer one; the model's eager members
+    claim nothing after revoking, R14). Replaced by
+    ``sticky-user-data-without-generation`` (KAFKA-7026)."""
+    return c.user_data
+
+
+def _owned_after_sync(owned: int, assigned: int) -> int:
+    """R18: after SyncGroup a member owns exactly what it was assigned (it revoked
+    owned − assigned). Replaced by ``keep-revoked`` (test-only)."""
+    return assigned
 
 
 def assigned_consumer(cfg: GroupConfig, mid: int, iid: int, generation: int, leader: bool, owned: int,
@@ -76,7 +127,7 @@ def assigned_consumer(cfg: GroupConfig, mid: int, iid: int, generation: int, lea
     """A Stable member of ``generation`` owning what it was assigned, the group
     having assigned ``group_assigned`` in all (a scenario's start)."""
     echo = (generation, group_assigned, 0, 0, 0) if cfg.deferred else ()
-    memory = (group_assigned, 0) if leader and "connect-leader-state" in cfg.mutations else (0, 0)
+    memory = rule(cfg, _initial_memory)(leader, group_assigned)
     return Consumer(MemberPhase.STABLE, mid, iid, generation, leader, owned,
                     generation if owned else NO_GENERATION, False, echo=echo, memory=memory)
 
@@ -95,7 +146,8 @@ def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
     if not cfg.cooperative and c.owned:
         out.append(Callback("revoked", c.owned))
         c = c._replace(owned=0, owned_generation=NO_GENERATION)
-    out.append(Send(JoinGroup(c.member_id, subscription(c), c.group_instance_id, cfg.require_known_member_id)))
+    out.append(Send(JoinGroup(c.member_id, rule(cfg, subscription)(c), c.group_instance_id,
+                              cfg.require_known_member_id)))
     return c._replace(phase=MemberPhase.JOINING, leader=False, heartbeat_inflight=False)
 
 
@@ -117,10 +169,7 @@ def _on_membership_error(cfg: GroupConfig, c: Consumer, error: Error, out: list)
         c = _lose(c, out, reset_member_id=True)
         return c._replace(phase=MemberPhase.LEFT, heartbeat_inflight=False)
     if error == Error.UNKNOWN_MEMBER_ID:
-        if "keep-owned-on-unknown-member-id" in cfg.mutations:  # KAFKA-12983: onJoinPrepare skipped
-            c = c._replace(member_id=NO_MEMBER_ID, generation=NO_GENERATION)
-        else:
-            c = _lose(c, out, reset_member_id=True)
+        c = rule(cfg, _on_unknown_member_id)(c, out)
     elif error == Error.ILLEGAL_GENERATION:
         c = _lose(c, out, reset_member_id=False)
     return _rejoin(cfg, c, out)
@@ -137,12 +186,7 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
     # R16: the leader assigns, unless it rejoined a Stable group as a static member (R26)
     memory = c.memory if leader else (0, 0)
     assignments = assign(cfg, r.members, memory) if leader and not r.skip_assignment else ()
-    if "connect-leader-state" in cfg.mutations:
-        # Connect: the leader's state counts only if the last round it led completed (previousGenerationId
-        # == lastCompletedGenerationId); it is stored again when this round's SyncGroup succeeds
-        c = c._replace(memory=(0, 0))
-    elif assignments and "leader-forgets-delay" in cfg.mutations:
-        c = c._replace(memory=(0, assignments[0][1].echo[1]))
+    c = c._replace(memory=rule(cfg, _memory_after_assigning)(c.memory, assignments))
     out.append(Send(SyncGroup(r.member_id, r.generation, assignments, c.group_instance_id)))
     return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
 
@@ -151,13 +195,8 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     if c.phase != MemberPhase.SYNCING:
         return c
     if r.error == Error.REBALANCE_IN_PROGRESS:
-        # R17: rejoin keeping what it owns, claimed with the generation it joined
-        # (KIP-792: the subscription carries the member's current generation).
-        # Mutation: the claim keeps the generation the partitions were assigned in
-        # (KAFKA-13419: onAssignment never ran for the failed round).
-        if c.owned and "keep-owned-on-rebalance-in-progress" not in cfg.mutations:
-            c = c._replace(owned_generation=c.generation)
-        return _rejoin(cfg, c, out)
+        # R17: rejoin keeping what it owns
+        return _rejoin(cfg, rule(cfg, _claim_after_rebalance_in_progress)(c), out)
     if r.error != Error.NONE:
         return _on_membership_error(cfg, c, r.error, out)
     assigned = r.assignment.partitions
@@ -166,14 +205,12 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     if revoked:
         out.append(Callback("revoked", revoked))
     out.append(Callback("assigned", added))
-    if "keep-revoked" in cfg.mutations:  # test-only: the revocation is announced, not done
-        assigned |= revoked
+    assigned = rule(cfg, _owned_after_sync)(c.owned, assigned)
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
+                   user_data=rule(cfg, _remembered)(c, assigned),
                    scheduled=r.assignment.scheduled or NOT_SCHEDULED,
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
-    if c.leader and r.assignment.echo and "connect-leader-state" in cfg.mutations:
-        assigned_all, held = r.assignment.echo[:2]  # the round it led completed: its state counts (Connect)
-        c = c._replace(memory=(assigned_all | held, held))
+    c = c._replace(memory=rule(cfg, _memory_after_sync)(c, r.assignment))
     if revoked:  # R18: after revoking, rejoin at once (Design I)
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)

@@ -166,7 +166,7 @@ def test_random_inputs_match_frozen_outputs():
 
 @pytest.mark.parametrize("mutation", ["withhold-partition", "assign-twice", "overload-first-member"])
 def test_a_wrong_assignor_is_caught(mutation):
-    """The comparison fails on a deliberately wrong assignor (model/config.py MUTATIONS)."""
+    """The comparison fails on a deliberately wrong assignor (model/mutations.py REGISTRY)."""
     changed = [i for i, case in enumerate(GOLDEN["random"]) if run_case(case, mutation) != case["outcome"]]
     assert len(changed) >= 30, f"{mutation} changed only the random cases {changed}"
 

@@ -7,7 +7,8 @@ from conftest import run_cli
 
 from rebalance.checker.engines.guards import estimate_states
 from rebalance.checker.settings import resolve
-from rebalance.model.config import MUTATION_PROTOCOLS, PROTOCOLS, ConfigError, GroupConfig
+from rebalance.model.config import PROTOCOLS, ConfigError, GroupConfig
+from rebalance.model.mutations import REGISTRY
 
 
 def test_max_seconds_stops_with_the_figures_reached(rebalance_check):
@@ -50,10 +51,10 @@ def test_estimate_is_within_an_order_of_magnitude_of_measured_runs():
         assert measured / 10 < estimate_states(*args) < measured * 10
 
 
-@pytest.mark.parametrize("mutation", sorted(MUTATION_PROTOCOLS))
+@pytest.mark.parametrize("mutation", sorted(REGISTRY))
 def test_every_mutation_names_its_protocols_and_is_refused_elsewhere(mutation):
     for protocol in PROTOCOLS:
-        if protocol in MUTATION_PROTOCOLS[mutation]:
+        if protocol in REGISTRY[mutation].protocols:
             resolve({}, protocol=protocol, mutations=(mutation,))
         else:
             with pytest.raises(ConfigError, match=f"does not apply to the {protocol} protocol"):

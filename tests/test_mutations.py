@@ -1,11 +1,11 @@
-"""The mutation matrix: every registered mutation (model/config.py MUTATIONS), a
+"""The mutation matrix: every registered mutation (model/mutations.py REGISTRY), a
 deliberately wrong model, checked with --continue so every property gets a
 verdict: what it breaks and what it leaves holding. Every property is caught by
 at least one mutation, so no "holds" is a verdict nobody has seen fail."""
 import pytest
 
 from rebalance.checker.properties import PROPERTIES
-from rebalance.model.config import MUTATIONS
+from rebalance.model.mutations import REGISTRY as MUTATIONS
 
 COOP = ("--faults", "join,leave,crash")
 ZOMBIES = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
@@ -31,11 +31,33 @@ MATRIX = [
     (("no-fencing-on-duplicate-instance",), STATIC, {"unique_instance", "static_restart_no_rebalance",
                                                      "quiescent_balance", "eventual_balance"}),
     (("static-rejoin-rebalances",), STATIC, {"static_restart_no_rebalance"}),
+    # KAFKA-12890: a leader that never syncs (paused, its heartbeats kept on) holds the group in CompletingRebalance
+    (("no-pending-sync-expiry",), ("--members", "2", "--partitions", "2", "--faults", "pause"),
+     {"exclusive_processing", "quiescent_balance", "eventual_balance"}),
     ((), ZOMBIES, {"exclusive_processing"}),  # zombies process; fencing keeps commits exclusive
     (("no-commit-fencing",), ZOMBIES, {"exclusive_processing", "exclusive_ownership"}),
     # KAFKA-12983: a member told UNKNOWN_MEMBER_ID rejoins still owning, and commits under its new id
     (("keep-owned-on-unknown-member-id",), ZOMBIES,
      {"exclusive_processing", "exclusive_ownership", "revoke_before_assign", "refinement"}),
+    # KAFKA-7026: the eager StickyAssignor's user data claims a zombie's old assignment, kept beside the new owner's
+    (("sticky-user-data-without-generation",), ("--protocol", "eager", "--assignor", "sticky") + ZOMBIES,
+     {"exclusive_processing", "exclusive_ownership", "refinement", "quiescent_balance", "eventual_balance"}),
+    # KAFKA-9801: a static member restarting in CompletingRebalance gets the generation and nothing assigned
+    (("static-rejoin-completing-no-rebalance",),
+     ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3"),
+     {"quiescent_balance", "eventual_balance"}),
+    # KAFKA-8500: a static member's new process added beside its old member id while the group rebalances
+    (("replace-static-only-when-stable",),
+     ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3"),
+     {"unique_instance", "quiescent_balance", "eventual_balance"}),
+    # KAFKA-12495: Connect skipped a revocation right after a revoking round: a joining worker stays idle
+    (("skip-consecutive-revocation",),
+     ("--protocol", "deferred", "--members", "2", "--partitions", "4", "--faults", "join,leave", "--max-faults", "3"),
+     {"quiescent_balance", "eventual_balance"}),
+    # KAFKA-14016: KAFKA-13891's reset of the generation on REBALANCE_IN_PROGRESS, alone and with the filter
+    (("reset-generation-on-rebalance-in-progress",), COOP, set()),
+    (("reset-generation-on-rebalance-in-progress", "ignore-owned-generation"), COOP,
+     {"revoke_before_assign", "exclusive_processing", "refinement"}),
     (("withhold-partition",), ("--faults", "join,crash", "--max-faults", "2"), {"quiescent_balance", "eventual_balance"}),
     (("keep-revoked",), COOP, {"refinement", "eventual_balance", "no_rebalance_storm"}),
     # test-only assignors that break the assignor vectors' exclusive and balanced checks (tests/test_vectors.py)
@@ -75,3 +97,14 @@ def test_every_mutation_is_in_the_matrix_and_every_property_is_caught():
     assert {m for ms, _, _ in MATRIX for m in ms} == set(MUTATIONS)
     caught = {p for ms, _, violated in MATRIX if ms for p in violated}
     assert {p.name for p in PROPERTIES} <= caught
+
+
+def test_every_mutation_replaces_a_rule_and_two_replacing_one_rule_are_refused():
+    """model/mutations.py: each registered mutation is a named replacement of at least
+    one rule, and switching on two that replace the same rule is bad input, not a
+    silent choice of one."""
+    from rebalance.model.config import ConfigError, GroupConfig
+    from rebalance.model.mutations import _REPLACEMENTS
+    assert all(_REPLACEMENTS.get(name) for name in MUTATIONS)
+    with pytest.raises(ConfigError, match="replace the same rule"):
+        GroupConfig(mutations=frozenset({"withhold-partition", "assign-twice"}))

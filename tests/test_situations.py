@@ -12,10 +12,10 @@ BASE = JOINS.read_text()
 
 
 @pytest.mark.spec("R23")
-def test_seed_example_checked_under_every_interleaving(check_json):
+def test_seed_example_checked_under_every_interleaving(rebalance_check):
     # seed 000, Design I, member joins: from A(T-0,T-3) B(T-1) C(T-2), D's join under every interleaving
     # and any one leave or crash: every property holds and every cover is reached
-    code, summary = check_json(JOINS, "--require-covers")
+    code, summary = rebalance_check(JOINS, "--require-covers")
     assert code == 0 and summary["verdict"] == "holds", summary
     c = summary["configuration"]
     assert c["members"] == 3 and c["joiners"] == 1 and c["prefix"] == ["D join"]
@@ -25,8 +25,8 @@ def test_seed_example_checked_under_every_interleaving(check_json):
     assert {"leave", "crash", "timer"} <= set(summary["actions_fired"])
 
 
-def test_seed_example_check_catches_a_wrong_model(check_json):
-    code, summary = check_json(JOINS, "--mutation", "assign-before-revoke")
+def test_seed_example_check_catches_a_wrong_model(rebalance_check):
+    code, summary = rebalance_check(JOINS, "--mutation", "assign-before-revoke")
     assert code == 1 and summary["counterexample"]["property"] in {"revoke_before_assign", "exclusive_processing",
                                                                    "refinement"}
     assert summary["counterexample"]["length"] >= 1
@@ -120,11 +120,11 @@ def test_check_refuses_events_and_members_with_initial(tmp_path):
         assert code == 2 and message in err, err
 
 
-def test_a_scripted_prefix_of_deliveries(check_json, tmp_path):
+def test_a_scripted_prefix_of_deliveries(rebalance_check, tmp_path):
     # the prefix takes D's JoinGroup to the coordinator and back to A's heartbeat: the check starts mid-round
     scripted = tmp_path / "scripted.toml"
     scripted.write_text(BASE + '\n[[prefix]]\naction = "deliver"\nmember = "D"\n')
-    code, summary = check_json(scripted, "--faults", "leave", "--max-faults", "1")
+    code, summary = rebalance_check(scripted, "--faults", "leave", "--max-faults", "1")
     assert code == 0 and summary["verdict"] == "holds", summary
 
 

@@ -1,0 +1,396 @@
+"""The mutation registry: known-bad behaviours, many of them Kafka's historical
+rebalance bugs, each a named replacement of one rule of the model.
+
+A handler calls a rule that a mutation replaces through model/config.py
+``rule(cfg, correct)(...)``: ``correct`` is the rule's function as the model has
+it (readable in its handler, e.g. model/coordinator.py ``_commit_fencing``, R9),
+and ``rule`` returns it unless a mutation switched on in ``cfg`` replaces it. The
+replacements are the functions below, each registered with
+``@replaces(correct, "mutation-name")``, taking the same arguments and returning
+the same shape.
+
+``REGISTRY``: name -> ``Mutation`` (what it does, its source, the SPEC rules it
+replaces, the protocols under which it changes anything, whether it is test-only,
+and for a Kafka bug its JIRA and the Kafka versions that had it). The check
+commands refuse an unknown name, a mutation that changes nothing under the chosen
+protocol (``refuse_inapplicable``), and two mutations replacing one rule.
+
+Lookup cost: ``cfg.rules`` (model/config.py) is built once per configuration; with
+no mutation it is empty and ``rule`` is one dict lookup.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .config import PROTOCOLS, ConfigError
+from .protocol import NO_GENERATION, NO_MEMBER_ID, Phase, Subscription
+
+COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
+
+
+class Mutation(NamedTuple):
+    """One known-bad behaviour. ``does``: what it switches on; ``source``: where the
+    behaviour comes from (a JIRA with its fix, a seed, a Kafka class), or why a
+    test-only model is wrong; ``rules``: the SPEC.md rules (R..) it replaces;
+    ``protocols``: those under which it changes anything (read off where the model
+    calls the rule: an eager member revokes everything before it rejoins, R14, so a
+    mutation of claims is a no-op there; the deferral is the deferred protocol's);
+    ``jira`` and ``versions``: the Kafka bug it reintroduces, if it is one."""
+
+    name: str
+    does: str
+    source: str
+    rules: str
+    protocols: tuple
+    test_only: bool = False
+    jira: str = ""
+    versions: str = ""
+
+
+REGISTRY = {m.name: m for m in (
+    Mutation("assign-before-revoke",
+             "the cooperative assignor hands a moving partition to its new owner in the same round",
+             "seed 000, Design I (the leader withholds revoked partitions)", "R23", ("cooperative",)),
+    Mutation("contested-claims-unowned",
+             "a partition claimed by several members tied at the highest generation counts as unclaimed: the "
+             "cooperative assignors give it out in the same round (before both claimants have revoked it) and the "
+             "deferred protocol holds it back as lost under a full delay",
+             "this model before issue 15; against AbstractStickyAssignor.partitionsWithMultiplePreviousOwners with "
+             "CooperativeStickyAssignor.adjustAssignment, and IncrementalCooperativeAssignor's duplicatedToRevoke",
+             "R22, R23, R33", COOPERATIVE_PROTOCOLS),
+    Mutation("ignore-owned-generation",
+             "the sticky assignor ignores owned-partition claims from an older generation than the newest claim, "
+             "instead of weighing them",
+             "KAFKA-12984's generation filter in AbstractStickyAssignor (Kafka 3.0-3.4.0), replaced by KAFKA-14639",
+             "R22", COOPERATIVE_PROTOCOLS, jira="KAFKA-12984", versions="3.0-3.4.0 (replaced by KAFKA-14639 in 3.4.1, 3.5)"),
+    Mutation("generation-mod-4",
+             "the sticky assignors compare owned-partition claims by generation modulo 4, so a claim from "
+             "generation 4 ties with one from generation 0 and neither keeps the partition",
+             "test-only: a deliberately wrong model, not a Kafka bug", "R22", COOPERATIVE_PROTOCOLS, test_only=True),
+    Mutation("keep-owned-on-rebalance-in-progress",
+             "a member answered REBALANCE_IN_PROGRESS on SyncGroup rejoins claiming its old partitions with the old "
+             "generation (the one they were assigned in) instead of the generation it joined",
+             "KAFKA-13419 (ConsumerCoordinator: onAssignment never ran for the failed round; the reset of "
+             "KAFKA-13891 was reverted for KAFKA-14016)", "R17", COOPERATIVE_PROTOCOLS,
+             jira="KAFKA-13419", versions="every version of the Java consumer; before KIP-792 (3.4) the claim's "
+             "generation is the one it was assigned in"),
+    Mutation("leader-forgets-delay",
+             "the deferral lives only in the leader's memory (seed 000, Design II as written): a new leader that "
+             "detects the lost partitions starts the delay again for partitions already deferred, and lost "
+             "partitions wait for the delay even when a member with nothing is there",
+             "seed 000, Design II (its Discussion names the liveness problem); Kafka Connect's leader state is "
+             "connect-leader-state", "R31-R33", ("deferred",)),
+    Mutation("connect-leader-state",
+             "Kafka Connect's leader state: the previous assignment and the running delay live in the leader's "
+             "memory, kept only while it leads round after round; a new leader starts from an empty previous "
+             "assignment (what the old one had counts as new work, given out at once), and a member with nothing "
+             "does not end a running delay (Connect serves its candidate workers when the delay expires)",
+             "IncrementalCooperativeAssignor.performTaskAssignment (previousAssignment reset when previousGenerationId "
+             "!= lastCompletedGenerationId), handleLostAssignments; IncrementalCooperativeAssignorTest",
+             "R31, R33", ("deferred",)),
+    Mutation("no-fencing-on-duplicate-instance",
+             "a known group.instance.id joining with an unknown member id is added as another member instead of "
+             "replacing (and fencing) the old one",
+             "KIP-345, GroupCoordinator.doStaticMemberJoinGroup", "R25", PROTOCOLS),
+    Mutation("no-commit-fencing",
+             "the coordinator accepts offset commits from stale member ids and generations",
+             "GroupCoordinator.handleCommitOffsets", "R9", PROTOCOLS),
+    Mutation("withhold-partition",
+             "the leader's assignor never gives out the first partition once the group has 4 members or more",
+             "test-only: a deliberately wrong assignor, not a Kafka bug (a group left unbalanced for good)",
+             "R16", PROTOCOLS, test_only=True),
+    Mutation("keep-owned-on-unknown-member-id",
+             "a member answered UNKNOWN_MEMBER_ID rejoins under a new member id still owning its partitions "
+             "(onJoinPrepare skipped, so they are neither revoked nor lost)",
+             "KAFKA-12983 (ConsumerCoordinator.onJoinPrepare skipped when the member id was reset; Kafka 2.4-3.0, "
+             "fixed in 3.1)", "R15", PROTOCOLS, jira="KAFKA-12983", versions="2.4-3.0 (fixed in 3.1)"),
+    Mutation("reset-generation-when-empty",
+             "the coordinator starts the generation again at 0 when the group empties, instead of going on",
+             "test-only: a deliberately wrong coordinator, not a Kafka bug (generations must only grow: "
+             "GroupMetadata.initNextGeneration)", "R4", PROTOCOLS, test_only=True),
+    Mutation("static-rejoin-rebalances",
+             "a static member rejoining a Stable group under a new process triggers a rebalance, as a dynamic "
+             "member's would, instead of getting its assignment back",
+             "KIP-345 (before it: every restart rebalances); GroupCoordinator.updateStaticMemberAndRebalance",
+             "R26", PROTOCOLS),
+    Mutation("assign-twice",
+             "the leader's assignor also gives the first partition to the last member (R29 order) once the group "
+             "has 2 members or more",
+             "test-only: a deliberately wrong assignor, not a Kafka bug (R16: every partition to exactly one member)",
+             "R16", PROTOCOLS, test_only=True),
+    Mutation("overload-first-member",
+             "the leader's assignor moves the last member's partitions (R29 order) to the first member once the "
+             "group has 2 members or more",
+             "test-only: a deliberately wrong assignor, not a Kafka bug (R16: loads within one)",
+             "R16", PROTOCOLS, test_only=True),
+    Mutation("delete-non-empty-group",
+             "DeleteGroups deletes a group whatever its state, members and all, instead of answering NON_EMPTY_GROUP "
+             "unless it is Empty",
+             "test-only: a deliberately wrong coordinator, not a Kafka bug (GroupCoordinator.handleDeleteGroups)",
+             "R44", PROTOCOLS, test_only=True),
+    Mutation("no-pending-sync-expiry",
+             "a member that got its JoinGroup response and never sends SyncGroup is kept in the group for good: "
+             "its heartbeats (the heartbeat thread lives on while the application thread is stuck: the pause "
+             "fault) keep its session alive in CompletingRebalance, and no pending-sync timeout removes it, so "
+             "a leader that never syncs leaves the group in CompletingRebalance",
+             "KAFKA-12890: KAFKA-10134 (PR #8834) let members heartbeat in CompletingRebalance, which satisfied "
+             "the DelayedHeartbeat that had caught a missing SyncGroup; fixed by GroupCoordinator.onExpirePendingSync "
+             "(PR #10863)", "R11, R12", PROTOCOLS, jira="KAFKA-12890", versions="2.6-2.8.0 (fixed in 2.8.1, 3.0)"),
+    Mutation("sticky-user-data-without-generation",
+             "the eager StickyAssignor's user data: a member claims its last assignment (remembered across the "
+             "revocation and a lost membership, with no generation), and the assignor keeps a partition claimed "
+             "by two members with both; use with --assignor sticky",
+             "KAFKA-7026: StickyAssignor before KIP-341 (Kafka 2.3) kept a stale consumer's previous assignment "
+             "beside the new owner's; KIP-341 added the generation to the user data (ConsumerUserData) so the "
+             "newer claim wins", "R13, R22", ("eager",), jira="KAFKA-7026", versions="0.11-2.2 (fixed in 2.3)"),
+    Mutation("static-rejoin-completing-no-rebalance",
+             "a static member rejoining under a new member id while the group is in CompletingRebalance gets the "
+             "current generation without a rebalance, as in Stable; the leader's assignment, keyed by the old "
+             "member id, gives the new one nothing",
+             "KAFKA-9801: GroupCoordinator.doStaticMemberJoinGroup answered a rejoin in CompletingRebalance from "
+             "the current generation; fixed (PR #8405) by updateStaticMemberAndRebalance in that state",
+             "R26", PROTOCOLS, jira="KAFKA-9801", versions="2.3-2.4 (fixed in 2.5.0)"),
+    Mutation("skip-consecutive-revocation",
+             "Design II rounds right after a revoking round revoke nothing and schedule nothing: the imbalance "
+             "stays until something else rebalances the group",
+             "KAFKA-12495: IncrementalCooperativeAssignor skipped a revocation when the previous round revoked "
+             "(to avoid rebalance storms), so a worker joining during a rebalance stayed without work; fixed by "
+             "an exponential backoff of consecutive revoking rounds (R40)", "R40", ("deferred",),
+             jira="KAFKA-12495", versions="2.3-3.3 (fixed in 3.4.0)"),
+    Mutation("replace-static-only-when-stable",
+             "a known group.instance.id joining with an unknown member id replaces the old member id only while "
+             "the group is Stable; in any other state it is added as another member",
+             "KAFKA-8500: GroupCoordinator.doStaticMemberJoinGroup before PR #6899 replaced the member.id in Stable "
+             "only, so two consumers could hold one instance id; fixed before 2.3.0 shipped",
+             "R25", PROTOCOLS, jira="KAFKA-8500", versions="2.3.0 release candidates (fixed in 2.3.0)"),
+    Mutation("reset-generation-on-rebalance-in-progress",
+             "a member answered REBALANCE_IN_PROGRESS on SyncGroup resets its generation and rejoins claiming its "
+             "partitions with no generation",
+             "KAFKA-13891 (ConsumerCoordinator reset the generation on REBALANCE_IN_PROGRESS), reverted by "
+             "KAFKA-14016 because with KAFKA-12984's generation filter the claims were dropped and the partitions "
+             "revoked from their owner", "R17", COOPERATIVE_PROTOCOLS, jira="KAFKA-13891",
+             versions="3.3 (reverted by KAFKA-14016)"),
+    Mutation("keep-revoked",
+             "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
+             "had revoked them",
+             "test-only: a deliberately wrong member, not a Kafka bug (R18; a rebalance storm)", "R18",
+             COOPERATIVE_PROTOCOLS, test_only=True),
+)}
+
+# mutation name -> ((correct rule, its replacement), ...), filled by ``replaces``
+_REPLACEMENTS: dict = {}
+
+
+def replaces(correct, mutation: str):
+    """Register the decorated function as ``mutation``'s replacement of the rule
+    ``correct`` (a function of model/). Raises KeyError for an unregistered name."""
+    REGISTRY[mutation]  # noqa: B018 - a replacement belongs to a registered mutation
+
+    def register(fn):
+        _REPLACEMENTS.setdefault(mutation, []).append((correct, fn))
+        return fn
+    return register
+
+
+def replacements(mutations) -> dict:
+    """``{correct rule: replacement}`` for the named mutations (GroupConfig.rules).
+    Raises ConfigError for an unknown name or two mutations replacing one rule."""
+    by_rule: dict = {}
+    for name in sorted(mutations):
+        if name not in REGISTRY:
+            raise ConfigError(f"unknown mutation {name!r} (expected one of {', '.join(REGISTRY)})")
+        for correct, fn in _REPLACEMENTS.get(name, ()):
+            if correct in by_rule:
+                raise ConfigError(f"mutations {by_rule[correct][0]!r} and {name!r} replace the same rule "
+                                  f"({correct.__name__}); switch on one of them")
+            by_rule[correct] = (name, fn)
+    return {correct: fn for correct, (_, fn) in by_rule.items()}
+
+
+def refuse_inapplicable(protocol: str, mutations) -> None:
+    """Raise ConfigError naming the first of ``mutations`` that changes nothing
+    under ``protocol`` (``Mutation.protocols``): a check would hold vacuously."""
+    for name in sorted(mutations):
+        if name in REGISTRY and protocol not in REGISTRY[name].protocols:
+            raise ConfigError(f"mutation {name!r} does not apply to the {protocol} protocol: it changes nothing "
+                              f"there, so a check would hold vacuously (it applies to "
+                              f"{', '.join(REGISTRY[name].protocols)}; model/mutations.py REGISTRY)")
+
+
+# ---- the replacements, by the handler whose rule they replace ----------------------------------------------
+from . import assignors, coordinator, member  # noqa: E402 - the rules replaced are theirs; they import `rule`
+
+
+@replaces(coordinator._commit_fencing, "no-commit-fencing")
+def _accept_every_commit(group, mid: int, generation: int) -> bool:
+    return True
+
+
+@replaces(coordinator._replaced_instance, "no-fencing-on-duplicate-instance")
+def _replace_no_instance(group, iid: int):
+    return None
+
+
+@replaces(coordinator._static_rejoin_keeps_generation, "static-rejoin-rebalances")
+def _static_rejoin_rebalances(group) -> bool:
+    return False
+
+
+@replaces(coordinator._static_rejoin_keeps_generation, "static-rejoin-completing-no-rebalance")
+def _static_rejoin_keeps_generation_while_completing(group) -> bool:
+    return (group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE)
+            and coordinator.select_protocol(group.members) == group.protocol)
+
+
+@replaces(coordinator._replaced_instance, "replace-static-only-when-stable")
+def _replace_instance_when_stable(group, iid: int):
+    return coordinator._replaced_instance(group, iid) if group.phase == Phase.STABLE else None
+
+
+@replaces(coordinator._next_generation, "reset-generation-when-empty")
+def _restart_generation_when_empty(group) -> int:
+    return group.generation + 1 if group.members else 0
+
+
+@replaces(coordinator._deletable, "delete-non-empty-group")
+def _delete_any_live_group(group) -> bool:
+    return group.phase != Phase.DEAD
+
+
+@replaces(coordinator._kept_alive, "no-pending-sync-expiry")
+def _kept_alive_owing_sync(m) -> bool:
+    return m.awaiting_join or m.awaiting_sync or m.pending_sync  # its heartbeats satisfy the session timer
+
+
+@replaces(coordinator._late_syncers, "no-pending-sync-expiry")
+def _nobody_late(group) -> list:
+    return []
+
+
+@replaces(member._remembered, "sticky-user-data-without-generation")
+def _sticky_user_data(c, assigned: int) -> int:
+    return assigned  # StickyAssignor.onAssignment's memberAssignment: kept until the next assignment
+
+
+@replaces(member.subscription, "sticky-user-data-without-generation")
+def _claim_user_data(c):
+    # an eager member has revoked everything: it claims its user data, with no generation
+    sub = member.subscription(c)
+    return sub if c.owned or not c.user_data else Subscription(c.user_data, NO_GENERATION)
+
+
+@replaces(assignors._weighed, "sticky-user-data-without-generation")
+def _keep_every_claim(members, claimants: list, weight) -> tuple:
+    won = {mid: 0 for mid, _, _ in members}
+    for mid, sub in claimants:
+        won[mid] = sub.owned  # each claimant keeps its whole claim: a partition claimed twice stays with both
+    return won, 0
+
+
+@replaces(member._on_unknown_member_id, "keep-owned-on-unknown-member-id")
+def _keep_owned_on_unknown_member_id(c, out: list):
+    # KAFKA-12983: onJoinPrepare skipped, the partitions neither revoked nor lost
+    return c._replace(member_id=NO_MEMBER_ID, generation=NO_GENERATION)
+
+
+@replaces(member._claim_after_rebalance_in_progress, "keep-owned-on-rebalance-in-progress")
+def _claim_with_assigned_generation(c):
+    return c  # KAFKA-13419: onAssignment never ran for the failed round
+
+
+@replaces(member._claim_after_rebalance_in_progress, "reset-generation-on-rebalance-in-progress")
+def _claim_with_no_generation(c):
+    return c._replace(owned_generation=NO_GENERATION, generation=NO_GENERATION)
+
+
+@replaces(member._owned_after_sync, "keep-revoked")
+def _keep_revoked(owned: int, assigned: int) -> int:
+    return owned | assigned  # the revocation is announced, not done
+
+
+@replaces(member._initial_memory, "connect-leader-state")
+def _connect_initial_memory(leader: bool, group_assigned: int) -> tuple:
+    return (group_assigned, 0) if leader else (0, 0)
+
+
+@replaces(member._memory_after_assigning, "connect-leader-state")
+def _connect_memory_after_assigning(memory: tuple, assignments) -> tuple:
+    # Connect: the leader's state counts only if the last round it led completed (previousGenerationId ==
+    # lastCompletedGenerationId); it is stored again when this round's SyncGroup succeeds
+    return (0, 0)
+
+
+@replaces(member._memory_after_sync, "connect-leader-state")
+def _connect_memory_after_sync(c, assignment) -> tuple:
+    if c.leader and assignment.echo:
+        assigned_all, held = assignment.echo[:2]  # the round it led completed: its state counts (Connect)
+        return (assigned_all | held, held)
+    return c.memory
+
+
+@replaces(member._memory_after_assigning, "leader-forgets-delay")
+def _forgetful_memory_after_assigning(memory: tuple, assignments) -> tuple:
+    return (0, assignments[0][1].echo[1]) if assignments else memory
+
+
+@replaces(assignors._previous_round, "leader-forgets-delay")
+def _forgetful_previous_round(memory: tuple, echo: tuple) -> tuple:
+    return echo[1], echo[2], memory[1], False
+
+
+@replaces(assignors._previous_round, "connect-leader-state")
+def _connect_previous_round(memory: tuple, echo: tuple) -> tuple:
+    return memory[0], memory[1], memory[1], False
+
+
+@replaces(assignors._revoking_backoff, "skip-consecutive-revocation")
+def _skip_consecutive_revocation(cfg, mids, claims, echo: tuple, left: int) -> tuple:
+    out = assignors._cooperative_sticky(cfg, mids, claims)
+    if not assignors._moving(claims.won, out):
+        return out, 0, (0, 0)
+    if echo[3]:  # the last round revoked: revoke nothing now, and schedule nothing
+        return assignors._deferring(cfg, mids, claims.won, claims.contested), 0, (0, 0)
+    return out, 0, (1, 0)
+
+
+@replaces(assignors._claim_weight, "generation-mod-4")
+def _claim_weight_mod_4(generation: int) -> int:
+    return generation % 4
+
+
+@replaces(assignors._counted_claims, "ignore-owned-generation")
+def _newest_claims_only(claimants: list) -> list:
+    # KAFKA-12984's filter: only claims of the newest generation count
+    if not claimants:
+        return claimants
+    newest = max(sub.generation for _, sub in claimants)
+    return [(mid, sub) for mid, sub in claimants if sub.generation == newest]
+
+
+@replaces(assignors._contested, "contested-claims-unowned")
+def _nothing_contested(contested: int) -> int:
+    return 0
+
+
+@replaces(assignors._withheld, "assign-before-revoke")
+def _withhold_nothing(claims, out: dict) -> int:
+    return 0
+
+
+@replaces(assignors._given, "withhold-partition")
+def _withhold_first_partition(mids, out: dict) -> dict:
+    return {m: mask & ~1 for m, mask in out.items()} if len(mids) >= 4 else out
+
+
+@replaces(assignors._given, "assign-twice")
+def _assign_first_partition_twice(mids, out: dict) -> dict:
+    if len(mids) >= 2:
+        out[mids[-1]] |= 1
+    return out
+
+
+@replaces(assignors._given, "overload-first-member")
+def _overload_first_member(mids, out: dict) -> dict:
+    if len(mids) >= 2:
+        out[mids[0]], out[mids[-1]] = out[mids[0]] | out[mids[-1]], 0
+    return out
