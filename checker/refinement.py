@@ -49,6 +49,8 @@ class Refinement:
         self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
         self._invariant: dict = {}
         self._last = self._last_parts = None
+        self._by_pid: dict = {}  # interned Proc id -> part id (checker/engines/interning.py)
+        self._by_gid: dict = {}  # interned Group id -> part id
 
     def _proc(self, p) -> int:
         """The id of a process's part: (live, member id, generation, owned, granting, grant)."""
@@ -107,6 +109,22 @@ class Refinement:
                 *[pid if p is q or (p.consumer is q.consumer and p.responses is q.responses and p.status == q.status)
                   else proc(p) for p, q, pid in zip(procs, base.procs, base_parts[1:])])
 
+    def parts_of_ids(self, ids: tuple) -> tuple:
+        """``parts`` of a state from its interned ids (checker/engines/interning.py
+        ``Interner.ids``): each part's id cached by its interned id, no value hashed."""
+        interner = self.system.interner
+        by_pid, by_gid = self._by_pid, self._by_gid
+        g = by_gid.get(ids[0])
+        if g is None:
+            g = by_gid[ids[0]] = self._group(interner.groups[ids[0]], len(ids) - 2)
+        out = [g]
+        for pid in ids[1:-1]:
+            hit = by_pid.get(pid)
+            if hit is None:
+                hit = by_pid[pid] = self._proc(interner.procs[pid])
+            out.append(hit)
+        return tuple(out)
+
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
         parts = self._parts
@@ -124,13 +142,16 @@ class Refinement:
         """None if the step satisfies its specification action and both states satisfy
         Inv, else why not. (Inv of a state is checked when its first successor is:
         that covers the initial state and, one step later, every other.)"""
+        known = getattr(self.system, "interner", None)
+        known = known and known.step  # the engine's (state, ids, nxt, ids) for this very step, if it has them
+        by_ids = known and known[0] is state and known[2] is nxt
         if state is not self._last:  # a state's successors are checked one after another
-            self._last, self._last_parts = state, self.parts(state)
+            self._last, self._last_parts = state, self.parts_of_ids(known[1]) if by_ids else self.parts(state)
             why = self._invariant_of(self._last_parts)
             if why:
                 return why
         before = self._last_parts
-        after = self.parts(nxt, state, before)
+        after = self.parts_of_ids(known[3]) if by_ids else self.parts(nxt, state, before)
         slot = action.slot
         label = self._labels.get((action.kind, type(action.detail)))
         if label is None:

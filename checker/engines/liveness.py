@@ -37,26 +37,42 @@ from collections import deque
 
 
 class Graph:
-    """Transitions as parallel arrays: ``src[k] -> dst[k]`` of class ``cls[k]`` with
-    the bits ``marks[k]`` (0: none)."""
+    """Transitions as parallel compact arrays: ``src[k] -> dst[k]`` (int32 state
+    indices) of fairness class ``cls[k]`` (uint8, a 16-bit array past 256 classes)
+    with the bits ``marks[k]`` (uint8, 0: none): 10 bytes a transition."""
 
     def __init__(self):
-        self.src = array("l")
-        self.dst = array("l")
-        self.cls = array("l")
+        self.src = array("i")
+        self.dst = array("i")
+        self.cls = array("B")
         self.marks = array("B")
         self.classes: dict = {}  # class key -> id
         self.names: list = []
 
-    def add(self, i: int, j: int, key, mark: int = 0) -> None:
+    def class_id(self, key) -> int:
         c = self.classes.get(key)
         if c is None:
             c = self.classes[key] = len(self.names)
             self.names.append(key)
+            if c == 256:
+                self.cls = array("H", self.cls)
+        return c
+
+    def add(self, i: int, j: int, key, mark: int = 0) -> None:
+        c = self.class_id(key)
         self.src.append(i)
         self.dst.append(j)
         self.cls.append(c)
         self.marks.append(mark)
+
+    def extend(self, src, dst, keys, marks) -> None:
+        """Add transitions in bulk: parallel sequences of sources, destinations (any
+        int sequence or numpy int32 array), class keys and marks."""
+        class_id = self.class_id
+        self.src.extend(src)
+        self.dst.frombytes(memoryview(dst).cast("B") if hasattr(dst, "dtype") else array("i", dst).tobytes())
+        self.cls.extend(class_id(k) for k in keys)
+        self.marks.extend(marks)
 
 
 def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
