@@ -48,6 +48,7 @@ class Refinement:
         self._steps: dict = {}      # step key -> verdict
         self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
         self._invariant: dict = {}
+        self._views: dict = {}  # part ids of a state -> view id
         self._last = self._last_parts = None
         self._by_pid: dict = {}  # interned Proc id -> part id (checker/engines/interning.py)
         self._by_gid: dict = {}  # interned Group id -> part id
@@ -157,18 +158,25 @@ class Refinement:
         if label is None:
             label = self._labels[(action.kind, type(action.detail))] = (
                 len(self._labels), spec.ACTIONS[action_name(action)].local)
-        # keys are flat tuples of ints: cheap to hash, and untracked by the garbage collector
+        # keys are single ints (ids of at most 32 bits packed): cheap to hash and small to keep
         if label[1] and self._frame_kept(before, after, slot):
             # a member's own step: its verdict depends on the group and its own slot only
-            key = (label[0], slot, before[0], before[slot + 1], after[slot + 1])
+            key = label[0] | 128 | (slot + 1) << 8 | before[0] << 24 | before[slot + 1] << 56 | after[slot + 1] << 88
         else:
-            key = (label[0], slot, *before, *after)
+            key = label[0] | (slot + 1) << 8 | self._view_id(before) << 24 | self._view_id(after) << 56
         hit = self._steps.get(key, 0)
         if hit == 0:  # the key decides the action's verdict, not Inv of the whole next state
             name = action_name(action)
             why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
             hit = self._steps[key] = why and f"{action.kind} {name} is not the spec's action {name}: {why}"
         return hit or self._invariant_of(after)
+
+    def _view_id(self, ids: tuple) -> int:
+        """A dense id for a state's abstraction (its tuple of part ids)."""
+        hit = self._views.get(ids)
+        if hit is None:
+            hit = self._views[ids] = len(self._views)
+        return hit
 
     @staticmethod
     def _frame_kept(before: tuple, after: tuple, slot: int) -> bool:
