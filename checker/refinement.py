@@ -118,13 +118,13 @@ class Refinement:
         g = by_gid.get(ids[0])
         if g is None:
             g = by_gid[ids[0]] = self._group(interner.groups[ids[0]], len(ids) - 2)
-        out = [g]
-        for pid in ids[1:-1]:
-            hit = by_pid.get(pid)
-            if hit is None:
-                hit = by_pid[pid] = self._proc(interner.procs[pid])
-            out.append(hit)
-        return tuple(out)
+        try:
+            return (g, *[by_pid[pid] for pid in ids[1:-1]])
+        except KeyError:
+            for pid in ids[1:-1]:
+                if pid not in by_pid:
+                    by_pid[pid] = self._proc(interner.procs[pid])
+            return (g, *[by_pid[pid] for pid in ids[1:-1]])
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""

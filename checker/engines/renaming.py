@@ -237,11 +237,12 @@ class Renamer:
 
 def _part_keys(state: State, ids: tuple | None) -> tuple:
     """The cache keys of a state's parts: the group, then each slot's process; by
-    value, or by interned id (the group's id; a process's id with its slot, which
-    its names depend on) when ``ids`` are given."""
+    value, or by interned id when ``ids`` are given: one int each (the group's id,
+    negated; a process's id with its slot, which its names depend on, in the low
+    9 bits: checks hold at most 256 slots)."""
     if ids is None:
         return (state.group, *enumerate(state.procs))
-    return (ids[0], *enumerate(ids[1:-1]))
+    return (-1 - ids[0], *[pid << 9 | slot for slot, pid in enumerate(ids[1:-1])])  # at most 256 slots
 
 
 def _slot_proc(slot_proc: tuple, n: _Names) -> Proc:
