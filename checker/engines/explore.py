@@ -114,7 +114,8 @@ class Result:
     actions_fired: Counter = field(default_factory=Counter)  # action kind -> transitions of that kind
     limit: str | None = None
     covers: dict = field(default_factory=dict)  # cover name -> reached
-    collision_probability: float = 0.0  # the visited set's fingerprints (checker/engines/interning.py)
+    # that two states' 64-bit fingerprints collided (checker/engines/interning.py); None: not estimated
+    collision_probability: float | None = None
 
 
 def _replay(system, canonical, init: State, chain) -> list:
