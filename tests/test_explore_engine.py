@@ -3,13 +3,13 @@ holds fingerprints and each state only its parent's index and the successor inde
 that led to it, so a counterexample is rebuilt by replaying those indices from the
 initial state; it must be the very shortest trace a plain breadth-first search
 with the states themselves finds."""
+import numpy as np
+
 from rebalance.checker.engines.explore import explore
 from rebalance.checker.engines.interning import FingerprintSet, collision_probability
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import resolve
 from rebalance.checker.system import System
-
-import numpy as np
 
 
 def _run(**kw):

@@ -118,7 +118,7 @@ class Result:
     collision_probability: float | None = None
 
 
-def _replay(system, canonical, init: State, chain) -> list:
+def replay(system, canonical, init: State, chain) -> list:
     """The explored path (states up to renaming) from ``init`` along successor indices
     ``chain``: ``[(Action | None, State), ...]``, each step the ``chain[k]``-th
     successor of the state before, renamed."""
@@ -230,7 +230,7 @@ def explore(system: System, properties, initial: State | None = None,
     limit = None
 
     def path_to(i):
-        return _replay(system, canonical, init, _chain(store.parents, store.steps, i))
+        return replay(system, canonical, init, _chain(store.parents, store.steps, i))
 
     found: list = []  # this level's violations: (order key, name, why, state index, last step)
 

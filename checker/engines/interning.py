@@ -32,18 +32,10 @@ class Interner:
         self.step = None  # the step the engine checks now: (state, its ids, successor, its ids)
 
     def group_id(self, g) -> int:
-        i = self._group_ids.get(g)
-        if i is None:
-            i = self._group_ids[g] = len(self.groups)
-            self.groups.append(g)
-        return i
+        return _intern(self._group_ids, self.groups, g)
 
     def proc_id(self, p) -> int:
-        i = self._proc_ids.get(p)
-        if i is None:
-            i = self._proc_ids[p] = len(self.procs)
-            self.procs.append(p)
-        return i
+        return _intern(self._proc_ids, self.procs, p)
 
     def ids(self, state: State, base: State | None = None, base_ids: tuple = ()) -> tuple:
         """The id tuple of ``state``; with ``base`` (a state whose ids are ``base_ids``),
@@ -58,6 +50,15 @@ class Interner:
     def state(self, ids: tuple) -> State:
         procs = self.procs
         return State(self.groups[ids[0]], tuple(procs[p] for p in ids[1:-1]), ids[-1])
+
+
+def _intern(ids: dict, values: list, v) -> int:
+    """``v``'s dense id in ``ids`` (value -> id), appended to ``values`` when new."""
+    i = ids.get(v)
+    if i is None:
+        i = ids[v] = len(values)
+        values.append(v)
+    return i
 
 
 class FingerprintSet:
