@@ -253,6 +253,10 @@ def _deferred(system: System) -> bool:
     return system.cfg.deferred
 
 
+def _incremental(system: System) -> bool:
+    return system.cfg.protocol == "incremental"
+
+
 def _zombies(system: System) -> bool:
     """Membership is lost with partitions in hand only by a silent live process: a paused one."""
     return "pause" in system.faults
@@ -386,6 +390,8 @@ COVERS = (
               p.consumer is not None and p.consumer.scheduled >= 0 for p in s.procs)), _deferred),
     Cover("revocation_backed_off", "a revoking round right after another revoked nothing and scheduled a "
           "rebalance (KAFKA-12495)", lambda system, s, a, n: _backed_off(n.group), _can_back_off),
+    Cover("moves_capped", "a Design III round moved max_moves partitions and scheduled a rebalance to move "
+          "the rest (R34)", lambda system, s, a, n: any(m.assignment.scheduled for m in n.group.members), _incremental),
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
 )

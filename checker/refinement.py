@@ -48,7 +48,10 @@ class Refinement:
         self._steps: dict = {}      # step key -> verdict
         self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
         self._invariant: dict = {}
+        self._views: dict = {}  # part ids of a state -> view id
         self._last = self._last_parts = None
+        self._by_pid: dict = {}  # interned Proc id -> part id (checker/engines/interning.py)
+        self._by_gid: dict = {}  # interned Group id -> part id
 
     def _proc(self, p) -> int:
         """The id of a process's part: (live, member id, generation, owned, granting, grant)."""
@@ -107,6 +110,22 @@ class Refinement:
                 *[pid if p is q or (p.consumer is q.consumer and p.responses is q.responses and p.status == q.status)
                   else proc(p) for p, q, pid in zip(procs, base.procs, base_parts[1:])])
 
+    def parts_of_ids(self, ids: tuple) -> tuple:
+        """``parts`` of a state from its interned ids (checker/engines/interning.py
+        ``Interner.ids``): each part's id cached by its interned id, no value hashed."""
+        interner = self.system.interner
+        by_pid, by_gid = self._by_pid, self._by_gid
+        g = by_gid.get(ids[0])
+        if g is None:
+            g = by_gid[ids[0]] = self._group(interner.groups[ids[0]], len(ids) - 2)
+        try:
+            return (g, *[by_pid[pid] for pid in ids[1:-1]])
+        except KeyError:
+            for pid in ids[1:-1]:
+                if pid not in by_pid:
+                    by_pid[pid] = self._proc(interner.procs[pid])
+            return (g, *[by_pid[pid] for pid in ids[1:-1]])
+
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
         parts = self._parts
@@ -124,30 +143,40 @@ class Refinement:
         """None if the step satisfies its specification action and both states satisfy
         Inv, else why not. (Inv of a state is checked when its first successor is:
         that covers the initial state and, one step later, every other.)"""
+        known = getattr(self.system, "interner", None)
+        known = known and known.step  # the engine's (state, ids, nxt, ids) for this very step, if it has them
+        by_ids = known and known[0] is state and known[2] is nxt
         if state is not self._last:  # a state's successors are checked one after another
-            self._last, self._last_parts = state, self.parts(state)
+            self._last, self._last_parts = state, self.parts_of_ids(known[1]) if by_ids else self.parts(state)
             why = self._invariant_of(self._last_parts)
             if why:
                 return why
         before = self._last_parts
-        after = self.parts(nxt, state, before)
+        after = self.parts_of_ids(known[3]) if by_ids else self.parts(nxt, state, before)
         slot = action.slot
         label = self._labels.get((action.kind, type(action.detail)))
         if label is None:
             label = self._labels[(action.kind, type(action.detail))] = (
                 len(self._labels), spec.ACTIONS[action_name(action)].local)
-        # keys are flat tuples of ints: cheap to hash, and untracked by the garbage collector
+        # keys are single ints (ids of at most 32 bits packed): cheap to hash and small to keep
         if label[1] and self._frame_kept(before, after, slot):
             # a member's own step: its verdict depends on the group and its own slot only
-            key = (label[0], slot, before[0], before[slot + 1], after[slot + 1])
+            key = label[0] | 128 | (slot + 1) << 8 | before[0] << 24 | before[slot + 1] << 56 | after[slot + 1] << 88
         else:
-            key = (label[0], slot, *before, *after)
+            key = label[0] | (slot + 1) << 8 | self._view_id(before) << 24 | self._view_id(after) << 56
         hit = self._steps.get(key, 0)
         if hit == 0:  # the key decides the action's verdict, not Inv of the whole next state
             name = action_name(action)
             why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
             hit = self._steps[key] = why and f"{action.kind} {name} is not the spec's action {name}: {why}"
         return hit or self._invariant_of(after)
+
+    def _view_id(self, ids: tuple) -> int:
+        """A dense id for a state's abstraction (its tuple of part ids)."""
+        hit = self._views.get(ids)
+        if hit is None:
+            hit = self._views[ids] = len(self._views)
+        return hit
 
     @staticmethod
     def _frame_kept(before: tuple, after: tuple, slot: int) -> bool:

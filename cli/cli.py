@@ -106,6 +106,8 @@ def _summary(settings: CheckSettings, result, props, covers, files) -> dict:
         "max_depth": result.max_depth,
         "seconds": round(result.seconds, 3),
         "peak_rss_mb": round(peak_rss_mb(), 1),
+        # the visited set's 64-bit fingerprints (checker/engines/interning.py; None: the engine does not say)
+        "collision_probability": result.collision_probability,
         "limit": result.limit,
         "properties": [{"name": p.name, "kind": p.kind, "status": result.statuses[p.name],
                         "expected": "violated" if p.name in expected else "holds"} for p in props],
@@ -158,6 +160,9 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
     out.print(f"{result.distinct_states:,} distinct states, {result.transitions:,} transitions, "
               f"depth {result.max_depth}, {result.seconds:.1f} s ({rate:,.0f} states/s), "
               f"peak RSS {summary['peak_rss_mb']:,.0f} MB", highlight=False)
+    if result.collision_probability is not None:
+        out.print(f"fingerprint collision probability (TLC's optimistic estimate): "
+                  f"{result.collision_probability:.1e}", highlight=False)
     out.print("actions fired: " + ", ".join(f"{k} {v:,}" for k, v in summary["actions_fired"].items()),
               highlight=False)
     out.print("covers: " + ", ".join(f"{c['name']} [{'green' if c['reached'] else 'yellow'}]"

@@ -13,8 +13,11 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rebalance.model.protocol import slot_of
 
+from .interning import FingerprintSet, Interner, collision_probability
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
 from ..system import ACTION_KINDS, BOUNCE, COMMIT, ENVIRONMENT, Action, State, System
@@ -111,19 +114,57 @@ class Result:
     actions_fired: Counter = field(default_factory=Counter)  # action kind -> transitions of that kind
     limit: str | None = None
     covers: dict = field(default_factory=dict)  # cover name -> reached
+    # that two states' 64-bit fingerprints collided (checker/engines/interning.py); None: not estimated
+    collision_probability: float | None = None
 
 
-def _path(system, states: list, parents: array, steps: array, i: int) -> list:
-    """The explored path to state ``i``: ``[(Action | None, State), ...]`` up to
-    renaming (each step the ``steps[j]``-th successor of its parent)."""
+def replay(system, canonical, init: State, chain) -> list:
+    """The explored path (states up to renaming) from ``init`` along successor indices
+    ``chain``: ``[(Action | None, State), ...]``, each step the ``chain[k]``-th
+    successor of the state before, renamed."""
+    path = [(None, init)]
+    s = init
+    for idx in chain:
+        action, n = system.successors(s)[idx]
+        s = canonical(n)
+        path.append((action, s))
+    return path
+
+
+def _chain(parents: array, steps: array, i: int) -> list:
+    """The successor indices leading from the initial state to state ``i``."""
     chain = []
     while i > 0:
-        chain.append(i)
+        chain.append(steps[i])
         i = parents[i]
-    path = [(None, states[0])]
-    for j in reversed(chain):
-        path.append((system.successors(states[parents[j]])[steps[j]][0], states[j]))
-    return path
+    return chain[::-1]
+
+
+class _Store:
+    """The explored states, compactly: one int32 column per part of the interned id
+    tuple (checker/engines/interning.py) and a uint8 column of faults left, so
+    state ``i`` is ``row(i)``; the parent's index (int32) and the successor's
+    index among its parent's successors (uint16) of each."""
+
+    def __init__(self, init_ids: tuple):
+        self.columns = [array("i") for _ in init_ids[:-1]]
+        self.faults = array("B")
+        self.parents = array("i")
+        self.steps = array("H")
+        self.add(init_ids, -1, 0)
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    def add(self, ids: tuple, parent: int, step: int) -> None:
+        for column, x in zip(self.columns, ids):
+            column.append(x)
+        self.faults.append(ids[-1])
+        self.parents.append(parent)
+        self.steps.append(step)
+
+    def row(self, i: int) -> tuple:
+        return (*[column[i] for column in self.columns], self.faults[i])
 
 
 def explore(system: System, properties, initial: State | None = None,
@@ -140,6 +181,13 @@ def explore(system: System, properties, initial: State | None = None,
     happens, before its successor is renamed; counterexamples are replayed as
     concrete executions (``concrete``).
 
+    A state is kept as its interned id tuple (checker/engines/interning.py) in
+    int32 columns; the visited set holds 64-bit fingerprints of those tuples
+    (``FingerprintSet``, the collision odds in ``Result.collision_probability``);
+    a state's parent is an int32 index and the successor index that led from it,
+    and the path to a state is rebuilt by replaying those indices from the
+    initial state.
+
     Exploration goes level by level (breadth first). A violated property is
     recorded with its shortest counterexample and no longer checked; if its name is
     in ``stop_on`` the run stops at the end of the level, otherwise it goes on so
@@ -148,7 +196,7 @@ def explore(system: System, properties, initial: State | None = None,
     hitting one makes the unviolated properties "incomplete". Stopping only at
     level ends makes the counts the same for every engine.
     ``progress``, if given, is called as ``progress(distinct, transitions, frontier,
-    depth)`` after each level and every 20,000 states. ``covers`` are checked on
+    depth)`` after each level. ``covers`` are checked on
     every step until reached. A state is quiescent when no action of the system's
     own (only the environment's) leads to another state. Liveness properties (kind
     "liveness") are decided after a complete exploration (``decide_liveness``)
@@ -164,81 +212,78 @@ def explore(system: System, properties, initial: State | None = None,
     live_props = [p for p in properties if p.kind == "liveness"]
     marking = marks_of(live_props)
     graph = Graph() if live_props else None  # every transition, the environment's too
-    canonical = Renamer().canonical
+    interner = system.interner = Interner()
+    renamer = Renamer()
+    canonical = renamer.canonical
     init = canonical(system.initial() if initial is None else initial)
-    states = [init]
-    index = {init: 0}
-    parents = array("q", [-1])
-    steps = array("l", [-1])
+    init_ids = interner.ids(init)
+    store = _Store(init_ids)
+    visited = FingerprintSet()
+    visited.resolve(np.array([hash(init_ids)], np.int64), 0)
     kinds = dict.fromkeys(ACTION_KINDS, 0)
     violations: list = []
     pending = list(covers)
     reached: dict = {}
     transitions = 0
     depth = 0
-    frontier = [0]
+    lo, hi = 0, 1  # the frontier: states lo .. hi - 1
     limit = None
 
     def path_to(i):
-        return _path(system, states, parents, steps, i)
+        return replay(system, canonical, init, _chain(store.parents, store.steps, i))
 
-    def record(name, why, i, checks, last=None):
-        path = path_to(i)
-        if last is not None:
-            path.append(last)
-        violations.append(Violation(name, why, concrete(system, canonical, path)))
+    found: list = []  # this level's violations: (order key, name, why, state index, last step)
+
+    def record(key, name, why, i, checks, last=None):
+        found.append((key, name, why, i, last))
         checks[:] = [c for c in checks if c[0] != name]
-        return name in stop_on
 
-    stop = False
     for name, check in tuple(state_checks):
         why = check(system, init)
         if why:
-            stop = record(name, why, 0, state_checks) or stop
-
+            record((0, 0), name, why, 0, state_checks)
     successors = system.successors
-    while frontier and not stop:
+    stop = _settle(system, canonical, path_to, found, violations, stop_on)
+    while lo < hi and not stop:
         if max_depth is not None and depth >= max_depth:
             limit = f"max_depth {max_depth}"
             break
-        nxt_frontier = []
-        for i in frontier:
+        cands: list = []  # every transition's canonical successor (its id tuple), in the order generated
+        sources = array("i")  # the state each came from
+        indices = array("H")  # its index among that state's successors
+        classes: list = []
+        marks = array("B")
+        for i in range(lo, hi):
             if guard is not None and not i & 255:
                 limit = guard.exceeded()
                 if limit:
                     break
-            s = states[i]
+            ids = store.row(i)
+            s = interner.state(ids)
             moved = False
             for idx, (action, n) in enumerate(successors(s)):
                 transitions += 1
                 kinds[action.kind] += 1
-                known = index.get(n)
-                if known is None:
-                    c = canonical(n)
-                    known = index.get(c)
-                    if known is None:
-                        known = len(states)
-                        index[c] = known
-                        states.append(c)
-                        parents.append(i)
-                        steps.append(idx)
-                        for name, check in tuple(state_checks):
-                            why = check(system, c)
-                            if why:
-                                stop = record(name, why, known, state_checks) or stop
-                        nxt_frontier.append(known)
-                        if progress is not None and known % 20000 == 0:
-                            progress(len(index), transitions, len(nxt_frontier), depth + 1)
-                if known == i:  # a stutter
+                raw = interner.ids(n, s, ids)
+                c = canonical(n, raw)
+                c = raw if c is n else interner.ids(c, n, raw)
+                t = len(cands)
+                cands.append(c)
+                sources.append(i)
+                indices.append(idx)
+                if graph is not None:
+                    classes.append(fairness_class(action))
+                if c == ids:  # a stutter
                     if graph is not None:
-                        graph.add(i, i, fairness_class(action))
+                        marks.append(0)
                     continue
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
+                interner.step = (s, ids, n, raw)  # for the step checks that key caches by ids (refinement)
                 for name, step in tuple(step_checks):
                     why = step(system, s, action, n)
                     if why:
-                        stop = record(name, why, i, step_checks, last=(action, n)) or stop
+                        record((t, 1), name, why, i, step_checks, last=(action, n))
                 if pending:
                     hit = False
                     for cover in pending:
@@ -247,35 +292,91 @@ def explore(system: System, properties, initial: State | None = None,
                     if hit:
                         pending = [c for c in pending if c.name not in reached]
                 if graph is not None:
-                    graph.add(i, known, fairness_class(action), mark(marking, system, s, action, n))
+                    marks.append(mark(marking, system, s, action, n))
             if not moved:
                 for name, check in list(quiescent):
                     why = check(system, s)
                     if why:
-                        stop = record(name, why, i, quiescent) or stop
+                        record((len(cands), -1), name, why, i, quiescent)
+        dst, fresh = visited.resolve(np.fromiter(map(hash, cands), np.int64, len(cands)), len(store))
+        for k in fresh.tolist():
+            c = cands[k]
+            store.add(c, sources[k], indices[k])
+            if state_checks:
+                x = interner.state(c)
+                for name, check in tuple(state_checks):
+                    why = check(system, x)
+                    if why:
+                        record((k, 0), name, why, len(store) - 1, state_checks)
+        if graph is not None:
+            graph.extend(sources, dst, classes, marks)
+        del cands
+        stop = _settle(system, canonical, path_to, found, violations, stop_on)
         if limit:
             break
-        frontier = nxt_frontier
-        if frontier:
+        lo, hi = hi, len(store)
+        if lo < hi:
             depth += 1
         if progress is not None:
-            progress(len(index), transitions, len(frontier), depth)
+            progress(len(store), transitions, hi - lo, depth)
         if stop:
             break
-        if max_states is not None and len(index) >= max_states and frontier:
+        if max_states is not None and len(store) >= max_states and lo < hi:
             limit = f"max_states {max_states}"
             break
+
+    def state_at(i):
+        return interner.state(store.row(i))
 
     if live_props and limit is None and not stop:
         violations.extend(decide_liveness(
             system, live_props, graph,
-            lambda p: bytearray(0 if p.goal and p.goal(system, x) else 1 for x in states),
-            lambda p: [p.lasso.summary(system, x) for x in states], states.__getitem__,
-            lambda i: concrete(system, canonical, path_to(i)), path_to, canonical, fair))
+            lambda p: bytearray(0 if p.goal and p.goal(system, state_at(i)) else 1 for i in range(len(store))),
+            lambda p: _Summaries(system, p, store, state_at, interner), state_at,
+            lambda i: concrete(system, canonical, path_to(i)), path_to, canonical, fair,
+            identify=lambda form: interner.ids(form)))
 
     fired = Counter({k: v for k, v in kinds.items() if v})
-    return conclude(properties, violations, limit, stop, len(index), transitions, depth, t0, fired,
-                    {c.name: c.name in reached for c in covers})
+    result = conclude(properties, violations, limit, stop, len(store), transitions, depth, t0, fired,
+                      {c.name: c.name in reached for c in covers})
+    result.collision_probability = collision_probability(len(store), transitions + 1)
+    return result
+
+
+def _settle(system, canonical, path_to, found: list, violations: list, stop_on) -> bool:
+    """Turn a level's violations, in the order a sequential search meets them (by
+    transition: a new state's invariants, then the step's checks; a state's
+    quiescence after its successors), into Violations with their shortest paths;
+    returns whether one stops the run."""
+    stop = False
+    for _, name, why, i, last in sorted(found, key=lambda f: f[0]):
+        path = path_to(i)
+        if last is not None:
+            path.append(last)
+        violations.append(Violation(name, why, concrete(system, canonical, path)))
+        stop = stop or name in stop_on
+    found.clear()
+    return stop
+
+
+class _Summaries:
+    """``p.lasso.summary`` of each explored state, computed when asked (by graph
+    index), its shape keyed by interned ids instead of kept: the churn search
+    (checker/engines/churn.py) reads each once or twice, and holding them all would
+    cost a state's worth of objects per state."""
+
+    def __init__(self, system, p, store: _Store, state_at, interner: Interner):
+        self.system, self.p, self.store, self.state_at, self.interner = system, p, store, state_at, interner
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+    def __getitem__(self, i: int):
+        key, served, bounces = self.p.lasso.summary(self.system, self.state_at(i))
+        return (None if key is None else self.interner.ids(key)), served, bounces
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
 
 
 def marks_of(live_props) -> list:

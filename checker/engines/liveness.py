@@ -35,87 +35,113 @@ from __future__ import annotations
 from array import array
 from collections import deque
 
+import numpy as np
+
 
 class Graph:
-    """Transitions as parallel arrays: ``src[k] -> dst[k]`` of class ``cls[k]`` with
-    the bits ``marks[k]`` (0: none)."""
+    """Transitions as parallel compact arrays: ``src[k] -> dst[k]`` (int32 state
+    indices) of fairness class ``cls[k]`` (uint8, a 16-bit array past 256 classes)
+    with the bits ``marks[k]`` (uint8, 0: none): 10 bytes a transition."""
 
     def __init__(self):
-        self.src = array("l")
-        self.dst = array("l")
-        self.cls = array("l")
+        self.src = array("i")
+        self.dst = array("i")
+        self.cls = array("B")
         self.marks = array("B")
         self.classes: dict = {}  # class key -> id
         self.names: list = []
 
-    def add(self, i: int, j: int, key, mark: int = 0) -> None:
+    def class_id(self, key) -> int:
         c = self.classes.get(key)
         if c is None:
             c = self.classes[key] = len(self.names)
             self.names.append(key)
+            if c == 256:
+                self.cls = array("H", self.cls)
+        return c
+
+    def add(self, i: int, j: int, key, mark: int = 0) -> None:
+        c = self.class_id(key)
         self.src.append(i)
         self.dst.append(j)
         self.cls.append(c)
         self.marks.append(mark)
 
+    def extend(self, src, dst, keys, marks) -> None:
+        """Add transitions in bulk: parallel sequences of sources, destinations (any
+        int sequence or numpy int32 array), class keys and marks."""
+        class_id = self.class_id
+        self.src.extend(src)
+        self.dst.frombytes(memoryview(dst).cast("B") if hasattr(dst, "dtype") else array("i", dst).tobytes())
+        self.cls.extend(class_id(k) for k in keys)
+        self.marks.extend(marks)
+
+
+def _np(x, dtype) -> np.ndarray:
+    """A compact array (array.array) seen as numpy, without a copy."""
+    return np.frombuffer(x, dtype) if len(x) else np.empty(0, dtype)
+
 
 def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     """CSR adjacency over states where ``keep[i]``, through edges whose class is
-    ``usable[class]``: (offsets, targets, edge ids)."""
-    counts = array("l", [0]) * (n + 1)
-    for k in range(len(g.src)):
-        i, j = g.src[k], g.dst[k]
-        if keep[i] and keep[j] and usable[g.cls[k]]:
-            counts[i + 1] += 1
-    for i in range(n):
-        counts[i + 1] += counts[i]
-    fill = array("l", counts)
-    targets = array("l", [0]) * counts[n]
-    edges = array("l", [0]) * counts[n]
-    for k in range(len(g.src)):
-        i, j = g.src[k], g.dst[k]
-        if keep[i] and keep[j] and usable[g.cls[k]]:
-            targets[fill[i]] = j
-            edges[fill[i]] = k
-            fill[i] += 1
-    return counts, targets, edges
+    ``usable[class]``: (offsets, targets, edge ids) as int32 arrays, each state's
+    edges in the order added."""
+    src, dst = _np(g.src, np.int32), _np(g.dst, np.int32)
+    kept = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
+    ok = kept[src] & kept[dst] & np.array(usable, bool)[_np(g.cls, _CLS[g.cls.typecode])]
+    ids = np.flatnonzero(ok).astype(np.int32)
+    del ok
+    if len(ids) and np.any(src[ids[1:]] < src[ids[:-1]]):  # the local engine adds them by source already
+        ids = ids[np.argsort(src[ids], kind="stable")]
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src[ids], minlength=n), out=offsets[1:])
+    return (array("i", offsets.astype(np.int32).tobytes()), array("i", dst[ids].tobytes()),
+            array("i", ids.astype(np.int32).tobytes()))
 
 
-def _sccs(n: int, offsets, targets, keep) -> list:
-    """Non-trivial strongly connected components (iterative Tarjan) as lists of states."""
-    index = array("l", [-1]) * n
-    low = array("l", [0]) * n
+_CLS = {"B": np.uint8, "H": np.uint16}
+
+
+def _sccs(n: int, offsets, targets, keep):
+    """Non-trivial strongly connected components (iterative Tarjan), yielded as
+    arrays of states; every work list an int32 array, so a component as large as
+    the graph costs a few bytes a state."""
+    index = array("i", [-1]) * n
+    low = array("i", [0]) * n
     on_stack = bytearray(n)
-    stack: list = []
-    out = []
+    stack = array("i")
+    work_v, work_pos = array("i"), array("i")  # the DFS path: states and the next edge position of each
     counter = 0
     for root in range(n):
         if not keep[root] or index[root] != -1:
             continue
-        work = [(root, offsets[root])]
+        work_v.append(root)
+        work_pos.append(offsets[root])
         index[root] = low[root] = counter
         counter += 1
         stack.append(root)
         on_stack[root] = 1
-        while work:
-            v, pos = work[-1]
+        while work_v:
+            v, pos = work_v[-1], work_pos[-1]
             if pos < offsets[v + 1]:
-                work[-1] = (v, pos + 1)
+                work_pos[-1] = pos + 1
                 w = targets[pos]
                 if index[w] == -1:
                     index[w] = low[w] = counter
                     counter += 1
                     stack.append(w)
                     on_stack[w] = 1
-                    work.append((w, offsets[w]))
+                    work_v.append(w)
+                    work_pos.append(offsets[w])
                 elif on_stack[w] and index[w] < low[v]:
                     low[v] = index[w]
                 continue
-            work.pop()
-            if work and low[v] < low[work[-1][0]]:
-                low[work[-1][0]] = low[v]
+            work_v.pop()
+            work_pos.pop()
+            if work_v and low[v] < low[work_v[-1]]:
+                low[work_v[-1]] = low[v]
             if low[v] == index[v]:
-                comp = []
+                comp = array("i")
                 while True:
                     w = stack.pop()
                     on_stack[w] = 0
@@ -124,11 +150,22 @@ def _sccs(n: int, offsets, targets, keep) -> list:
                         break
                 self_loop = any(targets[p] == v for p in range(offsets[v], offsets[v + 1]))
                 if len(comp) > 1 or self_loop:
-                    out.append(comp)
-    return out
+                    yield comp
 
 
-def _path_within(start: int, goal_edge_src: int, offsets, targets, members: set) -> list:
+class _Members:
+    """The states of one component, as a membership mask over all states."""
+
+    def __init__(self, n: int, comp):
+        self.mask = bytearray(n)
+        for v in comp:
+            self.mask[v] = 1
+
+    def __contains__(self, v: int) -> bool:
+        return self.mask[v] == 1
+
+
+def _path_within(start: int, goal_edge_src: int, offsets, targets, members: _Members) -> list:
     """Shortest path of states start .. goal_edge_src inside ``members`` (BFS)."""
     if start == goal_edge_src:
         return [start]
@@ -149,18 +186,33 @@ def _path_within(start: int, goal_edge_src: int, offsets, targets, members: set)
     raise AssertionError("state not reachable inside its component")
 
 
-def _enabled(n: int, g: Graph, fair_class: list) -> list:
-    """State -> the set of fair classes enabled there (None: none)."""
-    enabled: list = [None] * n
-    for k in range(len(g.src)):
-        c = g.cls[k]
-        if fair_class[c]:
-            i = g.src[k]
-            if enabled[i] is None:
-                enabled[i] = {c}
-            else:
-                enabled[i].add(c)
-    return enabled
+def _enabled(n: int, g: Graph, fair_class: list) -> np.ndarray:
+    """State -> the fair classes enabled there, as a bitmask: row ``i`` holds
+    uint64 words, class ``c`` is bit ``c % 64`` of word ``c // 64``."""
+    words = max(1, -(-len(fair_class) // 64))
+    enabled = np.zeros(n * words, np.uint64)
+    cls = _np(g.cls, _CLS[g.cls.typecode])
+    fair = np.flatnonzero(np.array(fair_class, bool)[cls]).astype(np.int32) if len(cls) else np.empty(0, np.int32)
+    c = cls[fair].astype(np.int64)
+    np.bitwise_or.at(enabled, _np(g.src, np.int32)[fair] * words + (c >> 6),
+                     np.left_shift(np.uint64(1), (c & 63).astype(np.uint64)))
+    return enabled.reshape(n, words)
+
+
+def _classes(words) -> set:
+    """The class ids set in a bitmask row (``_enabled``)."""
+    out = set()
+    for w, x in enumerate(int(v) for v in words):
+        while x:
+            low = x & -x
+            out.add(w * 64 + low.bit_length() - 1)
+            x ^= low
+    return out
+
+
+def _common(enabled: np.ndarray, states) -> set:
+    """The fair classes enabled in every one of ``states``."""
+    return _classes(np.bitwise_and.reduce(enabled[np.asarray(states, np.int64)], axis=0))
 
 
 def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = "") -> tuple | None:
@@ -172,13 +224,13 @@ def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = ""
     usable = [not (excluded and excluded(key)) for key in g.names]
     fair_class = [usable[c] and fair(key) for c, key in enumerate(g.names)]
     enabled = _enabled(n, g, fair_class)
-    for i in range(n):
-        if stuck[i] and enabled[i] is None:
-            return i, [], "no fair action is enabled here, so the system may stay forever"
+    stuck_here = np.flatnonzero(np.frombuffer(bytes(stuck), np.uint8).astype(bool) & ~enabled.any(axis=1)) if n else ()
+    if len(stuck_here):
+        return int(stuck_here[0]), [], "no fair action is enabled here, so the system may stay forever"
     offsets, targets, edges = _adjacency(n, g, keep, usable)
     for comp in _sccs(n, offsets, targets, keep):
-        members = set(comp)
-        always = set.intersection(*(enabled[i] or set() for i in comp))
+        members = _Members(n, comp)
+        always = _common(enabled, comp)
         taken: dict = {}
         for v in comp:
             for p in range(offsets[v], offsets[v + 1]):
@@ -204,7 +256,7 @@ def _fair_cycle(comp, members, need, taken, enabled, offsets, targets, edges, g)
     while True:
         cycle = _through(start, need, comp, members, offsets, targets, edges)
         visited = [g.src[k] for k in cycle] or [start]
-        on = set.intersection(*(enabled[v] or set() for v in visited))
+        on = _common(enabled, visited)
         missing = sorted(on - {g.cls[k] for k in cycle})
         if not missing:
             return cycle
@@ -212,7 +264,7 @@ def _fair_cycle(comp, members, need, taken, enabled, offsets, targets, edges, g)
         if c in taken:
             need.append(taken[c])
         else:
-            v = next(v for v in sorted(comp) if c not in (enabled[v] or ()))
+            v = next(v for v in sorted(comp) if not int(enabled[v, c >> 6]) >> (c & 63) & 1)
             need.append(next(p for p in range(offsets[v], offsets[v + 1]) if targets[p] in members))
 
 

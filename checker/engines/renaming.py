@@ -165,48 +165,84 @@ class Renamer:
     kind is returned as it is, found by a union of the parts' cached name sets;
     only the others are renamed, part by part, each renamed part cached under
     its renaming. Every engine builds one (the Spark executors too), so both
-    intern the same canonical states."""
+    intern the same canonical states. Given the state's interned ids
+    (checker/engines/interning.py), the caches are keyed by those instead of
+    the parts' values, which are then never hashed."""
 
     def __init__(self):
-        self._names: dict = {}
+        self._names: dict = {}    # part key -> id of its name sets
+        self._name_sets: list = []  # id -> (generations, serials, epochs)
+        self._name_ids: dict = {}  # name sets -> id
+        self._plans: dict = {}    # the name-set ids of a state's parts -> None (canonical) or its renaming
         self._renamed: dict = {}
 
-    def _names_of(self, walk, part) -> tuple:
-        hit = self._names.get(part)
+    def _names_of(self, walk, part, key) -> int:
+        hit = self._names.get(key)
         if hit is None:
-            hit = self._names[part] = _collected(walk, part)
+            sets = _collected(walk, part)
+            hit = self._name_ids.get(sets)
+            if hit is None:
+                hit = self._name_ids[sets] = len(self._name_sets)
+                self._name_sets.append(sets)
+            self._names[key] = hit
         return hit
 
-    def canonical(self, state: State) -> State:
+    def canonical(self, state: State, ids: tuple | None = None) -> State:
         """``state`` with its generations, member-id serials and epochs renamed to
         1, 2, ... in order (module docstring); ``faults_left`` kept. A state and its
-        canonical form have the same behaviour up to that renaming."""
+        canonical form have the same behaviour up to that renaming. ``ids``: the
+        state's interned ids (``Interner.ids``), if the caller has them; the very
+        ``state`` object is returned when it is canonical already."""
         group = state.group
-        gens, serials, epochs = (set(x) for x in self._names_of(_group, group))
-        for slot, p in enumerate(state.procs):
-            if p.epoch:
-                g, s, e = self._names_of(_slot_proc, (slot, p))
+        keys = _part_keys(state, ids)
+        names_of = self._names_of
+        signature = (names_of(_group, group, keys[0]),
+                     *[names_of(_slot_proc, (slot, p), keys[slot + 1]) if p.epoch else -1
+                       for slot, p in enumerate(state.procs)])
+        plan = self._plans.get(signature, 0)
+        if plan == 0:
+            plan = self._plans[signature] = self._plan(signature)
+        if plan is None:
+            return state
+        renaming, names = plan
+        procs = tuple(self._rename((slot, p), keys[slot + 1], renaming, _slot_proc, names) if p.epoch else p
+                      for slot, p in enumerate(state.procs))
+        return State(self._rename(group, keys[0], renaming, _group, names), procs, state.faults_left)
+
+    def _plan(self, signature: tuple):
+        """None if the parts with these name sets (ids) make a canonical state, else
+        ``(plan number, _Names)`` renaming them."""
+        gens, serials, epochs = set(), set(), set()
+        for k in signature:
+            if k >= 0:
+                g, s, e = self._name_sets[k]
                 gens |= g
                 serials |= s
                 epochs |= e
         positive = [g for g in gens if g > 0]
         if (not positive or max(positive) == len(positive)) and _dense(serials) and _dense(epochs):
-            return state
+            return None
         names = _Names()
         names.generations, names.serials, names.epochs = gens, serials, epochs
         names.freeze()
-        renaming = (tuple(sorted(names.gen_map.items())), tuple(sorted(names.serial_map.items())),
-                    tuple(sorted(names.epoch_map.items())))
-        procs = tuple(self._rename((slot, p), renaming, _slot_proc, names) if p.epoch else p
-                      for slot, p in enumerate(state.procs))
-        return State(self._rename(group, renaming, _group, names), procs, state.faults_left)
+        return len(self._plans), names  # the plan's number keys the parts it renames
 
-    def _rename(self, part, renaming: tuple, walk, names: _Names):
-        key = (part, renaming)
+    def _rename(self, part, key, plan: int, walk, names: _Names):
+        key = (key, plan)
         hit = self._renamed.get(key)
         if hit is None:
             hit = self._renamed[key] = walk(part, names)
         return hit
+
+
+def _part_keys(state: State, ids: tuple | None) -> tuple:
+    """The cache keys of a state's parts: the group, then each slot's process; by
+    value, or by interned id when ``ids`` are given: one int each (the group's id,
+    negated; a process's id with its slot, which its names depend on, in the low
+    9 bits: checks hold at most 256 slots)."""
+    if ids is None:
+        return (state.group, *enumerate(state.procs))
+    return (-1 - ids[0], *[pid << 9 | slot for slot, pid in enumerate(ids[1:-1])])  # at most 256 slots
 
 
 def _slot_proc(slot_proc: tuple, n: _Names) -> Proc:

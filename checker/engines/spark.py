@@ -34,7 +34,7 @@ import time
 from collections import Counter
 
 from .explore import (
-    UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of,
+    UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of, replay,
 )
 from .liveness import Graph
 from .renaming import Renamer
@@ -300,19 +300,8 @@ def _route(visited, fp0, fp) -> list:
     return chain[::-1]
 
 
-def _replay(system: System, canonical, init: State, chain) -> list:
-    """The explored path (states up to renaming) along successor indices ``chain``."""
-    path = [(None, init)]
-    s = init
-    for idx in chain:
-        action, n = system.successors(s)[idx]
-        s = canonical(n)
-        path.append((action, s))
-    return path
-
-
 def _violation(system, canonical, visited, init, fp0, name, why, fp, idx) -> Violation:
-    path = _replay(system, canonical, init, _route(visited, fp0, fp))
+    path = replay(system, canonical, init, _route(visited, fp0, fp))
     if idx is not None:  # a step violation: one more transition
         path.append(system.successors(path[-1][1])[idx])
     return Violation(name, why, concrete(system, canonical, path))
@@ -329,7 +318,7 @@ def _liveness(system, canonical, visited, init, fp0, live_props, edges, fair) ->
     cache: dict = {}
 
     def path_to(i):
-        return _replay(system, canonical, init, _route(visited, fp0, rows[i][0]))
+        return replay(system, canonical, init, _route(visited, fp0, rows[i][0]))
 
     def state_at(i):
         if i not in cache:

@@ -1,0 +1,52 @@
+"""The local engine's interned representation (issue 17 items 1-3): the visited set
+holds fingerprints and each state only its parent's index and the successor index
+that led to it, so a counterexample is rebuilt by replaying those indices from the
+initial state; it must be the very shortest trace a plain breadth-first search
+with the states themselves finds."""
+import numpy as np
+
+from rebalance.checker.engines.explore import explore
+from rebalance.checker.engines.interning import FingerprintSet, collision_probability
+from rebalance.checker.properties import applicable, applicable_covers
+from rebalance.checker.settings import resolve
+from rebalance.checker.system import System
+
+
+def _run(**kw):
+    s = resolve({}, **kw)
+    system = System(s.group, s.members, s.joiners, s.faults, s.budget)
+    props = applicable(system)
+    return explore(system, props, covers=applicable_covers(system), stop_on=frozenset(p.name for p in props))
+
+
+def test_counterexample_replayed_from_parent_indices_is_the_same_shortest_trace():
+    # recorded with the engine that kept every state and its parent (commit 29e3935)
+    r = _run(members=2, partitions=3, faults=["join", "leave", "crash"], mutations=("assign-before-revoke",))
+    assert (r.distinct_states, r.transitions, r.max_depth) == (596, 1351, 12)
+    v = next(v for v in r.violations if v.property == "revoke_before_assign")
+    assert [(a and a.kind, a and a.slot) for a, _ in v.path] == [
+        (None, None), ("join", 2), ("deliver", 2), ("heartbeat", 0), ("deliver", 0), ("reply", 0), ("deliver", 0),
+        ("heartbeat", 1), ("deliver", 1), ("reply", 1), ("deliver", 1), ("reply", 0), ("deliver", 0)]
+    assert [p for p, status in r.statuses.items() if status == "violated"] == ["revoke_before_assign", "refinement"]
+
+
+def test_zombie_counterexample_and_counts_unchanged():
+    # exclusive_processing under pause: the figures and trace length the old engine gave
+    s = resolve({}, members=2, partitions=2, faults=["pause", "crash", "join"])
+    system = System(s.group, s.members, s.joiners, s.faults, s.budget)
+    r = explore(system, applicable(system), covers=applicable_covers(system))
+    assert (r.distinct_states, r.transitions, r.max_depth) == (14722, 35449, 53)
+    v = next(v for v in r.violations if v.property == "exclusive_processing")
+    assert len(v.path) == 10
+    for (_, s0), (a, n) in zip(v.path, v.path[1:]):
+        assert (a, n) in system.successors(s0)
+    assert 0 < r.collision_probability < 1e-9
+
+
+def test_fingerprint_set_resolves_a_level_in_first_generated_order():
+    fps = FingerprintSet()
+    dst, fresh = fps.resolve(np.array([7], np.int64), 0)
+    assert dst.tolist() == [0] and fresh.tolist() == [0]
+    dst, fresh = fps.resolve(np.array([5, 7, 3, 5, 9], np.int64), 1)
+    assert dst.tolist() == [1, 0, 2, 1, 3] and fresh.tolist() == [0, 2, 4]
+    assert collision_probability(10, 10) == 0.0
