@@ -100,15 +100,49 @@ def _unflat(obj):
     return obj
 
 
-def encode(state: State) -> bytes:
-    """A state's canonical bytes: equal states give equal bytes (marshal version 2
-    has no back-references, so object identity does not show), in any process."""
-    return marshal.dumps(_flat(state), 2)
+class Codec:
+    """States to bytes and back, component by component: a state is encoded as its
+    Group's and each Proc's encodings (memoised by value in this process: they
+    recur across many states, as the handler memos in checker/system.py find) and
+    its faults left. Equal states give equal bytes in any process, since each part
+    is marshal version 2 of ``_flat`` (no back-references, so object identity does
+    not show). The memos are dropped past ``MEMO`` entries."""
+
+    MEMO = 1 << 18
+
+    def __init__(self):
+        self._enc: dict = {}
+        self._dec: dict = {}
+
+    def _part(self, x) -> bytes:
+        b = self._enc.get(x)
+        if b is None:
+            if len(self._enc) > self.MEMO:
+                self._enc.clear()
+            b = self._enc[x] = marshal.dumps(_flat(x), 2)
+        return b
+
+    def _unpart(self, b: bytes):
+        x = self._dec.get(b)
+        if x is None:
+            if len(self._dec) > self.MEMO:
+                self._dec.clear()
+            x = self._dec[b] = _unflat(marshal.loads(b))
+        return x
+
+    def encode(self, state: State) -> bytes:
+        """A state's canonical bytes."""
+        return marshal.dumps((self._part(state.group), tuple([self._part(p) for p in state.procs]),
+                              state.faults_left), 2)
+
+    def decode(self, blob: bytes) -> State:
+        """The state ``encode`` wrote."""
+        group, procs, faults_left = marshal.loads(blob)
+        return State(self._unpart(group), tuple([self._unpart(p) for p in procs]), faults_left)
 
 
-def decode(blob: bytes) -> State:
-    """The state ``encode`` wrote."""
-    return _unflat(marshal.loads(blob))
+CODEC = Codec()
+encode, decode = CODEC.encode, CODEC.decode
 
 
 def fingerprint(state) -> int:
@@ -146,6 +180,8 @@ class Mesh:
         other."""
         got = [None] * self.k
         got[self.me] = out[self.me]
+        if self.k == 1:
+            return got
         sender = threading.Thread(target=lambda: [self.conns[j].send_bytes(out[j]) for j in self._peers()])
         sender.start()
         waiting = {self.conns[j]: j for j in self._peers()}
@@ -268,7 +304,7 @@ def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
             limit = f"max_depth {job.max_depth}"
             break
         out = [[] for _ in range(k)]  # per owner: (digest, bytes, parent rank, successor index)
-        sent: dict = {}  # successor -> (owner, place in its batch): deduplicated before it leaves
+        sent: dict = {}  # successor (as generated, and renamed) -> (owner, place in its batch, renamed)
         level_edges = []
         found = {}
         fired: Counter = Counter()
@@ -284,7 +320,8 @@ def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
             for idx, (action, n) in enumerate(successors(s)):
                 moves += 1
                 fired[action.kind] += 1
-                c = canonical(n)
+                where = sent.get(n)  # seen this level: most successors need no renaming (as explore.py finds)
+                c = canonical(n) if where is None else where[2]
                 if c == s:  # a stutter
                     if with_graph:
                         level_edges.append((rank, idx, rank, fairness_class(action), 0))
@@ -300,13 +337,15 @@ def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
                     if cover.name not in reached and cover.reached(system, s, action, n):
                         reached.add(cover.name)
                         covered.append(cover.name)
-                where = sent.get(c)
                 if where is None:
-                    b = encode(c)
-                    d = _digest(b)
-                    dest = int.from_bytes(d[:8], "big") % k
-                    where = sent[c] = (dest, len(out[dest]))
-                    out[dest].append((d, b, rank, idx))
+                    where = sent.get(c)
+                    if where is None:
+                        b = encode(c)
+                        d = _digest(b)
+                        dest = int.from_bytes(d[:8], "big") % k
+                        where = sent[c] = (dest, len(out[dest]), c)
+                        out[dest].append((d, b, rank, idx))
+                    sent[n] = where
                 if with_graph:
                     level_edges.append((rank, idx, where, fairness_class(action),
                                         mark(marking, system, s, action, n)))
