@@ -95,6 +95,11 @@ MUTATIONS = {
         "it had revoked them",
         "test-only: a deliberately wrong member, not a Kafka bug (R18; a rebalance storm)",
     ),
+    "delete-non-empty-group": (
+        "DeleteGroups deletes a group whatever its state, members and all, instead of answering NON_EMPTY_GROUP "
+        "unless it is Empty",
+        "test-only: a deliberately wrong coordinator, not a Kafka bug (GroupCoordinator.handleDeleteGroups)",
+    ),
 }
 
 
@@ -123,6 +128,7 @@ MUTATION_PROTOCOLS = {
     "assign-twice": PROTOCOLS,
     "overload-first-member": PROTOCOLS,
     "keep-revoked": COOPERATIVE_PROTOCOLS,
+    "delete-non-empty-group": PROTOCOLS,
 }
 assert MUTATION_PROTOCOLS.keys() == MUTATIONS.keys(), "every mutation names the protocols it applies to"
 

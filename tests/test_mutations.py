@@ -48,6 +48,8 @@ MATRIX = [
     (("generation-mod-4",), COOP, set()),
     # no two members claim a partition at one generation here: `rebalance prove` catches it (tests/test_prove.py)
     (("contested-claims-unowned",), COOP, set()),
+    # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
+    (("delete-non-empty-group",), SMALL, set()),
 ]
 
 
