@@ -1,44 +1,77 @@
-"""Distinct states/s of the Spark engine against the local engine on the same
-configuration, in one run (Spark in local mode on this machine's cores).
+"""Distinct states per core-second of the partitioned engines against the local
+engine on the same configuration, in one run: ``--workers N`` (N forked owners)
+and ``--engine spark`` (one owner per core of the Spark master; local mode here).
+Each row is a real ``rebalance check --json`` process; its wall seconds
+include start-up (Spark's JVM too), its CPU seconds are the process tree's
+(``RUSAGE_CHILDREN``; Spark's JVM and Python workers included).
 
-    python benchmarks/spark_explore.py [rebalance check options...]
+    python benchmarks/spark_explore.py [--workers N] [--spark-master URL] [rebalance check options...]
 
-Default configuration: cooperative, faults join,leave,crash, budget 2.
+Default configuration: cooperative, faults join,leave,crash,restart, budget 2
+(37,324 distinct states).
 """
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import re
+import resource
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 REBALANCE = Path(sys.executable).parent / "rebalance"
-DEFAULT = ["--faults", "join,leave,crash", "--max-faults", "2"]
+DEFAULT = ["--faults", "join,leave,crash,restart", "--max-faults", "2"]
+SAME = ("verdict", "distinct_states", "transitions", "max_depth")
 
 
-def run(engine: str, args: list) -> dict:
+def run(args: list) -> dict:
+    """One ``rebalance check`` run: its summary plus the CPU seconds it used."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as out:
-        p = subprocess.run([str(REBALANCE), "check", *args, "--engine", engine, "--json", "--out", out],
-                           capture_output=True, text=True)
+        p = subprocess.run([str(REBALANCE), "check", *args, "--json", "--out", out], capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode not in (0, 1):
-        sys.exit(f"{engine} engine failed ({p.returncode}): {p.stderr[-2000:]}")
-    return json.loads(p.stdout)
+        sys.exit(f"rebalance check {' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
+    return json.loads(p.stdout) | {"cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
+
+
+def cores_of(master: str) -> int:
+    """The task slots of a local master (``local``, ``local[N]``, ``local[*]``)."""
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", master)
+    if not m:
+        sys.exit(f"--spark-master {master}: give the cores by hand for a cluster (this benchmark reads local[N])")
+    return os.cpu_count() if m.group(1) in (None, "*") else int(m.group(1))
 
 
 def main() -> None:
-    args = sys.argv[1:] or DEFAULT
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--spark-master", default="local[*]")
+    known, rest = ap.parse_known_args()
+    args = rest or DEFAULT
     print(f"configuration: rebalance check {' '.join(args)}")
-    rows = {}
-    for engine in ("local", "spark"):
-        s = run(engine, args)
-        rows[engine] = s
-        print(f"{engine:>5}: {s['distinct_states']:,} distinct states, {s['transitions']:,} transitions, "
-              f"depth {s['max_depth']}, {s['seconds']:.1f} s -> {s['distinct_states'] / s['seconds']:,.0f} "
-              f"distinct states/s, verdict {s['verdict']}")
-    same = all(rows["local"][k] == rows["spark"][k] for k in ("distinct_states", "transitions", "max_depth", "verdict"))
-    print(f"same counts and verdict: {same}; Spark/local time: "
-          f"{rows['spark']['seconds'] / rows['local']['seconds']:.1f}x")
+    rows = [("local", 1, args), (f"workers {known.workers}", known.workers, [*args, "--workers", str(known.workers)]),
+            ("spark", cores_of(known.spark_master), [*args, "--engine", "spark", "--spark-master", known.spark_master])]
+    seen = {}
+    for name, cores, argv in rows:
+        s = seen[name] = run(argv)
+        print(f"{name:>10}: {s['distinct_states']:,} distinct states, {s['transitions']:,} transitions, depth "
+              f"{s['max_depth']}, verdict {s['verdict']}; {s['seconds']:.1f} s on {cores} core(s), {s['cpu']:.1f} CPU-s "
+              f"-> {s['distinct_states'] / (s['seconds'] * cores):,.0f} states per core-second "
+              f"({s['distinct_states'] / s['cpu']:,.0f} per CPU-second)")
+    local = seen["local"]
+    for name, cores, _ in rows[1:]:
+        s = seen[name]
+        print(f"{name}: same counts and verdict as local: {all(s[k] == local[k] for k in SAME)}; speed-up "
+              f"{local['seconds'] / s['seconds']:.2f}x; states per core-second {_per_core(s, cores) / _per_core(local, 1):.2f}"
+              f" of local's")
+
+
+def _per_core(s: dict, cores: int) -> float:
+    return s["distinct_states"] / (s["seconds"] * cores)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ class CheckSettings:
     expect_violated: frozenset = field(default_factory=frozenset)
     keep_going: bool = False
     engine: str = "local"
+    workers: int = 1  # owner processes of the local engine (checker/engines/workers.py)
     timer_fairness: bool = True
     spec_mutations: frozenset = field(default_factory=frozenset)
     initial: Initial | None = None  # [initial]: the group's state to start from (checker/situations.py)
@@ -208,7 +209,7 @@ def probe_plugin(group: GroupConfig) -> None:
 
 
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
-            faults=None, budget=None, mutations=(), engine=None, max_states=None,
+            faults=None, budget=None, mutations=(), engine=None, workers=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
             spec_mutations=()) -> CheckSettings:
     """Merge a validated file (``data``, see ``validate``) with command-line overrides
@@ -242,6 +243,10 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     engine = engine or "local"
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
+    workers = _count("--workers", 1 if workers is None else workers, 1)
+    if workers > 1 and engine != "local":
+        raise ConfigError(f"--workers {workers} runs the local engine on {workers} processes; --engine {engine} "
+                          f"places its partition owners on the Spark master's cores instead (--spark-master)")
     from .properties import PROPERTIES
     names = tuple(p.name for p in PROPERTIES)
     fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)
@@ -283,6 +288,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         expect_violated=frozenset(names_in("check.expect_violated", c.get("expect_violated", zombie_default), names)),
         keep_going=bool(keep_going if keep_going is not None else c.get("continue", False)),
         engine=engine,
+        workers=workers,
         timer_fairness=bool(timer_fairness if timer_fairness is not None else c.get("timer_fairness", True)),
         spec_mutations=frozenset(names_in("--spec-mutation", list(spec_mutations), tuple(SPEC_MUTATIONS))),
         initial=initial,

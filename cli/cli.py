@@ -129,7 +129,7 @@ def _config_summary(s: CheckSettings) -> dict:
             "static": sorted(lane(x) for x in s.static),
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
             "spec_mutations": sorted(s.spec_mutations),
-            "timer_fairness": s.timer_fairness, "engine": s.engine,
+            "timer_fairness": s.timer_fairness, "engine": s.engine, "workers": s.workers,
             "max_states": s.max_states, "max_depth": s.max_depth} | ({} if s.initial is None else {
                 "initial": {"generation": s.initial.generation, "leader": lane(s.initial.leader),
                             "owned": {lane(k): partition_names(s.group, v) for k, v in sorted(s.initial.owned.items())}},
@@ -197,9 +197,14 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               help="Check the model against a deliberately wrong spec action (the refinement check then "
                    "fails naming it; repeatable).")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
-              help="local: one process; spark: level-synchronous BFS on Spark (same counts and verdicts).")
+              help="local: one process (or --workers); spark: partition owners on Spark, one per core, "
+                   "exchanging successors per BFS level (same counts, verdicts and counterexamples).")
+@click.option("--workers", type=int, default=1, show_default=True,
+              help="Processes of the local engine: states partitioned among them by fingerprint, each with its "
+                   "own visited table, successors exchanged per BFS level (same counts, verdicts and "
+                   "counterexamples as one). Liveness is decided in the main process on the gathered graph.")
 @click.option("--spark-master", default="local[*]", show_default=True,
-              help="Spark master URL for --engine spark (local mode by default).")
+              help="Spark master URL for --engine spark (local mode by default; one partition owner per core).")
 @click.option("--max-states", type=int, help="Stop after this many distinct states (0: no limit).")
 @click.option("--max-depth", type=int, help="Explore at most this many steps deep (0: no limit).")
 @click.option("--max-seconds", type=click.FloatRange(0, min_open=True),
@@ -228,7 +233,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
 def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
-          spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
+          workers, spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
           timer_fairness, require_covers, example, junit_path, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
@@ -262,13 +267,16 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
         config = examples.path(example)
     data = load_toml(config) if config else {}
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
-                       faults=faults, budget=budget, mutations=mutations, engine=engine,
+                       faults=faults, budget=budget, mutations=mutations, engine=engine, workers=workers,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations)
     max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
     guard = Guard(max_seconds, max_memory)
     if depth is not None and walks is None:
         raise click.UsageError("--depth is the length of each random walk: it needs --walks")
+    if walks and settings.workers > 1:
+        raise click.UsageError("--workers splits an exhaustive exploration; --walks runs on one process "
+                               "(or on Spark: --engine spark)")
     warnings = [w for w in (None if walks else reach_warning(settings, max_seconds, max_memory),) if w]
     for w in warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
@@ -287,6 +295,9 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     if settings.engine == "spark":
         from rebalance.checker.engines.spark import explore_spark
         engine = lambda **more: explore_spark(system, props, master=spark_master, **kwargs, **more)  # noqa: E731
+    elif settings.workers > 1:
+        from rebalance.checker.engines.workers import explore_workers
+        engine = lambda **more: explore_workers(system, props, settings.workers, **kwargs, **more)  # noqa: E731
     else:
         engine = lambda **more: explore(system, props, **kwargs, **more)  # noqa: E731
     if err.is_terminal:
