@@ -9,14 +9,16 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig, refuse_inapplicable
+from rebalance.model.config import (
+    DEFAULT_ASSIGNOR, PROTOCOLS, REJOIN_MODES, STREAMS_VERSIONS, ConfigError, GroupConfig, refuse_inapplicable,
+)
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
 from .render import slot_named
 from .system import FAULTS
 
-ALL_PROTOCOLS = PROTOCOLS + ("streams",)  # streams: specified, not implemented yet
+ALL_PROTOCOLS = PROTOCOLS
 ENGINES = ("local", "spark")
 
 # key -> allowed keys, for unknown-key errors
@@ -26,6 +28,7 @@ SCHEMA = {
     "faults": {"kinds", "budget"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
+    "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks"},
 }
 
 
@@ -161,19 +164,39 @@ def ticks(t: dict) -> dict:
             "revoking_backoff_ticks": tuple(backoff)}
 
 
+def streams_settings(values: dict, members: int) -> tuple:
+    """The Streams keys (seed 001) as ``(topics, GroupConfig keywords)``: ``tasks``
+    (default 4, the last ``stateless`` of them stateless, default 1),
+    ``standby_replicas`` (default 1, at most the member count), ``version``
+    ("1.0" or "2.0"), ``rejoin`` ("conservative" or "eager"),
+    ``scale_down_ticks`` (default 2). ConfigError naming the key otherwise."""
+    tasks = _count("--tasks", values.get("tasks", 4), 1)
+    stateless = _count("streams.stateless", values.get("stateless", 1), 0)
+    if stateless > tasks:
+        raise ConfigError(f"streams.stateless must be at most the {tasks} tasks, got {stateless}")
+    standby = _count("--standby", values.get("standby_replicas", 1), 0)
+    if standby > members:
+        raise ConfigError(f"--standby {standby} is above the member count {members}: each standby replica of a "
+                          f"task needs a member of its own")
+    for key, allowed in (("version", STREAMS_VERSIONS), ("rejoin", REJOIN_MODES)):
+        if key in values and values[key] not in allowed:
+            raise ConfigError(f"unknown Streams {key} {values[key]!r} (expected one of {', '.join(allowed)})")
+    extra = dict(stateless=((1 << tasks) - 1) & ~((1 << (tasks - stateless)) - 1), standby_replicas=standby,
+                 streams_version=values.get("version", "2.0"), rejoin_mode=values.get("rejoin", "conservative"),
+                 scale_down_ticks=_count("streams.scale_down_ticks", values.get("scale_down_ticks", 2), 1))
+    return (("task", tasks),), extra
+
+
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
-            spec_mutations=()) -> CheckSettings:
+            spec_mutations=(), streams=None) -> CheckSettings:
     """Merge a validated file (``data``, see ``validate``) with command-line overrides
-    (None = not given)."""
+    (None = not given); ``streams``: the [streams] keys given on the command line."""
     g, m, f, c, t = (data.get(k, {}) for k in ("group", "members", "faults", "check", "time"))
     proto = protocol or g.get("protocol", "cooperative")
     if proto not in ALL_PROTOCOLS:
         raise ConfigError(f"unknown protocol {proto!r} (expected one of {', '.join(ALL_PROTOCOLS)})")
-    if proto not in DEFAULT_ASSIGNOR:
-        raise ConfigError(f"protocol {proto!r} is specified but not implemented in this version "
-                          f"(implemented: {', '.join(DEFAULT_ASSIGNOR)})")
     # a protocol given on the command line brings its own default assignor
     assignor = assignor or (g.get("assignor") if protocol is None else None) or DEFAULT_ASSIGNOR[proto]
     if partitions is not None:
@@ -188,8 +211,15 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     refuse_inapplicable(proto, muts)
+    n_members = _count("members", members if members is not None else m.get("initial", 3), 1)
+    extra = {}
+    if proto == "streams":
+        topics, extra = streams_settings({**data.get("streams", {}), **(streams or {})}, n_members)
+    elif streams or data.get("streams"):
+        raise ConfigError(f"--tasks, --standby, --streams-version, --rejoin and [streams] are for the streams "
+                          f"protocol, not {proto}")
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
-                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), **ticks(t))
+                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), **ticks(t), **extra)
     engine = engine or "local"
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
@@ -199,7 +229,9 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     # a paused member is a zombie that keeps processing: exclusive_processing is
     # expected to break (generation fencing keeps exclusive_ownership; the design brief)
     zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
-    n_members = _count("members", members if members is not None else m.get("initial", 3), 1)
+    if proto == "streams" and "crash" in fault_kinds:
+        # seed 001, "Leader crash before": a new leader has no memory of who is new, so the load may stay skewed
+        zombie_default.append("eventual_balance")
     n_joiners = _count("members.joiners", m.get("joiners", 1), 0)
     if n_members + n_joiners > MAX_CHECK_SLOTS:
         raise ConfigError(f"{n_members} members + {n_joiners} joiner(s) is beyond what a check can hold: at most "

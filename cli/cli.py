@@ -174,7 +174,12 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
 @click.option("--static", "static", is_flag=True, default=None,
               help="Every member is static (KIP-345 group.instance.id).")
-@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all).")
+@click.option("--tasks", type=int, help="Streams: tasks (default 4, the last one stateless).")
+@click.option("--standby", type=int, help="Streams: num.standby.replicas (default 1, at most --members).")
+@click.option("--streams-version", help="Streams: the seed's algorithm version, 1.0 or 2.0 (default 2.0).")
+@click.option("--rejoin", help="Streams: conservative (rejoin once all learners are ready, default) or eager.")
+@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all; under streams, "
+                               "leave is the scale-down tool marking a member leaving soon).")
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(MUTATIONS)),
               help="Switch on a known-bad behaviour (repeatable).")
@@ -207,7 +212,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
+def check(config, protocol, assignor, members, partitions, static, tasks, standby, streams_version, rejoin, faults,
+          budget, mutations, spec_mutations, engine,
           spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
           timer_fairness, require_covers, as_json, out_dir):
     """Model-check every interleaving within the bound.
@@ -238,7 +244,9 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
-                       timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations)
+                       timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations,
+                       streams={k: v for k, v in (("tasks", tasks), ("standby_replicas", standby),
+                                                  ("version", streams_version), ("rejoin", rejoin)) if v is not None})
     max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
     guard = Guard(max_seconds, max_memory)
     if depth is not None and walks is None:

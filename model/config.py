@@ -3,11 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
-ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+CONSUMER_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
+PROTOCOLS = CONSUMER_PROTOCOLS + ("streams",)
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "streams")
+STREAMS_VERSIONS = ("1.0", "2.0")  # seed 001, Algorithm Iteration Plan
+REJOIN_MODES = ("conservative", "eager")  # seed 001, Eager Rebalance
 # the assignor a protocol uses unless told otherwise (range: the Java consumer's default; cooperative-sticky: KIP-429)
 DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
-                    "incremental": "cooperative-sticky"}
+                    "incremental": "cooperative-sticky", "streams": "streams"}
 
 # name -> (what it switches on, source of the behaviour)
 MUTATIONS = {
@@ -95,10 +98,22 @@ MUTATIONS = {
         "it had revoked them",
         "test-only: a deliberately wrong member, not a Kafka bug (R18; a rebalance storm)",
     ),
+    "learners-to-anyone": (
+        "the Streams leader lets every member, not only new-comers, take learner tasks for balance: the "
+        "seed's 'naive learner assignment' without the version 1.0 rule (R49)",
+        "seed 001, Algorithm Iteration Plan, Version 1.0 (the endless resource shuffling it fears)",
+    ),
+    "promote-unready-learner": (
+        "the Streams leader gives an active task to a member learning it before that learner is ready, "
+        "revoking it from the member that runs it (R47's first rule reads 'learning' for 'ready')",
+        "seed 001, Assignment Algorithm (active tasks 'to instances with learner tasks that indicate "
+        "ready'); KIP-441's acceptable.recovery.lag exists to prevent it",
+    ),
 }
 
 
 COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
+MEMBER_PROTOCOLS = COOPERATIVE_PROTOCOLS + ("streams",)  # a cooperative member's rules: Streams members too
 # mutation -> the protocols under which it changes anything, read off where model/ tests it: an eager member
 # revokes everything before it rejoins (member._rejoin, R14), so it claims nothing and revokes nothing at
 # SyncGroup: a mutation of claims (assignors._weigh_claims, contested_claims), of the owned partitions a
@@ -111,18 +126,20 @@ MUTATION_PROTOCOLS = {
     "contested-claims-unowned": COOPERATIVE_PROTOCOLS,
     "ignore-owned-generation": COOPERATIVE_PROTOCOLS,
     "generation-mod-4": COOPERATIVE_PROTOCOLS,
-    "keep-owned-on-rebalance-in-progress": COOPERATIVE_PROTOCOLS,
+    "keep-owned-on-rebalance-in-progress": MEMBER_PROTOCOLS,
     "leader-forgets-delay": ("deferred",),
     "connect-leader-state": ("deferred",),
     "no-fencing-on-duplicate-instance": PROTOCOLS,
     "no-commit-fencing": PROTOCOLS,
-    "withhold-partition": PROTOCOLS,
+    "withhold-partition": CONSUMER_PROTOCOLS,
     "keep-owned-on-unknown-member-id": PROTOCOLS,
     "reset-generation-when-empty": PROTOCOLS,
     "static-rejoin-rebalances": PROTOCOLS,
-    "assign-twice": PROTOCOLS,
-    "overload-first-member": PROTOCOLS,
-    "keep-revoked": COOPERATIVE_PROTOCOLS,
+    "assign-twice": CONSUMER_PROTOCOLS,
+    "overload-first-member": CONSUMER_PROTOCOLS,
+    "keep-revoked": MEMBER_PROTOCOLS,
+    "learners-to-anyone": ("streams",),
+    "promote-unready-learner": ("streams",),
 }
 assert MUTATION_PROTOCOLS.keys() == MUTATIONS.keys(), "every mutation names the protocols it applies to"
 
@@ -164,6 +181,13 @@ class GroupConfig:
     off in the checker's bound (it adds a round trip to every join), on in some
     test vectors.
 
+    Streams (seed 001; ``protocol`` "streams", assignor "streams"): the topics'
+    partitions are its tasks; ``stateless``: the bitmask of stateless tasks (R46);
+    ``standby_replicas``: num.standby.replicas; ``streams_version``: "1.0" (only
+    new-comers take learners) or "2.0" (members take the tasks of leaving ones,
+    R49, R50); ``rejoin_mode``: "conservative" (rejoin once every learner is ready)
+    or "eager" (as each is, R54); ``scale_down_ticks``: the scale-down timeout (R53).
+
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, or
     a topic without partitions.
@@ -179,13 +203,21 @@ class GroupConfig:
     rejoin_ticks: int = 1
     revoking_backoff_ticks: tuple = (1, 1, 1, 2)
     require_known_member_id: bool = False
+    stateless: int = 0
+    standby_replicas: int = 0
+    streams_version: str = "2.0"
+    rejoin_mode: str = "conservative"
+    scale_down_ticks: int = 2
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"unknown protocol {self.protocol!r} (expected one of {', '.join(PROTOCOLS)})")
         if self.assignor not in ASSIGNORS:
             raise ConfigError(f"unknown assignor {self.assignor!r} (expected one of {', '.join(ASSIGNORS)})")
-        if self.cooperative and self.assignor != "cooperative-sticky":
+        if (self.protocol == "streams") != (self.assignor == "streams"):
+            raise ConfigError(f"assignor {self.assignor!r} does not go with the {self.protocol} protocol "
+                              "(the streams protocol and the streams assignor go together)")
+        if self.protocol in ("cooperative", "deferred", "incremental") and self.assignor != "cooperative-sticky":
             raise ConfigError(f"assignor {self.assignor!r} does not support the cooperative protocol "
                               "(only cooperative-sticky does)")
         for name in self.mutations:
@@ -201,6 +233,16 @@ class GroupConfig:
         backoff = self.revoking_backoff_ticks
         if not backoff or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in backoff):
             raise ConfigError(f"revoking_backoff_ticks must be whole numbers, none negative, got {backoff!r}")
+        if self.streams_version not in STREAMS_VERSIONS:
+            raise ConfigError(f"unknown Streams version {self.streams_version!r} (expected one of "
+                              f"{', '.join(STREAMS_VERSIONS)})")
+        if self.rejoin_mode not in REJOIN_MODES:
+            raise ConfigError(f"unknown rejoin mode {self.rejoin_mode!r} (expected one of {', '.join(REJOIN_MODES)})")
+        for name in ("standby_replicas", "scale_down_ticks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < (name == "scale_down_ticks"):
+                raise ConfigError(f"{name} must be a whole number of at least {int(name == 'scale_down_ticks')}, "
+                                  f"got {value!r}")
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:
@@ -219,14 +261,21 @@ class GroupConfig:
     @property
     def cooperative(self) -> bool:
         """Members keep what they own while rejoining (Design I, and Design II on top)."""
-        return self.protocol in ("cooperative", "deferred", "incremental")
+        return self.protocol in MEMBER_PROTOCOLS
 
     @property
     def deferred(self) -> bool:
         return self.protocol == "deferred"
 
+    @property
+    def streams(self) -> bool:
+        return self.protocol == "streams"
+
     def partition_name(self, index: int) -> str:
-        """``topic-partition`` for a partition index, e.g. ``t-3``."""
+        """``topic-partition`` for a partition index, e.g. ``t-3``; a Streams task's
+        name, e.g. ``T4`` (seed 001's notation)."""
+        if self.streams:
+            return f"T{index + 1}"
         for name, count in self.topics:
             if index < count:
                 return f"{name}-{index}"

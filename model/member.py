@@ -18,11 +18,12 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
+from . import streams
 from .assignors import assign
 from .config import GroupConfig
 from .protocol import (
     NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, Error, Heartbeat,
-    HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
+    HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, LearnerReady, Leave, LeaveGroup, ScaleDown,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse, Tick,
     EMPTY_SUBSCRIPTION,
 )
@@ -65,6 +66,7 @@ class Consumer(NamedTuple):
     scheduled: int = NOT_SCHEDULED
     echo: tuple = ()
     memory: tuple = (0, 0)
+    streams: tuple = ()
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
@@ -85,6 +87,8 @@ def subscription(c: Consumer) -> Subscription:
     """R13: the JoinGroup metadata: owned partitions with their generation
     (cooperative); eager members have revoked everything and claim nothing.
     Deferred protocol: the echo and the ScheduledRebalanceTimeout's ticks left (R31, R32)."""
+    if c.streams:  # R45: the Streams user data rides along
+        return Subscription(c.owned, c.owned_generation, streams=c.streams.user_data())
     if not (c.owned or c.echo):
         return EMPTY_SUBSCRIPTION
     return Subscription(c.owned, c.owned_generation, c.echo, c.scheduled if c.echo else NOT_SCHEDULED)
@@ -136,7 +140,13 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
     leader = r.leader == r.member_id
     # R16: the leader assigns, unless it rejoined a Stable group as a static member (R26)
     memory = c.memory if leader else (0, 0)
-    assignments = assign(cfg, r.members, memory) if leader and not r.skip_assignment else ()
+    if cfg.streams:  # R51: the Streams leader's memory lives while it leads, in its process only
+        assignments, memory = (streams.assign(cfg, r.members, c.memory if type(c.memory) is streams.StreamsMemory
+                                              else streams.NO_MEMORY)
+                               if leader and not r.skip_assignment else ((), streams.NO_MEMORY))
+        c = c._replace(memory=memory if leader else streams.NO_MEMORY)
+    else:
+        assignments = assign(cfg, r.members, memory) if leader and not r.skip_assignment else ()
     if "connect-leader-state" in cfg.mutations:
         # Connect: the leader's state counts only if the last round it led completed (previousGenerationId
         # == lastCompletedGenerationId); it is stored again when this round's SyncGroup succeeds
@@ -171,12 +181,47 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
                    scheduled=r.assignment.scheduled or NOT_SCHEDULED,
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
+    if cfg.streams:
+        c, newly_ready = _streams_assignment(c, r.assignment)
+        if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R54: a warm standby is ready at once
+            return _rejoin(cfg, c, out)
     if c.leader and r.assignment.echo and "connect-leader-state" in cfg.mutations:
         assigned_all, held = r.assignment.echo[:2]  # the round it led completed: its state counts (Connect)
         c = c._replace(memory=(assigned_all | held, held))
     if revoked:  # R18: after revoking, rejoin at once (Design I)
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)
+
+
+def _streams_assignment(c: Consumer, a) -> tuple:
+    """R45, R54: take the assignment's learner and standby tasks; a learner stays
+    ready while it keeps learning, and one placed where the task's standby ran
+    is ready at once (seed 001, Standby Task Utilization). ``(consumer', newly
+    ready bitmask)``."""
+    learning, standby = a.streams or (0, 0)
+    st = c.streams
+    ready = learning & (st.ready | st.standby)
+    return c._replace(streams=st._replace(learning=learning, ready=ready, standby=standby)), ready & ~st.ready
+
+
+def _wants_rejoin(cfg: GroupConfig, st) -> bool:
+    """R54: a member with learners rejoins when the last of them is ready
+    (conservative) or as each one is (eager)."""
+    return bool(st.learning) and (cfg.rejoin_mode == "eager" or st.ready == st.learning)
+
+
+def counting(c: Consumer) -> bool:
+    """Whether a tick changes the member: its ScheduledRebalanceTimeout (R32) or its
+    scale-down timeout (R53) counts down."""
+    return c.scheduled > 0 or bool(c.streams) and c.streams.countdown > 0
+
+
+def shutting_down(c: Consumer, idle: bool) -> bool:
+    """R53: a leaving Streams member shuts itself down once an assignment leaves it no
+    active task (Stable, ``idle``: nothing in flight) or its scale-down timeout passed."""
+    st = c.streams
+    return bool(st) and st.leaving and (st.countdown == 0 or (
+        idle and c.phase == MemberPhase.STABLE and not c.owned and not c.heartbeat_inflight))
 
 
 def _heartbeat_response(cfg: GroupConfig, c: Consumer, r: HeartbeatResponse, out: list) -> Consumer:
@@ -206,7 +251,22 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
             out.append(Send(OffsetCommit(c.member_id, c.generation, c.owned, c.group_instance_id)))
     elif kind is Start:
         if c.phase == MemberPhase.UNJOINED:
-            c = _rejoin(cfg, c._replace(group_instance_id=event.group_instance_id), out)
+            c = c._replace(group_instance_id=event.group_instance_id,
+                           streams=streams.NEW_STREAMS if cfg.streams else ())
+            c = _rejoin(cfg, c, out)
+    elif kind is LearnerReady:
+        # R54: a restore finished; the member rejoins when its rejoin mode says so, between rounds
+        st = c.streams
+        bit = 1 << event.task
+        if st and st.learning & bit & ~st.ready:
+            c = c._replace(streams=st._replace(ready=st.ready | bit))
+            if _wants_rejoin(cfg, c.streams) and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+                c = _rejoin(cfg, c, out)
+    elif kind is ScaleDown:
+        # R52, R53: the scale-down tool: leaving soon, the scale-down timeout starts, rejoin to say so
+        st = c.streams
+        if st and not st.leaving and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+            c = _rejoin(cfg, c._replace(streams=st._replace(leaving=True, countdown=cfg.scale_down_ticks)), out)
     elif kind is HeartbeatDue:
         if c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             out.append(Send(Heartbeat(c.member_id, c.generation, c.group_instance_id)))
@@ -214,6 +274,8 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
     elif kind is Tick:
         if c.scheduled > 0:  # R32: the deadline is relative: ticks left
             c = c._replace(scheduled=c.scheduled - 1)
+        if c.streams and c.streams.countdown > 0:  # R53: so is the scale-down timeout
+            c = c._replace(streams=c.streams._replace(countdown=c.streams.countdown - 1))
     elif kind is ScheduledRebalanceDue:
         # R32: the ScheduledRebalanceTimeout passed: rejoin, its subscription saying so (0 ticks left)
         if c.scheduled == 0 and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
