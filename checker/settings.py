@@ -229,9 +229,6 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     # a paused member is a zombie that keeps processing: exclusive_processing is
     # expected to break (generation fencing keeps exclusive_ownership; the design brief)
     zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
-    if proto == "streams" and "crash" in fault_kinds:
-        # seed 001, "Leader crash before": a new leader has no memory of who is new, so the load may stay skewed
-        zombie_default.append("eventual_balance")
     n_joiners = _count("members.joiners", m.get("joiners", 1), 0)
     if n_members + n_joiners > MAX_CHECK_SLOTS:
         raise ConfigError(f"{n_members} members + {n_joiners} joiner(s) is beyond what a check can hold: at most "

@@ -263,8 +263,9 @@ class System:
         idle = not (p.requests or p.responses)
         if idle and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             for t in partitions_of(st.learning & ~st.ready):
-                c2, outs = self.step_member(c, LearnerReady(t))
-                out.append((Action(READY, s, t), p._replace(consumer=c2, requests=self.requests_of(outs))))
+                event = LearnerReady(t)
+                c2, outs = self.step_member(c, event)
+                out.append((Action(READY, s, event), p._replace(consumer=c2, requests=self.requests_of(outs))))
         if shutting_down(c, idle):
             outs = self.step_member(c, Leave())[1]
             out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))

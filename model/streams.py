@@ -149,8 +149,9 @@ def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemo
     the task's standby first, then the first member under its quota); new-comers
     (not in the leader's memory of the last round; version 1.0's rule: only they
     take learners for balance) take the lowest task of the most loaded member,
-    while under their quota and two tasks lighter. Mutation ``learners-to-anyone``:
-    every member takes learners for balance."""
+    while under their quota and two tasks lighter. Mutation ``learners-to-anyone``
+    (the seed's "naive learner assignment"): every member under the mean load
+    takes learners from any heavier member."""
     stateful = cfg.all_partitions & ~cfg.stateless
     learning = {v.mid: 0 for v in views}
     learned = 0
@@ -162,6 +163,9 @@ def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemo
 
     def load(v):  # stateful tasks it runs and does not hand over, plus those it learns
         return ((active[v.mid] & stateful & ~learned).bit_count() + learning[v.mid].bit_count())
+
+    def running(v):  # the stateful tasks it runs, keeps and nobody learns: what it can hand over
+        return active[v.mid] & v.owned & stateful & ~learned
 
     quota = _quotas(takers, load, stateful.bit_count())
     leaving_tasks = 0
@@ -176,20 +180,21 @@ def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemo
             if pick is not None:
                 learning[pick.mid] |= bit
                 learned |= bit
-    if "learners-to-anyone" in cfg.mutations:
-        new = list(takers)
+    gap, limit = 2, quota
+    if "learners-to-anyone" in cfg.mutations:  # the naive rule: anyone under the mean, from anyone heavier
+        new, gap = list(takers), 1
+        limit = {v.mid: -(-stateful.bit_count() // len(takers)) for v in takers}
     elif memory.participants:  # R49: new-comers only
         new = [v for v in takers if v.mid not in memory.participants]
     else:
         new = []
     for c in new:
-        while load(c) < quota[c.mid]:
-            donors = [v for v in takers if v.mid != c.mid and load(v) - load(c) >= 2
-                      and active[v.mid] & stateful & ~learned]
+        while load(c) < limit[c.mid]:
+            donors = [v for v in takers if v.mid != c.mid and load(v) - load(c) >= gap and running(v)]
             if not donors:
                 break
             donor = donors[_least(donors, lambda v: -load(v))]
-            offered = active[donor.mid] & stateful & ~learned
+            offered = running(donor)
             offered = offered & c.standby or offered  # a warm standby first (seed: Standby Task Utilization)
             bit = offered & -offered  # the lowest
             learning[c.mid] |= bit
