@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rebalance.checker import counterexample, prove, replay as replaying, vectors as vectors_module
+from rebalance.checker import counterexample, prove, replay as replaying, streams_replay, vectors as vectors_module
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
@@ -342,6 +342,13 @@ def replay(scenario, mutations, as_json):
     says settle = false). Prints every rebalance round with each member's
     assigned and revoked partitions, and the final ownership.
     """
+    if replaying.parse_toml(scenario, "scenario").get("group", {}).get("protocol") == "streams":
+        report = streams_replay.run(streams_replay.load(scenario))  # seed 001's rounds, in its notation
+        if as_json:
+            click.echo(json.dumps(report, indent=2))
+        else:
+            out.print(streams_replay.text(report), highlight=False, markup=False)
+        return
     report = replaying.run(replaying.load(scenario, mutations))
     if as_json:
         click.echo(json.dumps(report, indent=2))
