@@ -151,7 +151,8 @@ def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemo
     take learners for balance) take the lowest task of the most loaded member,
     while under their quota and two tasks lighter. Mutation ``learners-to-anyone``
     (the seed's "naive learner assignment"): every member under the mean load
-    takes learners from any heavier member."""
+    takes learners from any heavier member. Only members that stay learn (``takers``):
+    with everyone leaving there is nobody to hand over to."""
     stateful = cfg.all_partitions & ~cfg.stateless
     learning = {v.mid: 0 for v in views}
     learned = 0
@@ -246,10 +247,11 @@ def target(cfg: GroupConfig, members, memory: StreamsMemory = NO_MEMORY) -> tupl
     """The leader's decision before R23's adjustment, as the seed prints it:
     ``(views, active, learning, standby)``, the three dicts member id -> bitmask."""
     views = _views(cfg, members, memory)
-    takers = [v for v in views if not v.leaving] or views
+    stay = [v for v in views if not v.leaving]
+    takers = stay or views  # when everyone leaves, they keep running until their timeouts (R53)
     active = _actives(cfg, views, takers)
     _stateless(cfg, views, takers, active)
-    learning = _learners(cfg, views, takers, active, memory)
+    learning = _learners(cfg, views, stay, active, memory) if stay else {v.mid: 0 for v in views}
     return views, active, learning, _standbys(cfg, views, takers, active, learning)
 
 
