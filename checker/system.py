@@ -266,7 +266,7 @@ class System:
                 event = LearnerReady(t)
                 c2, outs = self.step_member(c, event)
                 out.append((Action(READY, s, event), p._replace(consumer=c2, requests=self.requests_of(outs))))
-        if shutting_down(c, idle):
+        if shutting_down(self.cfg, c, idle):
             outs = self.step_member(c, Leave())[1]
             out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
         return tuple(out)

@@ -175,6 +175,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--static", "static", is_flag=True, default=None,
               help="Every member is static (KIP-345 group.instance.id).")
 @click.option("--tasks", type=int, help="Streams: tasks (default 4, the last one stateless).")
+@click.option("--stateless", type=int, help="Streams: how many of the tasks (the last ones) are stateless (default 1).")
 @click.option("--standby", type=int, help="Streams: num.standby.replicas (default 1, at most --members).")
 @click.option("--streams-version", help="Streams: the seed's algorithm version, 1.0 or 2.0 (default 2.0).")
 @click.option("--rejoin", help="Streams: conservative (rejoin once all learners are ready, default) or eager.")
@@ -212,7 +213,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, static, tasks, standby, streams_version, rejoin, faults,
+def check(config, protocol, assignor, members, partitions, static, tasks, stateless, standby, streams_version, rejoin, faults,
           budget, mutations, spec_mutations, engine,
           spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
           timer_fairness, require_covers, as_json, out_dir):
@@ -245,7 +246,7 @@ def check(config, protocol, assignor, members, partitions, static, tasks, standb
                        faults=faults, budget=budget, mutations=mutations, engine=engine,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations,
-                       streams={k: v for k, v in (("tasks", tasks), ("standby_replicas", standby),
+                       streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
                                                   ("version", streams_version), ("rejoin", rejoin)) if v is not None})
     max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
     guard = Guard(max_seconds, max_memory)

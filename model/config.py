@@ -109,6 +109,12 @@ MUTATIONS = {
         "seed 001, Assignment Algorithm (active tasks 'to instances with learner tasks that indicate "
         "ready'); KIP-441's acceptable.recovery.lag exists to prevent it",
     ),
+    "no-scale-down-timeout": (
+        "a leaving Streams member never shuts down on its scale-down timeout: only an assignment leaving it "
+        "no active task ends it (R53)",
+        "seed 001, Scale Down Timeout (version 1.0, before it: a leaving member whose tasks nobody learns "
+        "waits for ever)",
+    ),
 }
 
 
@@ -140,6 +146,7 @@ MUTATION_PROTOCOLS = {
     "keep-revoked": MEMBER_PROTOCOLS,
     "learners-to-anyone": ("streams",),
     "promote-unready-learner": ("streams",),
+    "no-scale-down-timeout": ("streams",),
 }
 assert MUTATION_PROTOCOLS.keys() == MUTATIONS.keys(), "every mutation names the protocols it applies to"
 

@@ -216,11 +216,13 @@ def counting(c: Consumer) -> bool:
     return c.scheduled > 0 or bool(c.streams) and c.streams.countdown > 0
 
 
-def shutting_down(c: Consumer, idle: bool) -> bool:
+def shutting_down(cfg: GroupConfig, c: Consumer, idle: bool) -> bool:
     """R53: a leaving Streams member shuts itself down once an assignment leaves it no
-    active task (Stable, ``idle``: nothing in flight) or its scale-down timeout passed."""
+    active task (Stable, ``idle``: nothing in flight) or its scale-down timeout passed.
+    Mutation ``no-scale-down-timeout``: the timeout never ends it."""
     st = c.streams
-    return bool(st) and st.leaving and (st.countdown == 0 or (
+    timed_out = st and st.countdown == 0 and "no-scale-down-timeout" not in cfg.mutations
+    return bool(st) and st.leaving and (timed_out or (
         idle and c.phase == MemberPhase.STABLE and not c.owned and not c.heartbeat_inflight))
 
 

@@ -107,10 +107,10 @@ def test_scale_down_marks_leaving_and_counts_down():
     c, out = member.handle(cfg, _stable(cfg, owned=0b001), ScaleDown())
     assert c.streams.leaving and c.streams.countdown == 2
     assert out[0].request.subscription.streams[3] is True
-    assert not member.shutting_down(c, idle=True)  # it runs T1 and its timeout has not passed
+    assert not member.shutting_down(cfg, c, idle=True)  # it runs T1 and its timeout has not passed
     for _ in range(2):
         c, _ = member.handle(cfg, c, Tick())
-    assert c.streams.countdown == 0 and member.shutting_down(c, idle=False)
+    assert c.streams.countdown == 0 and member.shutting_down(cfg, c, idle=False)
 
 
 @pytest.mark.spec("R46")
