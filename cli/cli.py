@@ -28,7 +28,7 @@ from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
-from rebalance.model.config import MUTATIONS, PROTOCOLS, ConfigError
+from rebalance.model.config import CONSUMER_PROTOCOLS, MUTATIONS, ConfigError
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
@@ -728,7 +728,7 @@ def _print_obligation(ob) -> None:
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed: the same runs, seed and grid give the same results.")
 @click.option("--situations", default=",".join(SITUATIONS), show_default=True,
               help="Comma-separated situations (checker/situations.py).")
-@click.option("--protocols", default=",".join(PROTOCOLS), show_default=True,
+@click.option("--protocols", default=",".join(CONSUMER_PROTOCOLS), show_default=True,
               help="Comma-separated protocols.")
 @click.option("--sizes", default=",".join(f"{m}x{p}" for m, p in DEFAULT_SIZES), show_default=True,
               help="Comma-separated MEMBERSxPARTITIONS, up to 100x1000.")
