@@ -32,6 +32,13 @@ class Cluster(NamedTuple):
         """The topic's partition count, 0 if the topic does not exist."""
         return dict(self.topics).get(topic, 0)
 
+    def hosts(self, topic: str, partition: int) -> bool:
+        """Whether this broker leads ``topic``-``partition``. A request naming a
+        partition it does not host is answered UNKNOWN_TOPIC_OR_PARTITION for that
+        partition before the group coordinator sees the request
+        (KafkaApis.handleOffsetCommitRequest); serve and conform both ask here."""
+        return 0 <= partition < self.partitions(topic)
+
 
 def api_versions(error: int = 0) -> dict:
     """ApiVersions: the versions of ``wire.SUPPORTED`` (KIP-511: also the answer,

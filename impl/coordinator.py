@@ -629,8 +629,7 @@ class Coordinator:
         if there are any, as KafkaApis.handleOffsetCommitRequest filters them before
         the group coordinator sees the request."""
         b = req.body
-        hosted = [(t.name, p) for t in b.topics for p in t.partitions
-                  if 0 <= p.partition_index < self.cluster.partitions(t.name)]
+        hosted = [(t.name, p) for t in b.topics for p in t.partitions if self.cluster.hosts(t.name, p.partition_index)]
         error = broker.UNKNOWN_TOPIC_OR_PARTITION
         if hosted:
             generation = getattr(b, "generation_id", None)

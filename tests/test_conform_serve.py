@@ -114,3 +114,38 @@ def test_a_group_that_expired_and_formed_again_conforms(tmp_path):
     early.write_text("".join(x + "\n" for x in moved))
     code, doc = _conform(early, tmp_path)
     assert code == 1 and doc["divergence"]["rule"] == "R43", doc
+
+
+def test_commits_to_partitions_serve_does_not_host_conform(tmp_path):
+    """KafkaApis.handleOffsetCommitRequest answers UNKNOWN_TOPIC_OR_PARTITION for the
+    partitions the broker does not host before the group coordinator sees the request;
+    the rest get the coordinator's one answer (R9). conform judges both the same way:
+    a request mixing hosted and unhosted partitions, one with only unhosted ones (the
+    model never sees it, so even a stale generation is not ILLEGAL_GENERATION), conform."""
+    from test_serve import Api, stable_member
+
+    def part(i):
+        return {"partition_index": i, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": None}
+
+    server = Server(tmp_path, "t:4", initial_delay_ms=0)
+    try:
+        member, mid, generation = stable_member(server.port)
+        for gen, topics in ((generation, [{"name": "t", "partitions": [part(1), part(9)]},
+                                          {"name": "nope", "partitions": [part(0)]}]),
+                            (generation + 7, [{"name": "nope", "partitions": [part(0)]}])):
+            r = member.call(Api.OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=gen, member_id=mid,
+                            group_instance_id=None, topics=topics)
+            assert all(p.error_code in (0, 3) for t in r.topics for p in t.partitions)
+    finally:
+        server.stop()
+    code, doc = _conform(server.trace, tmp_path)
+    assert code == 0, doc
+    # a broker that stored the unhosted partition, or refused the hosted one, diverges there
+    for wrong, right in (('"partition":0,"error":"UNKNOWN_TOPIC_OR_PARTITION"', '"partition":0,"error":"NONE"'),
+                         ('"partition":1,"error":"NONE"', '"partition":1,"error":"UNKNOWN_TOPIC_OR_PARTITION"')):
+        text = server.trace.read_text()
+        assert wrong in text
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(text.replace(wrong, right, 1))
+        code, doc = _conform(bad, tmp_path)
+        assert code == 1 and doc["divergence"]["record"]["api"] == "OffsetCommit", doc

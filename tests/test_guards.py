@@ -42,7 +42,11 @@ def test_estimate_is_within_an_order_of_magnitude_of_measured_runs():
     every = ("join", "leave", "crash", "restart", "pause")
     for args, measured in [((2, 1, 2, every, 2), 17_126), ((3, 1, 4, every, 2), 492_020),
                            ((3, 1, 4, every, 1), 4_846), ((4, 1, 4, every[:4], 2), 214_151),
-                           ((3, 1, 4, ("join", "leave"), 2), 27_263), ((2, 1, 2, ("crash", "restart"), 4), 765)]:
+                           ((3, 1, 4, ("join", "leave"), 2), 27_263), ((2, 1, 2, ("crash", "restart"), 4), 765),
+                           ((2, 1, 2, every, 1), 429), ((2, 1, 2, every, 3), 436_406),
+                           ((2, 1, 2, ("crash", "restart", "pause"), 2), 5_348),
+                           ((2, 1, 2, ("crash", "restart", "pause"), 4), 75_340),
+                           ((3, 1, 2, every, 2), 216_635), ((3, 1, 3, every, 2), 300_731)]:
         assert measured / 10 < estimate_states(*args) < measured * 10
 
 

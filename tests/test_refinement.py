@@ -187,10 +187,9 @@ def test_a_dead_processs_member_id_beside_its_successors_refines(check_json):
     assert code == 0 and status["refinement"] == "holds" and out["distinct_states"] == 1869, out
 
 
-@pytest.mark.xfail(strict=True, reason="open: the spec's install post-condition (R23: nothing assigned that another "
-                   "known member is being granted) and its invariant do not admit a stale grant still in flight to a "
-                   "paused static member that the rebalance timeout kept in the group (R27); the model does what "
-                   "Kafka does (GroupCoordinator.onCompleteJoin keeps it), the spec needs the grant's generation")
+@pytest.mark.xfail(strict=True, reason="open (spec/SPEC.md section 11): the spec's install clause (R23) and "
+                   "invariant are stronger than Kafka for a paused static member kept by the rebalance timeout (R27, "
+                   "findings F2 and F3); the View needs recorded subscriptions, grant generations and member phase")
 def test_a_stale_grant_in_flight_to_a_kept_static_member_refines(check_json):
     code, out = check_json("--members", "2", "--partitions", "2", "--static", "--faults", "crash,restart,pause",
                            "--max-faults", "4")

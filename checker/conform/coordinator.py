@@ -50,14 +50,19 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, find, handle, session_refreshed, stored
 from rebalance.model.protocol import (
     EMPTY_ASSIGNMENT, MAX_SLOTS, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Error, Heartbeat, InitialRebalanceDelay, JoinGroup,
-    JoinGroupResponse, LeaveGroup, OffsetCommit, PendingMemberTimeout, Phase, Protocols, RebalanceTimeout, Receive,
+    JoinGroupResponse, LeaveGroup, OffsetCommit, OffsetCommitResponse, PendingMemberTimeout, Phase, Protocols, RebalanceTimeout, Receive,
     SessionTimeout, SyncGroup, SyncTimeout, connection,
 )
+from rebalance.impl.broker import Cluster
 from rebalance.model.timing import (
     DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, joined_timeouts, rearm, session_timeout_error,
 )
 
 from .trace import Trace
+
+# the answer to an OffsetCommit naming no partition the broker hosts: the broker
+# answers it (UNKNOWN_TOPIC_OR_PARTITION for each) and the coordinator never sees it
+NOT_HOSTED = OffsetCommitResponse(Error.NONE)
 from .verdict import CONFORMS, DIVERGENT, INCOMPLETE, Divergence, Verdict
 
 SIDE = "coordinator"
@@ -322,6 +327,11 @@ class _Group:
             n = c.copy()
             n.queued[conn] = queue[1:]
             n.awaiting[conn] = n.awaiting.get(conn, []) + [(r, None)]
+            if r.api == "OffsetCommit" and not self.side.any_hosted(r.body):
+                n.now = at  # KafkaApis.handleOffsetCommitRequest answers it alone
+                n.awaiting[conn][-1] = (r, NOT_HOSTED)
+                yield n
+                continue
             req = self.model_request(n, r)
             if r.api == "JoinGroup" and session_timeout_error(r.timeouts.session_ms, self.side.bounds):
                 # R42: answered before the group is looked at (GroupCoordinator.handleJoinGroup)
@@ -551,10 +561,12 @@ class _Group:
                 if error_name(error) != m["error"]:
                     return error_name(error) if error != Error.NONE else m["error"]
             return None
-        for t in body["topics"]:  # OffsetCommit: one error for every partition
+        for t in body["topics"]:  # OffsetCommit: the coordinator's one error for every hosted partition
             for p in t["partitions"]:
-                if error_name(resp.error) != p["error"]:
-                    return error_name(resp.error) if resp.error != Error.NONE else p["error"]
+                expected = (error_name(resp.error) if self.side.cluster.hosts(t["name"], p["partition"])
+                            else "UNKNOWN_TOPIC_OR_PARTITION")
+                if expected != p["error"]:
+                    return expected if expected != "NONE" else p["error"]
         return None
 
     def readable(self, c: Candidate, api: str, resp) -> str:
@@ -599,7 +611,8 @@ class _Side:
     def __init__(self, trace: Trace, options: Options, ordered: bool):
         self.ordered = ordered
         s = trace.settings
-        topics = tuple((t["name"], t["partitions"]) for t in s["topics"]) or (("-", 1),)
+        self.cluster = Cluster("", 0, tuple((t["name"], t["partitions"]) for t in s["topics"]))
+        topics = self.cluster.topics or (("-", 1),)
         self.initial_delay_ms = s["group_initial_rebalance_delay_ms"]
         self.cfg = GroupConfig(topics=topics, initial_rebalance_delay=self.initial_delay_ms > 0)
         default = SessionBounds()
@@ -609,6 +622,11 @@ class _Side:
         self.prepared = _Prepared()
         self.groups: dict = {}
         self.responses: dict = {}
+
+    def any_hosted(self, body: dict) -> bool:
+        """Whether an OffsetCommit request names a partition this broker hosts: only
+        then does the coordinator see it (impl/broker.py ``Cluster.hosts``)."""
+        return any(self.cluster.hosts(t["name"], p["partition"]) for t in body["topics"] for p in t["partitions"])
 
     def group(self, gid: str) -> _Group:
         if gid not in self.groups:

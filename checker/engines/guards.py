@@ -56,29 +56,42 @@ class Guard:
 
 
 # The estimate, calibrated on measured full checks (cooperative, one joiner; the states counted by
-# `rebalance check --json`, on this 2-core machine). All five faults, budget 2: 2x2 17,126, 2x4 31,343, 3x2
-# 216,635, 3x3 300,731, 3x4 492,020 states (42.8 s, 442 MB peak); 3x4 budget 1 4,846. Without pause, 3x4:
-# budget 1 1,608, budget 2 37,324, 4x4 budget 2 214,151 (issue 17); join,leave only, 3x4 budget 2 27,263;
-# crash,restart only, 2x2: budget 2 185, 3 483, 4 765. So: about x11 per client slot, x1.4 per partition, and
-# per unit of budget x100 with the pause fault, x5 with crash and restart only, x23 otherwise. A run does
-# about 11,500 states per second and keeps about 1,000 bytes per state (the deferred protocol about 5,000).
+# `rebalance check --json`). All five faults: 2x2 budget 1 429, 2 17,126, 3 436,406; 3x2 budget 2 216,635,
+# 3x3 300,731, 3x4 492,020 (42.8 s, 442 MB peak); 3x4 budget 1 4,846. crash,restart,pause, 2x2: budget 1 320,
+# 2 5,348, 3 28,352, 4 75,340. Without pause, 3x4: budget 1 1,608, budget 2 37,324, 4x4 budget 2 214,151
+# (issue 17); join,leave only, 3x4 budget 2 27,263; crash,restart only, 2x2: budget 2 185, 3 483, 4 765.
+# So: about x11 per client slot, x1.4 per partition, and per unit of budget a factor that shrinks as the
+# budget grows (the faults left can only be spent in fewer places): the u-th unit multiplies by
+# FIRST x SHRINK^(u-1), per class of faults. A run does about 11,500 states per second and keeps about
+# 1,000 bytes per state (the deferred protocol about 5,000).
 BASE_STATES = 2.5  # 2 members + 1 joiner, 2 partitions, budget 0
 PER_SLOT, PER_PARTITION = 11.0, 1.4
-PER_BUDGET_PAUSE, PER_BUDGET_CRASH_RESTART, PER_BUDGET = 100.0, 5.0, 23.0
+# fault class -> (FIRST, SHRINK)
+PER_BUDGET = {"pause and membership churn": (172.0, 0.45), "pause": (128.0, 0.2),
+              "crash and restart only": (5.0, 1.0), "other": (23.0, 1.0)}
 STATES_PER_SECOND = 11_500
 BYTES_PER_STATE = {"deferred": 5_000}
 DEFAULT_BYTES_PER_STATE = 1_000
 REACH_SECONDS = 3_600  # beyond an hour, a run is out of reach without --max-seconds saying otherwise
 
 
+def _fault_class(faults: set) -> str:
+    if "pause" in faults:
+        return "pause and membership churn" if faults & {"join", "leave"} else "pause"
+    return "crash and restart only" if faults <= {"crash", "restart"} else "other"
+
+
 def estimate_states(members: int, joiners: int, partitions: int, faults, budget: int) -> float:
     """A rough count of the distinct states a full check explores (within 10x on the
-    calibration runs above): the calibration's log-linear fit."""
+    calibration runs above): the calibration's fit, log-linear in client slots and
+    partitions, with a per-budget factor that shrinks as the budget grows."""
     faults = set(faults)
-    per_budget = (PER_BUDGET_PAUSE if "pause" in faults else
-                  PER_BUDGET_CRASH_RESTART if faults <= {"crash", "restart"} else PER_BUDGET)
-    return (BASE_STATES * PER_SLOT ** (members + joiners - 3) * PER_PARTITION ** (partitions - 2)
-            * (per_budget if faults else 1.0) ** budget)
+    states = BASE_STATES * PER_SLOT ** (members + joiners - 3) * PER_PARTITION ** (partitions - 2)
+    if faults:
+        first, shrink = PER_BUDGET[_fault_class(faults)]
+        for unit in range(budget):
+            states *= first * shrink ** unit
+    return states
 
 
 def reach_warning(settings, max_seconds: float | None, max_memory_mb: float | None) -> str | None:
