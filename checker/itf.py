@@ -86,7 +86,7 @@ def _trace(meta: dict, vars_: tuple, states: list, loop: int | None = None) -> d
 
 def _memory(codec: Codec, memory) -> dict:
     """The leader's memory: what it assigned or held back (the leader-memory mutations
-    only), or the Streams leader's last participants and leaving members (R51)."""
+    only), or the Streams leader's last participants and leaving members (R52)."""
     if type(memory) is StreamsMemory:
         return {"participants": [codec.member(m) for m in memory.participants],
                 "leaving": [codec.member(m) for m in memory.leaving]}
@@ -109,7 +109,7 @@ def clients(codec: Codec, state: State) -> dict:
                 "leader": c.leader, "heartbeat_inflight": c.heartbeat_inflight,
                 "memory": _memory(codec, c.memory),
                 # what it owns, in the generation it was given them, and Design II's echo and countdown:
-                # the Subscription its next JoinGroup carries (KIP-792, R31, R32), Streams' user data (R45)
+                # the Subscription its next JoinGroup carries (KIP-792, R31, R32), Streams' user data (R46)
                 "subscription": codec.subscription(subscription(c)._replace(scheduled=c.scheduled)),
                 **({"scale_down_ticks_left": c.streams.countdown} if c.streams else {})},
             "to_coordinator": [codec.encode(r) for r in p.requests],

@@ -100,7 +100,7 @@ class Codec:
                            "revoked_for_balance": revoked, "revoking_rounds_in_a_row": successive}
         if sub.scheduled != NOT_SCHEDULED:
             out["scheduled_ticks_left"] = sub.scheduled
-        if sub.streams:  # Streams user data (R45)
+        if sub.streams:  # Streams user data (R46)
             learning, ready, standby, leaving = sub.streams
             out["streams"] = {"learning": self.parts(learning), "ready": self.parts(ready),
                               "standby": self.parts(standby), "leaving": leaving}
@@ -127,7 +127,7 @@ class Codec:
             assigned, deferred, revoked, successive = a.echo
             out["echo"] = {"assigned": self.parts(assigned), "deferred": self.parts(deferred),
                            "revoked_for_balance": revoked, "revoking_rounds_in_a_row": successive}
-        if a.streams:  # Streams learner and standby tasks (R45)
+        if a.streams:  # Streams learner and standby tasks (R46)
             out["streams"] = {"learning": self.parts(a.streams[0]), "standby": self.parts(a.streams[1])}
         return out
 

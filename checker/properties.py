@@ -249,12 +249,12 @@ def _streams(system: System) -> bool:
     return system.cfg.streams
 
 
-# --- Streams (seed 001; spec/SPEC.md R44-R54) --------------------------------------
+# --- Streams (seed 001; spec/SPEC.md R45-R55) --------------------------------------
 
 
 def learner_ready_before_active(system: System, state: State):
     """In a Stable group, a stateful task revoked from the member running it in order
-    to go to a member learning it, only once that learner said it is ready (R47;
+    to go to a member learning it, only once that learner said it is ready (R48;
     seed 001: active tasks go "to instances with learner tasks that indicate
     ready"). A task no member runs goes to its learner at once (the seed's "Leader
     Transfer During Scaling"), which this does not forbid."""
@@ -276,7 +276,7 @@ def learner_ready_before_active(system: System, state: State):
 
 
 def no_learner(system: System, state: State):
-    """None when no running member learns a task (``learner_progress``'s goal, R48)."""
+    """None when no running member learns a task (``learner_progress``'s goal, R49)."""
     for p in state.procs:
         if p.status == RUNNING and p.consumer.streams and p.consumer.streams.learning:
             return f"{member_name(p.consumer.member_id)} still learns {_names(system.cfg, p.consumer.streams.learning)}"
@@ -284,7 +284,7 @@ def no_learner(system: System, state: State):
 
 
 def no_leaving_member(system: System, state: State):
-    """None when no running member is marked leaving (``bounded_scale_down``'s goal, R53)."""
+    """None when no running member is marked leaving (``bounded_scale_down``'s goal, R54)."""
     for p in state.procs:
         if p.status == RUNNING and p.consumer.streams and p.consumer.streams.leaving:
             return f"{member_name(p.consumer.member_id)} is leaving and still runs"
@@ -335,7 +335,7 @@ PROPERTIES = (
              "no task has OffsetCommits accepted from two members that both run it as an active task "
              "(R9, R41 over tasks)", _streams, exclusive_ownership),
     Property("learner_ready_before_active", "invariant",
-             "a task is revoked from the member running it for a learner only once that learner is ready (R47)",
+             "a task is revoked from the member running it for a learner only once that learner is ready (R48)",
              _streams, learner_ready_before_active),
     Property("exclusive_processing", "invariant",
              "no partition is processed by two live (running or paused) members", _always, exclusive_processing),
@@ -367,10 +367,10 @@ PROPERTIES = (
              "once faults stop, every fair execution completes finitely many generations (◇□ no rebalance)",
              _always, None, rebalanced),
     Property("learner_progress", "liveness",
-             "once faults stop, every learner task is eventually promoted or dropped (◇□ no learner; R48, R54)",
+             "once faults stop, every learner task is eventually promoted or dropped (◇□ no learner; R49, R55)",
              _streams, no_learner),
     Property("bounded_scale_down", "liveness",
-             "once faults stop, every member marked leaving shuts down (R53: assigned nothing, or its scale-down "
+             "once faults stop, every member marked leaving shuts down (R54: assigned nothing, or its scale-down "
              "timeout passes, a bounded number of rounds later)", _streams, no_leaving_member),
     Property("no_endless_shuffle", "liveness",
              "once faults stop, the members' active and learner tasks stop changing (◇□ no move; seed 001, "
@@ -508,11 +508,11 @@ def _leader_crash_scaling(system, s, a, n) -> bool:
 
 STREAMS_COVERS = (
     Cover("learner_promoted", "a member's learner task became one of its active tasks", _learner_promoted, _streams),
-    Cover("leaving_member_shut_down", "a member marked leaving shut itself down (R53)",
+    Cover("leaving_member_shut_down", "a member marked leaving shut itself down (R54)",
           lambda system, s, a, n: a.kind == "shutdown", _streams),
-    Cover("leader_crash_during_scaling", "the leader crashed while a member learned or was leaving (R51)",
+    Cover("leader_crash_during_scaling", "the leader crashed while a member learned or was leaving (R52)",
           _leader_crash_scaling, _streams),
-    Cover("stateless_moved_without_learning", "a member that stays revoked a stateless task (R46)",
+    Cover("stateless_moved_without_learning", "a member that stays revoked a stateless task (R47)",
           _stateless_moved, lambda system: _streams(system) and bool(system.cfg.stateless)),
     Cover("standby_used_for_learning", "a learner placed on a member with the task's standby was ready at once",
           _standby_learning, lambda system: _streams(system) and system.cfg.standby_replicas > 0),

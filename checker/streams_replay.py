@@ -16,16 +16,16 @@ A scenario file (TOML)::
     [[rounds]]
     note = "New member S4 joins the group."
     join = ["S4"]             # members that join (with nothing)
-    ready = []                # members whose learners all finished restoring (R54)
-    leaving = []              # members the scale-down tool marks leaving (R52)
-    crash = []                # members that crash first (the leader too: R51)
+    ready = []                # members whose learners all finished restoring (R55)
+    leaving = []              # members the scale-down tool marks leaving (R53)
+    crash = []                # members that crash first (the leader too: R52)
 
 Each round applies its events, then the leader (the first member in R29 order
-after a crash, with no memory, R51) runs the Streams assignor's decision
-(``model/streams.target``: R47-R50, before R23's withholding, which is what the
-seed prints) on the members' user data (R45), and every member takes it: its
+after a crash, with no memory, R52) runs the Streams assignor's decision
+(``model/streams.target``: R48-R51, before R23's withholding, which is what the
+seed prints) on the members' user data (R46), and every member takes it: its
 active and learner tasks, readiness kept for tasks it still learns. A leaving
-member left with no active task shuts down (R53). The round is printed in the
+member left with no active task shuts down (R54). The round is printed in the
 seed's notation, the join status (being-learned tasks shown as revoked) and the
 decision ``S1(assigned: [...], revoked: [...], learning: [...])``.
 
@@ -82,7 +82,7 @@ def load(path) -> dict:
 
 
 def _status(cfg, name: str, m: dict, being_learned: int) -> str:
-    """The seed's notation for a member: being-learned tasks shown as revoked (R45)."""
+    """The seed's notation for a member: being-learned tasks shown as revoked (R46)."""
     return (f"{name}(assigned: {streams.task_names(m['active'] & ~being_learned)}, "
             f"revoked: {streams.task_names(m['active'] & being_learned)}, learning: "
             f"{streams.task_names(m['learning'])})")
@@ -98,7 +98,7 @@ def run(scenario: dict) -> dict:
     for r in scenario["rounds"]:
         for n in r.get("crash", []):
             members.pop(n, None)
-            if n == leader:  # R51: the new leader remembers nothing
+            if n == leader:  # R52: the new leader remembers nothing
                 leader, memory = min(members, key=lambda x: int(x[1:])), streams.NO_MEMORY
         for n in r.get("join", []):
             members[n] = {"active": 0, "learning": 0, "ready": 0, "leaving": False}
@@ -122,7 +122,7 @@ def run(scenario: dict) -> dict:
         memory = streams.StreamsMemory(tuple(sorted(_mid(n) for n in order)),
                                        tuple(sorted(_mid(n) for n in order if members[n]["leaving"])))
         shut = [n for n in order if members[n]["leaving"] and not members[n]["active"]]
-        for n in shut:  # R53
+        for n in shut:  # R54
             members.pop(n)
         out.append({"note": r.get("note", ""), "join": joined, "leader": leader, "decision": decision,
                     "shut_down": shut})
@@ -140,6 +140,6 @@ def text(report: dict) -> str:
         lines.append(f"{r['leader']} performs task assignments:")
         lines.extend("\t" + x for x in r["decision"])
         if r["shut_down"]:
-            lines.append(f"{', '.join(r['shut_down'])} shut down: no active task left (R53)")
+            lines.append(f"{', '.join(r['shut_down'])} shut down: no active task left (R54)")
     lines.append("final: " + ", ".join(f"{n}{t}" for n, t in report["final"].items()))
     return "\n".join(lines)

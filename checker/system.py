@@ -36,12 +36,12 @@ from rebalance.model.protocol import (
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
-SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R52)
+SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
 ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN)  # the environment's actions (no fairness)
 BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.py), also the environment's
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
-READY, SHUTDOWN = "ready", "shutdown"  # Streams: a learner's restore finishes (R54); a leaving member stops (R53)
+READY, SHUTDOWN = "ready", "shutdown"  # Streams: a learner's restore finishes (R55); a leaving member stops (R54)
 ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick", COMMIT, READY, SHUTDOWN) + ENVIRONMENT + (
     BOUNCE,)
 TICK = Tick()
@@ -252,8 +252,8 @@ class System:
 
     def _streams_steps(self, s: int, p: Proc) -> tuple:
         """Streams (seed 001): a learner of the member becoming ready, one step per task
-        (R54; nondeterministic: restores take any time, between rounds: the member
-        idle), and a leaving member shutting down (R53: assigned no active task, or
+        (R55; nondeterministic: restores take any time, between rounds: the member
+        idle), and a leaving member shutting down (R54: assigned no active task, or
         its scale-down timeout passed): it sends LeaveGroup and its process ends."""
         c = p.consumer
         st = c.streams
@@ -375,7 +375,7 @@ class System:
         if p.status == ABSENT and not p.requests and "join" in faults:
             out.append((Action("join", s, None), self.start(s, p)))
         elif p.status == RUNNING:
-            if "leave" in faults and self.cfg.streams:  # R52: the scale-down tool marks it leaving soon
+            if "leave" in faults and self.cfg.streams:  # R53: the scale-down tool marks it leaving soon
                 c2, outs = self.step_member(p.consumer, ScaleDown())
                 if c2 != p.consumer:
                     out.append((Action(SCALE_DOWN, s, None), p._replace(consumer=c2, requests=self.requests_of(outs))))

@@ -100,18 +100,18 @@ MUTATIONS = {
     ),
     "learners-to-anyone": (
         "the Streams leader lets every member, not only new-comers, take learner tasks for balance: the "
-        "seed's 'naive learner assignment' without the version 1.0 rule (R49)",
+        "seed's 'naive learner assignment' without the version 1.0 rule (R50)",
         "seed 001, Algorithm Iteration Plan, Version 1.0 (the endless resource shuffling it fears)",
     ),
     "promote-unready-learner": (
         "the Streams leader gives an active task to a member learning it before that learner is ready, "
-        "revoking it from the member that runs it (R47's first rule reads 'learning' for 'ready')",
+        "revoking it from the member that runs it (R48's first rule reads 'learning' for 'ready')",
         "seed 001, Assignment Algorithm (active tasks 'to instances with learner tasks that indicate "
         "ready'); KIP-441's acceptable.recovery.lag exists to prevent it",
     ),
     "no-scale-down-timeout": (
         "a leaving Streams member never shuts down on its scale-down timeout: only an assignment leaving it "
-        "no active task ends it (R53)",
+        "no active task ends it (R54)",
         "seed 001, Scale Down Timeout (version 1.0, before it: a leaving member whose tasks nobody learns "
         "waits for ever)",
     ),
@@ -189,11 +189,11 @@ class GroupConfig:
     test vectors.
 
     Streams (seed 001; ``protocol`` "streams", assignor "streams"): the topics'
-    partitions are its tasks; ``stateless``: the bitmask of stateless tasks (R46);
+    partitions are its tasks; ``stateless``: the bitmask of stateless tasks (R47);
     ``standby_replicas``: num.standby.replicas; ``streams_version``: "1.0" (only
     new-comers take learners) or "2.0" (members take the tasks of leaving ones,
-    R49, R50); ``rejoin_mode``: "conservative" (rejoin once every learner is ready)
-    or "eager" (as each is, R54); ``scale_down_ticks``: the scale-down timeout (R53).
+    R50, R51); ``rejoin_mode``: "conservative" (rejoin once every learner is ready)
+    or "eager" (as each is, R55); ``scale_down_ticks``: the scale-down timeout (R54).
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, or

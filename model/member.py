@@ -87,7 +87,7 @@ def subscription(c: Consumer) -> Subscription:
     """R13: the JoinGroup metadata: owned partitions with their generation
     (cooperative); eager members have revoked everything and claim nothing.
     Deferred protocol: the echo and the ScheduledRebalanceTimeout's ticks left (R31, R32)."""
-    if c.streams:  # R45: the Streams user data rides along
+    if c.streams:  # R46: the Streams user data rides along
         return Subscription(c.owned, c.owned_generation, streams=c.streams.user_data())
     if not (c.owned or c.echo):
         return EMPTY_SUBSCRIPTION
@@ -140,7 +140,7 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
     leader = r.leader == r.member_id
     # R16: the leader assigns, unless it rejoined a Stable group as a static member (R26)
     memory = c.memory if leader else (0, 0)
-    if cfg.streams:  # R51: the Streams leader's memory lives while it leads, in its process only
+    if cfg.streams:  # R52: the Streams leader's memory lives while it leads, in its process only
         assignments, memory = (streams.assign(cfg, r.members, c.memory if type(c.memory) is streams.StreamsMemory
                                               else streams.NO_MEMORY)
                                if leader and not r.skip_assignment else ((), streams.NO_MEMORY))
@@ -183,7 +183,7 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
     if cfg.streams:
         c, newly_ready = _streams_assignment(c, r.assignment)
-        if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R54: a warm standby is ready at once
+        if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R55: a warm standby is ready at once
             return _rejoin(cfg, c, out)
     if c.leader and r.assignment.echo and "connect-leader-state" in cfg.mutations:
         assigned_all, held = r.assignment.echo[:2]  # the round it led completed: its state counts (Connect)
@@ -194,7 +194,7 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
 
 
 def _streams_assignment(c: Consumer, a) -> tuple:
-    """R45, R54: take the assignment's learner and standby tasks; a learner stays
+    """R46, R55: take the assignment's learner and standby tasks; a learner stays
     ready while it keeps learning, and one placed where the task's standby ran
     is ready at once (seed 001, Standby Task Utilization). ``(consumer', newly
     ready bitmask)``."""
@@ -205,19 +205,19 @@ def _streams_assignment(c: Consumer, a) -> tuple:
 
 
 def _wants_rejoin(cfg: GroupConfig, st) -> bool:
-    """R54: a member with learners rejoins when the last of them is ready
+    """R55: a member with learners rejoins when the last of them is ready
     (conservative) or as each one is (eager)."""
     return bool(st.learning) and (cfg.rejoin_mode == "eager" or st.ready == st.learning)
 
 
 def counting(c: Consumer) -> bool:
     """Whether a tick changes the member: its ScheduledRebalanceTimeout (R32) or its
-    scale-down timeout (R53) counts down."""
+    scale-down timeout (R54) counts down."""
     return c.scheduled > 0 or bool(c.streams) and c.streams.countdown > 0
 
 
 def shutting_down(cfg: GroupConfig, c: Consumer, idle: bool) -> bool:
-    """R53: a leaving Streams member shuts itself down once an assignment leaves it no
+    """R54: a leaving Streams member shuts itself down once an assignment leaves it no
     active task (Stable, ``idle``: nothing in flight) or its scale-down timeout passed.
     Mutation ``no-scale-down-timeout``: the timeout never ends it."""
     st = c.streams
@@ -257,7 +257,7 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
                            streams=streams.NEW_STREAMS if cfg.streams else ())
             c = _rejoin(cfg, c, out)
     elif kind is LearnerReady:
-        # R54: a restore finished; the member rejoins when its rejoin mode says so, between rounds
+        # R55: a restore finished; the member rejoins when its rejoin mode says so, between rounds
         st = c.streams
         bit = 1 << event.task
         if st and st.learning & bit & ~st.ready:
@@ -265,7 +265,7 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
             if _wants_rejoin(cfg, c.streams) and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
                 c = _rejoin(cfg, c, out)
     elif kind is ScaleDown:
-        # R52, R53: the scale-down tool: leaving soon, the scale-down timeout starts, rejoin to say so
+        # R53, R54: the scale-down tool: leaving soon, the scale-down timeout starts, rejoin to say so
         st = c.streams
         if st and not st.leaving and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             c = _rejoin(cfg, c._replace(streams=st._replace(leaving=True, countdown=cfg.scale_down_ticks)), out)
@@ -276,7 +276,7 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
     elif kind is Tick:
         if c.scheduled > 0:  # R32: the deadline is relative: ticks left
             c = c._replace(scheduled=c.scheduled - 1)
-        if c.streams and c.streams.countdown > 0:  # R53: so is the scale-down timeout
+        if c.streams and c.streams.countdown > 0:  # R54: so is the scale-down timeout
             c = c._replace(streams=c.streams._replace(countdown=c.streams.countdown - 1))
     elif kind is ScheduledRebalanceDue:
         # R32: the ScheduledRebalanceTimeout passed: rejoin, its subscription saying so (0 ticks left)

@@ -175,7 +175,7 @@ class Subscription(NamedTuple):
     ``NOT_SCHEDULED``: none), so that a new leader inherits the deadline (R32).
 
     Streams (seed 001) only: ``streams``, its user data ``(learning, ready,
-    standby, leaving)`` (R45; model/streams.py)."""
+    standby, leaving)`` (R46; model/streams.py)."""
 
     owned: int
     generation: int
@@ -220,7 +220,7 @@ class Assignment(NamedTuple):
     back.
 
     Streams (seed 001): ``partitions`` are the active tasks and ``streams`` is
-    ``(learning, standby)``, the learner and standby tasks (R45)."""
+    ``(learning, standby)``, the learner and standby tasks (R46)."""
 
     partitions: int
     scheduled: int = 0
@@ -404,14 +404,14 @@ class Tick(NamedTuple):
 
 class LearnerReady(NamedTuple):
     """Streams (seed 001): the member finished restoring learner task ``task`` (an
-    index): it is ready (R54)."""
+    index): it is ready (R55)."""
 
     task: int
     tag: int = 116
 
 
 class ScaleDown(NamedTuple):
-    """Streams (seed 001): the scale-down tool tells the member it is leaving soon (R52)."""
+    """Streams (seed 001): the scale-down tool tells the member it is leaving soon (R53)."""
 
     tag: int = 117
 

@@ -7,18 +7,18 @@ Tasks take the place of partitions in the same coordinator: task ``i`` is bit
 stateless ones. A member's *active* tasks are its ``Consumer.owned`` (so commits,
 fencing and ``exclusive_ownership`` are the consumer protocol's own, R9, R41);
 its *learner* and *standby* tasks and its restore progress are a
-``StreamsState`` (R44). They travel in the consumer protocol's user data:
+``StreamsState`` (R45). They travel in the consumer protocol's user data:
 ``Subscription.streams`` = ``(learning, ready, standby, leaving)``,
-``Assignment.streams`` = ``(learning, standby)`` (R45).
+``Assignment.streams`` = ``(learning, standby)`` (R46).
 
 ``assign(cfg, members, memory) -> (((member_id, Assignment), ...), memory')``:
 the seed's "Assignment Algorithm" (active, then learner, then standby, each
-with its priority list, R47-R50), under its "Algorithm Iteration Plan"
-versions 1.0 (only new-comers take learners, R49) and 2.0 (existing members
-take the tasks of leaving ones, R50), then the cooperative adjustment of R23
+with its priority list, R48-R51), under its "Algorithm Iteration Plan"
+versions 1.0 (only new-comers take learners, R50) and 2.0 (existing members
+take the tasks of leaving ones, R51), then the cooperative adjustment of R23
 (a task moving away from its current owner is withheld until it is revoked,
 as StreamsPartitionAssignor does with its follow-up rebalance). ``memory`` is
-the leader's ``StreamsMemory`` (R51): who took part in the last round it led
+the leader's ``StreamsMemory`` (R52): who took part in the last round it led
 and who was leaving; it lives in the leader's process only.
 
 Mutations: ``learners-to-anyone`` drops the version 1.0 rule (the seed's
@@ -44,11 +44,11 @@ def task_names(mask: int) -> str:
 
 
 class StreamsState(NamedTuple):
-    """A Streams member's tasks besides its active ones (R44): ``learning``,
+    """A Streams member's tasks besides its active ones (R45): ``learning``,
     ``ready`` (the learners restored to within the acceptable lag, a subset of
     ``learning``) and ``standby`` are bitmasks of tasks; ``leaving``: the
-    scale-down tool marked it "leaving soon" (R52); ``countdown``: ticks left of its
-    scale-down timeout (``NOT_SCHEDULED``: none running, R53)."""
+    scale-down tool marked it "leaving soon" (R53); ``countdown``: ticks left of its
+    scale-down timeout (``NOT_SCHEDULED``: none running, R54)."""
 
     learning: int = 0
     ready: int = 0
@@ -57,7 +57,7 @@ class StreamsState(NamedTuple):
     countdown: int = NOT_SCHEDULED
 
     def user_data(self) -> tuple:
-        """R45: what the member's Subscription carries: ``(learning, ready, standby, leaving)``."""
+        """R46: what the member's Subscription carries: ``(learning, ready, standby, leaving)``."""
         return (self.learning, self.ready, self.standby, self.leaving)
 
 
@@ -66,7 +66,7 @@ NO_USER_DATA = (0, 0, 0, False)
 
 
 class StreamsMemory(NamedTuple):
-    """The leader's memory (R51; seed 001, "Backing up Information on Leader"): the
+    """The leader's memory (R52; seed 001, "Backing up Information on Leader"): the
     member ids that took part in the last round it led, and those that said they
     were leaving, both sorted. ``participants == ()``: no memory (it led no round
     yet, or a new leader after a crash): nobody counts as a new-comer."""
@@ -91,7 +91,7 @@ class View(NamedTuple):
 
 def _views(cfg: GroupConfig, members, memory) -> list:
     """Members in R29 order with their claims resolved (R22) and user data read;
-    a member is leaving if it says so or the leader remembers it did (R51)."""
+    a member is leaving if it says so or the leader remembers it did (R52)."""
     from .assignors import _claims  # the consumer assignors' R22, shared
     won = _claims(cfg, members).won
     remembered = set(memory.participants and memory.leaving)
@@ -109,7 +109,7 @@ def _least(members, load) -> int:
 
 
 def _actives(cfg: GroupConfig, views, takers) -> dict:
-    """R47: each stateful task to, in order of priority, a member whose learner of
+    """R48: each stateful task to, in order of priority, a member whose learner of
     it is ready, its previous owner, a member learning it (not ready: no one else
     runs it, the seed's "transfer will happen immediately"), a member with its
     standby; the rest to the member with the fewest stateful tasks. Mutation
@@ -144,7 +144,7 @@ def _quotas(views, load, total: int) -> dict:
 
 
 def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemory) -> dict:
-    """R48-R50: existing learners kept while their task is active elsewhere; the
+    """R49-R51: existing learners kept while their task is active elsewhere; the
     tasks of leaving members learned by the others (version 2.0: a member with
     the task's standby first, then the first member under its quota); new-comers
     (not in the leader's memory of the last round; version 1.0's rule: only they
@@ -156,7 +156,7 @@ def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemo
     stateful = cfg.all_partitions & ~cfg.stateless
     learning = {v.mid: 0 for v in views}
     learned = 0
-    for v in takers:  # R48: keep, once per task, while another member runs it
+    for v in takers:  # R49: keep, once per task, while another member runs it
         keep = v.learning & ~active[v.mid] & ~learned & stateful
         keep &= _union(active[w.mid] for w in views if w.mid != v.mid)
         learning[v.mid] = keep
@@ -173,7 +173,7 @@ def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemo
     for v in views:
         if v.leaving:
             leaving_tasks |= active[v.mid] & stateful
-    if cfg.streams_version != "1.0":  # R50
+    if cfg.streams_version != "1.0":  # R51
         for t in partitions_of(leaving_tasks & ~learned):
             bit = 1 << t
             pick = (next((v for v in takers if v.standby & bit and not active[v.mid] & bit), None)
@@ -185,7 +185,7 @@ def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemo
     if "learners-to-anyone" in cfg.mutations:  # the naive rule: anyone under the mean, from anyone heavier
         new, gap = list(takers), 1
         limit = {v.mid: -(-stateful.bit_count() // len(takers)) for v in takers}
-    elif memory.participants:  # R49: new-comers only
+    elif memory.participants:  # R50: new-comers only
         new = [v for v in takers if v.mid not in memory.participants]
     else:
         new = []
@@ -204,7 +204,7 @@ def _learners(cfg: GroupConfig, views, takers, active: dict, memory: StreamsMemo
 
 
 def _standbys(cfg: GroupConfig, views, takers, active: dict, learning: dict) -> dict:
-    """R50's last step: ``cfg.standby_replicas`` standbys of each stateful task on
+    """R51's last step: ``cfg.standby_replicas`` standbys of each stateful task on
     members that neither run nor learn it: its previous standby holders, then its
     previous owner that lost it this round, then the member with the fewest
     standbys (ties: member order)."""
@@ -222,7 +222,7 @@ def _standbys(cfg: GroupConfig, views, takers, active: dict, learning: dict) -> 
 
 
 def _stateless(cfg: GroupConfig, views, takers, active: dict) -> None:
-    """R46: stateless tasks need no learning (KIP-415's two rounds): they even out the
+    """R47: stateless tasks need no learning (KIP-415's two rounds): they even out the
     loads the stateful tasks leave. A member that stays keeps its stateless tasks
     while its load (all its active tasks) is under its quota (loads within one,
     the larger quotas to the members running the most); the rest go to the least
@@ -248,7 +248,7 @@ def target(cfg: GroupConfig, members, memory: StreamsMemory = NO_MEMORY) -> tupl
     ``(views, active, learning, standby)``, the three dicts member id -> bitmask."""
     views = _views(cfg, members, memory)
     stay = [v for v in views if not v.leaving]
-    takers = stay or views  # when everyone leaves, they keep running until their timeouts (R53)
+    takers = stay or views  # when everyone leaves, they keep running until their timeouts (R54)
     active = _actives(cfg, views, takers)
     _stateless(cfg, views, takers, active)
     learning = _learners(cfg, views, stay, active, memory) if stay else {v.mid: 0 for v in views}
@@ -256,7 +256,7 @@ def target(cfg: GroupConfig, members, memory: StreamsMemory = NO_MEMORY) -> tupl
 
 
 def assign(cfg: GroupConfig, members, memory: StreamsMemory = NO_MEMORY) -> tuple:
-    """The Streams assignor (R47-R51): ``(((member_id, Assignment), ...) in
+    """The Streams assignor (R48-R52): ``(((member_id, Assignment), ...) in
     ``members``' order, the leader's new StreamsMemory)``. ``members``: the
     JoinGroup response's ((member_id, group_instance_id, Subscription), ...),
     non-empty. A task moving away from the member that runs it is withheld this

@@ -50,7 +50,7 @@ def seed_decisions(title: str) -> list:
     return [r for r in rounds if r]  # the seed's page repeats a garbled start of "Leader Transfer" in the block
 
 
-@pytest.mark.spec("R47", "R48", "R49", "R50", "R51", "R53")
+@pytest.mark.spec("R48", "R49", "R50", "R51", "R52", "R54")
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("streams_*.toml")), ids=lambda p: p.stem)
 def test_seed_examples_match_round_by_round(path):
     scenario = streams_replay.load(path)
@@ -86,7 +86,7 @@ def _stable(cfg, learning=0, ready=0, owned=0):
                       streams=c.streams._replace(learning=learning, ready=ready))
 
 
-@pytest.mark.spec("R44", "R45", "R54")
+@pytest.mark.spec("R45", "R46", "R55")
 @pytest.mark.parametrize("mode,rejoins_after_first", [("conservative", False), ("eager", True)])
 def test_rejoin_modes(mode, rejoins_after_first):
     cfg = GroupConfig(topics=(("task", 3),), protocol="streams", assignor="streams", rejoin_mode=mode)
@@ -98,10 +98,10 @@ def test_rejoin_modes(mode, rejoins_after_first):
         c2, out2 = member.handle(cfg, c1, LearnerReady(1))
         (send,) = out2
         assert type(send.request) is JoinGroup
-        assert send.request.subscription.streams == (0b011, 0b011, 0, False)  # R45: readiness in the user data
+        assert send.request.subscription.streams == (0b011, 0b011, 0, False)  # R46: readiness in the user data
 
 
-@pytest.mark.spec("R52", "R53")
+@pytest.mark.spec("R53", "R54")
 def test_scale_down_marks_leaving_and_counts_down():
     cfg = GroupConfig(topics=(("task", 3),), protocol="streams", assignor="streams", scale_down_ticks=2)
     c, out = member.handle(cfg, _stable(cfg, owned=0b001), ScaleDown())
@@ -113,7 +113,7 @@ def test_scale_down_marks_leaving_and_counts_down():
     assert c.streams.countdown == 0 and member.shutting_down(cfg, c, idle=False)
 
 
-@pytest.mark.spec("R46")
+@pytest.mark.spec("R47")
 def test_stateless_task_moves_in_two_rounds_without_learning():
     cfg = GroupConfig(topics=(("task", 3),), protocol="streams", assignor="streams", stateless=0b100)
     from rebalance.model.protocol import Subscription
@@ -122,7 +122,7 @@ def test_stateless_task_moves_in_two_rounds_without_learning():
     got = dict(out)
     assert got[1].partitions == 0b011  # T3 revoked, not yet given (R23)
     assert got[2].partitions == 0 and got[2].streams[0] & 0b100 == 0  # nobody learns a stateless task
-    assert got[2].streams[0] == 0b001  # the new-comer learns T1 (R49)
+    assert got[2].streams[0] == 0b001  # the new-comer learns T1 (R50)
 
 
 def _check(tmp_path, *args):

@@ -117,7 +117,7 @@ def _consumer(c: Consumer | None, n: _Names):
         return c
     echo = (n.gen(c.echo[0]),) + c.echo[1:] if c.echo else c.echo
     memory = c.memory
-    if type(memory) is StreamsMemory:  # the Streams leader remembers member ids (R51)
+    if type(memory) is StreamsMemory:  # the Streams leader remembers member ids (R52)
         memory = StreamsMemory(*(tuple(n.mid(m) for m in ids) for ids in memory))
     return c._replace(member_id=n.mid(c.member_id), generation=n.gen(c.generation),
                       owned_generation=n.gen(c.owned_generation), echo=echo, memory=memory)
