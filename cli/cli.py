@@ -412,7 +412,7 @@ def _topic(ctx, param, values):
 @click.option("--port", default=9092, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port, printed).")
 @click.option("--topic", "topics", multiple=True, required=True, callback=_topic, metavar="NAME:PARTITIONS",
-              help="A topic this broker serves (repeatable); its log is empty.")
+              help="A topic this broker serves (repeatable); its partitions' logs start empty.")
 @click.option("--store", default="rebalance-coordinator.db", show_default=True, type=click.Path(dir_okay=False),
               help="SQLite file for group metadata and committed offsets (':memory:' keeps nothing).")
 @click.option("--initial-rebalance-delay-ms", "initial_delay_ms", default=3000, show_default=True,
@@ -438,18 +438,21 @@ def _topic(ctx, param, values):
 @click.option("--offsets-retention-ms", "retention_ms", default=3_600_000, show_default=True, type=click.IntRange(1),
               help="offsets.retention.minutes, in ms: an Empty group's committed offsets, and the group, are removed "
                    "this long after it became Empty (Kafka: 7 days; a test server's groups live for a session).")
+@click.option("--auto-create-topics/--no-auto-create-topics", default=False, show_default=True,
+              help="auto.create.topics.enable: a Metadata request naming an unknown topic creates it (1 partition).")
 @click.option("--offsets-retention-check-interval-ms", "check_ms", default=600_000, show_default=True,
               type=click.IntRange(1), help="offsets.retention.check.interval.ms: how often expired groups are removed "
                                            "(an Empty group with no offsets goes at the next check).")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
-          log_format, queued_bytes, max_connections, idle_ms, retention_ms, check_ms):
+          log_format, queued_bytes, max_connections, idle_ms, retention_ms, check_ms, auto_create_topics):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
-    A one-broker Kafka cluster for consumer groups: any Kafka client
-    (librdkafka, kafka-python, aiokafka, kafkajs: the ones tested) can bootstrap from it, join
-    groups, heartbeat, commit and fetch offsets. Every group request is an
-    input to the same coordinator handler the checker explores
-    (model/coordinator.py). Topics hold empty logs: fetches return no records.
+    A one-broker Kafka cluster: any Kafka client (librdkafka, kafka-python,
+    aiokafka, kafkajs: the ones tested) can bootstrap from it, produce and
+    fetch records (an in-memory log per partition, impl/records.py), join
+    groups, heartbeat, commit and fetch offsets, and list, create and delete
+    topics and groups. Every group request is an input to the same coordinator
+    handler the checker explores (model/coordinator.py).
 
     --trace records what the broker saw in Kafka's terms (member.id strings,
     the consumer protocol decoded), for `rebalance conform`; a new or empty
@@ -479,7 +482,8 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
                                   initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms),
-                                  Limits(queued_bytes, max_connections, idle_ms, retention_ms, check_ms))
+                                  Limits(queued_bytes, max_connections, idle_ms, retention_ms, check_ms),
+                                  auto_create_topics)
         try:
             await coordinator.start()
         except OSError as e:

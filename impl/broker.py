@@ -1,6 +1,6 @@
 """The broker around the coordinator: the requests a Kafka client sends before and
-beside the group protocol, answered for a one-broker cluster whose topics hold
-empty logs. Nothing here is group protocol; each function maps a request payload
+beside the group protocol, answered for a one-broker cluster whose partitions'
+logs are impl/records.py's. Nothing here is group protocol; each function maps a request payload
 (kio) to a response dict for ``wire.response_frame``.
 
 ``Cluster``: this broker's node id (0), host, port and ``topics`` ((name,
@@ -15,11 +15,13 @@ import time
 import uuid
 from typing import NamedTuple
 
-from .wire import SUPPORTED, Api, ms, read_request, response_frame
+from .wire import SUPPORTED, read_request, response_frame
 
 NODE_ID = 0
 CLUSTER_ID = "rebalance-reference"
+OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_REQUIRED_ACKS = 21
 UNSUPPORTED_VERSION = 35
 
 
@@ -49,9 +51,14 @@ def api_versions(error: int = 0) -> dict:
 
 def metadata(cluster: Cluster, body) -> dict:
     """Metadata: this broker, leader of every partition; unknown topics answered
-    UNKNOWN_TOPIC_OR_PARTITION (no auto-creation)."""
+    UNKNOWN_TOPIC_OR_PARTITION (the caller auto-creates before, if it does). Every
+    topic for a null topic list, and for an empty one at v0
+    (MetadataRequest.isAllTopics)."""
     requested = getattr(body, "topics", None)
-    names = [t for t, _ in cluster.topics] if requested is None else [t.name for t in requested]
+    if requested is None or (not requested and type(body).__version__ == 0):
+        names = [t for t, _ in cluster.topics]
+    else:
+        names = [t.name for t in requested]
     topics = []
     for name in names:
         count = cluster.partitions(name)
@@ -73,25 +80,77 @@ def find_coordinator(cluster: Cluster, body) -> dict:
     return {"throttle_time": 0, **here, "coordinators": [{"key": k, **here} for k in keys]}
 
 
-def list_offsets(cluster: Cluster, body) -> dict:
-    """ListOffsets: every log is empty, so the earliest and latest offsets are 0."""
-    return {"throttle_time": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "timestamp": -1, "offset": 0, "leader_epoch": 0,
-             "error_code": 0 if p.partition_index < cluster.partitions(t.name) else UNKNOWN_TOPIC_OR_PARTITION}
-            for p in t.partitions]}
-        for t in body.topics]}
+def produce(cluster: Cluster, records, body) -> dict:
+    """Produce: each partition's records appended to its log (``records.Records.produce``;
+    ReplicaManager.appendRecords), acks 1 and all alike (one replica: the high
+    watermark moves with the append); acks other than -1, 0 or 1 is
+    INVALID_REQUIRED_ACKS for every partition, a partition not hosted
+    UNKNOWN_TOPIC_OR_PARTITION (no auto-creation on Produce, as Kafka's)."""
+    topics = []
+    for t in body.topic_data:
+        parts = []
+        for p in t.partition_data:
+            if body.acks not in (-1, 0, 1):
+                error, base, message = INVALID_REQUIRED_ACKS, -1, f"acks {body.acks}"
+            elif cluster.hosts(t.name, p.index):
+                error, base, message = records.produce(t.name, p.index, p.records)
+            else:
+                error, base, message = UNKNOWN_TOPIC_OR_PARTITION, -1, None
+            parts.append({"index": p.index, "error_code": error, "base_offset": base, "log_append_time": None,
+                          "log_start_offset": 0, "record_errors": [], "error_message": message})
+        topics.append({"name": t.name, "partition_responses": parts})
+    return {"throttle_time": 0, "responses": topics}
 
 
-def fetch(cluster: Cluster, body) -> dict:
-    """Fetch: no records; the high watermark of every partition is 0."""
-    return {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": [
-        {"topic": t.topic, "partitions": [
-            {"partition_index": p.partition, "high_watermark": 0, "last_stable_offset": 0, "log_start_offset": 0,
-             "aborted_transactions": (), "preferred_read_replica": -1, "records": b"",
-             "error_code": 0 if p.partition < cluster.partitions(t.topic) else UNKNOWN_TOPIC_OR_PARTITION}
-            for p in t.partitions]}
-        for t in body.topics]}
+def list_offsets(cluster: Cluster, records, body) -> dict:
+    """ListOffsets from the partitions' logs (``records.Records``): earliest (-2),
+    latest (-1, the high watermark), max timestamp (-3) or the first offset whose
+    record's timestamp is at least the one asked (KafkaApis.handleListOffsetRequest,
+    UnifiedLog.fetchOffsetByTimestamp); a partition not hosted is
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    topics = []
+    for t in body.topics:
+        parts = []
+        for p in t.partitions:
+            if cluster.hosts(t.name, p.partition_index):
+                offset, ts = records.log(t.name, p.partition_index).offset_for(p.timestamp)
+                parts.append({"partition_index": p.partition_index, "timestamp": ts, "offset": offset,
+                              "leader_epoch": 0, "error_code": 0})
+            else:
+                parts.append({"partition_index": p.partition_index, "timestamp": -1, "offset": -1,
+                              "leader_epoch": -1, "error_code": UNKNOWN_TOPIC_OR_PARTITION})
+        topics.append({"name": t.name, "partitions": parts})
+    return {"throttle_time": 0, "topics": topics}
+
+
+def fetch(cluster: Cluster, records, body) -> tuple:
+    """``(Fetch response, bytes of records in it)`` from the partitions' logs
+    (``records.Records``): whole batches from the fetch offset, up to each
+    partition's max bytes (the first batch whatever its size, KIP-74) and the
+    request's max bytes over all; an offset beyond the high watermark is
+    OFFSET_OUT_OF_RANGE (UnifiedLog.read), a partition not hosted
+    UNKNOWN_TOPIC_OR_PARTITION. No fetch sessions (session id 0: every Fetch is
+    full, FetchSession's sessionless path), no transactions (last stable offset =
+    high watermark)."""
+    left, total, responses = body.max_bytes, 0, []
+    for t in body.topics:
+        parts = []
+        for p in t.partitions:
+            hosted = cluster.hosts(t.topic, p.partition)
+            log = records.log(t.topic, p.partition) if hosted else None
+            error, data = UNKNOWN_TOPIC_OR_PARTITION, b""
+            if log is not None:
+                error = 0 if 0 <= p.fetch_offset <= log.end else OFFSET_OUT_OF_RANGE
+                if not error and p.fetch_offset < log.end and (not total or left > 0):
+                    data = log.read(p.fetch_offset, min(p.partition_max_bytes, left) if total else p.partition_max_bytes)
+                    left -= len(data)
+                    total += len(data)
+            end = log.end if log is not None else -1
+            parts.append({"partition_index": p.partition, "error_code": error, "high_watermark": end,
+                          "last_stable_offset": end, "log_start_offset": 0 if log is not None else -1,
+                          "aborted_transactions": None, "preferred_read_replica": -1, "records": data})
+        responses.append({"topic": t.topic, "partitions": parts})
+    return {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": responses}, total
 
 
 def worker_init(parent: int) -> None:
@@ -120,18 +179,10 @@ def answer_shared(cluster: Cluster, name: str, size: int) -> tuple:
         shm.close()
 
 
-def answer(cluster: Cluster, frame) -> tuple:
-    """``(response frame, wait ms)`` for a Metadata, ListOffsets or Fetch request
-    frame (a read-only buffer, without the size prefix): decoded, answered and
-    encoded in one call, so a large one can run in a worker process, away from the
-    event loop (a Fetch's response waits ``max.wait.ms`` first; the caller waits).
-    Raises FrameError for a frame that does not parse."""
+def answer(cluster: Cluster, frame) -> bytes:
+    """The response frame for a Metadata request frame (a read-only buffer, without
+    the size prefix): decoded, answered and encoded in one call, so a large one can
+    run in a worker process, away from the event loop. Raises FrameError for a
+    frame that does not parse."""
     req = read_request(frame)
-    b = req.body
-    if req.api_key == Api.METADATA:
-        data, wait = metadata(cluster, b), 0
-    elif req.api_key == Api.LIST_OFFSETS:
-        data, wait = list_offsets(cluster, b), 0
-    else:
-        data, wait = fetch(cluster, b), ms(b.max_wait)
-    return response_frame(req.api_key, req.version, req.correlation_id, data), wait
+    return response_frame(req.api_key, req.version, req.correlation_id, metadata(cluster, req.body))

@@ -10,6 +10,13 @@ impl/ decides no protocol question: it translates names (Kafka's member.id and
 group.instance.id strings to the model's ints), durations (ms from the requests)
 and bytes.
 
+Beside the groups: Produce, Fetch and ListOffsets on the partitions' logs
+(``records``, impl/records.py), InitProducerId, the topic admin APIs
+(``admin``: CreateTopics, DeleteTopics, DescribeConfigs, auto-creation) and the
+group admin APIs answered here, ListGroups, OffsetDelete and DeleteGroups (the
+last through the model's ``DeleteGroup`` input, R44); ``HANDLERS`` maps their API
+keys to the methods that answer them.
+
 Like Kafka's SocketServer, a connection's requests are handled one at a time,
 in order: a JoinGroup held at the barrier holds its connection's next request
 too. A frame that cannot be parsed closes its connection, and only it.
@@ -19,11 +26,12 @@ threads, KafkaRequestHandlerPool, and expires a member only when its heartbeat
 truly did not arrive):
 
 * frames are bounded per API (``limits.request_max_bytes``);
-* a frame above ``INLINE_BYTES`` is not decoded on the event loop: Metadata,
-  ListOffsets and Fetch are decoded, answered and encoded in a worker process
-  (``broker.answer``; kio's decoder holds the GIL, so a thread would not do), a
-  group request (at most 1 MiB) is decoded and its response encoded on a thread,
-  while the model's steps stay on the loop, in order;
+* a frame above ``INLINE_BYTES`` is not decoded on the event loop: Metadata is
+  decoded, answered and encoded in a worker process (``broker.answer``; kio's
+  decoder holds the GIL, so a thread would not do), any other request (a
+  Produce, Fetch or ListOffsets, whose answer needs the records log, or a group
+  request) is decoded and its response encoded on a thread, while the model's
+  steps and the log's appends stay on the loop, in order;
 * a timer that comes due runs its step only once the connections that have
   bytes delivered have read and stepped them (``Coordinator.settle``): after a
   stall, the heartbeats already received restart their session timers before
@@ -46,16 +54,19 @@ from multiprocessing import shared_memory
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SERIAL, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, Heartbeat,
-    JoinGroup, LeaveGroup, OffsetCommit, Phase, Protocols, Receive, Reply, SyncGroup, connection, slot_of,
+    EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SERIAL, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, DeleteGroup,
+    Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, Phase, Protocols, Receive, Reply, SyncGroup, connection, slot_of,
 )
 from rebalance.model.timing import (
     DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, joined_timeouts, rearm, session_timeout_error,
 )
 
-from . import broker
-from .limits import BROKER_APIS, Limits, MemoryPool, request_max_bytes
-from .store import GroupRecord, Store
+from . import admin, broker
+from .consumer_protocol import subscription_json
+from .limits import Limits, MemoryPool, request_max_bytes
+from .records import Records
+from .records import CorruptBatch
+from .store import GroupRecord, Store, StoreError
 from .trace import Recorder, settings
 from .wire import (
     Api, FrameError, UnsupportedVersion, ms, read_request, read_request_frame, request_key, response_frame,
@@ -67,6 +78,7 @@ UNKNOWN_ID = -1  # a member.id string the coordinator never handed out
 FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
 INLINE_BYTES = 64 << 10  # frames up to this size are decoded and encoded on the event loop
 SETTLE_ROUNDS = 16  # loop iterations a due timer waits, at most, for delivered requests to be stepped
+NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC = 68, 69, 86
 
 
 class Connection:
@@ -238,11 +250,17 @@ class Coordinator:
     request and response, spec/TRACE.md); ``initial_delay_ms``: group.initial.rebalance.delay.ms
     (KIP-134; 0 switches it off); ``mutations``: model mutations (model.config.MUTATIONS);
     ``session_bounds``: group.min/max.session.timeout.ms (R42); ``limits``: queued.max.request.bytes,
-    max.connections, connections.max.idle.ms (impl/limits.py)."""
+    max.connections, connections.max.idle.ms (impl/limits.py); ``auto_create_topics``:
+    auto.create.topics.enable (a Metadata naming an unknown topic creates it, num.partitions 1).
+    ``records``: the partitions' logs (impl/records.py)."""
 
     def __init__(self, cluster: broker.Cluster, store: Store, trace: Recorder, initial_delay_ms: int = 3000,
-                 mutations=(), session_bounds: SessionBounds = SessionBounds(), limits: Limits = Limits()):
+                 mutations=(), session_bounds: SessionBounds = SessionBounds(), limits: Limits = Limits(),
+                 auto_create_topics: bool = False):
         self.cluster, self.store, self.trace, self.limits = cluster, store, trace, limits
+        self.auto_create_topics = auto_create_topics
+        self.records = Records(self._keep_batch if store.keeps_records else None)
+        self.appends: list = []  # the store writes of the batches the Produce being answered appended
         self.pool = MemoryPool(limits.queued_max_request_bytes)
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
@@ -258,11 +276,20 @@ class Coordinator:
         self.server = None
         self.outbox: list = []  # [(store write or None, outputs)], replies waiting for a write (R37)
         self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store")
-        self.workers = None  # the process pool for large Metadata, ListOffsets and Fetch frames
+        self.workers = None  # the process pool for large Metadata frames
 
     async def start(self) -> None:
         """Listen on the cluster's host and port (port 0: any free port, then
-        ``cluster`` holds the real one). Raises OSError if the address is taken."""
+        ``cluster`` holds the real one). Raises OSError if the address is taken,
+        StoreError if a stored record batch no longer validates."""
+        stored = tuple(t for t in self.store.topics() if not self.cluster.partitions(t[0]))
+        self.cluster = self.cluster._replace(topics=self.cluster.topics + stored)
+        try:
+            loaded = self.records.load(self.store.batches())
+        except CorruptBatch as e:
+            raise StoreError(f"--store {self.store.path}: {e}") from None
+        if loaded:
+            log.info("loaded %d record batches", loaded)
         self.server = await asyncio.start_server(self._serve, self.cluster.host, self.cluster.port)
         port = self.server.sockets[0].getsockname()[1]
         self.cluster = self.cluster._replace(port=port)
@@ -333,10 +360,10 @@ class Coordinator:
 
     @staticmethod
     def _alloc(c: Connection):
-        """The buffers ``c``'s frames are read into: a large Metadata, ListOffsets or Fetch
-        frame in a shared memory block (``c.shared``) the worker process reads in place."""
+        """The buffers ``c``'s frames are read into: a large Metadata frame in a shared
+        memory block (``c.shared``) the worker process reads in place."""
         def alloc(api_key: int, size: int):
-            if size <= INLINE_BYTES or api_key not in BROKER_APIS:
+            if size <= INLINE_BYTES or api_key != Api.METADATA:
                 return bytearray(size)
             c.shared = shared_memory.SharedMemory(create=True, size=size)
             return c.shared.buf[:size]
@@ -501,19 +528,17 @@ class Coordinator:
                 size = len(frame)
                 large, req = size > INLINE_BYTES, None
                 try:  # queued.max.request.bytes holds a frame until it is decoded (RequestChannel.Request)
-                    if large and request_key(frame)[0] in BROKER_APIS:
-                        out, wait = await self._offload(c, frame)
+                    if large and request_key(frame)[0] == Api.METADATA:
+                        out = await self._offload(c, frame)
                     else:
                         req = await asyncio.to_thread(read_request, frame) if large else read_request(frame)
                 except UnsupportedVersion as e:
-                    out, wait = response_frame(Api.API_VERSIONS, 0, e.correlation_id,
-                                               broker.api_versions(broker.UNSUPPORTED_VERSION)), 0
+                    out = response_frame(Api.API_VERSIONS, 0, e.correlation_id,
+                                         broker.api_versions(broker.UNSUPPORTED_VERSION))
                 finally:
                     self.pool.release(size)
                 if req is None:
                     del frame
-                    if wait:
-                        await asyncio.sleep(min(wait, FETCH_WAIT_CAP_MS) / 1000)
                     writer.write(out)
                     await writer.drain()
                     continue
@@ -522,6 +547,8 @@ class Coordinator:
                 if trace.enabled:
                     trace.request(name, frame)
                 data = await self._dispatch(c, req)
+                if data is None:  # a Produce with acks=0: Kafka sends no response (KafkaApis.handleProduceRequest)
+                    continue
                 encode = (req.api_key, req.version, req.correlation_id, data)
                 out = await asyncio.to_thread(response_frame, *encode) if large else response_frame(*encode)
                 if trace.enabled:
@@ -552,14 +579,19 @@ class Coordinator:
         if key == Api.API_VERSIONS:
             return broker.api_versions()
         if key == Api.METADATA:
-            return broker.metadata(cluster, b)
+            if self.auto_create_topics and b.topics and getattr(b, "allow_auto_topic_creation", True):
+                self._add_topics(tuple((t.name, admin.DEFAULT_PARTITIONS) for t in b.topics if t.name
+                                       and not cluster.partitions(t.name) and not admin.topic_name_error(t.name)))
+            return broker.metadata(self.cluster, b)
         if key == Api.FIND_COORDINATOR:
             return broker.find_coordinator(cluster, b)
-        if key == Api.LIST_OFFSETS:
-            return broker.list_offsets(cluster, b)
-        if key == Api.FETCH:
-            await asyncio.sleep(min(ms(b.max_wait), FETCH_WAIT_CAP_MS) / 1000)
-            return broker.fetch(cluster, b)
+        if key in HANDLERS:
+            return await HANDLERS[key](self, b)
+        if key == Api.DESCRIBE_CONFIGS:
+            return admin.describe_configs(cluster, b)
+        if key == Api.INIT_PRODUCER_ID:
+            return self.records.init_producer_id(b.transactional_id, getattr(b, "producer_id", -1),
+                                                 getattr(b, "producer_epoch", -1))
         if key == Api.DESCRIBE_GROUPS:
             return {"throttle_time": 0, "groups": [self._describe(gid) for gid in b.groups]}
         if key == Api.OFFSET_FETCH:
@@ -582,6 +614,124 @@ class Coordinator:
         if key == Api.LEAVE_GROUP:
             return await self._leave(c, rt, req)
         return await self._commit(c, rt, req)
+
+    # --- records and admin (impl/records.py, impl/admin.py) ----------------------------
+    async def _produce(self, b):
+        """Produce (broker.produce); with a store that keeps records, answered once the
+        batches appended are written (the writer thread writes in order)."""
+        data = broker.produce(self.cluster, self.records, b)
+        appends, self.appends = self.appends, []
+        if appends and b.acks != 0:
+            await appends[-1]
+        return None if b.acks == 0 else data
+
+    def _keep_batch(self, topic: str, partition: int, base: int, data: bytes) -> None:
+        self.appends.append(self.write(self.store.append_batch, topic, partition, base, data))
+
+    async def _fetch(self, b) -> dict:
+        """Fetch, held until min_bytes of records are there or max.wait.ms (at most
+        FETCH_WAIT_CAP_MS) has passed (DelayedFetch); an append wakes it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(ms(b.max_wait), FETCH_WAIT_CAP_MS) / 1000
+        while True:
+            appended = self.records.appended
+            data, size = broker.fetch(self.cluster, self.records, b)
+            left = deadline - loop.time()
+            if size >= max(b.min_bytes, 1) or left <= 0:
+                return data
+            try:
+                await asyncio.wait_for(appended.wait(), left)
+            except TimeoutError:
+                pass
+
+    async def _list_offsets(self, b) -> dict:
+        return broker.list_offsets(self.cluster, self.records, b)
+
+    def _add_topics(self, added: tuple) -> None:
+        if added:
+            self.cluster = self.cluster._replace(topics=self.cluster.topics + added)
+            for name, count in added:
+                self.write(self.store.save_topic, name, count)
+            self.trace.topics(self.cluster.topics)
+            log.info("created topics %s", ", ".join(f"{t}:{n}" for t, n in added))
+
+    async def _create_topics(self, b) -> dict:
+        added, data = admin.create_topics(self.cluster, b)
+        self._add_topics(added)
+        return data
+
+    async def _delete_topics(self, b) -> dict:
+        gone, data = admin.delete_topics(self.cluster, b)
+        if gone:
+            self.cluster = self.cluster._replace(topics=tuple(t for t in self.cluster.topics if t[0] not in gone))
+            for name in gone:
+                self.records.drop(name)
+                self.write(self.store.delete_topic, name)
+            self.trace.topics(self.cluster.topics)
+            log.info("deleted topics %s", ", ".join(gone))
+        return data
+
+    async def _list_groups(self, b) -> dict:
+        """ListGroups: every group this coordinator keeps, in the states asked for
+        (v4+, case-insensitive) and of type classic (v5+) (GroupCoordinator.handleListGroups)."""
+        states = {x.lower() for x in getattr(b, "states_filter", ())}
+        types = {x.lower() for x in getattr(b, "types_filter", ())}
+        groups = [] if types and "classic" not in types else [
+            {"group_id": gid, "protocol_type": rt.protocol_type() or "", "group_state": GROUP_STATE_NAMES[rt.group.phase],
+             "group_type": "classic"}
+            for gid, rt in sorted(self.groups.items())
+            if not states or GROUP_STATE_NAMES[rt.group.phase].lower() in states]
+        return {"throttle_time": 0, "error_code": 0, "groups": groups}
+
+    async def _delete_groups(self, b) -> dict:
+        """DeleteGroups (R44): the model's DeleteGroup input decides; a group it makes
+        Dead is removed with its committed offsets, as at expiry (R43)."""
+        results, deleted = [], []
+        for gid in b.groups_names:
+            rt = self.groups.get(gid)
+            if rt is None:
+                results.append({"group_id": gid, "error_code": GROUP_ID_NOT_FOUND})
+                continue
+            rt.step(DeleteGroup())
+            if rt.group.phase != Phase.DEAD:
+                results.append({"group_id": gid, "error_code": NON_EMPTY_GROUP})
+                continue
+            del self.groups[gid]
+            rt.close()
+            self.with_offsets.discard(gid)
+            await self.write(self.store.delete_group, gid)
+            deleted.append(gid)
+            results.append({"group_id": gid, "error_code": 0})
+        if deleted:
+            self.trace.expire(deleted)
+        return {"throttle_time": 0, "results": results}
+
+    async def _offset_delete(self, b) -> dict:
+        """OffsetDelete: a known group's committed offsets of the partitions named go,
+        except those of topics its members subscribe to while it is not Empty
+        (GROUP_SUBSCRIBED_TO_TOPIC; GroupCoordinator.handleDeleteOffsets)."""
+        rt = self.groups.get(b.group_id)
+        if rt is None:
+            return {"error_code": GROUP_ID_NOT_FOUND, "throttle_time": 0, "topics": []}
+        g, subscribed = rt.group, set()
+        if g.phase != Phase.EMPTY and g.protocol:
+            for m in g.members:
+                subscribed.update(subscription_json(rt.protocol_type(), m.subscription.metadata(g.protocol))
+                                  .get("topics", ()))
+        gone, topics = [], []
+        for t in b.topics:
+            parts = []
+            for p in t.partitions:
+                error = GROUP_SUBSCRIBED_TO_TOPIC if t.name in subscribed else 0
+                if not error:
+                    gone.append((t.name, p.partition_index))
+                parts.append({"partition_index": p.partition_index, "error_code": error})
+            topics.append({"name": t.name, "partitions": parts})
+        if gone:
+            await self.write(self.store.delete_offsets, b.group_id, gone)
+            if not await self.write(self.store.offsets, b.group_id):
+                self.with_offsets.discard(b.group_id)
+        return {"error_code": 0, "throttle_time": 0, "topics": topics}
 
     # --- group requests: wire <-> model ---------------------------------------------
     async def _join(self, c: Connection, rt: GroupRuntime, req) -> dict:
@@ -679,3 +829,16 @@ class Coordinator:
                             "member_assignment": b"" if m.assignment is EMPTY_ASSIGNMENT else m.assignment})
         return {"error_code": 0, "group_id": group_id, "group_state": GROUP_STATE_NAMES[g.phase],
                 "protocol_type": rt.protocol_type() or "", "protocol_data": g.protocol, "members": members}
+
+
+# the APIs answered by a Coordinator method of the request payload
+HANDLERS = {
+    Api.PRODUCE: Coordinator._produce,
+    Api.FETCH: Coordinator._fetch,
+    Api.LIST_OFFSETS: Coordinator._list_offsets,
+    Api.CREATE_TOPICS: Coordinator._create_topics,
+    Api.DELETE_TOPICS: Coordinator._delete_topics,
+    Api.LIST_GROUPS: Coordinator._list_groups,
+    Api.DELETE_GROUPS: Coordinator._delete_groups,
+    Api.OFFSET_DELETE: Coordinator._offset_delete,
+}

@@ -7,7 +7,7 @@
   JoinGroup, SyncGroup or OffsetCommit of MBs is not a client's) and closes the
   connection of a larger one as Kafka does for a frame above
   socket.request.max.bytes (SocketServer.Processor, NetworkReceive's
-  InvalidReceiveException). Metadata, ListOffsets and Fetch keep Kafka's bound.
+  InvalidReceiveException). Produce, Metadata, ListOffsets and Fetch keep Kafka's bound.
 * ``queued.max.request.bytes`` (Kafka: -1, unbounded; serve: 100 MiB): the bytes
   of request frames read and not yet decoded, over all connections. A connection
   whose next frame does not fit waits, reading nothing, until enough is released
@@ -39,12 +39,12 @@ from .wire import MAX_FRAME, Api
 
 GROUP_REQUEST_MAX_BYTES = 1 << 20
 # the APIs a client sends outside the group protocol whose frames may be as large as Kafka allows
-BROKER_APIS = frozenset((Api.METADATA, Api.LIST_OFFSETS, Api.FETCH))
+BROKER_APIS = frozenset((Api.PRODUCE, Api.METADATA, Api.LIST_OFFSETS, Api.FETCH))
 
 
 def request_max_bytes(api_key: int) -> int:
     """The largest request frame (bytes, without the size prefix) serve reads for
-    an API key: MAX_FRAME for Metadata, ListOffsets and Fetch, 1 MiB for the rest."""
+    an API key: MAX_FRAME for Produce, Metadata, ListOffsets and Fetch, 1 MiB for the rest."""
     return MAX_FRAME if api_key in BROKER_APIS else GROUP_REQUEST_MAX_BYTES
 
 

@@ -7,7 +7,10 @@ record)``: the group as ``model.coordinator.stored`` gives it, with impl/'s name
 for its member and instance ids and each member's timeouts, as JSON text (bytes —
 the members' protocol metadata and assignments, opaque to the coordinator — as
 base64); ``offsets(group_id, topic, partition, offset, metadata)``. Kafka keeps
-both in the __consumer_offsets topic (GroupMetadataManager).
+both in the __consumer_offsets topic (GroupMetadataManager). In a file (not
+":memory:"), the records too: ``topics(name, partitions)``, the topics created at
+run time, and ``batches(topic, partition, base_offset, data)``, each record batch
+as appended (impl/records.py), as Kafka keeps its log segments on disk.
 
 Reading a store never runs code from it: records are JSON, decoded field by field
 into the model's values. A store written before format 1 (pickled records, which
@@ -118,6 +121,36 @@ class Store:
         self.db.execute("CREATE TABLE IF NOT EXISTS groups (group_id TEXT PRIMARY KEY, record TEXT NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS offsets (group_id TEXT, topic TEXT, partition INTEGER, "
                         "offset INTEGER NOT NULL, metadata TEXT, PRIMARY KEY (group_id, topic, partition))")
+        self.db.execute("CREATE TABLE IF NOT EXISTS topics (name TEXT PRIMARY KEY, partitions INTEGER NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS batches (topic TEXT, partition INTEGER, base_offset INTEGER, "
+                        "data BLOB NOT NULL, PRIMARY KEY (topic, partition, base_offset))")
+
+    @property
+    def keeps_records(self) -> bool:
+        """Whether records are written here: only to a file (":memory:" would hold every
+        batch a second time, in the same process)."""
+        return self.path != ":memory:"
+
+    def topics(self) -> tuple:
+        """The topics created at run time: ((name, partitions), ...), in creation order."""
+        return tuple(self.db.execute("SELECT name, partitions FROM topics ORDER BY rowid"))
+
+    def save_topic(self, name: str, partitions: int) -> None:
+        self.db.execute("INSERT OR REPLACE INTO topics VALUES (?, ?)", (name, partitions))
+
+    def delete_topic(self, name: str) -> None:
+        """Forget a topic and its records, in one transaction."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.execute("DELETE FROM topics WHERE name = ?", (name,))
+            self.db.execute("DELETE FROM batches WHERE topic = ?", (name,))
+
+    def append_batch(self, topic: str, partition: int, base_offset: int, data: bytes) -> None:
+        self.db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?, ?, ?)", (topic, partition, base_offset, data))
+
+    def batches(self):
+        """Every stored batch, ``(topic, partition, data)``, in each partition's offset order."""
+        return self.db.execute("SELECT topic, partition, data FROM batches ORDER BY topic, partition, base_offset")
 
     def groups(self) -> dict:
         """Every stored group: {group_id: GroupRecord}. Raises StoreError naming a group
@@ -151,6 +184,14 @@ class Store:
             self.db.execute("BEGIN")
             self.db.executemany("INSERT OR REPLACE INTO offsets VALUES (?, ?, ?, ?, ?)",
                                 [(group_id, *o) for o in offsets])
+
+    def delete_offsets(self, group_id: str, partitions) -> None:
+        """Forget the group's committed offsets of ``partitions`` ((topic, partition), ...),
+        in one transaction (OffsetDelete: GroupMetadataManager.cleanupGroupMetadata's tombstones)."""
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("DELETE FROM offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+                                [(group_id, t, p) for t, p in partitions])
 
     def offsets(self, group_id: str) -> dict:
         """{(topic, partition): (offset, metadata)} committed for the group."""

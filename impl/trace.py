@@ -116,6 +116,13 @@ class Recorder:
         if self.file is not None and groups:
             self._write({"type": "expire", "t_ms": self.now_ms(), "groups": sorted(groups)})
 
+    def topics(self, topics) -> None:
+        """A ``topics`` record: the broker's topics ((name, partitions), ...) after a
+        CreateTopics, DeleteTopics or auto-creation changed them."""
+        if self.file is not None:
+            self._write({"type": "topics", "t_ms": self.now_ms(),
+                         "topics": [{"name": name, "partitions": count} for name, count in topics]})
+
     def begin(self, settings_: dict, groups=()) -> None:
         """The header on a new trace; a ``restart`` naming ``groups`` (the group
         ids loaded from the store, R37) on a trace being continued."""

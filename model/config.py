@@ -115,6 +115,11 @@ MUTATIONS = {
         "seed 001, Scale Down Timeout (version 1.0, before it: a leaving member whose tasks nobody learns "
         "waits for ever)",
     ),
+    "delete-non-empty-group": (
+        "DeleteGroups deletes a group whatever its state, members and all, instead of answering NON_EMPTY_GROUP "
+        "unless it is Empty",
+        "test-only: a deliberately wrong coordinator, not a Kafka bug (GroupCoordinator.handleDeleteGroups)",
+    ),
 }
 
 
@@ -147,6 +152,7 @@ MUTATION_PROTOCOLS = {
     "learners-to-anyone": ("streams",),
     "promote-unready-learner": ("streams",),
     "no-scale-down-timeout": ("streams",),
+    "delete-non-empty-group": PROTOCOLS,
 }
 assert MUTATION_PROTOCOLS.keys() == MUTATIONS.keys(), "every mutation names the protocols it applies to"
 

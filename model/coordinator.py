@@ -523,9 +523,19 @@ def _pending_timeout(group: Group, mid: int) -> Group:
     return group._replace(pending=tuple(x for x in group.pending if x != mid))
 
 
-def _delete(group: Group, out: list) -> Group:
-    """Only an Empty group can be deleted; it becomes Dead (GroupCoordinator.handleDeleteGroups)."""
-    if group.phase == Phase.EMPTY:
+def deletable(cfg: GroupConfig, group: Group) -> bool:
+    """Whether DeleteGroups removes the group: only an Empty one
+    (GroupCoordinator.handleDeleteGroups: a Dead group is GROUP_ID_NOT_FOUND, an
+    Empty one is deleted, any other is NON_EMPTY_GROUP; spec R44). Mutation
+    ``delete-non-empty-group`` deletes a group in any live state."""
+    if "delete-non-empty-group" in cfg.mutations:
+        return group.phase != Phase.DEAD
+    return group.phase == Phase.EMPTY
+
+
+def _delete(cfg: GroupConfig, group: Group, out: list) -> Group:
+    """A deletable group becomes Dead; any other is unchanged (R44)."""
+    if deletable(cfg, group):
         return group._replace(phase=Phase.DEAD)
     return group
 
@@ -560,7 +570,7 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
     elif kind is PendingMemberTimeout:
         group = _pending_timeout(group, event.member_id)
     elif kind is DeleteGroup:
-        group = _delete(group, out)
+        group = _delete(cfg, group, out)
     else:
         raise TypeError(f"coordinator cannot handle input {event!r}")
     if group.phase == Phase.EMPTY and group.generation and "reset-generation-when-empty" in cfg.mutations:

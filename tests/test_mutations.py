@@ -59,6 +59,8 @@ MATRIX = [
                                             "--max-faults", "1"), {"bounded_scale_down"}),
     (("no-commit-fencing",), ("--protocol", "streams", "--members", "2", "--tasks", "2", "--standby", "0",
                               "--faults", "pause,crash,join"), {"exclusive_processing", "exclusive_active"}),
+    # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
+    (("delete-non-empty-group",), SMALL, set()),
 ]
 
 

@@ -754,6 +754,9 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                         f"the coordinator removed group {gid!r}, which the model says is not Empty (R43)",
                         tuple(context[gid])), figures={"not_judged": not_judged})
             checked += 1
+        elif kind == "topics":  # hosted partitions from here on (KafkaApis answers others before the coordinator)
+            side.cluster = side.cluster._replace(topics=tuple((t["name"], t["partitions"]) for t in record["topics"]))
+            checked += 1
         elif kind == "restart":
             rules.add("R37")
             loaded = set(record["groups"])

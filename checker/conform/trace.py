@@ -31,7 +31,7 @@ import jsonschema
 from rebalance import spec as spec_package
 
 SCHEMA_PATH = Path(spec_package.__file__).resolve().parent / "trace.schema.json"
-RECORD_TYPES = ("header", "open", "close", "request", "response", "restart", "expire")
+RECORD_TYPES = ("header", "open", "close", "request", "response", "restart", "expire", "topics")
 APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch", "DescribeGroups")
 
 
@@ -177,8 +177,8 @@ def parse(lines, path: str = "") -> Trace:
             open_conns.add(conn)
         elif kind == "restart":
             open_conns.clear()  # a restarted coordinator starts with no connection
-        elif kind == "expire":
-            pass  # names groups, no connection
+        elif kind in ("expire", "topics"):
+            pass  # names groups or topics, no connection
         elif conn not in open_conns:
             raise TraceError(lineno, f"connection {conn!r} used before it was opened"
                              if conn not in seen_conns else f"connection {conn!r} used after it closed")

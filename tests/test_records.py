@@ -1,0 +1,269 @@
+"""Records in ``rebalance serve`` (impl/records.py): batches built by kio's record
+writer, validated, appended with offsets, fetched and listed; idempotent
+producers' sequences; and, on real sockets, a corrupt batch refused with
+CORRUPT_MESSAGE and nothing stored, and every request version serve advertises
+answered with null and with empty arrays."""
+import datetime
+import gzip
+import io
+import socket
+import struct
+
+import cramjam
+import pytest
+from kio.records.schema import NewRecordBatch, Record
+from kio.records.writers import write_new_batch
+from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
+
+from interop.harness import REBALANCE, wait_for
+from rebalance.impl import records as R
+from rebalance.impl.wire import SUPPORTED, Api, read_response
+from test_serve import Client, closed, server, zero_request  # noqa: F401 (the server fixture)
+
+T0 = 1_700_000_000_000  # ms
+
+
+def batch(values, ts=T0, pid=-1, epoch=-1, seq=-1, codec=0) -> bytes:
+    """A v2 record batch of ``values`` (timestamps ts, ts+1000, ... ms) written by kio,
+    its records section compressed with ``codec`` (CompressionType id)."""
+    recs = tuple(Record(attributes=i8(0), timestamp=TZAwareMicros.parse(
+        datetime.datetime.fromtimestamp((ts + 1000 * i) / 1000, datetime.UTC)), offset=i64(i), key=None,
+        value=v, headers=()) for i, v in enumerate(values))
+    buf = io.BytesIO()
+    write_new_batch(buf, NewRecordBatch(producer_id=i64(pid), producer_epoch=i16(epoch), base_sequence=i32(seq),
+                                        records=recs, attributes=i16(0)))
+    data = buf.getvalue()
+    if codec:
+        body = {1: gzip.compress, 3: lambda b: bytes(cramjam.lz4.compress(b)),
+                4: lambda b: bytes(cramjam.zstd.compress(b)),
+                2: lambda b: bytes(cramjam.snappy.compress_raw(b))}[codec](data[R.HEADER.size:])
+        head = bytearray(data[:R.HEADER.size])
+        head[21:23] = struct.pack(">h", codec)
+        data = bytes(head) + body
+        data = data[:8] + struct.pack(">i", len(data) - 12) + data[12:17] + \
+            struct.pack(">I", R.crc32c(data[R.CRC_FROM:])) + data[21:]
+    return data
+
+
+def values_of(data: bytes) -> list:
+    """The values of every record in fetched bytes (uncompressed batches), via kio's reader."""
+    from kio.records.readers import read_batch
+    out, at = [], 0
+    while at < len(data):
+        b, size = read_batch(data, at)
+        out += [r.value for r in b.records]
+        at += size
+    return out
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4], ids=["none", "gzip", "snappy", "lz4", "zstd"])
+def test_a_batch_of_every_codec_is_validated_and_its_records_indexed(codec):
+    b = R.parse_batch(batch([b"a", b"b", b"c"], codec=codec))
+    assert b.last_offset_delta == 2 and b.records == ((0, T0), (1, T0 + 1000), (2, T0 + 2000))
+
+
+def test_offsets_high_watermark_fetch_and_list_offsets():
+    log = R.PartitionLog()
+    assert log.append(R.parse_batch(batch([b"a", b"b"]))) == (0, 0)
+    assert log.append(R.parse_batch(batch([b"c"], ts=T0 + 5000))) == (0, 2)
+    assert log.end == 3
+    assert values_of(log.read(0, 1 << 20)) == [b"a", b"b", b"c"]
+    assert values_of(log.read(2, 1 << 20)) == [b"c"]
+    assert values_of(log.read(1, 1)) == [b"a", b"b"]  # the batch holding offset 1, whatever max bytes says
+    assert log.read(3, 1 << 20) == b""
+    assert log.offset_for(R.EARLIEST) == (0, -1) and log.offset_for(R.LATEST) == (3, -1)
+    assert log.offset_for(T0 + 500) == (1, T0 + 1000)
+    assert log.offset_for(T0 + 4000) == (2, T0 + 5000)
+    assert log.offset_for(T0 + 9000) == (-1, -1)
+    assert log.offset_for(R.MAX_TIMESTAMP) == (2, T0 + 5000)
+
+
+def corruptions():
+    good = batch([b"x", b"y"])
+    flipped = bytearray(good)
+    flipped[-1] ^= 1
+    return {
+        "crc": bytes(flipped),
+        "truncated": good[:-3],
+        "short": good[:20],
+        "magic 1": good[:16] + b"\x01" + good[17:],
+        "lying count": good[:57] + struct.pack(">i", 3) + good[61:],
+        "garbage codec": batch([b"x"], codec=1)[:R.HEADER.size] + b"not gzip at all",
+    }
+
+
+@pytest.mark.parametrize("name", list(corruptions()))
+def test_a_malformed_batch_is_refused_and_nothing_is_stored(name):
+    records = R.Records()
+    error, base, message = records.produce("t", 0, corruptions()[name])
+    assert error in (R.CORRUPT_MESSAGE, R.INVALID_RECORD) and base == -1 and message
+    assert records.log("t", 0).end == 0 and records.log("t", 0).batches == []
+
+
+def test_idempotent_sequences_duplicates_gaps_and_fencing():
+    log = R.PartitionLog()
+    assert log.append(R.parse_batch(batch([b"a", b"b"], pid=7, epoch=0, seq=0))) == (0, 0)
+    assert log.append(R.parse_batch(batch([b"a", b"b"], pid=7, epoch=0, seq=0))) == (0, 0)  # a retry: same offset
+    assert log.end == 2
+    assert log.append(R.parse_batch(batch([b"c"], pid=7, epoch=0, seq=5)))[0] == R.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert log.append(R.parse_batch(batch([b"c"], pid=7, epoch=0, seq=2))) == (0, 2)
+    assert log.append(R.parse_batch(batch([b"d"], pid=7, epoch=1, seq=0))) == (0, 3)  # a new epoch restarts at 0
+    assert log.append(R.parse_batch(batch([b"e"], pid=7, epoch=0, seq=3)))[0] == R.INVALID_PRODUCER_EPOCH
+    assert log.append(R.parse_batch(batch([b"e"], pid=8, epoch=0, seq=4)))[0] == R.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert log.end == 4
+
+
+def produce(client, data, acks=-1, topic="t", partition=0):
+    r = client.call(Api.PRODUCE, 9, transactional_id=None, acks=acks, timeout=1000, topic_data=[
+        {"name": topic, "partition_data": [{"index": partition, "records": data}]}])
+    return r.responses[0].partition_responses[0]
+
+
+def latest(client, partition=0) -> int:
+    r = client.call(Api.LIST_OFFSETS, 7, replica_id=-1, isolation_level=0, topics=[
+        {"name": "t", "partitions": [{"partition_index": partition, "current_leader_epoch": -1, "timestamp": -1}]}])
+    return r.topics[0].partitions[0].offset
+
+
+def test_on_the_wire_a_corrupt_batch_gets_corrupt_message_and_the_log_is_untouched(server):
+    c = Client(server.port, "producer")
+    assert (p := produce(c, batch([b"a", b"b"]))).error_code == 0 and p.base_offset == 0
+    for name, data in corruptions().items():
+        p = produce(c, data)
+        assert p.error_code in (R.CORRUPT_MESSAGE, R.INVALID_RECORD) and p.base_offset == -1, name
+    assert latest(c) == 2
+    assert (p := produce(c, batch([b"c"]))).error_code == 0 and p.base_offset == 2  # the connection lives on
+    f = c.call(Api.FETCH, 12, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+               session_id=0, session_epoch=-1, topics=[{"topic": "t", "partitions": [
+                   {"partition": 0, "current_leader_epoch": -1, "fetch_offset": 1, "last_fetched_epoch": -1,
+                    "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}], forgotten_topics_data=[], rack_id="")
+    part = f.responses[0].partitions[0]
+    assert part.error_code == 0 and part.high_watermark == 3 and values_of(part.records) == [b"a", b"b", b"c"]
+    assert not any("Traceback" in line for line in server.log)
+
+
+def test_acks_zero_gets_no_response_and_bad_acks_are_refused(server):
+    c = Client(server.port, "producer")
+    c.sock.sendall(__import__("rebalance.impl.wire", fromlist=["request_frame"]).request_frame(
+        Api.PRODUCE, 9, 99, "producer", {"transactional_id": None, "acks": 0, "timeout": 1000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 1, "records": batch([b"z"])}]}]}))
+    assert latest(c, 1) == 1  # answered next: the acks=0 request got no response, and was appended
+    assert produce(c, batch([b"q"]), acks=2).error_code == 21  # INVALID_REQUIRED_ACKS
+    assert produce(c, batch([b"q"]), partition=9).error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_transactional_producer_gets_unsupported_version(server):
+    c = Client(server.port, "txn")
+    r = c.call(Api.INIT_PRODUCER_ID, 4, transactional_id="tx-1", transaction_timeout=60000, producer_id=-1,
+               producer_epoch=-1)
+    assert r.error_code == 35
+    r = c.call(Api.INIT_PRODUCER_ID, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1,
+               producer_epoch=-1)
+    assert r.error_code == 0 and r.producer_id > 0 and r.producer_epoch == 0
+
+
+# the fields a zero request needs set for serve to answer it at once rather than hold it (a Fetch waits
+# max.wait.ms) or send nothing (a Produce with acks=0)
+ANSWERABLE = {Api.PRODUCE: {"acks": 1}}
+
+
+@pytest.mark.parametrize("nulls", [True, False], ids=["null arrays", "empty arrays"])
+def test_every_advertised_request_version_is_answered(server, nulls):
+    """Every (API, version) in the ApiVersions answer, sent with every nullable
+    field null (or, second pass, every array empty and every string ""): answered
+    with a response that parses, never a closed connection. Covers the Metadata v12
+    null topic list librdkafka sends for all topics (issue 19)."""
+    for api, (low, high) in sorted(SUPPORTED.items()):
+        for version in range(low, high + 1):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+                s.sendall(zero_request(api, version, nulls=nulls, **ANSWERABLE.get(api, {})))
+                head = s.recv(4, socket.MSG_WAITALL)
+                assert len(head) == 4, (api, version, server.log[-3:])
+                body = s.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+                assert read_response(body, api, version)[0] == 1
+    assert not any("closing connection" in line for line in server.log), server.log[-5:]
+
+
+def test_metadata_for_all_topics_as_librdkafka_sends_it(server):
+    """librdkafka 2.x's Metadata v12 for all topics ends with 3 bytes after its
+    payload; Kafka reads the payload and ignores them (RequestContext.parseRequest)."""
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(frame)) + frame)
+        size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+        _, body = read_response(s.recv(size, socket.MSG_WAITALL), Api.METADATA, 12)
+    assert [(t.name, len(t.partitions)) for t in body.topics] == [("t", 4)]
+
+
+def fetch_all(c, topic="t", partition=0):
+    f = c.call(Api.FETCH, 12, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+               session_id=0, session_epoch=-1, topics=[{"topic": topic, "partitions": [
+                   {"partition": partition, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                    "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}], forgotten_topics_data=[], rack_id="")
+    part = f.responses[0].partitions[0]
+    return part.error_code, values_of(part.records)
+
+
+def test_a_file_store_keeps_records_topics_and_producer_state_across_kill_9(server):
+    c = Client(server.port, "producer")
+    assert c.call(Api.CREATE_TOPICS, 7, topics=[{"name": "made", "num_partitions": 1, "replication_factor": 1,
+                                                 "assignments": [], "configs": []}], timeout=1000,
+                  validate_only=False).topics[0].error_code == 0
+    assert produce(c, batch([b"a", b"b"], pid=5000, epoch=0, seq=0)).base_offset == 0
+    assert produce(c, batch([b"c"]), topic="made").base_offset == 0
+    server.kill9()  # nothing closes the store: what was answered is on disk
+    mark = len(server.log)
+    server.start()
+    wait_for(lambda: any("listening on" in line for line in server.log[mark:]), 30, "the restarted server")
+    c = Client(server.port, "producer")
+    assert fetch_all(c) == (0, [b"a", b"b"]) and fetch_all(c, "made") == (0, [b"c"])
+    assert produce(c, batch([b"a", b"b"], pid=5000, epoch=0, seq=0)).base_offset == 0  # still a duplicate
+    assert produce(c, batch([b"d"], pid=5000, epoch=0, seq=2)).base_offset == 2
+    r = c.call(Api.INIT_PRODUCER_ID, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1,
+               producer_epoch=-1)
+    assert r.producer_id > 5000  # never one whose state the log holds
+
+
+def test_every_version_of_produce_fetch_and_list_offsets_carries_records(server):
+    """Produce, Fetch and ListOffsets at every version serve advertises, naming a
+    partition (the empty-array pass above encodes no partition): the records each
+    Produce appended come back from every Fetch version, and ListOffsets finds them."""
+    c = Client(server.port, "versions")
+    low, high = SUPPORTED[Api.PRODUCE]
+    for n, version in enumerate(range(low, high + 1)):
+        r = c.call(Api.PRODUCE, version, transactional_id=None, acks=-1, timeout=1000, topic_data=[
+            {"name": "t", "partition_data": [{"index": 3, "records": batch([b"v%d" % version], ts=T0 + n)}]}])
+        assert (r.responses[0].partition_responses[0].error_code, r.responses[0].partition_responses[0].base_offset) \
+            == (0, n), version
+    want = [b"v%d" % v for v in range(low, high + 1)]
+    low, high = SUPPORTED[Api.FETCH]
+    for version in range(low, high + 1):
+        f = c.call(Api.FETCH, version, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                   session_id=0, session_epoch=-1, topics=[{"topic": "t", "partitions": [
+                       {"partition": 3, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                        "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}],
+                   forgotten_topics_data=[], rack_id="")
+        part = f.responses[0].partitions[0]
+        assert (part.error_code, part.high_watermark, values_of(part.records)) == (0, len(want), want), version
+    low, high = SUPPORTED[Api.LIST_OFFSETS]
+    for version in range(low, high + 1):
+        r = c.call(Api.LIST_OFFSETS, version, replica_id=-1, isolation_level=0, topics=[
+            {"name": "t", "partitions": [{"partition_index": 3, "current_leader_epoch": -1, "timestamp": T0 + 2}]}])
+        assert r.topics[0].partitions[0].offset == 2, version
+
+
+def test_a_store_whose_batch_no_longer_validates_is_refused_with_exit_2(tmp_path):
+    import sqlite3
+    import subprocess
+
+    from rebalance.impl.store import Store
+    path = tmp_path / "store.db"
+    store = Store(str(path))
+    flipped = bytearray(batch([b"a"]))
+    flipped[-1] ^= 1
+    store.append_batch("t", 0, 0, bytes(flipped))
+    store.close()
+    r = subprocess.run([str(REBALANCE), "serve", "--port", "0", "--topic", "t:1", "--store", str(path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "CRC" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM batches").fetchone() == (1,)  # left as it was
