@@ -35,11 +35,13 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
+from rebalance.model.config import CONSUMER_PROTOCOLS, DEFAULT_ASSIGNOR, ConfigError, GroupConfig
 
 from .files import atomic_write
 from .simulation import DEFAULT_HORIZON_MS, Metrics, Timing, simulate
 from .situations import SITUATIONS, script
+
+PROTOCOLS = CONSUMER_PROTOCOLS  # the simulated protocols: Streams is not simulated yet (issue 16)
 
 DEFAULT_SIZES = ((3, 12), (10, 100), (30, 300))
 MAX_SIZE = (100, 1_000)

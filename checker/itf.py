@@ -24,7 +24,9 @@ from __future__ import annotations
 
 from rebalance.model import coordinator
 from rebalance.model.config import GroupConfig
-from rebalance.model.protocol import DeleteGroup, Receive, Subscription, connection
+from rebalance.model.member import subscription
+from rebalance.model.protocol import DeleteGroup, Receive, connection
+from rebalance.model.streams import StreamsMemory
 
 from .kafka_json import Codec, config, config_of
 from .render import lane
@@ -82,6 +84,15 @@ def _trace(meta: dict, vars_: tuple, states: list, loop: int | None = None) -> d
 # -- counterexamples (the checker's system) ------------------------------------------------
 
 
+def _memory(codec: Codec, memory) -> dict:
+    """The leader's memory: what it assigned or held back (the leader-memory mutations
+    only), or the Streams leader's last participants and leaving members (R52)."""
+    if type(memory) is StreamsMemory:
+        return {"participants": [codec.member(m) for m in memory.participants],
+                "leaving": [codec.member(m) for m in memory.leaving]}
+    return {"previous": codec.parts(memory[0]), "deferred": codec.parts(memory[1])}
+
+
 def clients(codec: Codec, state: State) -> dict:
     """Per client (its lane letter), its process: status (absent, running, paused,
     crashed), connection (``"A/2"``: the 2nd process; ``"A/0"`` before the first), the
@@ -96,11 +107,11 @@ def clients(codec: Codec, state: State) -> dict:
                 "phase": c.phase.name, "member_id": codec.member(c.member_id),
                 "group_instance_id": codec.instance(c.group_instance_id), "generation": c.generation,
                 "leader": c.leader, "heartbeat_inflight": c.heartbeat_inflight,
-                # what it assigned or held back as leader (the leader-memory mutations only)
-                "memory": {"previous": codec.parts(c.memory[0]), "deferred": codec.parts(c.memory[1])},
+                "memory": _memory(codec, c.memory),
                 # what it owns, in the generation it was given them, and Design II's echo and countdown:
-                # the Subscription its next JoinGroup carries (KIP-792, R31, R32)
-                "subscription": codec.subscription(Subscription(c.owned, c.owned_generation, c.echo, c.scheduled))},
+                # the Subscription its next JoinGroup carries (KIP-792, R31, R32), Streams' user data (R46)
+                "subscription": codec.subscription(subscription(c)._replace(scheduled=c.scheduled)),
+                **({"scale_down_ticks_left": c.streams.countdown} if c.streams else {})},
             "to_coordinator": [codec.encode(r) for r in p.requests],
             "to_member": [codec.encode(r) for r in p.responses],
             "committed": p.committed,

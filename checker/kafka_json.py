@@ -100,6 +100,10 @@ class Codec:
                            "revoked_for_balance": revoked, "revoking_rounds_in_a_row": successive}
         if sub.scheduled != NOT_SCHEDULED:
             out["scheduled_ticks_left"] = sub.scheduled
+        if sub.streams:  # Streams user data (R46)
+            learning, ready, standby, leaving = sub.streams
+            out["streams"] = {"learning": self.parts(learning), "ready": self.parts(ready),
+                              "standby": self.parts(standby), "leaving": leaving}
         return out
 
     def subscription_of(self, d: dict) -> Subscription:
@@ -107,8 +111,11 @@ class Codec:
         if echo:
             echo = (echo["generation"], self.mask(echo["assigned"]), self.mask(echo["deferred"]),
                     echo["revoked_for_balance"], echo["revoking_rounds_in_a_row"])
+        st = d.get("streams")
         return Subscription(self.mask(d["owned_partitions"]), d["generation"], echo or (),
-                            d.get("scheduled_ticks_left", NOT_SCHEDULED))
+                            d.get("scheduled_ticks_left", NOT_SCHEDULED),
+                            (self.mask(st["learning"]), self.mask(st["ready"]), self.mask(st["standby"]),
+                             st["leaving"]) if st else ())
 
     def assignment(self, a: Assignment) -> dict:
         """``{partitions}``; Designs II and III add ``scheduled_rebalance_ticks``
@@ -120,6 +127,8 @@ class Codec:
             assigned, deferred, revoked, successive = a.echo
             out["echo"] = {"assigned": self.parts(assigned), "deferred": self.parts(deferred),
                            "revoked_for_balance": revoked, "revoking_rounds_in_a_row": successive}
+        if a.streams:  # Streams learner and standby tasks (R46)
+            out["streams"] = {"learning": self.parts(a.streams[0]), "standby": self.parts(a.streams[1])}
         return out
 
     def assignment_of(self, d: dict) -> Assignment:
@@ -127,7 +136,9 @@ class Codec:
         if echo:
             echo = (self.mask(echo["assigned"]), self.mask(echo["deferred"]), echo["revoked_for_balance"],
                     echo["revoking_rounds_in_a_row"])
-        return Assignment(self.mask(d["partitions"]), d.get("scheduled_rebalance_ticks", 0), echo or ())
+        st = d.get("streams")
+        return Assignment(self.mask(d["partitions"]), d.get("scheduled_rebalance_ticks", 0), echo or (),
+                          (self.mask(st["learning"]), self.mask(st["standby"])) if st else ())
 
     # -- messages and inputs ----------------------------------------------------------
     def encode(self, msg) -> dict:

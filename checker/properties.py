@@ -241,6 +241,69 @@ def _always(system: System) -> bool:
     return True
 
 
+def _consumers(system: System) -> bool:
+    return not system.cfg.streams
+
+
+def _streams(system: System) -> bool:
+    return system.cfg.streams
+
+
+# --- Streams (seed 001; spec/SPEC.md R45-R55) --------------------------------------
+
+
+def learner_ready_before_active(system: System, state: State):
+    """In a Stable group, a stateful task revoked from the member running it in order
+    to go to a member learning it, only once that learner said it is ready (R48;
+    seed 001: active tasks go "to instances with learner tasks that indicate
+    ready"). A task no member runs goes to its learner at once (the seed's "Leader
+    Transfer During Scaling"), which this does not forbid."""
+    group = state.group
+    if group.phase != Phase.STABLE:
+        return None
+    stateful = system.cfg.all_partitions & ~system.cfg.stateless
+    for m in group.members:
+        revoked = m.subscription.owned & ~m.assignment.partitions & stateful
+        if not revoked:
+            continue
+        for x in group.members:
+            learning, ready = (x.assignment.streams or (0, 0))[0], (x.subscription.streams or (0, 0))[1]
+            early = revoked & learning & ~ready
+            if early and x.member_id != m.member_id:
+                return (f"{_names(system.cfg, early)} revoked from {member_name(m.member_id)} in generation "
+                        f"{group.generation} for {member_name(x.member_id)}, whose learner is not ready")
+    return None
+
+
+def no_learner(system: System, state: State):
+    """None when no running member learns a task (``learner_progress``'s goal, R49)."""
+    for p in state.procs:
+        if p.status == RUNNING and p.consumer.streams and p.consumer.streams.learning:
+            return f"{member_name(p.consumer.member_id)} still learns {_names(system.cfg, p.consumer.streams.learning)}"
+    return None
+
+
+def no_leaving_member(system: System, state: State):
+    """None when no running member is marked leaving (``bounded_scale_down``'s goal, R54)."""
+    for p in state.procs:
+        if p.status == RUNNING and p.consumer.streams and p.consumer.streams.leaving:
+            return f"{member_name(p.consumer.member_id)} is leaving and still runs"
+    return None
+
+
+def shuffled(system: System, state: State, action, nxt: State):
+    """The step changes a member's active or learner tasks: what must stop once
+    membership stops changing (``no_endless_shuffle``; seed 001, Version 1.0's
+    "endless resource shuffling")."""
+    if action.kind != "reply":
+        return None
+    before, after = state.procs[action.slot].consumer, nxt.procs[action.slot].consumer
+    if after is None or (before.owned == after.owned and before.streams.learning == after.streams.learning):
+        return None
+    return (f"{member_name(after.member_id)} now runs {_names(system.cfg, after.owned) or 'nothing'} and learns "
+            f"{_names(system.cfg, after.streams.learning) or 'nothing'}")
+
+
 def _cooperative(system: System) -> bool:
     return system.cfg.cooperative
 
@@ -271,7 +334,13 @@ def _can_empty(system: System) -> bool:
 PROPERTIES = (
     Property("exclusive_ownership", "invariant",
              "no partition has OffsetCommits accepted from two members that both own it",
-             _always, exclusive_ownership),
+             _consumers, exclusive_ownership),
+    Property("exclusive_active", "invariant",
+             "no task has OffsetCommits accepted from two members that both run it as an active task "
+             "(R9, R41 over tasks)", _streams, exclusive_ownership),
+    Property("learner_ready_before_active", "invariant",
+             "a task is revoked from the member running it for a learner only once that learner is ready (R48)",
+             _streams, learner_ready_before_active),
     Property("exclusive_processing", "invariant",
              "no partition is processed by two live (running or paused) members", _always, exclusive_processing),
     Property("single_leader", "invariant",
@@ -301,6 +370,15 @@ PROPERTIES = (
     Property("no_rebalance_storm", "liveness",
              "once faults stop, every fair execution completes finitely many generations (◇□ no rebalance)",
              _always, None, rebalanced),
+    Property("learner_progress", "liveness",
+             "once faults stop, every learner task is eventually promoted or dropped (◇□ no learner; R49, R55)",
+             _streams, no_learner),
+    Property("bounded_scale_down", "liveness",
+             "once faults stop, every member marked leaving shuts down (R54: assigned nothing, or its scale-down "
+             "timeout passes, a bounded number of rounds later)", _streams, no_leaving_member),
+    Property("no_endless_shuffle", "liveness",
+             "once faults stop, the members' active and learner tasks stop changing (◇□ no move; seed 001, "
+             "Version 1.0)", _streams, None, shuffled),
 )
 
 
@@ -395,6 +473,57 @@ COVERS = (
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
 )
+
+
+def _slot_consumers(s: State, a, n: State) -> tuple:
+    return s.procs[a.slot].consumer, n.procs[a.slot].consumer
+
+
+def _learner_promoted(system, s, a, n) -> bool:
+    if not _reply(a, SyncGroupResponse, Error.NONE):
+        return False
+    before, after = _slot_consumers(s, a, n)
+    return bool(after.owned & ~before.owned & before.streams.learning)
+
+
+def _stateless_moved(system, s, a, n) -> bool:
+    """A member that stays revokes a stateless task: it moves in KIP-415's two rounds, unlearned."""
+    if not _reply(a, SyncGroupResponse, Error.NONE):
+        return False
+    before, after = _slot_consumers(s, a, n)
+    return bool(before.owned & ~after.owned & system.cfg.stateless) and not before.streams.leaving
+
+
+def _standby_learning(system, s, a, n) -> bool:
+    """A learner placed where the task's standby ran is ready at once (seed 001, Standby Task Utilization)."""
+    if not _reply(a, SyncGroupResponse, Error.NONE):
+        return False
+    before, after = _slot_consumers(s, a, n)
+    return bool(after.streams.ready & ~before.streams.ready)
+
+
+def _scaling(state: State) -> bool:
+    return any(p.consumer is not None and p.consumer.streams and (p.consumer.streams.learning or
+                                                                  p.consumer.streams.leaving) for p in state.procs)
+
+
+def _leader_crash_scaling(system, s, a, n) -> bool:
+    c = s.procs[a.slot].consumer if a.kind == "crash" else None
+    return c is not None and c.member_id == s.group.leader and _scaling(s)
+
+
+STREAMS_COVERS = (
+    Cover("learner_promoted", "a member's learner task became one of its active tasks", _learner_promoted, _streams),
+    Cover("leaving_member_shut_down", "a member marked leaving shut itself down (R54)",
+          lambda system, s, a, n: a.kind == "shutdown", _streams),
+    Cover("leader_crash_during_scaling", "the leader crashed while a member learned or was leaving (R52)",
+          _leader_crash_scaling, _streams),
+    Cover("stateless_moved_without_learning", "a member that stays revoked a stateless task (R47)",
+          _stateless_moved, lambda system: _streams(system) and bool(system.cfg.stateless)),
+    Cover("standby_used_for_learning", "a learner placed on a member with the task's standby was ready at once",
+          _standby_learning, lambda system: _streams(system) and system.cfg.standby_replicas > 0),
+)
+COVERS += STREAMS_COVERS
 
 
 def _returning(s: State, n: State) -> bool:

@@ -24,7 +24,8 @@ from rebalance.spec.actions import View
 from .system import PAUSED, RUNNING, Action, State, System
 
 _NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0)
-_LOCAL_NAMES = {"heartbeat": "SendHeartbeat", "scheduled": "ScheduledRebalance", "commit": "SendCommit"}
+_LOCAL_NAMES = {"heartbeat": "SendHeartbeat", "scheduled": "ScheduledRebalance", "commit": "SendCommit",
+                "ready": "LearnerReady", "shutdown": "Shutdown", "scale_down": "ScaleDown"}
 
 
 def action_name(action: Action) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rebalance.model.assignors import assign
 from rebalance.model.protocol import EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
-from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, ConfigError, GroupConfig
+from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, REJOIN_MODES, STREAMS_VERSIONS, ConfigError, GroupConfig
 from rebalance.model.mutations import refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
@@ -21,7 +21,7 @@ from .engines.guards import MAX_CHECK_SLOTS
 from .situations import Initial, initial_state, parse_initial, parse_steps, play_prefix, slots_of, static_slots
 from .system import FAULTS, System
 
-ALL_PROTOCOLS = PROTOCOLS + ("streams",)  # streams: specified, not implemented yet
+ALL_PROTOCOLS = PROTOCOLS
 ENGINES = ("local", "spark")
 
 # top-level keys that are not tables: a situation's name and source (strings), the mutations of a
@@ -35,6 +35,7 @@ SCHEMA = {
     "faults": {"kinds", "budget"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
+    "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks"},
 }
 
 
@@ -208,19 +209,39 @@ def probe_plugin(group: GroupConfig) -> None:
     assign(group, ((member_id(0, 1), NO_INSTANCE_ID, EMPTY_SUBSCRIPTION),))
 
 
+def streams_settings(values: dict, members: int) -> tuple:
+    """The Streams keys (seed 001) as ``(topics, GroupConfig keywords)``: ``tasks``
+    (default 4, the last ``stateless`` of them stateless, default 1),
+    ``standby_replicas`` (default 1, at most the member count), ``version``
+    ("1.0" or "2.0"), ``rejoin`` ("conservative" or "eager"),
+    ``scale_down_ticks`` (default 2). ConfigError naming the key otherwise."""
+    tasks = _count("--tasks", values.get("tasks", 4), 1)
+    stateless = _count("streams.stateless", values.get("stateless", 1), 0)
+    if stateless > tasks:
+        raise ConfigError(f"streams.stateless must be at most the {tasks} tasks, got {stateless}")
+    standby = _count("--standby", values.get("standby_replicas", 1), 0)
+    if standby > members:
+        raise ConfigError(f"--standby {standby} is above the member count {members}: each standby replica of a "
+                          f"task needs a member of its own")
+    for key, allowed in (("version", STREAMS_VERSIONS), ("rejoin", REJOIN_MODES)):
+        if key in values and values[key] not in allowed:
+            raise ConfigError(f"unknown Streams {key} {values[key]!r} (expected one of {', '.join(allowed)})")
+    extra = dict(stateless=((1 << tasks) - 1) & ~((1 << (tasks - stateless)) - 1), standby_replicas=standby,
+                 streams_version=values.get("version", "2.0"), rejoin_mode=values.get("rejoin", "conservative"),
+                 scale_down_ticks=_count("streams.scale_down_ticks", values.get("scale_down_ticks", 2), 1))
+    return (("task", tasks),), extra
+
+
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, workers=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
-            spec_mutations=()) -> CheckSettings:
+            spec_mutations=(), streams=None) -> CheckSettings:
     """Merge a validated file (``data``, see ``validate``) with command-line overrides
-    (None = not given)."""
+    (None = not given); ``streams``: the [streams] keys given on the command line."""
     g, m, f, c, t = (data.get(k, {}) for k in ("group", "members", "faults", "check", "time"))
     proto = protocol or g.get("protocol", "cooperative")
     if proto not in ALL_PROTOCOLS:
         raise ConfigError(f"unknown protocol {proto!r} (expected one of {', '.join(ALL_PROTOCOLS)})")
-    if proto not in DEFAULT_ASSIGNOR:
-        raise ConfigError(f"protocol {proto!r} is specified but not implemented in this version "
-                          f"(implemented: {', '.join(DEFAULT_ASSIGNOR)})")
     # a protocol given on the command line brings its own default assignor
     assignor = assignor or (g.get("assignor") if protocol is None else None) or DEFAULT_ASSIGNOR[proto]
     if partitions is not None:
@@ -235,9 +256,19 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     refuse_inapplicable(proto, muts)
+    extra = {}
+    if proto == "streams":
+        # the member count a standby replica needs (R46..): [initial]'s members, else --members / members.initial
+        provisional = (len(data["initial"].get("owned", {})) if isinstance(data.get("initial"), dict) else
+                       _count("members", members if members is not None else m.get("initial", 3), 1))
+        topics, extra = streams_settings({**data.get("streams", {}), **(streams or {})}, provisional)
+    elif streams or data.get("streams"):
+        raise ConfigError(f"--tasks, --standby, --streams-version, --rejoin and [streams] are for the streams "
+                          f"protocol, not {proto}")
     plugin = load_plugin(assignor) if ":" in assignor else None
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
-                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t))
+                        initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t),
+                        **extra)
     if plugin is not None:
         probe_plugin(group)
     engine = engine or "local"

@@ -26,21 +26,24 @@ from typing import NamedTuple
 from rebalance.model import coordinator, member
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
-from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer
+from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer, counting, shutting_down
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, Leave, OffsetCommit, Phase, Receive,
-    ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of,
-    instance_id, member_id, slot_of, union,
+    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, LearnerReady, Leave, OffsetCommit, Phase, Receive,
+    ScaleDown, ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of,
+    instance_id, member_id, partitions_of, slot_of, union,
 )
 
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
-ENVIRONMENT = FAULTS + ("resume",)  # the environment's actions (no fairness)
+SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
+ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN)  # the environment's actions (no fairness)
 BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.py), also the environment's
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
-ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick", COMMIT) + ENVIRONMENT + (BOUNCE,)
+READY, SHUTDOWN = "ready", "shutdown"  # Streams: a learner's restore finishes (R55); a leaving member stops (R54)
+ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick", COMMIT, READY, SHUTDOWN) + ENVIRONMENT + (
+    BOUNCE,)
 TICK = Tick()
 COMMIT_DUE = CommitDue()
 
@@ -248,8 +251,29 @@ class System:
                 sent = self.requests_of(self.step_member(c, COMMIT_DUE)[1])
                 if sent:
                     commit = (Action(COMMIT, s, sent[0]), p._replace(requests=sent, committed=True))
-        hit = self._local[key] = (reply, heartbeat, scheduled, commit)
+        hit = self._local[key] = (reply, heartbeat, scheduled, commit) + self._streams_steps(s, p)
         return hit
+
+    def _streams_steps(self, s: int, p: Proc) -> tuple:
+        """Streams (seed 001): a learner of the member becoming ready, one step per task
+        (R55; nondeterministic: restores take any time, between rounds: the member
+        idle), and a leaving member shutting down (R54: assigned no active task, or
+        its scale-down timeout passed): it sends LeaveGroup and its process ends."""
+        c = p.consumer
+        st = c.streams
+        if not st:
+            return ()
+        out = []
+        idle = not (p.requests or p.responses)
+        if idle and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+            for t in partitions_of(st.learning & ~st.ready):
+                event = LearnerReady(t)
+                c2, outs = self.step_member(c, event)
+                out.append((Action(READY, s, event), p._replace(consumer=c2, requests=self.requests_of(outs))))
+        if shutting_down(self.cfg, c, idle):
+            outs = self.step_member(c, Leave())[1]
+            out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
+        return tuple(out)
 
     def successors(self, state: State) -> list:
         """``[(Action, State), ...]`` in a fixed order."""
@@ -267,7 +291,7 @@ class System:
                 out.append((Action("deliver", s, req), nxt))
             if p.status != RUNNING:
                 continue
-            reply, heartbeat, scheduled, commit = self.local_steps(s, p)
+            reply, heartbeat, scheduled, commit, *streams_steps = self.local_steps(s, p)
             if commit is not None and not _overlapping(procs, s):
                 commit = None  # R41: a commit no other owner shares changes nothing any property sees
             if heartbeat is not None:
@@ -280,6 +304,7 @@ class System:
                     if step is reply:
                         ps = _released(ps, s, step[1].consumer.owned)
                     out.append((step[0], State(group, ps, left)))
+            out.extend((a, _with_proc(state, s, q, 0)) for a, q in streams_steps)
         out.extend(self.timer_successors(state))
         out.extend(self.tick_successors(state))
         out.extend(self.fault_successors(state))
@@ -306,11 +331,10 @@ class System:
         """R38: one tick passes, between rounds only (the group Stable, no message in
         flight) and only while some running member's ScheduledRebalanceTimeout
         counts down; it counts each of them down."""
-        if not between_rounds(state) or not any(p.status == RUNNING and p.consumer.scheduled > 0
-                                                for p in state.procs):
+        if not between_rounds(state) or not any(p.status == RUNNING and counting(p.consumer) for p in state.procs):
             return []
         procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0])
-                      if p.status == RUNNING and p.consumer.scheduled > 0 else p for p in state.procs)
+                      if p.status == RUNNING and counting(p.consumer) else p for p in state.procs)
         return [(Action("tick", -1, None), State(state.group, procs, state.faults_left))]
 
     def timer_successors(self, state: State) -> list:
@@ -355,7 +379,11 @@ class System:
         if p.status == ABSENT and not p.requests and "join" in faults:
             out.append((Action("join", s, None), self.start(s, p)))
         elif p.status == RUNNING:
-            if "leave" in faults:
+            if "leave" in faults and self.cfg.streams:  # R53: the scale-down tool marks it leaving soon
+                c2, outs = self.step_member(p.consumer, ScaleDown())
+                if c2 != p.consumer:
+                    out.append((Action(SCALE_DOWN, s, None), p._replace(consumer=c2, requests=self.requests_of(outs))))
+            elif "leave" in faults:
                 c2, outs = self.step_member(p.consumer, Leave())
                 out.append((Action("leave", s, None),
                             Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))

@@ -18,7 +18,7 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rebalance.checker import counterexample, junit, prove, replay as replaying, vectors as vectors_module
+from rebalance.checker import counterexample, junit, prove, replay as replaying, streams_replay, vectors as vectors_module
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
@@ -28,7 +28,7 @@ from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
-from rebalance.model.config import PROTOCOLS, ConfigError
+from rebalance.model.config import CONSUMER_PROTOCOLS, ConfigError
 from rebalance.model.mutations import REGISTRY
 from rebalance.spec.actions import SPEC_MUTATIONS
 
@@ -189,7 +189,13 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
 @click.option("--static", "static", is_flag=True, default=None,
               help="Every member is static (KIP-345 group.instance.id).")
-@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all).")
+@click.option("--tasks", type=int, help="Streams: tasks (default 4, the last one stateless).")
+@click.option("--stateless", type=int, help="Streams: how many of the tasks (the last ones) are stateless (default 1).")
+@click.option("--standby", type=int, help="Streams: num.standby.replicas (default 1, at most --members).")
+@click.option("--streams-version", help="Streams: the seed's algorithm version, 1.0 or 2.0 (default 2.0).")
+@click.option("--rejoin", help="Streams: conservative (rejoin once all learners are ready, default) or eager.")
+@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all; under streams, "
+                               "leave is the scale-down tool marking a member leaving soon).")
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Switch on a known-bad behaviour (repeatable).")
@@ -232,9 +238,10 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, static, faults, budget, mutations, spec_mutations, engine,
-          workers, spark_master, max_states, max_depth, max_seconds, max_memory, walks, depth, seed, keep_going,
-          timer_fairness, require_covers, example, junit_path, as_json, out_dir):
+def check(config, protocol, assignor, members, partitions, static, tasks, stateless, standby, streams_version, rejoin,
+          faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states, max_depth, max_seconds,
+          max_memory, walks, depth, seed, keep_going, timer_fairness, require_covers, example, junit_path, as_json,
+          out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
@@ -269,7 +276,9 @@ def check(config, protocol, assignor, members, partitions, static, faults, budge
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine, workers=workers,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
-                       timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations)
+                       timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations,
+                       streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
+                                                  ("version", streams_version), ("rejoin", rejoin)) if v is not None})
     max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
     guard = Guard(max_seconds, max_memory)
     if depth is not None and walks is None:
@@ -402,6 +411,13 @@ def replay(scenario, mutations, assignor, svg_path, as_json):
     Exit codes: 0 holds and every expectation met, 1 a property violated or a
     round not as expected (named: round, member, field), 2 bad input.
     """
+    if replaying.parse_toml(scenario, "scenario").get("group", {}).get("protocol") == "streams":
+        report = streams_replay.run(streams_replay.load(scenario))  # seed 001's rounds, in its notation
+        if as_json:
+            click.echo(json.dumps(report, indent=2))
+        else:
+            out.print(streams_replay.text(report), highlight=False, markup=False)
+        return
     loaded = replaying.load(scenario, mutations, assignor)
     steps = [(None, loaded["initial"])]
     report = replaying.run(loaded, steps)
@@ -829,7 +845,7 @@ def _print_obligation(ob) -> None:
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed: the same runs, seed and grid give the same results.")
 @click.option("--situations", default=",".join(SITUATIONS), show_default=True,
               help="Comma-separated situations (checker/situations.py).")
-@click.option("--protocols", default=",".join(PROTOCOLS), show_default=True,
+@click.option("--protocols", default=",".join(CONSUMER_PROTOCOLS), show_default=True,
               help="Comma-separated protocols.")
 @click.option("--sizes", default=",".join(f"{m}x{p}" for m, p in DEFAULT_SIZES), show_default=True,
               help="Comma-separated MEMBERSxPARTITIONS, up to 100x1000.")

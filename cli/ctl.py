@@ -79,7 +79,7 @@ def expire(group, member_id):
 @ctl.command()
 @click.argument("group")
 def rebalance(group):
-    """Force GROUP to rebalance (R45)."""
+    """Force GROUP to rebalance (R56)."""
     _run("rebalance", {"group": group})
 
 

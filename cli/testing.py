@@ -215,7 +215,7 @@ class Cluster:
         return self._call("expire", group=group, member_id=member_id)["expired"]
 
     def rebalance(self, group: str) -> str:
-        """Force ``group`` to rebalance (R45); its state after."""
+        """Force ``group`` to rebalance (R56); its state after."""
         return self._call("rebalance", group=group)["state"]
 
     def inject(self, api: str, *, error=None, delay_ms: int | None = None, drop: bool = False,

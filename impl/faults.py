@@ -6,7 +6,7 @@ response passes ``after`` on its way out. Operations:
 
 * ``expire(group, member_id)``: the member's session timeout fires now, as the
   model's ``SessionTimeout`` input (R11: a member held at a barrier stays);
-* ``rebalance(group)``: the model's ``ForceRebalance`` input (R45);
+* ``rebalance(group)``: the model's ``ForceRebalance`` input (R56);
 * ``inject(api, error=..., delay_ms=..., drop=..., member=..., count=..., for_ms=...)``:
   a rule for the next ``count`` requests of ``api`` (or for ``for_ms`` ms; both
   None: until cleared) from one member (its member.id or client.id) or all:
@@ -242,7 +242,7 @@ class Faults:
         return {"expired": member_id not in rt.ids}
 
     def rebalance(self, group: str) -> dict:
-        """The model's ForceRebalance input (R45). Returns {"state": the group's state after}."""
+        """The model's ForceRebalance input (R56). Returns {"state": the group's state after}."""
         rt = self._runtime(group)
         self._record("rebalance", group=group)
         rt.step(ForceRebalance())

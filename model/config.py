@@ -5,12 +5,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 from functools import cached_property
 
-PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
-ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+CONSUMER_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
+PROTOCOLS = CONSUMER_PROTOCOLS + ("streams",)
+COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
+MEMBER_PROTOCOLS = COOPERATIVE_PROTOCOLS + ("streams",)  # a cooperative member's rules: Streams members too
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "streams")
+STREAMS_VERSIONS = ("1.0", "2.0")  # seed 001, Algorithm Iteration Plan
+REJOIN_MODES = ("conservative", "eager")  # seed 001, Eager Rebalance
 PLUGIN_PROTOCOLS = ("eager", "cooperative")  # where a plug-in assignor is the leader's whole decision
 # the assignor a protocol uses unless told otherwise (range: the Java consumer's default; cooperative-sticky: KIP-429)
 DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
-                    "incremental": "cooperative-sticky"}
+                    "incremental": "cooperative-sticky", "streams": "streams"}
 
 def rule(cfg: "GroupConfig", correct):
     """The rule a handler runs in place of ``correct`` (a function of model/, the
@@ -50,6 +55,13 @@ class GroupConfig:
     off in the checker's bound (it adds a round trip to every join), on in some
     test vectors.
 
+    Streams (seed 001; ``protocol`` "streams", assignor "streams"): the topics'
+    partitions are its tasks; ``stateless``: the bitmask of stateless tasks (R47);
+    ``standby_replicas``: num.standby.replicas; ``streams_version``: "1.0" (only
+    new-comers take learners) or "2.0" (members take the tasks of leaving ones,
+    R50, R51); ``rejoin_mode``: "conservative" (rejoin once every learner is ready)
+    or "eager" (as each is, R55); ``scale_down_ticks``: the scale-down timeout (R54).
+
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, two
     mutations replacing one rule, or a topic without partitions.
@@ -66,6 +78,11 @@ class GroupConfig:
     revoking_backoff_ticks: tuple = (1, 1, 1, 2)
     require_known_member_id: bool = False
     plugin: Callable | None = None
+    stateless: int = 0
+    standby_replicas: int = 0
+    streams_version: str = "2.0"
+    rejoin_mode: str = "conservative"
+    scale_down_ticks: int = 2
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -78,7 +95,10 @@ class GroupConfig:
         elif self.assignor not in ASSIGNORS:
             raise ConfigError(f"unknown assignor {self.assignor!r} (expected one of {', '.join(ASSIGNORS)}, "
                               "or your own as module:function)")
-        elif self.cooperative and self.assignor != "cooperative-sticky":
+        elif (self.protocol == "streams") != (self.assignor == "streams"):
+            raise ConfigError(f"assignor {self.assignor!r} does not go with the {self.protocol} protocol "
+                              "(the streams protocol and the streams assignor go together)")
+        elif self.protocol in COOPERATIVE_PROTOCOLS and self.assignor != "cooperative-sticky":
             raise ConfigError(f"assignor {self.assignor!r} does not support the cooperative protocol "
                               "(only cooperative-sticky does)")
         if self.mutations:
@@ -94,6 +114,16 @@ class GroupConfig:
         backoff = self.revoking_backoff_ticks
         if not backoff or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in backoff):
             raise ConfigError(f"revoking_backoff_ticks must be whole numbers, none negative, got {backoff!r}")
+        if self.streams_version not in STREAMS_VERSIONS:
+            raise ConfigError(f"unknown Streams version {self.streams_version!r} (expected one of "
+                              f"{', '.join(STREAMS_VERSIONS)})")
+        if self.rejoin_mode not in REJOIN_MODES:
+            raise ConfigError(f"unknown rejoin mode {self.rejoin_mode!r} (expected one of {', '.join(REJOIN_MODES)})")
+        for name in ("standby_replicas", "scale_down_ticks"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < (name == "scale_down_ticks"):
+                raise ConfigError(f"{name} must be a whole number of at least {int(name == 'scale_down_ticks')}, "
+                                  f"got {value!r}")
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:
@@ -120,14 +150,21 @@ class GroupConfig:
     @property
     def cooperative(self) -> bool:
         """Members keep what they own while rejoining (Design I, and Design II on top)."""
-        return self.protocol in ("cooperative", "deferred", "incremental")
+        return self.protocol in MEMBER_PROTOCOLS
 
     @property
     def deferred(self) -> bool:
         return self.protocol == "deferred"
 
+    @property
+    def streams(self) -> bool:
+        return self.protocol == "streams"
+
     def partition_name(self, index: int) -> str:
-        """``topic-partition`` for a partition index, e.g. ``t-3``."""
+        """``topic-partition`` for a partition index, e.g. ``t-3``; a Streams task's
+        name, e.g. ``T4`` (seed 001's notation)."""
+        if self.streams:
+            return f"T{index + 1}"
         for name, count in self.topics:
             if index < count:
                 return f"{name}-{index}"

@@ -581,7 +581,7 @@ def _delete(cfg: GroupConfig, group: Group, out: list) -> Group:
 
 
 def _force_rebalance(group: Group, out: list) -> Group:
-    """R45: a Stable or CompletingRebalance group prepares a rebalance (held SyncGroups
+    """R56: a Stable or CompletingRebalance group prepares a rebalance (held SyncGroups
     answered REBALANCE_IN_PROGRESS, R3); a group already rebalancing, Empty or Dead
     is left as it is (GroupCoordinator.prepareRebalance is called only from
     canRebalance states)."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
+from . import streams
 from .assignors import assign
 from .config import GroupConfig, rule
 from .protocol import (
     NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, Error, Heartbeat,
-    HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup,
+    HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, LearnerReady, Leave, LeaveGroup, ScaleDown,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse, Tick,
     EMPTY_SUBSCRIPTION,
 )
@@ -68,6 +69,7 @@ class Consumer(NamedTuple):
     echo: tuple = ()
     memory: tuple = (0, 0)
     user_data: int = 0
+    streams: tuple = ()
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
@@ -136,6 +138,8 @@ def subscription(c: Consumer) -> Subscription:
     """R13: the JoinGroup metadata: owned partitions with their generation
     (cooperative); eager members have revoked everything and claim nothing.
     Deferred protocol: the echo and the ScheduledRebalanceTimeout's ticks left (R31, R32)."""
+    if c.streams:  # R46: the Streams user data rides along
+        return Subscription(c.owned, c.owned_generation, streams=c.streams.user_data())
     if not (c.owned or c.echo):
         return EMPTY_SUBSCRIPTION
     return Subscription(c.owned, c.owned_generation, c.echo, c.scheduled if c.echo else NOT_SCHEDULED)
@@ -185,8 +189,14 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
     leader = r.leader == r.member_id
     # R16: the leader assigns, unless it rejoined a Stable group as a static member (R26)
     memory = c.memory if leader else (0, 0)
-    assignments = assign(cfg, r.members, memory) if leader and not r.skip_assignment else ()
-    c = c._replace(memory=rule(cfg, _memory_after_assigning)(c.memory, assignments))
+    if cfg.streams:  # R52: the Streams leader's memory lives while it leads, in its process only
+        assignments, memory = (streams.assign(cfg, r.members, c.memory if type(c.memory) is streams.StreamsMemory
+                                              else streams.NO_MEMORY)
+                               if leader and not r.skip_assignment else ((), streams.NO_MEMORY))
+        c = c._replace(memory=memory if leader else streams.NO_MEMORY)
+    else:
+        assignments = assign(cfg, r.members, memory) if leader and not r.skip_assignment else ()
+        c = c._replace(memory=rule(cfg, _memory_after_assigning)(c.memory, assignments))
     out.append(Send(SyncGroup(r.member_id, r.generation, assignments, c.group_instance_id)))
     return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
 
@@ -211,9 +221,52 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
                    scheduled=r.assignment.scheduled or NOT_SCHEDULED,
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
     c = c._replace(memory=rule(cfg, _memory_after_sync)(c, r.assignment))
+    if cfg.streams:
+        c, newly_ready = _streams_assignment(c, r.assignment)
+        if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R55: a warm standby is ready at once
+            return _rejoin(cfg, c, out)
     if revoked:  # R18: after revoking, rejoin at once (Design I)
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)
+
+
+def _streams_assignment(c: Consumer, a) -> tuple:
+    """R46, R55: take the assignment's learner and standby tasks; a learner stays
+    ready while it keeps learning, and one placed where the task's standby ran
+    is ready at once (seed 001, Standby Task Utilization). ``(consumer', newly
+    ready bitmask)``."""
+    learning, standby = a.streams or (0, 0)
+    st = c.streams
+    ready = learning & (st.ready | st.standby)
+    return c._replace(streams=st._replace(learning=learning, ready=ready, standby=standby)), ready & ~st.ready
+
+
+def _wants_rejoin(cfg: GroupConfig, st) -> bool:
+    """R55: a member with learners rejoins when the last of them is ready
+    (conservative) or as each one is (eager)."""
+    return bool(st.learning) and (cfg.rejoin_mode == "eager" or st.ready == st.learning)
+
+
+def counting(c: Consumer) -> bool:
+    """Whether a tick changes the member: its ScheduledRebalanceTimeout (R32) or its
+    scale-down timeout (R54) counts down."""
+    return c.scheduled > 0 or bool(c.streams) and c.streams.countdown > 0
+
+
+def _scale_down_timeout_ends() -> bool:
+    """R54: the scale-down timeout ends a leaving member. Replaced by
+    ``no-scale-down-timeout``."""
+    return True
+
+
+def shutting_down(cfg: GroupConfig, c: Consumer, idle: bool) -> bool:
+    """R54: a leaving Streams member shuts itself down once an assignment leaves it no
+    active task (Stable, ``idle``: nothing in flight) or its scale-down timeout passed.
+    Replaced in part by ``no-scale-down-timeout`` (``_scale_down_timeout_ends``)."""
+    st = c.streams
+    timed_out = st and st.countdown == 0 and rule(cfg, _scale_down_timeout_ends)()
+    return bool(st) and st.leaving and (timed_out or (
+        idle and c.phase == MemberPhase.STABLE and not c.owned and not c.heartbeat_inflight))
 
 
 def _heartbeat_response(cfg: GroupConfig, c: Consumer, r: HeartbeatResponse, out: list) -> Consumer:
@@ -243,7 +296,22 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
             out.append(Send(OffsetCommit(c.member_id, c.generation, c.owned, c.group_instance_id)))
     elif kind is Start:
         if c.phase == MemberPhase.UNJOINED:
-            c = _rejoin(cfg, c._replace(group_instance_id=event.group_instance_id), out)
+            c = c._replace(group_instance_id=event.group_instance_id,
+                           streams=streams.NEW_STREAMS if cfg.streams else ())
+            c = _rejoin(cfg, c, out)
+    elif kind is LearnerReady:
+        # R55: a restore finished; the member rejoins when its rejoin mode says so, between rounds
+        st = c.streams
+        bit = 1 << event.task
+        if st and st.learning & bit & ~st.ready:
+            c = c._replace(streams=st._replace(ready=st.ready | bit))
+            if _wants_rejoin(cfg, c.streams) and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+                c = _rejoin(cfg, c, out)
+    elif kind is ScaleDown:
+        # R53, R54: the scale-down tool: leaving soon, the scale-down timeout starts, rejoin to say so
+        st = c.streams
+        if st and not st.leaving and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+            c = _rejoin(cfg, c._replace(streams=st._replace(leaving=True, countdown=cfg.scale_down_ticks)), out)
     elif kind is HeartbeatDue:
         if c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             out.append(Send(Heartbeat(c.member_id, c.generation, c.group_instance_id)))
@@ -251,6 +319,8 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
     elif kind is Tick:
         if c.scheduled > 0:  # R32: the deadline is relative: ticks left
             c = c._replace(scheduled=c.scheduled - 1)
+        if c.streams and c.streams.countdown > 0:  # R54: so is the scale-down timeout
+            c = c._replace(streams=c.streams._replace(countdown=c.streams.countdown - 1))
     elif kind is ScheduledRebalanceDue:
         # R32: the ScheduledRebalanceTimeout passed: rejoin, its subscription saying so (0 ticks left)
         if c.scheduled == 0 and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .config import PROTOCOLS, ConfigError
+from .config import CONSUMER_PROTOCOLS, COOPERATIVE_PROTOCOLS, MEMBER_PROTOCOLS, PROTOCOLS, ConfigError
 from .protocol import NO_GENERATION, NO_MEMBER_ID, Phase, Subscription
 
-COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
 
 
 class Mutation(NamedTuple):
@@ -71,7 +70,7 @@ REGISTRY = {m.name: m for m in (
              "a member answered REBALANCE_IN_PROGRESS on SyncGroup rejoins claiming its old partitions with the old "
              "generation (the one they were assigned in) instead of the generation it joined",
              "KAFKA-13419 (ConsumerCoordinator: onAssignment never ran for the failed round; the reset of "
-             "KAFKA-13891 was reverted for KAFKA-14016)", "R17", COOPERATIVE_PROTOCOLS,
+             "KAFKA-13891 was reverted for KAFKA-14016)", "R17", MEMBER_PROTOCOLS,
              jira="KAFKA-13419", versions="every version of the Java consumer; before KIP-792 (3.4) the claim's "
              "generation is the one it was assigned in"),
     Mutation("leader-forgets-delay",
@@ -98,7 +97,7 @@ REGISTRY = {m.name: m for m in (
     Mutation("withhold-partition",
              "the leader's assignor never gives out the first partition once the group has 4 members or more",
              "test-only: a deliberately wrong assignor, not a Kafka bug (a group left unbalanced for good)",
-             "R16", PROTOCOLS, test_only=True),
+             "R16", CONSUMER_PROTOCOLS, test_only=True),
     Mutation("keep-owned-on-unknown-member-id",
              "a member answered UNKNOWN_MEMBER_ID rejoins under a new member id still owning its partitions "
              "(onJoinPrepare skipped, so they are neither revoked nor lost)",
@@ -117,12 +116,27 @@ REGISTRY = {m.name: m for m in (
              "the leader's assignor also gives the first partition to the last member (R29 order) once the group "
              "has 2 members or more",
              "test-only: a deliberately wrong assignor, not a Kafka bug (R16: every partition to exactly one member)",
-             "R16", PROTOCOLS, test_only=True),
+             "R16", CONSUMER_PROTOCOLS, test_only=True),
     Mutation("overload-first-member",
              "the leader's assignor moves the last member's partitions (R29 order) to the first member once the "
              "group has 2 members or more",
              "test-only: a deliberately wrong assignor, not a Kafka bug (R16: loads within one)",
-             "R16", PROTOCOLS, test_only=True),
+             "R16", CONSUMER_PROTOCOLS, test_only=True),
+    Mutation("learners-to-anyone",
+             "the Streams leader lets every member, not only new-comers, take learner tasks for balance: the "
+             "seed's 'naive learner assignment' without the version 1.0 rule (R50)",
+             "seed 001, Algorithm Iteration Plan, Version 1.0 (the endless resource shuffling it fears)", "R50",
+             ("streams",)),
+    Mutation("promote-unready-learner",
+             "the Streams leader gives an active task to a member learning it before that learner is ready, "
+             "revoking it from the member that runs it (R48's first rule reads 'learning' for 'ready')",
+             "seed 001, Assignment Algorithm (active tasks 'to instances with learner tasks that indicate "
+             "ready'); KIP-441's acceptable.recovery.lag exists to prevent it", "R48", ("streams",)),
+    Mutation("no-scale-down-timeout",
+             "a leaving Streams member never shuts down on its scale-down timeout: only an assignment leaving it "
+             "no active task ends it (R54)",
+             "seed 001, Scale Down Timeout (version 1.0, before it: a leaving member whose tasks nobody learns "
+             "waits for ever)", "R54", ("streams",)),
     Mutation("delete-non-empty-group",
              "DeleteGroups deletes a group whatever its state, members and all, instead of answering NON_EMPTY_GROUP "
              "unless it is Empty",
@@ -174,7 +188,7 @@ REGISTRY = {m.name: m for m in (
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
              "test-only: a deliberately wrong member, not a Kafka bug (R18; a rebalance storm)", "R18",
-             COOPERATIVE_PROTOCOLS, test_only=True),
+             MEMBER_PROTOCOLS, test_only=True),
 )}
 
 # mutation name -> ((correct rule, its replacement), ...), filled by ``replaces``
@@ -218,7 +232,7 @@ def refuse_inapplicable(protocol: str, mutations) -> None:
 
 
 # ---- the replacements, by the handler whose rule they replace ----------------------------------------------
-from . import assignors, coordinator, member  # noqa: E402 - the rules replaced are theirs; they import `rule`
+from . import assignors, coordinator, member, streams  # noqa: E402 - the rules replaced are theirs; they import `rule`
 
 
 @replaces(coordinator._commit_fencing, "no-commit-fencing")
@@ -250,6 +264,22 @@ def _replace_instance_when_stable(group, iid: int):
 @replaces(coordinator._next_generation, "reset-generation-when-empty")
 def _restart_generation_when_empty(group) -> int:
     return group.generation + 1 if group.members else 0
+
+
+@replaces(streams._promotable, "promote-unready-learner")
+def _promote_learning() -> str:
+    return "learning"
+
+
+@replaces(streams._learner_takers, "learners-to-anyone")
+def _anyone_learns(memory, takers, quota: dict, stateful: int) -> tuple:
+    # the naive rule: anyone under the mean, from anyone heavier
+    return list(takers), 1, {v.mid: -(-stateful.bit_count() // len(takers)) for v in takers}
+
+
+@replaces(member._scale_down_timeout_ends, "no-scale-down-timeout")
+def _scale_down_never_times_out() -> bool:
+    return False
 
 
 @replaces(coordinator._deletable, "delete-non-empty-group")

@@ -172,12 +172,16 @@ class Subscription(NamedTuple):
     knows what was assigned and what is deferred (R31) and how many revoking
     rounds came in a row (R40); ``scheduled``: the member's
     ScheduledRebalanceTimeout when it joined, in ticks left (0: it has passed;
-    ``NOT_SCHEDULED``: none), so that a new leader inherits the deadline (R32)."""
+    ``NOT_SCHEDULED``: none), so that a new leader inherits the deadline (R32).
+
+    Streams (seed 001) only: ``streams``, its user data ``(learning, ready,
+    standby, leaving)`` (R46; model/streams.py)."""
 
     owned: int
     generation: int
     echo: tuple = ()
     scheduled: int = NOT_SCHEDULED
+    streams: tuple = ()
 
 
 EMPTY_SUBSCRIPTION = Subscription(0, NO_GENERATION)
@@ -213,11 +217,15 @@ class Assignment(NamedTuple):
     revoked, successive)``, every partition assigned this round, the lost ones held
     back (R31), whether this round revoked for balance (1 or 0) and how many
     revoking rounds in a row were held back so far (R40), for the member to send
-    back."""
+    back.
+
+    Streams (seed 001): ``partitions`` are the active tasks and ``streams`` is
+    ``(learning, standby)``, the learner and standby tasks (R46)."""
 
     partitions: int
     scheduled: int = 0
     echo: tuple = ()
+    streams: tuple = ()
 
 
 EMPTY_ASSIGNMENT = Assignment(0)
@@ -366,7 +374,7 @@ class DeleteGroup(NamedTuple):
 
 
 class ForceRebalance(NamedTuple):
-    """An operator forces a rebalance (R45; ``rebalance serve``'s fault injection,
+    """An operator forces a rebalance (R56; ``rebalance serve``'s fault injection,
     impl/faults.py): the coordinator prepares a rebalance as it does for a member whose
     metadata changed (GroupCoordinator.prepareRebalance). The checker does not
     generate it: a forced rebalance is a test's input, not a protocol event."""
@@ -400,6 +408,20 @@ class Tick(NamedTuple):
     (a configuration maps ms to ticks, GroupConfig)."""
 
     tag: int = 114
+
+
+class LearnerReady(NamedTuple):
+    """Streams (seed 001): the member finished restoring learner task ``task`` (an
+    index): it is ready (R55)."""
+
+    task: int
+    tag: int = 116
+
+
+class ScaleDown(NamedTuple):
+    """Streams (seed 001): the scale-down tool tells the member it is leaving soon (R53)."""
+
+    tag: int = 117
 
 
 class Leave(NamedTuple):

@@ -353,6 +353,9 @@ ACTIONS = {
     "SendHeartbeat": _member(STUTTER),
     "SendCommit": _member(STUTTER),
     "ScheduledRebalance": _member(STUTTER),
+    # Streams (seed 001): a learner becomes ready (R55) and a leaving member shuts down (R54)
+    "LearnerReady": _member(STUTTER),
+    "Shutdown": _member(STOP),
     # the environment
     "Join": _member(START),
     "Restart": _member(START),
@@ -360,6 +363,7 @@ ACTIONS = {
     "Crash": _member(STOP),
     "Pause": _member(STUTTER),
     "Resume": _member(STUTTER),
+    "ScaleDown": _member(STUTTER),  # Streams: the scale-down tool marks a member leaving soon (R53)
 }
 
 

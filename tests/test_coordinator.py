@@ -170,7 +170,7 @@ def test_member_ids_of_a_spent_slot_start_again_below_the_ids_held():
     assert slot_of(mid) == 0 and mid == member_id(0, 3) and issued == ((0, 3),)
 
 
-@pytest.mark.spec("R45")
+@pytest.mark.spec("R56")
 def test_forced_rebalance_prepares_a_rebalance_only_from_stable_or_completing():
     from rebalance.model.protocol import ForceRebalance
     g = formed()

@@ -14,15 +14,15 @@ def _cover(s, name):
 
 
 @pytest.mark.spec("R34")
-def test_incremental_moves_capped_where_cooperative_cannot(check_json, tmp_path):
-    code, inc = check_json(CONFIG)
+def test_incremental_moves_capped_where_cooperative_cannot(rebalance_check, tmp_path):
+    code, inc = rebalance_check(CONFIG)
     assert code == 0 and inc["verdict"] == "holds" and _cover(inc, "moves_capped") is True
-    code, coop = check_json(CONFIG, "--protocol", "cooperative")
+    code, coop = rebalance_check(CONFIG, "--protocol", "cooperative")
     assert code == 0 and _cover(coop, "moves_capped") is None  # not even applicable
     assert inc["distinct_states"] != coop["distinct_states"]
     # with room for every move in one round (the bound the default configuration is at),
     # the cover is not reached: it is not a pass over nothing
     roomy = tmp_path / "roomy.toml"
     roomy.write_text(CONFIG.read_text().replace("max_moves = 1", "max_moves = 2"))
-    code, s = check_json(roomy)
+    code, s = rebalance_check(roomy)
     assert code == 0 and _cover(s, "moves_capped") is False

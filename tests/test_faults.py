@@ -38,13 +38,13 @@ def verdict(records, drop=lambda r: False):
     return check(parse(lines))
 
 
-@pytest.mark.spec("R11", "R45")
+@pytest.mark.spec("R11", "R56")
 def test_injected_faults_conform_and_unrecorded_ones_diverge(cluster):
     client, mid, generation = stable_member(cluster.port)
     cluster.inject("Heartbeat", error="NOT_COORDINATOR", count=2)
     assert [heartbeat(client, mid, generation) for _ in range(3)] == [NOT_COORDINATOR, NOT_COORDINATOR, NONE]
     assert cluster.rebalance("g") == "PreparingRebalance"
-    assert heartbeat(client, mid, generation) == REBALANCE_IN_PROGRESS  # R45, then R10
+    assert heartbeat(client, mid, generation) == REBALANCE_IN_PROGRESS  # R56, then R10
     r = client.join("g", mid)
     assert r.error_code == NONE and r.generation_id == generation + 1
     client.call(Api.SYNC_GROUP, 5, group_id="g", generation_id=r.generation_id, member_id=mid,
@@ -56,7 +56,7 @@ def test_injected_faults_conform_and_unrecorded_ones_diverge(cluster):
     faults = [r["fault"] for r in trace if r["type"] == "fault"]
     assert faults == ["error", "error", "rebalance", "expire"]
     v = verdict(trace)
-    assert v.status == "conforms" and {"R11", "R45"} <= v.rules, v
+    assert v.status == "conforms" and {"R11", "R56"} <= v.rules, v
     # a fault layer that did not record its faults: each is a divergence, naming the rule
     for kind, rule in (("error", "R10"), ("rebalance", "R10"), ("expire", "R10")):
         v = verdict(trace, lambda r: r.get("fault") == kind)

@@ -10,6 +10,7 @@ from rebalance.model.mutations import REGISTRY as MUTATIONS
 COOP = ("--faults", "join,leave,crash")
 ZOMBIES = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
 STATIC = ("--static", "--faults", "restart,crash,leave")
+STREAMS = ("--protocol", "streams", "--members", "2", "--standby", "0")
 SMALL = ("--members", "1", "--partitions", "3", "--faults", "join,crash", "--max-faults", "2")
 
 # (mutations, configuration, the properties violated; every other one holds)
@@ -70,6 +71,16 @@ MATRIX = [
     (("generation-mod-4",), COOP, set()),
     # no two members claim a partition at one generation here: `rebalance prove` catches it (tests/test_prove.py)
     (("contested-claims-unowned",), COOP, set()),
+    # Streams (seed 001)
+    (("promote-unready-learner",), STREAMS + ("--tasks", "4", "--faults", "join", "--max-faults", "1"),
+     {"learner_ready_before_active"}),
+    # the seed's naive learner assignment: an endless shuffle when tasks are fewer than the members' capacity
+    (("learners-to-anyone",), STREAMS + ("--tasks", "2", "--stateless", "0", "--faults", "join", "--max-faults", "1"),
+     {"no_endless_shuffle", "learner_progress", "no_rebalance_storm", "eventual_balance"}),
+    (("no-scale-down-timeout",), STREAMS + ("--tasks", "3", "--streams-version", "1.0", "--faults", "leave",
+                                            "--max-faults", "1"), {"bounded_scale_down"}),
+    (("no-commit-fencing",), ("--protocol", "streams", "--members", "2", "--tasks", "2", "--standby", "0",
+                              "--faults", "pause,crash,join"), {"exclusive_processing", "exclusive_active"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]

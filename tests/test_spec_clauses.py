@@ -29,7 +29,7 @@ ALL_FAULTS = ("join", "leave", "crash", "restart", "pause")
 
 def _cfg(protocol="cooperative"):
     return GroupConfig(topics=(("t", PARTITIONS),), protocol=protocol,
-                       assignor="range" if protocol == "eager" else "cooperative-sticky")
+                       assignor={"eager": "range", "streams": "streams"}.get(protocol, "cooperative-sticky"))
 
 
 def quick_systems():
@@ -37,7 +37,8 @@ def quick_systems():
     return [System(_cfg(), 2, 1, ALL_FAULTS, 1),
             System(_cfg(), 1, 2, ("join", "crash", "restart"), 2),  # restarts, the timers, the initial delay
             System(_cfg(), 2, 1, ("crash", "restart", "pause"), 2, static=frozenset({0, 1, 2})),
-            System(_cfg("deferred"), 2, 1, ("crash",), 1)]  # ticks and ScheduledRebalanceTimeouts
+            System(_cfg("deferred"), 2, 1, ("crash",), 1),  # ticks and ScheduledRebalanceTimeouts
+            System(_cfg("streams"), 2, 1, ("join", "leave"), 1)]  # learners ready, scale-down, shutdown
 
 
 def full_systems():
@@ -116,7 +117,7 @@ IDS = [f"{c.action}/{c.case}/{c.kind}/{c.clause}" for c in CLAUSES]
 
 
 def test_clauses_are_enumerated_once_each():
-    assert len(set(CLAUSES)) == len(CLAUSES) == 111
+    assert len(set(CLAUSES)) == len(CLAUSES) == 115
     assert set(c.action for c in CLAUSES) == set(spec.ACTIONS)
 
 

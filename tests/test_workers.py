@@ -14,19 +14,19 @@ def _without_paths(summary: dict) -> dict:
     return {k: summary[k] for k in KEYS} | {"statuses": [p["status"] for p in summary["properties"]]}
 
 
-def test_two_workers_count_what_one_process_counts(check_json):
-    (c1, one), (c3, three) = (check_json(*SMALL, "--workers", w) for w in ("1", "3"))
+def test_two_workers_count_what_one_process_counts(rebalance_check):
+    (c1, one), (c3, three) = (rebalance_check(*SMALL, "--workers", w) for w in ("1", "3"))
     assert c1 == c3 == 0 and one["distinct_states"] > 1000
     assert three["configuration"]["workers"] == 3
     assert _without_paths(one) == _without_paths(three)
 
 
-def test_workers_catch_assign_before_revoke_with_the_local_counterexample(check_json, tmp_path):
+def test_workers_catch_assign_before_revoke_with_the_local_counterexample(rebalance_check, tmp_path):
     """Seen to fail: the mutation's shortest counterexample, step for step, under both."""
     args = ("--faults", "join,leave,crash", "--mutation", "assign-before-revoke")
     runs = []
     for w in ("1", "2"):
-        code, summary = check_json(*args, "--workers", w)
+        code, summary = rebalance_check(*args, "--workers", w)
         trace = json.loads((tmp_path / "out" / "revoke_before_assign.json").read_text())
         runs.append((code, _without_paths(summary), summary["counterexample"]["length"], trace["steps"]))
     assert runs[0][0] == 1 and runs[0][2] > 5

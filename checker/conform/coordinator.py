@@ -432,7 +432,7 @@ class _Group:
 
     def inject(self, line: int, t: float, event_of) -> bool:
         """An injected coordinator input at ``t`` (a ``fault`` record: ``expire``, R11,
-        or ``rebalance``, R45): serve steps it between two of its steps, once every
+        or ``rebalance``, R56): serve steps it between two of its steps, once every
         request recorded before it is processed, so it applies to the candidates that
         have processed them all (reached by silent steps), ``event_of(c)`` giving each
         its input. False if no candidate can take it."""
@@ -673,7 +673,7 @@ def _responses(trace: Trace) -> dict:
 # injected coordinator inputs (a ``fault`` record's kind): record -> (rule, candidate -> model input)
 INJECTED_INPUTS = {
     "expire": lambda rec: ("R11", lambda c: SessionTimeout(c.ids.get(rec["member_id"], UNKNOWN_ID))),
-    "rebalance": lambda rec: ("R45", lambda c: ForceRebalance()),
+    "rebalance": lambda rec: ("R56", lambda c: ForceRebalance()),
 }
 
 

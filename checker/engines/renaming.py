@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from rebalance.model.coordinator import Group, MemberMetadata
 from rebalance.model.member import Consumer
+from rebalance.model.streams import StreamsMemory
 from rebalance.model.protocol import (
     NO_MEMBER_ID, Heartbeat, JoinGroup, JoinGroupResponse, LeaveGroup, OffsetCommit, Subscription, SyncGroup,
     connection, epoch_of, member_id, serial_of, slot_of,
@@ -115,8 +116,11 @@ def _consumer(c: Consumer | None, n: _Names):
     if c is None:
         return c
     echo = (n.gen(c.echo[0]),) + c.echo[1:] if c.echo else c.echo
+    memory = c.memory
+    if type(memory) is StreamsMemory:  # the Streams leader remembers member ids (R52)
+        memory = StreamsMemory(*(tuple(n.mid(m) for m in ids) for ids in memory))
     return c._replace(member_id=n.mid(c.member_id), generation=n.gen(c.generation),
-                      owned_generation=n.gen(c.owned_generation), echo=echo)
+                      owned_generation=n.gen(c.owned_generation), echo=echo, memory=memory)
 
 
 def _member(m: MemberMetadata, n: _Names) -> MemberMetadata:

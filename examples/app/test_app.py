@@ -54,7 +54,7 @@ def test_no_record_lost_under_a_forced_rebalance_and_an_expiry(kafka_cluster):
         kafka_cluster.wait_for_stable(GROUP, members=2)
         while len(sink) < RECORDS // 4:
             time.sleep(0.01)
-        kafka_cluster.rebalance(GROUP)  # forced mid-batch (R45)
+        kafka_cluster.rebalance(GROUP)  # forced mid-batch (R56)
         while len(sink) < RECORDS // 2:
             time.sleep(0.01)
         victim = next(m["member_id"] for m in kafka_cluster.describe(GROUP)["members"]
