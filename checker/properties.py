@@ -535,3 +535,21 @@ def _returning(s: State, n: State) -> bool:
 
 def applicable_covers(system: System) -> tuple:
     return tuple(c for c in COVERS if c.applies(system))
+
+
+def concrete_reason(system: System, v) -> str:
+    """A safety violation's reason said again on its concrete execution (``v``: an
+    engines/explore.py Violation). The engines check properties on states up to
+    renaming, where member ids and generations are renumbered 1, 2, ...; the
+    counterexample replays the real ones, so its reason names them as its steps do
+    (A2, not the canonical A1). A liveness reason, or one the concrete state does not
+    reproduce, is kept as it is."""
+    prop = next((p for p in PROPERTIES if p.name == v.property), None)
+    if prop is None or v.loop_start is not None or len(v.path) < 1:
+        return v.reason
+    action, last = v.path[-1]
+    why = prop.invariant(system, last) if prop.invariant else None
+    if not why and prop.step and action is not None and len(v.path) > 1:
+        why = prop.step(system, v.path[-2][1], action, last)
+    return why or v.reason
+

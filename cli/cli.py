@@ -7,6 +7,7 @@ configuration expects it to), 1 a property is violated (counterexample written),
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -25,7 +26,7 @@ from rebalance.checker.situations import SITUATIONS
 from rebalance.checker.render import lane, partitions as partition_names
 from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
-from rebalance.checker.properties import applicable, applicable_covers
+from rebalance.checker.properties import applicable, applicable_covers, concrete_reason
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, System
 from rebalance.model.config import CONSUMER_PROTOCOLS, ConfigError
@@ -316,6 +317,7 @@ def check(config, protocol, assignor, members, partitions, static, tasks, statel
             result = engine(progress=_progress_callback(progress, task))
     else:
         result = engine()
+    result.violations = [dataclasses.replace(v, reason=concrete_reason(system, v)) for v in result.violations]
     files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
              for v in result.violations}
     summary = _summary(settings, result, props, covers, files) | {"warnings": warnings}

@@ -65,4 +65,8 @@ def test_f2_f3_a_paused_static_member_kept_by_the_rebalance_timeout(rebalance_ch
     assert doc["length"] == 15 and "B: pause" in steps and steps[-3] == "coordinator timer: RebalanceTimeout()"
     doc, steps = _steps(tmp_path, "exclusive_ownership")
     assert doc["length"] == 30 and "the OffsetCommits of both accepted" in doc["reason"]
+    # the reason names the execution's own member ids (A2: A's second process), not the canonical ones
+    final = doc["final_state"]
+    assert doc["reason"].startswith(f"t-0 owned by {final['A']['member_id']} and {final['B']['member_id']}")
+    assert final["A"]["member_id"] == "A2"
     assert "B: pause" in steps and "A: pause" in steps
