@@ -54,7 +54,7 @@ from rebalance.checker.conform.trace import parse
 from rebalance.checker.conform.verdict import CONFORMS
 from rebalance.checker.engines.walks import Checks, run
 from rebalance.checker.render import lane
-from rebalance.checker.system import ENVIRONMENT, System
+from rebalance.checker.system import FAULTS, System
 from rebalance.impl.consumer_protocol import encode_assignment, encode_subscription
 from rebalance.impl.wire import Api, read_response, request_frame
 from rebalance.model.config import ASSIGNORS, PROTOCOLS, GroupConfig
@@ -109,7 +109,7 @@ def subscriptions(cfg: GroupConfig, min_members: int = 1, max_members: int = 6, 
     return build()
 
 
-def group_events(slots: int = 4, min_size: int = 1, max_size: int = 12, actions=ENVIRONMENT):
+def group_events(slots: int = 4, min_size: int = 1, max_size: int = 12, actions=FAULTS + ("resume",)):
     """A ``rebalance replay`` scenario's events: ``[{"action": ..., "member": "A"}, ...]``
     over lanes ``A``.. of ``slots`` client slots, actions of ``actions`` (join, leave,
     crash, restart, pause, resume). Not every sequence is possible from every group

@@ -78,7 +78,7 @@ BAD = [
     ("shape:assign", "returned list, not a dict of member id -> partitions"),
     ("unknown:assign", "assigned to 'Z9', not a member (A1)"),
     ("raises:assign", "raised KeyError: 'boom'"),
-    ("justaname", "unknown assignor 'justaname' (expected one of range, roundrobin, sticky, cooperative-sticky, "
+    ("justaname", "unknown assignor 'justaname' (expected one of range, roundrobin, sticky, cooperative-sticky, streams, "
                   "or your own as module:function)"),
 ]
 

@@ -39,6 +39,7 @@ class Checks:
     the liveness ones and those in ``skip`` (expected violated)."""
 
     def __init__(self, names):
+        names = frozenset(names)  # any iterable: a generator is read once
         props = [p for p in PROPERTIES if p.name in names and p.kind != "liveness"]
         self.names = tuple(p.name for p in props)
         self.state = [(p.name, p.invariant) for p in props if p.invariant]
