@@ -19,7 +19,7 @@ from rebalance.strategies import coordinator_machine, group_configs, group_event
 
 FAST = settings(max_examples=10, stateful_step_count=15, deadline=None,
                 suppress_health_check=list(HealthCheck))
-LONG = settings(max_examples=200, stateful_step_count=30, deadline=None, suppress_health_check=list(HealthCheck))
+LONG = settings(max_examples=60, stateful_step_count=30, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 @pytest.fixture(scope="module")
