@@ -45,7 +45,8 @@ def full_systems():
     """Every protocol with every fault, budget 2 (about a minute)."""
     return [System(_cfg(p), 2, 1, ALL_FAULTS, 2, static=frozenset(st))
             for p, st in (("eager", ()), ("cooperative", ()), ("cooperative", (0, 1, 2)), ("deferred", ()),
-                          ("incremental", ()))]
+                          ("incremental", ()))] + [
+        System(_cfg("streams"), 2, 1, ("join", "leave", "crash", "restart"), 2)]  # learners, scale-down, shutdown
 
 
 def observe(systems) -> dict:
