@@ -21,8 +21,8 @@ def test_max_seconds_stops_with_the_figures_reached(rebalance_check):
 
 
 def test_max_memory_stops_with_the_figures_reached(rebalance_check):
-    code, s = rebalance_check("--members", "3", "--partitions", "4", "--max-memory", "70")
-    assert code == 3 and s["limit"] == "max_memory 70 MB" and s["peak_rss_mb"] > 65
+    code, s = rebalance_check("--members", "3", "--partitions", "4", "--max-memory", "160")
+    assert code == 3 and s["limit"] == "max_memory 160 MB" and s["peak_rss_mb"] > 155
     assert s["distinct_states"] > 1000
 
 
