@@ -20,8 +20,9 @@ from typing import Callable, NamedTuple
 from rebalance.model.assignors import newest_echo
 from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
+from rebalance.model.upgrade import rebalance_protocol
 from rebalance.model.protocol import (
-    NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
+    NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
     instance_name, member_name, partitions_of, union,
 )
 
@@ -305,7 +306,44 @@ def shuffled(system: System, state: State, action, nxt: State):
 
 
 def _cooperative(system: System) -> bool:
-    return system.cfg.cooperative
+    """Cooperative members, or a rolling upgrade to them (R79)."""
+    return system.cfg.cooperative or bool(system.stages)
+
+
+def _upgrading(system: System) -> bool:
+    return bool(system.stages)
+
+
+def refused_protocol(system: System, state: State, action, nxt: State):
+    """R80: a member is refused with INCONSISTENT_GROUP_PROTOCOL: its assignor list
+    shares no protocol with some member of the group (GroupCoordinator.handleJoinGroup,
+    GroupMetadata.supportsProtocols), and the consumer stops
+    (InconsistentGroupProtocolException is fatal to poll)."""
+    if _reply(action, JoinGroupResponse, Error.INCONSISTENT_GROUP_PROTOCOL):
+        mine = state.procs[action.slot].consumer.assignors
+        others = sorted({m.subscription.assignors for m in state.group.members})
+        return (f"slot {action.slot}'s JoinGroup with [{', '.join(mine)}] was refused with "
+                f"INCONSISTENT_GROUP_PROTOCOL (the group's members list {others})")
+    return None
+
+
+def _upgraded(system, s, a, n) -> bool:
+    """R80: the upgrade is over: every slot on the last assignor list, the group Stable
+    on its first choice, every running process a member of the current generation."""
+    path, g = system.stages, n.group
+    if g.phase != Phase.STABLE or g.protocol != path[-1][0] or any(p.stage != len(path) - 1 for p in n.procs):
+        return False
+    running = [p.consumer for p in n.procs if p.status == RUNNING]
+    return bool(running) and len(running) == len(g.members) and all(
+        c.phase == MemberPhase.STABLE and c.generation == g.generation and c.assignors == path[-1] for c in running)
+
+
+def _mixed_protocols(system, s, a, n) -> bool:
+    """R78: a Stable generation whose members run different RebalanceProtocols (eager
+    [cooperative-sticky, range] beside cooperative [cooperative-sticky])."""
+    g = n.group
+    return g.phase == Phase.STABLE and len({rebalance_protocol(m.subscription.assignors)
+                                             for m in g.members if m.subscription.assignors}) > 1
 
 
 def _static(system: System) -> bool:
@@ -349,6 +387,9 @@ PROPERTIES = (
     Property("revoke_before_assign", "invariant",
              "a partition is never assigned to a member while another member still owns it",
              _cooperative, revoke_before_assign),
+    Property("upgrade_compatible", "invariant",
+             "no member of a rolling upgrade is refused with INCONSISTENT_GROUP_PROTOCOL (R80)",
+             _upgrading, None, refused_protocol),
     Property("unique_instance", "invariant",
              "at most one member per group.instance.id (a duplicate is fenced)", _static, unique_instance),
     Property("static_restart_no_rebalance", "invariant",
@@ -472,6 +513,10 @@ COVERS = (
           "the rest (R34)", lambda system, s, a, n: any(m.assignment.scheduled for m in n.group.members), _incremental),
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
+    Cover("mixed_protocols", "a Stable generation mixed eager and cooperative members (R78)", _mixed_protocols,
+          _upgrading),
+    Cover("upgraded_cooperative", "the rolling upgrade ended: every member on [cooperative-sticky], the group "
+          "Stable on it (R80)", _upgraded, _upgrading),
 )
 
 

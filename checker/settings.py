@@ -30,7 +30,7 @@ SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "event
 # key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
     "initial": {"owned", "generation", "leader", "static"},
-    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves"},
+    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "upgrade"},
     "members": {"initial", "joiners", "static"},
     "faults": {"kinds", "budget"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
@@ -257,6 +257,10 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     refuse_inapplicable(proto, muts)
     extra = {}
+    if g.get("upgrade", False) is not False:  # R79: a rolling upgrade from [range] to [cooperative-sticky]
+        if g["upgrade"] is not True:
+            raise ConfigError(f"group.upgrade must be true or false, got {g['upgrade']!r}")
+        extra["upgrade"] = True
     if proto == "streams":
         # the member count a standby replica needs (R46..): [initial]'s members, else --members / members.initial
         provisional = (len(data["initial"].get("owned", {})) if isinstance(data.get("initial"), dict) else

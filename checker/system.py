@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from rebalance.model import coordinator, member
+from rebalance.model import coordinator, member, upgrade
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer, counting, shutting_down
@@ -37,7 +37,8 @@ ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
 SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
-ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN)  # the environment's actions (no fairness)
+UPGRADE = "upgrade"  # the operator bounces a member onto the next assignor list of a rolling upgrade (R79)
+ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN, UPGRADE)  # the environment's actions (no fairness)
 BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.py), also the environment's
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
@@ -59,7 +60,10 @@ class Proc(NamedTuple):
     abstract commit each); ``shared``, () or per client slot ``t`` the partitions
     (a bitmask) for which the coordinator accepted this process's OffsetCommit
     while slot ``t``'s process also owned them, kept only while both still own
-    them (``exclusive_ownership``)."""
+    them (``exclusive_ownership``).
+
+    ``stage``: in a rolling upgrade (R79), which of the upgrade's assignor lists the
+    slot's processes start with (an index into model/upgrade.py ``stages``)."""
 
     status: int
     epoch: int
@@ -68,6 +72,7 @@ class Proc(NamedTuple):
     responses: tuple
     shared: tuple = ()
     committed: bool = False
+    stage: int = 0
 
 
 class State(NamedTuple):
@@ -121,6 +126,7 @@ class System:
         self._member: dict = {}
         self._local: dict = {}
         self._timers: dict = {}
+        self.stages = upgrade.stages(cfg)  # R79: the rolling upgrade's assignor lists, () if none
         self.refinement = None  # checker/refinement.py's checker and caches, built on first use
 
     @property
@@ -159,15 +165,16 @@ class System:
             p = procs[s]
             if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
                 procs[s] = Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
-                                p.committed)
+                                p.committed, p.stage)
 
     @staticmethod
     def requests_of(outputs) -> tuple:
         return tuple(o.request for o in outputs if type(o) is Send)
 
     def start(self, slot: int, proc: Proc) -> Proc:
-        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot)))
-        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), ())
+        assignors = self.stages[proc.stage] if self.stages else ()
+        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot), assignors=assignors))
+        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), (), stage=proc.stage)
 
     def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
         procs = list(state.procs) if procs is None else procs
@@ -235,7 +242,7 @@ class System:
             same = c2.owned == c.owned and c2.generation == c.generation
             reply = (Action("reply", s, resp),
                      Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:],
-                          _masked(p.shared, c2.owned), p.committed and same))
+                          _masked(p.shared, c2.owned), p.committed and same, p.stage))
         elif not p.requests:
             c2, outs = self.step_member(c, HeartbeatDue())
             sent = self.requests_of(outs)
@@ -272,7 +279,8 @@ class System:
                 out.append((Action(READY, s, event), p._replace(consumer=c2, requests=self.requests_of(outs))))
         if shutting_down(self.cfg, c, idle):
             outs = self.step_member(c, Leave())[1]
-            out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
+            out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (),
+                                                        stage=p.stage)))
         return tuple(out)
 
     def successors(self, state: State) -> list:
@@ -283,7 +291,8 @@ class System:
             if p.requests:
                 req = p.requests[0]
                 ps = list(procs)
-                ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed)
+                ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed,
+                             p.stage)
                 event = Receive(connection(s, p.epoch), req)
                 nxt = self.coordinator_event(state, event, ps)
                 if type(req) is OffsetCommit:
@@ -348,14 +357,40 @@ class System:
                 for ev, waiting in armed if live.isdisjoint(waiting)]
 
     def fault_successors(self, state: State) -> list:
-        """The environment's actions (spec/SPEC.md section 6): resume (free) and, within
-        the budget, join, leave, crash, restart and pause."""
-        out = []
+        """The environment's actions (spec/SPEC.md section 6): resume and a rolling
+        upgrade's bounces (free) and, within the budget, join, leave, crash, restart and pause."""
+        out = self.upgrade_successors(state) if self.stages else []
         for s, p in enumerate(state.procs):
             if p.status == PAUSED:
                 out.append((Action("resume", s, None), _with_proc(state, s, p._replace(status=RUNNING), 0)))
             if state.faults_left > 0:
                 out.extend((a, _with_proc(state, s, q, 1)) for a, q in self._faults(s, p))
+        return out
+
+    def upgrade_successors(self, state: State) -> list:
+        """R79: the operator's rolling bounces, outside the fault budget. Once the previous
+        rolling bounce is complete (model/upgrade.py ``bounce_ready``), a slot moves
+        to the next assignor list: its running process, Stable with nothing in
+        flight (the operator bounces a healthy member), shuts down gracefully (R20:
+        revokes, sends LeaveGroup) and a new process starts at once on the new list,
+        its JoinGroup behind the LeaveGroup; a slot with no process (absent or
+        crashed) gets the new list for its next start. A paused process waits.
+        ``[(Action, State)]``."""
+        path, procs = self.stages, state.procs
+        slot_stages = [p.stage for p in procs]
+        out = []
+        for s, p in enumerate(procs):
+            if p.status == PAUSED or not upgrade.bounce_ready(path, slot_stages, p.stage, state.group.protocol):
+                continue
+            nxt = p._replace(stage=p.stage + 1)
+            if p.status == RUNNING:
+                c = p.consumer
+                if c.phase != MemberPhase.STABLE or c.heartbeat_inflight or p.requests or p.responses:
+                    continue
+                left = self.requests_of(self.step_member(c, Leave())[1])
+                nxt = self.start(s, nxt)
+                nxt = nxt._replace(requests=left + nxt.requests)
+            out.append((Action(UPGRADE, s, None), _with_proc(state, s, nxt, 0)))
         return out
 
     def churn_successors(self, state: State) -> list:
@@ -386,13 +421,13 @@ class System:
             elif "leave" in faults:
                 c2, outs = self.step_member(p.consumer, Leave())
                 out.append((Action("leave", s, None),
-                            Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
+                            Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (), stage=p.stage)))
             if "pause" in faults:
                 out.append((Action("pause", s, None), p._replace(status=PAUSED)))
         elif p.status == CRASHED and "restart" in faults:
             out.append((Action("restart", s, None), self.start(s, p)))
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
-            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), ())))
+            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), (), stage=p.stage)))
         return out
 
 

@@ -62,6 +62,10 @@ class GroupConfig:
     R50, R51); ``rejoin_mode``: "conservative" (rejoin once every learner is ready)
     or "eager" (as each is, R55); ``scale_down_ticks``: the scale-down timeout (R54).
 
+    ``upgrade``: the members start on [range] (eager) and rolling bounces move them to
+    [cooperative-sticky] (R77-R80, model/upgrade.py); ``protocol`` and ``assignor``
+    are then "eager" and "range", where the group starts.
+
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, two
     mutations replacing one rule, or a topic without partitions.
@@ -83,6 +87,7 @@ class GroupConfig:
     streams_version: str = "2.0"
     rejoin_mode: str = "conservative"
     scale_down_ticks: int = 2
+    upgrade: bool = False  # R79: the members move from [range] to [cooperative-sticky] by rolling bounces
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -124,6 +129,9 @@ class GroupConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < (name == "scale_down_ticks"):
                 raise ConfigError(f"{name} must be a whole number of at least {int(name == 'scale_down_ticks')}, "
                                   f"got {value!r}")
+        if self.upgrade or "one-bounce-upgrade" in self.mutations:
+            from .upgrade import validate
+            validate(self)
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:

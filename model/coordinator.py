@@ -112,6 +112,12 @@ def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) ->
     return rule(cfg, _commit_fencing)(group, mid, generation)
 
 
+def voting(sub) -> bool:
+    """Whether a JoinGroup's subscription takes part in the protocol vote (R35): impl's
+    ``Protocols``, or a checker ``Subscription`` naming its member's assignors (R77)."""
+    return type(sub) is Protocols or bool(sub.assignors)
+
+
 def _protocol_names(sub) -> set:
     return {name for name, _ in sub.protocols}
 
@@ -121,8 +127,8 @@ def supported(group: Group, sub, mid: int) -> bool:
     GroupMetadata.isProtocolTypeAndProtocolsSupported): with ``Protocols``, it names
     a protocol type and at least one protocol, the type matches the other members'
     and some protocol it lists is supported by every other member. Always True for
-    the checker's ``Subscription``."""
-    if type(sub) is not Protocols:
+    the checker's ``Subscription`` unless it names its ``assignors`` (R77)."""
+    if not voting(sub):
         return True
     others = [m.subscription for m in group.members if m.member_id != mid]
     if not sub.protocol_type or any(o.protocol_type != sub.protocol_type for o in others):
@@ -135,8 +141,8 @@ def select_protocol(members) -> str:
     among the protocols every member supports, each member votes for the first in
     its order of preference; the most votes win, a tie goes to the protocol the
     earliest member (lowest member id) prefers (Kafka leaves ties to hash order).
-    "" when the members send no ``Protocols`` or share no protocol."""
-    if not members or type(members[0].subscription) is not Protocols:
+    "" when the members send no ``Protocols`` (nor assignor lists, R77) or share no protocol."""
+    if not members or not voting(members[0].subscription):
         return ""
     subs = [m.subscription for m in members]
     candidates = _protocol_names(subs[0]).intersection(*map(_protocol_names, subs[1:]))

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from . import streams
 from .assignors import assign
 from .config import GroupConfig, rule
+from .upgrade import cooperative_member, leader_config
 from .protocol import (
     NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, Error, Heartbeat,
     HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, LearnerReady, Leave, LeaveGroup, ScaleDown,
@@ -55,7 +56,9 @@ class Consumer(NamedTuple):
     ``leader-forgets-delay`` and ``connect-leader-state`` mutations; model/assignors.py
     ``_deferral``). ``user_data``: the bitmask of its last assignment as the eager
     StickyAssignor's user data remembers it (only kept under the
-    ``sticky-user-data-without-generation`` mutation, ``_remembered``)."""
+    ``sticky-user-data-without-generation`` mutation, ``_remembered``).
+    ``assignors``: its own partition.assignment.strategy (R77; () for the group
+    configuration's assignor)."""
 
     phase: MemberPhase
     member_id: int
@@ -70,6 +73,7 @@ class Consumer(NamedTuple):
     memory: tuple = (0, 0)
     user_data: int = 0
     streams: tuple = ()
+    assignors: tuple = ()
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
@@ -140,14 +144,16 @@ def subscription(c: Consumer) -> Subscription:
     Deferred protocol: the echo and the ScheduledRebalanceTimeout's ticks left (R31, R32)."""
     if c.streams:  # R46: the Streams user data rides along
         return Subscription(c.owned, c.owned_generation, streams=c.streams.user_data())
-    if not (c.owned or c.echo):
+    if not (c.owned or c.echo or c.assignors):
         return EMPTY_SUBSCRIPTION
-    return Subscription(c.owned, c.owned_generation, c.echo, c.scheduled if c.echo else NOT_SCHEDULED)
+    return Subscription(c.owned, c.owned_generation, c.echo, c.scheduled if c.echo else NOT_SCHEDULED,
+                        assignors=c.assignors)
 
 
 def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
-    """Send JoinGroup (R14: eager revokes everything first, onJoinPrepare)."""
-    if not cfg.cooperative and c.owned:
+    """Send JoinGroup (R14: eager revokes everything first, onJoinPrepare; R77: eager
+    or not by the member's own assignor list)."""
+    if c.owned and not cooperative_member(cfg, c.assignors):
         out.append(Callback("revoked", c.owned))
         c = c._replace(owned=0, owned_generation=NO_GENERATION)
     out.append(Send(JoinGroup(c.member_id, rule(cfg, subscription)(c), c.group_instance_id,
@@ -195,7 +201,9 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
                                if leader and not r.skip_assignment else ((), streams.NO_MEMORY))
         c = c._replace(memory=memory if leader else streams.NO_MEMORY)
     else:
-        assignments = assign(cfg, r.members, memory) if leader and not r.skip_assignment else ()
+        # R78: a member with its own assignor list assigns with the one the vote selected
+        chosen = leader_config(cfg, r.protocol) if c.assignors else cfg
+        assignments = assign(chosen, r.members, memory) if leader and not r.skip_assignment else ()
         c = c._replace(memory=rule(cfg, _memory_after_assigning)(c.memory, assignments))
     out.append(Send(SyncGroup(r.member_id, r.generation, assignments, c.group_instance_id)))
     return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
@@ -296,7 +304,7 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
             out.append(Send(OffsetCommit(c.member_id, c.generation, c.owned, c.group_instance_id)))
     elif kind is Start:
         if c.phase == MemberPhase.UNJOINED:
-            c = c._replace(group_instance_id=event.group_instance_id,
+            c = c._replace(group_instance_id=event.group_instance_id, assignors=event.assignors,
                            streams=streams.NEW_STREAMS if cfg.streams else ())
             c = _rejoin(cfg, c, out)
     elif kind is LearnerReady:

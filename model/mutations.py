@@ -184,6 +184,13 @@ REGISTRY = {m.name: m for m in (
              "KAFKA-14016 because with KAFKA-12984's generation filter the claims were dropped and the partitions "
              "revoked from their owner", "R17", COOPERATIVE_PROTOCOLS, jira="KAFKA-13891",
              versions="3.3 (reverted by KAFKA-14016)"),
+    Mutation("one-bounce-upgrade",
+             "the upgrade to cooperative rebalancing in one rolling bounce: each member goes from [range] "
+             "straight to [cooperative-sticky]; the bounced member shares no protocol with the members still on "
+             "[range] and is refused with INCONSISTENT_GROUP_PROTOCOL",
+             "Kafka's docs/upgrade.html (KIP-429, \"upgrading to cooperative rebalancing\"): two rolling "
+             "bounces, never one; GroupMetadata.supportsProtocols refuses a JoinGroup sharing no protocol with "
+             "every member (GroupCoordinator.handleJoinGroup: INCONSISTENT_GROUP_PROTOCOL)", "R79, R80", ("eager",)),
     Mutation("keep-revoked",
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
@@ -232,7 +239,7 @@ def refuse_inapplicable(protocol: str, mutations) -> None:
 
 
 # ---- the replacements, by the handler whose rule they replace ----------------------------------------------
-from . import assignors, coordinator, member, streams  # noqa: E402 - the rules replaced are theirs; they import `rule`
+from . import assignors, coordinator, member, streams, upgrade  # noqa: E402 - the rules replaced are theirs; they import `rule`
 
 
 @replaces(coordinator._commit_fencing, "no-commit-fencing")
@@ -424,3 +431,8 @@ def _overload_first_member(mids, out: dict) -> dict:
     if len(mids) >= 2:
         out[mids[0]], out[mids[-1]] = out[mids[0]] | out[mids[-1]], 0
     return out
+
+
+@replaces(upgrade.rolling_upgrade, "one-bounce-upgrade")
+def _one_bounce() -> tuple:
+    return (upgrade.RANGE, upgrade.COOPERATIVE_ONLY)

@@ -175,13 +175,37 @@ class Subscription(NamedTuple):
     ``NOT_SCHEDULED``: none), so that a new leader inherits the deadline (R32).
 
     Streams (seed 001) only: ``streams``, its user data ``(learning, ready,
-    standby, leaving)`` (R46; model/streams.py)."""
+    standby, leaving)`` (R46; model/streams.py).
+
+    A member with its own assignor list (a rolling upgrade, R77): ``assignors``, the
+    protocols it names in JoinGroup in its order of preference
+    (partition.assignment.strategy), each with this same metadata, so the
+    coordinator votes (R35) as it does over ``Protocols``; () for one implicit
+    protocol, nothing to select."""
 
     owned: int
     generation: int
     echo: tuple = ()
     scheduled: int = NOT_SCHEDULED
     streams: tuple = ()
+    assignors: tuple = ()
+
+    @property
+    def protocol_type(self) -> str:
+        """The checker's members speak the consumer embedded protocol."""
+        return "consumer"
+
+    @property
+    def protocols(self) -> tuple:
+        """``((name, metadata), ...)`` as ``Protocols`` has them: this subscription for
+        each of ``assignors``."""
+        return tuple((name, self) for name in self.assignors)
+
+    def metadata(self, name: str) -> "Subscription":
+        """The metadata for protocol ``name``: this subscription; KeyError if not named."""
+        if name not in self.assignors:
+            raise KeyError(name)
+        return self
 
 
 EMPTY_SUBSCRIPTION = Subscription(0, NO_GENERATION)
@@ -385,10 +409,13 @@ class ForceRebalance(NamedTuple):
 
 
 class Start(NamedTuple):
-    """The process starts and joins the group, static if ``group_instance_id`` is set."""
+    """The process starts and joins the group, static if ``group_instance_id`` is set,
+    with its own partition.assignment.strategy ``assignors`` (names, in order of
+    preference; () for the group configuration's one assignor, R77)."""
 
     group_instance_id: int = NO_INSTANCE_ID
     tag: int = 110
+    assignors: tuple = ()
 
 
 class HeartbeatDue(NamedTuple):

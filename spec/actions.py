@@ -312,6 +312,7 @@ REFUSED = Case("refused or stale", _no_pre, _refused_post)
 GRANTED = Case("granted", _no_pre, _granted_post)
 START = Case("process starts", _start_pre, _start_post)
 STOP = Case("process stops", _no_pre, _stop_post)
+BOUNCED = Case("process bounced onto a new assignor list", _live_pre, _start_post)  # R79
 
 class SpecAction(NamedTuple):
     """An action: the disjunction of its cases. ``local``: its cases read only the
@@ -364,6 +365,9 @@ ACTIONS = {
     "Pause": _member(STUTTER),
     "Resume": _member(STUTTER),
     "ScaleDown": _member(STUTTER),  # Streams: the scale-down tool marks a member leaving soon (R53)
+    # a rolling upgrade (R79): a running process is bounced onto the next assignor list (its LeaveGroup and
+    # JoinGroup in flight), or a slot without one gets the list for its next start (nothing the View sees)
+    "Upgrade": _member(BOUNCED, STUTTER),
 }
 
 
