@@ -1,10 +1,10 @@
 """One real Kafka consumer process for the interop tests.
 
 ``python agent.py CLIENT NAME --bootstrap HOST:PORT --group G --topic T
-[--instance-id ID] [--session-ms MS]`` with CLIENT ``confluent`` (librdkafka
+[--instance-id ID] [--session-ms MS] [--strategy S]`` with CLIENT ``confluent`` (librdkafka
 through confluent-kafka), ``kafka-python``, ``aiokafka`` or ``rebalance`` (our
 member runtime, impl/member.py); the cooperative-sticky assignor where the client
-has one (aiokafka has none: eager, roundrobin). agent.js is the same for kafkajs.
+has one (aiokafka has none: eager, roundrobin), or for confluent ``--strategy``. agent.js is the same for kafkajs.
 
 Prints the records of an observed log (spec/OBSERVED.md, without the header,
 which the harness writes), one JSON line each: every rebalance callback, taken on
@@ -49,7 +49,7 @@ def confluent(a):
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     conf = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "client.id": a.name,
-            "partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": a.session_ms,
+            "partition.assignment.strategy": a.strategy, "session.timeout.ms": a.session_ms,
             "heartbeat.interval.ms": 300, "enable.auto.commit": True, "auto.commit.interval.ms": 500,
             "topic.metadata.refresh.interval.ms": 1000}
     if a.instance_id:
@@ -186,6 +186,8 @@ def main():
     p.add_argument("--topic", required=True)
     p.add_argument("--instance-id")
     p.add_argument("--session-ms", type=int, default=6000)
+    p.add_argument("--strategy", default="cooperative-sticky",
+                   help="confluent: partition.assignment.strategy (a rolling upgrade changes it between restarts)")
     a = p.parse_args()
     log = ObservedLog(sys.stdout, a.name)
     threading.Thread(target=lambda: [commands.put(line) for line in sys.stdin], daemon=True).start()

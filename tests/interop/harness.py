@@ -117,13 +117,16 @@ class Group:
             with self.observed.open("a") as f:
                 f.write(json.dumps(record) + "\n")
 
-    def start(self, client: str, name: str, instance_id: str | None = None, session_ms: int = 6000):
+    def start(self, client: str, name: str, instance_id: str | None = None, session_ms: int = 6000,
+              strategy: str | None = None):
         agent = ["node", str(HERE / "agent.js")] if client == "kafkajs" else \
             [sys.executable, str(HERE / "agent.py"), client]
         cmd = [*agent, name, "--bootstrap", f"127.0.0.1:{self.server.port}",
                "--group", self.group, "--topic", self.topic, "--session-ms", str(session_ms)]
         if instance_id:
             cmd += ["--instance-id", instance_id]
+        if strategy:  # confluent's partition.assignment.strategy
+            cmd += ["--strategy", strategy]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.members[name] = proc
