@@ -373,7 +373,8 @@ class System:
         to the next assignor list: its running process, Stable with nothing in
         flight (the operator bounces a healthy member), shuts down gracefully (R20:
         revokes, sends LeaveGroup) and a new process starts at once on the new list,
-        its JoinGroup behind the LeaveGroup; a slot with no process (absent or
+        its JoinGroup behind the LeaveGroup on its connection (one channel per slot:
+        the new process takes the LeaveGroupResponse and ignores it); a slot with no process (absent or
         crashed) gets the new list for its next start. A paused process waits.
         ``[(Action, State)]``."""
         path, procs = self.stages, state.procs

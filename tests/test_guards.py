@@ -53,12 +53,13 @@ def test_estimate_is_within_an_order_of_magnitude_of_measured_runs():
 
 @pytest.mark.parametrize("mutation", sorted(REGISTRY))
 def test_every_mutation_names_its_protocols_and_is_refused_elsewhere(mutation):
+    data = {"group": {"upgrade": True}} if mutation == "one-bounce-upgrade" else {}  # it changes an upgrade (R79)
     for protocol in PROTOCOLS:
         if protocol in REGISTRY[mutation].protocols:
-            resolve({}, protocol=protocol, mutations=(mutation,))
+            resolve(data, protocol=protocol, mutations=(mutation,))
         else:
             with pytest.raises(ConfigError, match=f"does not apply to the {protocol} protocol"):
-                resolve({}, protocol=protocol, mutations=(mutation,))
+                resolve(data, protocol=protocol, mutations=(mutation,))
 
 
 def test_an_inapplicable_mutation_changes_nothing_indeed():

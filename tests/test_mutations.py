@@ -81,6 +81,9 @@ MATRIX = [
                                             "--max-faults", "1"), {"bounded_scale_down"}),
     (("no-commit-fencing",), ("--protocol", "streams", "--members", "2", "--tasks", "2", "--standby", "0",
                               "--faults", "pause,crash,join"), {"exclusive_processing", "exclusive_active"}),
+    # the upgrade to cooperative in one rolling bounce (R79, R80): the bounced member is refused and consumes nothing
+    (("one-bounce-upgrade",), ("--example", "upgrade", "--partitions", "2", "--faults", "crash,restart",
+                               "--max-faults", "1"), {"upgrade_compatible", "quiescent_balance", "eventual_balance"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]
