@@ -28,6 +28,7 @@ from rebalance.model.protocol import (
 
 from .engines import churn
 from .refinement import refinement
+from .render import lane
 from .system import PAUSED, RUNNING, State, System, processing
 
 
@@ -320,10 +321,11 @@ def refused_protocol(system: System, state: State, action, nxt: State):
     GroupMetadata.supportsProtocols), and the consumer stops
     (InconsistentGroupProtocolException is fatal to poll)."""
     if _reply(action, JoinGroupResponse, Error.INCONSISTENT_GROUP_PROTOCOL):
-        mine = state.procs[action.slot].consumer.assignors
-        others = sorted({m.subscription.assignors for m in state.group.members})
-        return (f"slot {action.slot}'s JoinGroup with [{', '.join(mine)}] was refused with "
-                f"INCONSISTENT_GROUP_PROTOCOL (the group's members list {others})")
+        def listed(assignors) -> str:
+            return f"[{', '.join(assignors)}]"
+        others = sorted({listed(m.subscription.assignors) for m in state.group.members})
+        return (f"{lane(action.slot)}'s JoinGroup with {listed(state.procs[action.slot].consumer.assignors)} was "
+                f"refused with INCONSISTENT_GROUP_PROTOCOL (the group's members list {', '.join(others)})")
     return None
 
 
