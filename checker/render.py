@@ -83,8 +83,10 @@ def coordinator_view(cfg: GroupConfig, g: Group) -> dict:
             "claims": partitions(cfg, m.subscription.owned),
             "flags": flags,
         }
-    return {"phase": g.phase.name, "generation": g.generation, "leader": member_name(g.leader),
-            "members": members}
+    view = {"phase": g.phase.name, "generation": g.generation, "leader": member_name(g.leader), "members": members}
+    if g.protocol:  # R35, R78: the protocol the vote selected
+        view["protocol"] = g.protocol
+    return view
 
 
 def member_view(cfg: GroupConfig, p: Proc) -> dict:
@@ -99,6 +101,8 @@ def member_view(cfg: GroupConfig, p: Proc) -> dict:
             "owned": partitions(cfg, c.owned),
             "owned_generation": None if c.owned_generation == NO_GENERATION else c.owned_generation,
         })
+        if c.assignors:  # R77: its own partition.assignment.strategy
+            view["assignors"] = list(c.assignors)
         if c.scheduled >= 0:
             view["scheduled_ticks_left"] = c.scheduled
         if p.shared:  # R41: accepted commits while another slot owned them too

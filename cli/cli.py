@@ -131,7 +131,8 @@ def _config_summary(s: CheckSettings) -> dict:
             "faults": list(s.faults), "budget": s.budget, "mutations": sorted(s.group.mutations),
             "spec_mutations": sorted(s.spec_mutations),
             "timer_fairness": s.timer_fairness, "engine": s.engine, "workers": s.workers,
-            "max_states": s.max_states, "max_depth": s.max_depth} | ({} if s.initial is None else {
+            "max_states": s.max_states, "max_depth": s.max_depth} | (
+                {"upgrade": True} if s.group.upgrade else {}) | ({} if s.initial is None else {
                 "initial": {"generation": s.initial.generation, "leader": lane(s.initial.leader),
                             "owned": {lane(k): partition_names(s.group, v) for k, v in sorted(s.initial.owned.items())}},
                 "prefix": [f"{lane(slot)} {action}" if slot >= 0 else action for action, slot, _ in s.prefix]})
