@@ -19,16 +19,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException
 
 from interop.harness import Group, Server, conform, wait_for
+from test_interop import PARTITIONS, TOPIC, server  # noqa: F401 - the server fixture
 
 pytestmark = pytest.mark.interop
-TOPIC, PARTITIONS = "t", 6
-
-
-@pytest.fixture
-def server(tmp_path):
-    s = Server(tmp_path, f"{TOPIC}:{PARTITIONS}")
-    yield s
-    s.stop()
 
 
 def _join_responses(server: Server) -> list:
