@@ -165,17 +165,17 @@ def imbalance(cfg, phase: Phase, live) -> str | None:
     if phase != Phase.STABLE:
         return f"group {phase.name}, not Stable"
     owned = 0
-    loads = []
     for c in live:
         if owned & c.owned:
             return f"{_names(cfg, owned & c.owned)} owned twice"
         owned |= c.owned
-        loads.append(c.owned.bit_count())
     missing = cfg.all_partitions & ~owned
     if missing:
         return f"{_names(cfg, missing)} owned by nobody"
-    if max(loads) - min(loads) > 1:
-        return f"unbalanced loads {sorted(loads)}"
+    for kind, pool, _ in cfg.kinds:  # each resource kind balanced on its own (R66)
+        loads = [(c.owned & pool).bit_count() for c in live]
+        if max(loads) - min(loads) > 1:
+            return f"unbalanced loads {sorted(loads)}" + (f" of {kind}" if cfg.connectors else "")
     return None
 
 
