@@ -4,6 +4,7 @@ verdict: what it breaks and what it leaves holding. Every property is caught by
 at least one mutation, so no "holds" is a verdict nobody has seen fail."""
 import pytest
 
+from conftest import EXAMPLES
 from rebalance.checker.properties import PROPERTIES
 from rebalance.model.mutations import REGISTRY as MUTATIONS
 
@@ -81,6 +82,10 @@ MATRIX = [
                                             "--max-faults", "1"), {"bounded_scale_down"}),
     (("no-commit-fencing",), ("--protocol", "streams", "--members", "2", "--tasks", "2", "--standby", "0",
                               "--faults", "pause,crash,join"), {"exclusive_processing", "exclusive_active"}),
+    # Connect's two kinds (R66-R68): a round moving both connectors at once; lost resources given out at once
+    # under incremental, which breaks nothing checked (tests/test_kinds.py replays the rounds that differ)
+    (("moves-ignore-cost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), {"moves_within_allowance"}),
+    (("incremental-reassigns-lost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), set()),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]
