@@ -14,6 +14,11 @@ Subscription), ...)``. Every member subscribes to every topic of ``cfg.topics``.
   owner changes is left out of its new owner's assignment until the owner has
   revoked it and rejoined (the follow-up round), and so is a contested one.
 
+With Kafka Connect's two resource kinds (``cfg.connectors``, deferred and
+incremental protocols; R66) every load is counted per kind: ``_sticky`` and
+``_deferring`` balance connectors and tasks each on its own, and Design III caps
+the moves of each kind at its cost (``_move_allowance``, R67).
+
 Owned-partition claims are weighed by generation (KIP-792; AbstractStickyAssignor
 since KAFKA-14639): of several members claiming a partition, the one with the
 highest generation keeps the claim; claims tied at the highest generation are
@@ -275,7 +280,10 @@ def _design2(cfg: GroupConfig, members, mids, claims: Claims, memory: tuple) -> 
     any member reports (NOT_SCHEDULED: none), the deadline a new leader inherits.
     ``contested`` partitions (R22) are claimed, so not lost: every round withholds
     them, as Connect revokes its duplicates from every holder (``duplicatedToRevoke``),
-    and the next one gives them out with no delay."""
+    and the next one gives them out with no delay. Under the incremental protocol
+    (Design III on Design II, R68) a round that holds nothing back caps its moves
+    (``_incremental``) instead of R40's backoff. Mutation ``incremental-reassigns-lost``:
+    under the incremental protocol ``_deferral`` holds nothing back."""
     subs = [sub for _, _, sub in members]
     echo = newest_echo(subs)
     left = min((sub.scheduled for sub in subs if sub.scheduled >= 0), default=NOT_SCHEDULED)
