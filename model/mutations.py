@@ -191,6 +191,17 @@ REGISTRY = {m.name: m for m in (
              "Kafka's docs/upgrade.html (KIP-429, \"upgrading to cooperative rebalancing\"): two rolling "
              "bounces, never one; GroupMetadata.supportsProtocols refuses a JoinGroup sharing no protocol with "
              "every member (GroupCoordinator.handleJoinGroup: INCONSISTENT_GROUP_PROTOCOL)", "R79, R80", ("eager",)),
+    Mutation("incremental-reassigns-lost",
+             "the incremental protocol gives a departed member's resources out at once: Design III without "
+             "Design II's deferral",
+             "this model before issue 21; against seed 000, Design III (\"an extension of the behavior of the "
+             "deferred resolution\") and Connect's IncrementalCooperativeAssignor.handleLostAssignments",
+             "R68", ("incremental",)),
+    Mutation("moves-ignore-cost",
+             "a Design III round moves max_moves resources of every kind, a connector's move costing what a "
+             "task's does",
+             "test-only: against seed 000, Design III (a heavy connector's flush stalls the light tasks moved with "
+             "it, so the heavy kind moves fewer at a time; R67)", "R67", ("incremental",), test_only=True),
     Mutation("keep-revoked",
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
@@ -436,3 +447,13 @@ def _overload_first_member(mids, out: dict) -> dict:
 @replaces(upgrade.rolling_upgrade, "one-bounce-upgrade")
 def _one_bounce() -> tuple:
     return (upgrade.RANGE, upgrade.COOPERATIVE_ONLY)
+
+
+@replaces(assignors._deferral, "incremental-reassigns-lost")
+def _incremental_defers_nothing(cfg, *args) -> tuple:
+    return (0, 0) if cfg.protocol == "incremental" else assignors._deferral(cfg, *args)
+
+
+@replaces(assignors._move_allowance, "moves-ignore-cost")
+def _allowance_ignoring_cost(cfg, cost: int) -> int:
+    return cfg.max_moves

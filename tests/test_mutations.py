@@ -4,6 +4,7 @@ verdict: what it breaks and what it leaves holding. Every property is caught by
 at least one mutation, so no "holds" is a verdict nobody has seen fail."""
 import pytest
 
+from conftest import EXAMPLES
 from rebalance.checker.properties import PROPERTIES
 from rebalance.model.mutations import REGISTRY as MUTATIONS
 
@@ -84,6 +85,10 @@ MATRIX = [
     # the upgrade to cooperative in one rolling bounce (R79, R80): the bounced member is refused and consumes nothing
     (("one-bounce-upgrade",), ("--example", "upgrade", "--partitions", "2", "--faults", "crash,restart",
                                "--max-faults", "1"), {"upgrade_compatible", "quiescent_balance", "eventual_balance"}),
+    # Connect's two kinds (R66-R68): a round moving both connectors at once; lost resources given out at once
+    # under incremental, which breaks nothing checked (tests/test_kinds.py replays the rounds that differ)
+    (("moves-ignore-cost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), {"moves_within_allowance"}),
+    (("incremental-reassigns-lost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), set()),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]
