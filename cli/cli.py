@@ -683,12 +683,13 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        if protocol == "streams":  # the scale-down tool (R53); before the member runs, it changes nothing
+            loop.add_signal_handler(signal.SIGUSR1, lambda: asyncio.ensure_future(runtime.scale_down()))
         try:
             await runtime.start()
         except (OSError, ValueError) as e:
             raise click.ClickException(f"cannot join {group!r} through {bootstrap}: {e}")
         if protocol == "streams":
-            loop.add_signal_handler(signal.SIGUSR1, lambda: asyncio.ensure_future(runtime.scale_down()))
             finished = asyncio.ensure_future(runtime.finished.wait())
             await asyncio.wait([finished, asyncio.ensure_future(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         else:

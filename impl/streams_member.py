@@ -60,8 +60,10 @@ class StreamsMemberRuntime(MemberRuntime):
         self._ticker = asyncio.create_task(self._ticks())
 
     async def scale_down(self) -> None:
-        """The scale-down tool (R53): mark this member leaving soon; it rejoins to say so."""
-        await self._step(ScaleDown())
+        """The scale-down tool (R53): mark this member leaving soon; it rejoins to say so
+        (a Stable member only, as the handler has it; before start nothing happens)."""
+        if self.cfg is not None:
+            await self._step(ScaleDown())
 
     async def close(self) -> None:
         for task in (self._ticker, *self.restores.values()):

@@ -5,10 +5,12 @@ that learns, becomes ready and takes its tasks over, with no task active on two
 members at once in the lines they print (and a wrong member caught doing so)."""
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
 import threading
+import time
 from datetime import datetime
 
 import pytest
@@ -113,29 +115,44 @@ def double_active(members) -> list:
     return out
 
 
-def demo(tmp_path, *mutations, until=None) -> tuple:
-    """The README demo: serve, S1..S3 until they share the tasks with no learner
-    left, then S4, until ``until(members)`` (default: S4 runs a task it learned).
-    Returns (the members, the tasks S4 learned); each member's mutations."""
+@contextlib.contextmanager
+def streams_group(tmp_path, *args, graceful: bool = True):
+    """``rebalance serve`` and S1..S3 (``args`` added to each) until they share the
+    tasks with no learner left; yields the list of members (append more). Stops
+    them at the end: SIGTERM (each leaves the group), or SIGKILL when not
+    ``graceful`` (a wrong group may never settle to leave)."""
     server = Server(tmp_path, f"task:{TASKS}", initial_delay_ms=300)
-    args = [x for m in mutations for x in ("--mutation", m)]
-    members = []
+    members = Members()
     try:
-        members = [Member(server, f"S{i}", *args) for i in (1, 2, 3)]
+        members += [Member(server, f"S{i}", *args) for i in (1, 2, 3)]
 
         def settled():
             active = [m.now[0] for m in members]
             return (sum(map(len, active)) == TASKS == len(frozenset().union(*active))
                     and not any(m.now[1] for m in members))
         wait_for(settled, 60, "S1, S2 and S3 to share the tasks")
-        members.append(Member(server, "S4", *args))
+        members.server = server
+        yield members
+    finally:
+        errors = [m.stop(graceful) for m in members]
+        server.stop()
+    assert not any("Traceback" in e for e in errors), errors
+
+
+class Members(list):
+    server: Server
+
+
+def demo(tmp_path, *mutations, until=None) -> tuple:
+    """The README demo: S1..S3, then S4, until ``until(members)`` (default: S4 runs
+    a task it learned). Returns (the members, the tasks S4 learned); each member
+    runs ``mutations``."""
+    args = [x for m in mutations for x in ("--mutation", m)]
+    with streams_group(tmp_path, *args, graceful=not mutations) as members:
+        members.append(Member(members.server, "S4", *args))
         s4 = members[3]
         learned = wait_for(lambda: frozenset().union(*(line[3] for line in s4.lines)), 30, "S4 to learn")
         wait_for(lambda: (until or (lambda ms: learned & ms[3].now[0]))(members), 30, "the end of the demo")
-    finally:
-        errors = [m.stop(graceful=not mutations) for m in members]  # a wrong group may never settle to leave
-        server.stop()
-    assert not any("Traceback" in e for e in errors), errors
     return members, learned
 
 
@@ -159,3 +176,25 @@ def test_demo_check_catches_a_task_given_before_it_is_taken(tmp_path):
     revoke it (assign-before-revoke), and the owner keeps it (keep-revoked)."""
     members, _ = demo(tmp_path, "assign-before-revoke", "keep-revoked", until=double_active)
     assert any(holders[-1] == "S4" or "S4" in holders for _, _, holders in double_active(members))
+
+
+@pytest.mark.spec("R53", "R54")
+@pytest.mark.parametrize("mutation", [None, "no-scale-down-timeout"])
+def test_scale_down_signal_shuts_the_member_down_by_its_timeout(tmp_path, mutation):
+    """SIGUSR1 is the scale-down tool. Under version 1.0 nobody learns a leaving
+    member's tasks, so it runs them until its scale-down timeout (1 s) passes, then
+    shuts down and exits 0, and the others take its tasks; under
+    ``no-scale-down-timeout`` (model/mutations.py) it is still running them 4 s on."""
+    args = ("--streams-version", "1.0", "--scale-down-timeout-ms", "1000")
+    with streams_group(tmp_path, *args, *(("--mutation", mutation) if mutation else ())) as members:
+        s3 = members[2]
+        s3.proc.send_signal(signal.SIGUSR1)
+        wait_for(lambda: s3.lines[-1][-1], 20, "S3 to say it is leaving")
+        if mutation:
+            time.sleep(4)
+            assert s3.proc.poll() is None and s3.now[0]
+            return
+        assert wait_for(lambda: s3.proc.poll() is not None, 20, "S3 to shut down") and s3.proc.returncode == 0
+        assert any(line[-1] and line[2] for line in s3.lines)  # it ran tasks while leaving: the timeout ended it
+        wait_for(lambda: len(members[0].now[0] | members[1].now[0]) == TASKS, 20, "S1 and S2 to run every task")
+        assert not double_active(members)
