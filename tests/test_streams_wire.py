@@ -16,7 +16,8 @@ from datetime import datetime
 import pytest
 
 from interop.harness import REBALANCE, Server, wait_for
-from conftest import run_cli
+from click.testing import CliRunner
+from rebalance.cli import main
 from rebalance.impl import consumer_protocol, streams_wire
 from rebalance.impl.wire import FrameError
 from rebalance.model.config import GroupConfig
@@ -58,8 +59,10 @@ def test_bad_user_data_is_a_frame_error_and_unknown_tasks_are_dropped():
     (("--protocol", "eager", "--topic", "t", "--tasks", "2"), "--tasks is for --protocol streams, not eager"),
 ])
 def test_bad_input_exits_2_naming_the_problem(args, message):
-    code, out, err = run_cli("member", "--group", "g", "--bootstrap", "127.0.0.1:1", "--protocol", "streams", *args)
-    assert code == 2 and message in err and "Traceback" not in err
+    result = CliRunner().invoke(main, ["member", "--group", "g", "--bootstrap", "127.0.0.1:1", "--protocol", "streams",
+                                       *args])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.stderr.split()) and isinstance(result.exception, SystemExit)
 
 
 LINE = re.compile(r"^(\S+) (S\d)\(active: \[(.*?)\], learning: \[(.*?)\], ready: \[(.*?)\], "
