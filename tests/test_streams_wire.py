@@ -101,7 +101,11 @@ class Member:
         """SIGTERM (leave the group) or SIGKILL; what it wrote on stderr."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
-        self.proc.wait(15)
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:  # never left behind; the test's own assertions say what went wrong
+            self.proc.kill()
+            self.proc.wait()
         return self.proc.stderr.read()
 
 
