@@ -599,9 +599,12 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 @main.command()
 @click.option("--bootstrap", default="127.0.0.1:9092", show_default=True, help="A broker's host:port.")
 @click.option("--group", required=True, help="The group.id to join.")
-@click.option("--topic", "topics", multiple=True, required=True, help="A topic to consume (repeatable).")
-@click.option("--protocol", type=click.Choice(["cooperative", "eager"]), default="cooperative", show_default=True,
-              help="Rebalance protocol: cooperative (Design I, protocol name cooperative-sticky) or eager.")
+@click.option("--topic", "topics", multiple=True,
+              help="A topic to consume (repeatable; required but under streams, where it names the tasks' topic, "
+                   "default task).")
+@click.option("--protocol", type=click.Choice(["cooperative", "eager", "streams"]), default="cooperative",
+              show_default=True, help="Rebalance protocol: cooperative (Design I, protocol name cooperative-sticky), "
+                                      "eager, or streams (seed 001: a Kafka Streams instance with learner tasks).")
 @click.option("--instance-id", help="group.instance.id: a static member (KIP-345).")
 @click.option("--client-id", default="rebalance-member", show_default=True, help="client.id.")
 @click.option("--session-timeout-ms", "session_ms", default=10_000, show_default=True, type=click.IntRange(1))
@@ -615,8 +618,22 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Run the model's member handler with a known-bad behaviour (repeatable), e.g. "
                    "keep-owned-on-unknown-member-id (KAFKA-12983), to record a wrong member's trace.")
+@click.option("--tasks", type=int, help="Streams: tasks T1..TN, the partitions of the tasks' topic (default 4).")
+@click.option("--stateless", type=int, help="Streams: how many of the tasks (the last ones) are stateless (default 1).")
+@click.option("--standby", type=int, help="Streams: num.standby.replicas (default 1, at most --members).")
+@click.option("--members", type=int, help="Streams: the instances the application runs (default 3); a standby "
+                                          "count above it is refused.")
+@click.option("--streams-version", help="Streams: the seed's algorithm version, 1.0 or 2.0 (default 2.0).")
+@click.option("--rejoin", help="Streams: rejoin once every learner is ready (conservative, default) or as each is "
+                               "(eager).")
+@click.option("--restore-size", type=int, help="Streams: records a learner's state store restores (default 10000).")
+@click.option("--restore-rate", type=float, help="Streams: records restored per second (default 5000).")
+@click.option("--scale-down-timeout-ms", "scale_down_ms", type=int,
+              help="Streams: a member marked leaving (SIGUSR1, the scale-down tool) shuts down at the latest this "
+                   "long after (default 30000).")
 def member(bootstrap, group, topics, protocol, instance_id, client_id, session_ms, heartbeat_ms, trace_path,
-           observe_path, mutations):
+           observe_path, mutations, tasks, stateless, standby, members, streams_version, rejoin, restore_size,
+           restore_rate, scale_down_ms):
     """Join a consumer group as a member running the model's member handler.
 
     Speaks Kafka's wire protocol and consumer-protocol bytes, so it can share a
@@ -624,9 +641,18 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
     rebalance callback and the assignment as it changes; Ctrl-C leaves the group
     gracefully (a static member sends no LeaveGroup).
 
+    Under --protocol streams it is a Kafka Streams instance (seed 001): the
+    model's Streams member and, as leader, its Streams assignor, with the Streams
+    user data in the consumer protocol (spec/STREAMS_WIRE.md). A learner task
+    restores --restore-size records at --restore-rate a second, then is ready
+    (R55). It prints a line each time its active, learning, ready or standby
+    tasks change; SIGUSR1 is the scale-down tool (R53: leaving soon), and it
+    exits once it has shut itself down (R54).
+
     \b
     rebalance member --group g --topic orders
     rebalance member --group g --topic orders --instance-id host-1 --client-id host-1
+    rebalance member --group app --protocol streams --tasks 8 --client-id S1
     """
     import asyncio
     import signal
@@ -640,27 +666,75 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
         owns = ", ".join(f"{t}-{p}" for t, p in runtime.owned) or "nothing"
         click.echo(f"[{client_id}] {kind} {names}; owns {owns}")
 
-    runtime = MemberRuntime(bootstrap, group, topics, protocol, instance_id=instance_id, client_id=client_id,
-                            session_ms=session_ms, heartbeat_ms=heartbeat_ms, listener=show,
-                            trace=Recorder(trace_path, "member"),
-                            observe=ObservedLog(observe_path, client_id) if observe_path else None,
-                            mutations=mutations)
+    common = dict(instance_id=instance_id, client_id=client_id, session_ms=session_ms, heartbeat_ms=heartbeat_ms,
+                  trace=Recorder(trace_path, "member"),
+                  observe=ObservedLog(observe_path, client_id) if observe_path else None)
+    streams_options = dict(tasks=tasks, stateless=stateless, standby=standby, members=members,
+                           streams_version=streams_version, rejoin=rejoin, restore_size=restore_size,
+                           restore_rate=restore_rate, scale_down_ms=scale_down_ms)
+    if protocol == "streams":
+        runtime = _streams_runtime(bootstrap, group, topics, mutations, heartbeat_ms, common, **streams_options)
+    else:
+        given = [k for k, v in streams_options.items() if v is not None]
+        if given:
+            raise ConfigError(f"--{given[0].replace('_', '-')} is for --protocol streams, not {protocol}")
+        if not topics:
+            raise click.UsageError("Missing option '--topic'.")
+        runtime = MemberRuntime(bootstrap, group, topics, protocol, listener=show, mutations=mutations, **common)
 
     async def run():
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        if protocol == "streams":  # the scale-down tool (R53); before the member runs, it changes nothing
+            loop.add_signal_handler(signal.SIGUSR1, lambda: asyncio.ensure_future(runtime.scale_down()))
         try:
             await runtime.start()
         except (OSError, ValueError) as e:
             raise click.ClickException(f"cannot join {group!r} through {bootstrap}: {e}")
-        await stop.wait()
+        if protocol == "streams":
+            finished = asyncio.ensure_future(runtime.finished.wait())
+            await asyncio.wait([finished, asyncio.ensure_future(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        else:
+            await stop.wait()
         await runtime.close()
         if runtime.observe is not None:
             runtime.observe.marker("closed")
 
     asyncio.run(run())
+
+
+def _streams_runtime(bootstrap, group, topics, mutations, heartbeat_ms, common, *, tasks, stateless, standby, members,
+                     streams_version, rejoin, restore_size, restore_rate, scale_down_ms):
+    """``rebalance member --protocol streams``: the StreamsMemberRuntime its options
+    describe, printing its task lines. ConfigError naming a bad option."""
+    import math
+
+    from rebalance.checker.settings import streams_settings
+    from rebalance.impl.streams_member import StreamsMemberRuntime
+    from rebalance.model.config import GroupConfig
+
+    if len(topics) > 1:
+        raise ConfigError(f"--protocol streams takes one --topic (the tasks' topic), got {len(topics)}")
+    restore_size = 10_000 if restore_size is None else restore_size
+    restore_rate = 5_000.0 if restore_rate is None else restore_rate
+    scale_down_ms = 30_000 if scale_down_ms is None else scale_down_ms
+    if restore_size < 0:
+        raise ConfigError(f"--restore-size must be a number of records, at least 0, got {restore_size}")
+    if not restore_rate > 0:
+        raise ConfigError(f"--restore-rate must be positive (records per second), got {restore_rate}")
+    if scale_down_ms < 1:
+        raise ConfigError(f"--scale-down-timeout-ms must be at least 1, got {scale_down_ms}")
+    values = {k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
+                                ("version", streams_version), ("rejoin", rejoin)) if v is not None}
+    values["scale_down_ticks"] = math.ceil(scale_down_ms / heartbeat_ms)
+    if members is not None and members < 1:
+        raise ConfigError(f"--members must be at least 1, got {members}")
+    ((_, count),), extra = streams_settings(values, 3 if members is None else members)
+    cfg = GroupConfig(topics=((topics[0] if topics else "task", count),), protocol="streams", assignor="streams",
+                      mutations=frozenset(mutations), **extra)
+    return StreamsMemberRuntime(bootstrap, group, cfg, 1000 * restore_size / restore_rate, click.echo, **common)
 
 
 def _address(ctx, param, value):

@@ -25,6 +25,7 @@ from kio.static.constants import EntityType
 from rebalance.model.config import GroupConfig
 from rebalance.model.protocol import EMPTY_ASSIGNMENT, NO_GENERATION, Assignment, Subscription, mask_of, partitions_of
 
+from . import streams_wire
 from .wire import FrameError, make
 
 SUBSCRIPTION, ASSIGNMENT = "consumer_protocol_subscription", "consumer_protocol_assignment"
@@ -124,9 +125,11 @@ def _json(name: str, protocol_type, data: bytes, fields) -> dict:
 
 
 def encode_subscription(cfg: GroupConfig, sub: Subscription) -> bytes:
-    """Subscription v2: every topic of ``cfg``, the owned partitions and their generation."""
+    """Subscription v2: every topic of ``cfg``, the owned partitions and their generation;
+    a Streams member's user data (R46, impl/streams_wire.py)."""
     return _write(SUBSCRIPTION, 2, {
-        "topics": [name for name, _ in cfg.topics], "user_data": None,
+        "topics": [name for name, _ in cfg.topics],
+        "user_data": streams_wire.encode_subscription(sub.streams) if cfg.streams else None,
         "owned_partitions": topic_partitions(cfg, sub.owned), "generation_id": sub.generation})
 
 
@@ -135,15 +138,23 @@ def decode_subscription(cfg: GroupConfig, data: bytes) -> Subscription:
     s = _read(SUBSCRIPTION, data)
     owned = _mask(cfg, getattr(s, "owned_partitions", ()))
     generation = getattr(s, "generation_id", NO_GENERATION)
+    if cfg.streams:
+        return Subscription(owned, generation if owned else NO_GENERATION,
+                            streams=streams_wire.decode_subscription(cfg, s.user_data))
     return Subscription(owned, generation if owned else NO_GENERATION)
 
 
 def encode_assignment(cfg: GroupConfig, a: Assignment) -> bytes:
-    return _write(ASSIGNMENT, 1, {"assigned_partitions": topic_partitions(cfg, a.partitions), "user_data": None})
+    """Assignment v1: the assigned partitions; a Streams member's learner and standby tasks (R46)."""
+    return _write(ASSIGNMENT, 1, {"assigned_partitions": topic_partitions(cfg, a.partitions),
+                                  "user_data": streams_wire.encode_assignment(a.streams) if cfg.streams else None})
 
 
 def decode_assignment(cfg: GroupConfig, data: bytes) -> Assignment:
     """Empty bytes (no assignment) are EMPTY_ASSIGNMENT. Raises FrameError."""
     if not data:
         return EMPTY_ASSIGNMENT
-    return Assignment(_mask(cfg, _read(ASSIGNMENT, data).assigned_partitions))
+    a = _read(ASSIGNMENT, data)
+    if cfg.streams:
+        return Assignment(_mask(cfg, a.assigned_partitions), streams=streams_wire.decode_assignment(cfg, a.user_data))
+    return Assignment(_mask(cfg, a.assigned_partitions))

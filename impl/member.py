@@ -126,18 +126,10 @@ class MemberRuntime:
         ValueError (a topic the broker does not have)."""
         boot = await Wire.open(*self.bootstrap, self.client_id)
         try:
-            meta = await boot.call(Api.METADATA, 9, topics=[{"name": t} for t in self.topic_names],
-                                   allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
-                                   include_topic_authorized_operations=False)
-            counts = {t.name: len(t.partitions) for t in meta.topics if t.error_code == 0}
-            missing = [t for t in self.topic_names if t not in counts]
-            if missing:
-                raise ValueError(f"the broker has no topic {', '.join(missing)}")
+            self.cfg = await self._configure(boot)
             found = await boot.call(Api.FIND_COORDINATOR, 3, key=self.group, key_type=0)
         finally:
             boot.close()
-        self.cfg = GroupConfig(topics=tuple((t, counts[t]) for t in self.topic_names), protocol=self.protocol,
-                               assignor=self.assignor, mutations=self.mutations)
         if self.trace is not None:
             self.trace.begin(settings(self.cfg.topics))
         if self.observe is not None:
@@ -145,6 +137,19 @@ class MemberRuntime:
         self.wire = await Wire.open(found.host, found.port, self.client_id, self.trace)
         await self._step(Start(self.ids.instance(self.instance_id)))
         self._beat = asyncio.create_task(self._heartbeats())
+
+    async def _configure(self, boot: Wire) -> GroupConfig:
+        """The model's configuration: the topics' partition counts from Metadata.
+        Raises ValueError for a topic the broker does not have."""
+        meta = await boot.call(Api.METADATA, 9, topics=[{"name": t} for t in self.topic_names],
+                               allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                               include_topic_authorized_operations=False)
+        counts = {t.name: len(t.partitions) for t in meta.topics if t.error_code == 0}
+        missing = [t for t in self.topic_names if t not in counts]
+        if missing:
+            raise ValueError(f"the broker has no topic {', '.join(missing)}")
+        return GroupConfig(topics=tuple((t, counts[t]) for t in self.topic_names), protocol=self.protocol,
+                           assignor=self.assignor, mutations=self.mutations)
 
     async def commit(self, positions: dict | None = None) -> str | None:
         """Commit: ``positions`` {(topic, partition): offset} update the application's
@@ -178,12 +183,17 @@ class MemberRuntime:
         async with self.lock:
             while event is not None:
                 self.state, outputs = handle(self.cfg, self.state, event)
+                self._stepped()
                 event = None
                 for out in outputs:
                     if type(out) is Send:
                         event = await self._send(out.request)  # at most one Send per step
                     else:
                         self._callback(out.kind, self._partitions(out.partitions))
+
+    def _stepped(self) -> None:
+        """After each step of the model, before its outputs are carried out: the
+        Streams member shows its tasks here (impl/streams_member.py)."""
 
     def _callback(self, kind: str, partitions: list) -> None:
         if self.observe is not None and kind == "assigned":

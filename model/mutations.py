@@ -49,7 +49,9 @@ class Mutation(NamedTuple):
 REGISTRY = {m.name: m for m in (
     Mutation("assign-before-revoke",
              "the cooperative assignor hands a moving partition to its new owner in the same round",
-             "seed 000, Design I (the leader withholds revoked partitions)", "R23", ("cooperative",)),
+             "seed 000, Design I (the leader withholds revoked partitions); under streams seed 001 with "
+             "StreamsPartitionAssignor's follow-up rebalance for tasks pending revocation (R48)", "R23",
+             ("cooperative", "streams")),
     Mutation("contested-claims-unowned",
              "a partition claimed by several members tied at the highest generation counts as unclaimed: the "
              "cooperative assignors give it out in the same round (before both claimants have revoked it) and the "
@@ -422,6 +424,11 @@ def _nothing_contested(contested: int) -> int:
 
 @replaces(assignors._withheld, "assign-before-revoke")
 def _withhold_nothing(claims, out: dict) -> int:
+    return 0
+
+
+@replaces(streams._moving, "assign-before-revoke")
+def _move_tasks_at_once(views, active: dict) -> int:
     return 0
 
 

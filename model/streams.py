@@ -272,9 +272,7 @@ def assign(cfg: GroupConfig, members, memory: StreamsMemory = NO_MEMORY) -> tupl
     learning it, takes it next round (StreamsPartitionAssignor's follow-up
     rebalance for tasks pending revocation)."""
     views, active, learning, standby = target(cfg, members, memory)
-    moving = 0
-    for v in views:
-        moving |= v.owned & ~active[v.mid]
+    moving = rule(cfg, _moving)(views, active)
     out = tuple((mid, Assignment(active[mid] & ~(moving & ~_owned(views, mid)), 0,
                                  (), (learning[mid] | (active[mid] & moving & ~_owned(views, mid)
                                                        & ~cfg.stateless), standby[mid])))
@@ -282,6 +280,15 @@ def assign(cfg: GroupConfig, members, memory: StreamsMemory = NO_MEMORY) -> tupl
     remembered = StreamsMemory(tuple(sorted(v.mid for v in views)), tuple(sorted(v.mid for v in views
                                                                                  if v.leaving)))
     return out, remembered
+
+
+def _moving(views, active: dict) -> int:
+    """R23, R48: the tasks moving away from the member that runs them, withheld from
+    their new owner this round. Replaced by ``assign-before-revoke``."""
+    moving = 0
+    for v in views:
+        moving |= v.owned & ~active[v.mid]
+    return moving
 
 
 def _owned(views, mid: int) -> int:

@@ -73,6 +73,9 @@ MATRIX = [
     # no two members claim a partition at one generation here: `rebalance prove` catches it (tests/test_prove.py)
     (("contested-claims-unowned",), COOP, set()),
     # Streams (seed 001)
+    # a task handed to its ready learner in the round its owner revokes it: the commit fence keeps exclusive_active
+    (("assign-before-revoke",), STREAMS + ("--tasks", "4", "--faults", "join", "--max-faults", "1"),
+     {"revoke_before_assign", "exclusive_processing", "refinement"}),
     (("promote-unready-learner",), STREAMS + ("--tasks", "4", "--faults", "join", "--max-faults", "1"),
      {"learner_ready_before_active"}),
     # the seed's naive learner assignment: an endless shuffle when tasks are fewer than the members' capacity
