@@ -277,3 +277,113 @@ def simulate(variant: str, members: int, tasks: int, script, rng: random.Random,
     sim = StreamsSimulation(cfg, members, timing, rng, restore_ms, restore_rng)
     return run(sim, script, horizon_ms, warmup_ms=600_000)
 
+
+
+# --- campaigns (rebalance simulate --streams) ---------------------------------------
+
+DEFAULT_SIZES = ((3, 6), (10, 40))
+MAX_SIZE = (100, 400)
+ROW_FIELDS = ("run", "situation", "variant", "members", "tasks", "seed") + StreamsMetrics._fields
+
+
+def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HORIZON_MS,
+            restore_ms: int = DEFAULT_RESTORE_MS, scale_down_ms: int = DEFAULT_SCALE_DOWN_MS,
+            mutations: frozenset = frozenset()) -> tuple:
+    """One run of a StreamsCampaign: the spec ``(run, situation, variant, members,
+    tasks, seed)`` followed by its StreamsMetrics, in ROW_FIELDS order. Its
+    randomness (the script, the initial starts, the restore times) comes from
+    ``random.Random(f"{seed}:{run}")``."""
+    run_index, situation, variant, members, tasks, seed = spec
+    rng = random.Random(f"{seed}:{run_index}")
+    m = simulate(variant, members, tasks, script(situation, rng, members), rng, timing, restore_ms, horizon_ms,
+                 scale_down_ms, mutations)
+    return (*spec, *m)
+
+
+def _mutations_of(variant: str, mutations: frozenset) -> frozenset:
+    """The mutations a variant's runs take: the Streams assignor's (every mutation
+    given) for a ``streams`` protocol variant, none for the consumer protocols'
+    (an unknown variant keeps them, for config to name it)."""
+    v = VARIANTS.get(variant)
+    return mutations if v is None or v.protocol == "streams" else frozenset()
+
+
+class StreamsCampaign(NamedTuple):
+    """Streams runs (``rebalance simulate --streams``): ``runs`` runs seeded by
+    ``seed`` over situations × sizes ((members, stateful tasks), ...) × variants,
+    run ``i`` taking cell ``i mod len(grid)``; ``restore_ms``: the mean restore
+    time (ms, > 0); ``scale_down_ms``: the scale-down timeout (R54); ``mutations``:
+    model mutations (model/mutations.py) every run takes. The interface
+    checker/campaign.run_campaign reads is checker/campaign.Campaign's."""
+
+    runs: int
+    seed: int
+    situations: tuple = tuple(SITUATIONS)
+    sizes: tuple = DEFAULT_SIZES
+    variants: tuple = tuple(VARIANTS)
+    timing: Timing = Timing()
+    horizon_ms: int = DEFAULT_HORIZON_MS
+    restore_ms: int = DEFAULT_RESTORE_MS
+    scale_down_ms: int = DEFAULT_SCALE_DOWN_MS
+    mutations: frozenset = frozenset()
+
+    fields = ROW_FIELDS
+    keys = ("situation", "members", "tasks", "variant")
+    header = ("members × tasks", "variant")
+
+    @property
+    def measures(self) -> tuple:
+        from .campaign import Measure
+        return (Measure("rebalances", "mean", 2, "rebalances"), Measure("moved", "mean", 1, "tasks moved"),
+                Measure("unavailable_ticks", "mean", 0, "task-ticks unavailable"),
+                Measure("double_ticks", "mean", 0, "task-ticks double processing"),
+                Measure("ticks_to_balance", "median", 0, "ticks to balance"))
+
+    def validate(self) -> None:
+        """Raises ConfigError naming the first bad value."""
+        if self.runs < 1:
+            raise ConfigError(f"--runs must be at least 1, got {self.runs}")
+        if self.restore_ms <= 0:
+            raise ConfigError(f"--restore-ms must be positive (the mean restore time, ms), got {self.restore_ms}")
+        if self.scale_down_ms <= 0:
+            raise ConfigError(f"--scale-down-timeout-ms must be positive, got {self.scale_down_ms}")
+        if self.horizon_ms < 1:
+            raise ConfigError(f"--horizon-ms must be at least 1, got {self.horizon_ms}")
+        for name in self.situations:
+            if name not in SITUATIONS:
+                raise ConfigError(f"unknown Streams situation {name!r} (expected one of {', '.join(SITUATIONS)})")
+        for name in self.variants:
+            config(name, 1, self.timing, self.scale_down_ms, _mutations_of(name, self.mutations))
+        for members, tasks in self.sizes:
+            if not (2 <= members <= MAX_SIZE[0] and members <= tasks <= MAX_SIZE[1]):
+                raise ConfigError(f"size {members}x{tasks}: members must be 2..{MAX_SIZE[0]} and tasks "
+                                  f"at least the members, at most {MAX_SIZE[1]}")
+        if not (self.situations and self.variants and self.sizes):
+            raise ConfigError("the grid is empty: give at least one situation, variant and size")
+
+    def specs(self) -> list:
+        """One ``(run, situation, variant, members, tasks, seed)`` per run."""
+        grid = [(sit, size, v) for sit in self.situations for size in self.sizes for v in self.variants]
+        return [(i, sit, v, m, t, self.seed) for i in range(self.runs) for sit, (m, t), v in [grid[i % len(grid)]]]
+
+    def run(self, spec: tuple) -> tuple:
+        return run_one(spec, self.timing, self.horizon_ms, self.restore_ms, self.scale_down_ms,
+                       _mutations_of(spec[2], self.mutations))
+
+    def order(self, row: dict) -> tuple:
+        return (self.situations.index(row["situation"]), row["members"], row["tasks"],
+                self.variants.index(row["variant"]))
+
+    def cells(self, row: dict) -> tuple:
+        return (f"{row['members']} × {row['tasks']}", row["variant"])
+
+    def bars(self) -> list:
+        return [(v, {"variant": v}) for v in self.variants]
+
+    def preamble(self) -> str:
+        t = self.timing
+        return (f"Kafka Streams, every task stateful. A tick is {t.tick_ms} ms. Restores take ms drawn uniformly "
+                f"from [{self.restore_ms // 2:,}, {self.restore_ms * 3 // 2:,}]; scale-down timeout "
+                f"{self.scale_down_ms:,} ms; session.timeout.ms {t.session_ms}, heartbeat.interval.ms "
+                f"{t.heartbeat_ms}, latency {t.latency_ms} ms"
+                + (f"; mutations {', '.join(sorted(self.mutations))}" if self.mutations else "") + ".")
