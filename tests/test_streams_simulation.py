@@ -118,6 +118,7 @@ def test_bad_streams_input_exits_2_naming_the_problem(tmp_path, args, message):
 def test_the_readme_streams_table_is_what_its_command_prints(tmp_path):
     text = README.read_text()
     section = text[text.index("### Restore times: Streams eager, cooperative and learners"):]
+    section = section[:section.index("\n## ")]
     command = re.search(r"\.venv/bin/rebalance (simulate --streams [^`\n]+)", section).group(1).split()
     out = tmp_path / "streams"
     code, _, stderr = run_cli(*[str(out) if a == "results/streams" else a for a in command], cwd=tmp_path)
