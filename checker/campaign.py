@@ -80,23 +80,13 @@ class Campaign(NamedTuple):
 
     def validate(self) -> None:
         """Raises ConfigError naming the first bad value."""
-        if self.runs < 1:
-            raise ConfigError(f"--runs must be at least 1, got {self.runs}")
         if self.timing.scheduled_delay_ms < 0:
             raise ConfigError("--scheduled-rebalance-max-delay-ms must be at least 0, "
                               f"got {self.timing.scheduled_delay_ms}")
-        if self.horizon_ms < 1:
-            raise ConfigError(f"--horizon-ms must be at least 1, got {self.horizon_ms}")
-        for name in self.situations:
-            if name not in SITUATIONS:
-                raise ConfigError(f"unknown situation {name!r} (expected one of {', '.join(SITUATIONS)})")
+        validate_grid(self, "situation", SITUATIONS, MAX_SIZE, "partitions")
         for name in self.protocols:
             if name not in PROTOCOLS:
                 raise ConfigError(f"unknown protocol {name!r} (expected one of {', '.join(PROTOCOLS)})")
-        for members, partitions in self.sizes:
-            if not (2 <= members <= MAX_SIZE[0] and members <= partitions <= MAX_SIZE[1]):
-                raise ConfigError(f"size {members}x{partitions}: members must be 2..{MAX_SIZE[0]} and partitions "
-                                  f"at least the members, at most {MAX_SIZE[1]}")
         if not (self.situations and self.protocols and self.sizes and self.static):
             raise ConfigError("the grid is empty: give at least one situation, protocol, size and static choice")
 
@@ -139,6 +129,24 @@ class Campaign(NamedTuple):
                 f"{t.heartbeat_ms}, max.poll.interval.ms {t.rebalance_ms}, group.initial.rebalance.delay.ms "
                 f"{t.initial_delay_ms}, scheduled.rebalance.max.delay.ms {t.scheduled_delay_ms}, "
                 f"latency {t.latency_ms} ms.")
+
+
+def validate_grid(campaign, word: str, situations, max_size: tuple, unit: str) -> None:
+    """What every campaign checks (ConfigError naming the first bad value): at
+    least one run, a positive horizon, known situations (``word``: how the message
+    calls them) and sizes of 2..``max_size[0]`` members and members..``max_size[1]``
+    of ``unit``."""
+    if campaign.runs < 1:
+        raise ConfigError(f"--runs must be at least 1, got {campaign.runs}")
+    if campaign.horizon_ms < 1:
+        raise ConfigError(f"--horizon-ms must be at least 1, got {campaign.horizon_ms}")
+    for name in campaign.situations:
+        if name not in situations:
+            raise ConfigError(f"unknown {word} {name!r} (expected one of {', '.join(situations)})")
+    for members, count in campaign.sizes:
+        if not (2 <= members <= max_size[0] and members <= count <= max_size[1]):
+            raise ConfigError(f"size {members}x{count}: members must be 2..{max_size[0]} and {unit} "
+                              f"at least the members, at most {max_size[1]}")
 
 
 def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HORIZON_MS) -> tuple:

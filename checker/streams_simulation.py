@@ -60,6 +60,7 @@ from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import LearnerReady, ScaleDown, partitions_of, union
 
+from .campaign import Measure, validate_grid
 from .properties import imbalance
 from .simulation import DEFAULT_HORIZON_MS, Simulation, Timing, run
 from .situations import S, _scale_down, _scale_up
@@ -331,33 +332,20 @@ class StreamsCampaign(NamedTuple):
     keys = ("situation", "members", "tasks", "variant")
     header = ("members × tasks", "variant")
 
-    @property
-    def measures(self) -> tuple:
-        from .campaign import Measure
-        return (Measure("rebalances", "mean", 2, "rebalances"), Measure("moved", "mean", 1, "tasks moved"),
+    measures = (Measure("rebalances", "mean", 2, "rebalances"), Measure("moved", "mean", 1, "tasks moved"),
                 Measure("unavailable_ticks", "mean", 0, "task-ticks unavailable"),
                 Measure("double_ticks", "mean", 0, "task-ticks double processing"),
                 Measure("ticks_to_balance", "median", 0, "ticks to balance"))
 
     def validate(self) -> None:
         """Raises ConfigError naming the first bad value."""
-        if self.runs < 1:
-            raise ConfigError(f"--runs must be at least 1, got {self.runs}")
         if self.restore_ms <= 0:
             raise ConfigError(f"--restore-ms must be positive (the mean restore time, ms), got {self.restore_ms}")
         if self.scale_down_ms <= 0:
             raise ConfigError(f"--scale-down-timeout-ms must be positive, got {self.scale_down_ms}")
-        if self.horizon_ms < 1:
-            raise ConfigError(f"--horizon-ms must be at least 1, got {self.horizon_ms}")
-        for name in self.situations:
-            if name not in SITUATIONS:
-                raise ConfigError(f"unknown Streams situation {name!r} (expected one of {', '.join(SITUATIONS)})")
+        validate_grid(self, "Streams situation", SITUATIONS, MAX_SIZE, "tasks")
         for name in self.variants:
             config(name, 1, self.timing, self.scale_down_ms, _mutations_of(name, self.mutations))
-        for members, tasks in self.sizes:
-            if not (2 <= members <= MAX_SIZE[0] and members <= tasks <= MAX_SIZE[1]):
-                raise ConfigError(f"size {members}x{tasks}: members must be 2..{MAX_SIZE[0]} and tasks "
-                                  f"at least the members, at most {MAX_SIZE[1]}")
         if not (self.situations and self.variants and self.sizes):
             raise ConfigError("the grid is empty: give at least one situation, variant and size")
 
