@@ -20,6 +20,8 @@ more entry):
   version 2.0, conservative rejoin). A learner restores while the old owner
   keeps processing; once ready (``LearnerReady``, R55) it rejoins and the task
   moves to it.
+* ``learners-eager``: the same with the seed's "Eager Rebalance" (version 3.0,
+  R55's eager rejoin mode): a member rejoins as each of its learners is ready.
 
 **Restore times.** Each time a process starts restoring a stateful task (as an
 active task it has no state for, or as a learner) its restore takes ms drawn
@@ -67,13 +69,15 @@ from .situations import S, _scale_down, _scale_up
 
 
 class Variant(NamedTuple):
-    """How a variant moves tasks: its ``protocol`` and ``assignor``
-    (model/config.py) and what the ``retire`` action does: the scale-down tool
-    (``learners``: leaving soon, R53) or a graceful stop (R20)."""
+    """How a variant moves tasks: its ``protocol`` and ``assignor`` and further
+    GroupConfig ``options`` ((field, value), ...; model/config.py). Under the
+    ``streams`` protocol the ``retire`` action is the scale-down tool (leaving
+    soon, R53), under the others a graceful stop (R20)."""
 
     protocol: str
     assignor: str
     doc: str
+    options: tuple = ()
 
 
 VARIANTS = {
@@ -82,6 +86,8 @@ VARIANTS = {
                            "KIP-429 without learners: two rounds, the new owner restores after it gets the task"),
     "learners": Variant("streams", "streams",
                         "seed 001: the learner restores while the old owner processes, then the task moves"),
+    "learners-eager": Variant("streams", "streams", "seed 001's Eager Rebalance (version 3.0): a member rejoins as "
+                              "each learner is ready, not once all are", (("rejoin_mode", "eager"),)),
 }
 
 
@@ -118,7 +124,7 @@ def config(variant: str, tasks: int, timing: Timing = Timing(), scale_down_ms: i
         raise ConfigError(f"unknown variant {variant!r} (expected one of {', '.join(VARIANTS)})")
     v = VARIANTS[variant]
     return GroupConfig(topics=(("t", tasks),), protocol=v.protocol, assignor=v.assignor, mutations=mutations,
-                       scale_down_ticks=max(1, -(-scale_down_ms // timing.clock_ms)))
+                       scale_down_ticks=max(1, -(-scale_down_ms // timing.clock_ms)), **dict(v.options))
 
 
 class StreamsMetrics(NamedTuple):

@@ -83,11 +83,11 @@ def test_after_a_leader_crash_during_scaling_the_load_can_stay_skewed():
 
 def test_simulate_streams_writes_its_table(tmp_path):
     out = tmp_path / "streams"
-    code, stdout, stderr = run_cli("simulate", "--streams", "--out", out, "--runs", "12", "--sizes", "3x6",
+    code, stdout, stderr = run_cli("simulate", "--streams", "--out", out, "--runs", "16", "--sizes", "3x6",
                                    "--horizon-ms", "300000", "--json", cwd=tmp_path)
     assert code == 0, stderr
     table = {(r["situation"], r["variant"]): r for r in json.loads(stdout)["table"]}
-    assert len(table) == 4 * 3
+    assert len(table) == 4 * 4
     for situation in ("scale_up", "scale_down", "host_swap"):
         eager, coop, learners = (table[situation, v] for v in ("eager", "cooperative", "learners"))
         assert eager["unavailable_ticks"] > coop["unavailable_ticks"] > learners["unavailable_ticks"]
@@ -134,4 +134,4 @@ def test_the_readme_streams_table_is_what_its_command_prints(tmp_path):
     for line in re.findall(r"^\| (?:scale up|scale down|host swap|leader crash) \|.*$", section, re.M):
         cells = [c.strip() for c in line.strip("|").split("|")]
         shown[cells[0], cells[1]] = cells[2:]
-    assert len(printed) == 12 and shown == printed
+    assert len(printed) == 16 and shown == printed
