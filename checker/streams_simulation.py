@@ -65,11 +65,12 @@ from rebalance.model.protocol import LearnerReady, ScaleDown, partitions_of, uni
 from .campaign import Measure, validate_grid
 from .properties import imbalance
 from .simulation import DEFAULT_HORIZON_MS, Simulation, Timing, run
-from .situations import S, _scale_down, _scale_up
+from .situations import S, SITUATIONS as CONSUMER_SITUATIONS
 
 
 class Variant(NamedTuple):
-    """How a variant moves tasks: its ``protocol`` and ``assignor`` and further
+    """How a variant moves tasks (``doc``, shown by ``rebalance simulate --help``):
+    its ``protocol`` and ``assignor`` and further
     GroupConfig ``options`` ((field, value), ...; model/config.py). Under the
     ``streams`` protocol the ``retire`` action is the scale-down tool (leaving
     soon, R53), under the others a graceful stop (R20)."""
@@ -97,12 +98,13 @@ def _host_swap(rng: random.Random, members: int) -> list:
 
 
 def _leader_crash(rng: random.Random, members: int) -> list:
-    return _scale_up(rng, members) + [(rng.randint(5 * S, 20 * S), "crash_leader", -1)]
+    return CONSUMER_SITUATIONS["scale_up"](rng, members) + [(rng.randint(5 * S, 20 * S), "crash_leader", -1)]
 
 
 SITUATIONS = {
-    "scale_up": _scale_up,
-    "scale_down": lambda rng, members: [(t, "retire", slot) for t, _, slot in _scale_down(rng, members)],
+    "scale_up": CONSUMER_SITUATIONS["scale_up"],
+    "scale_down": lambda rng, members: [(t, "retire", slot)
+                                        for t, _, slot in CONSUMER_SITUATIONS["scale_down"](rng, members)],
     "host_swap": _host_swap,
     "leader_crash": _leader_crash,
 }

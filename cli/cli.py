@@ -861,7 +861,8 @@ def _print_obligation(ob) -> None:
 @click.option("--streams", is_flag=True,
               help="Kafka Streams with restore times (seed 001): the Streams situations over --variants.")
 @click.option("--variants", default=",".join(VARIANTS), show_default=True,
-              help="With --streams: comma-separated variants (checker/streams_simulation.py VARIANTS).")
+              help="With --streams: comma-separated variants (checker/streams_simulation.py): "
+                   + "; ".join(f"{name}: {v.doc}" for name, v in VARIANTS.items()) + ".")
 @click.option("--restore-ms", default=DEFAULT_RESTORE_MS, show_default=True, type=int,
               help="With --streams: the mean state-store restore time, ms (drawn uniformly within ±50%).")
 @click.option("--scale-down-timeout-ms", "scale_down_ms", default=DEFAULT_SCALE_DOWN_MS, show_default=True,
