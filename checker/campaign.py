@@ -46,9 +46,21 @@ PROTOCOLS = CONSUMER_PROTOCOLS  # the simulated protocols: Streams is not simula
 DEFAULT_SIZES = ((3, 12), (10, 100), (30, 300))
 MAX_SIZE = (100, 1_000)
 ROW_FIELDS = ("run", "situation", "protocol", "static", "members", "partitions", "seed") + Metrics._fields
-METRICS = (("rebalances", "mean rebalances"), ("moved", "mean partitions moved"),
-           ("unavailable_ticks", "mean partition-ticks unavailable"),
-           ("ticks_to_balance", "median ticks to balance"))
+
+
+class Measure(NamedTuple):
+    """A table column: the run field ``name``, aggregated by ``how`` ("mean" over the
+    runs not censored, rounded to ``digits``; "median"), headed ``title`` in table.md."""
+
+    name: str
+    how: str
+    digits: int
+    title: str
+
+
+MEASURES = (Measure("rebalances", "mean", 2, "rebalances"), Measure("moved", "mean", 1, "moved"),
+            Measure("unavailable_ticks", "mean", 0, "partition-ticks unavailable"),
+            Measure("ticks_to_balance", "median", 0, "ticks to balance"))
 
 
 class Campaign(NamedTuple):
@@ -68,23 +80,13 @@ class Campaign(NamedTuple):
 
     def validate(self) -> None:
         """Raises ConfigError naming the first bad value."""
-        if self.runs < 1:
-            raise ConfigError(f"--runs must be at least 1, got {self.runs}")
         if self.timing.scheduled_delay_ms < 0:
             raise ConfigError("--scheduled-rebalance-max-delay-ms must be at least 0, "
                               f"got {self.timing.scheduled_delay_ms}")
-        if self.horizon_ms < 1:
-            raise ConfigError(f"--horizon-ms must be at least 1, got {self.horizon_ms}")
-        for name in self.situations:
-            if name not in SITUATIONS:
-                raise ConfigError(f"unknown situation {name!r} (expected one of {', '.join(SITUATIONS)})")
+        validate_grid(self, "situation", SITUATIONS, MAX_SIZE, "partitions")
         for name in self.protocols:
             if name not in PROTOCOLS:
                 raise ConfigError(f"unknown protocol {name!r} (expected one of {', '.join(PROTOCOLS)})")
-        for members, partitions in self.sizes:
-            if not (2 <= members <= MAX_SIZE[0] and members <= partitions <= MAX_SIZE[1]):
-                raise ConfigError(f"size {members}x{partitions}: members must be 2..{MAX_SIZE[0]} and partitions "
-                                  f"at least the members, at most {MAX_SIZE[1]}")
         if not (self.situations and self.protocols and self.sizes and self.static):
             raise ConfigError("the grid is empty: give at least one situation, protocol, size and static choice")
 
@@ -97,6 +99,54 @@ class Campaign(NamedTuple):
         grid = self.grid()
         return [(i, sit, proto, static, m, p, self.seed) for i in range(self.runs)
                 for sit, (m, p), proto, static in [grid[i % len(grid)]]]
+
+    # what run_campaign needs of a campaign (checker/streams_simulation.StreamsCampaign has the same)
+    fields = ROW_FIELDS
+    keys = ("situation", "members", "partitions", "protocol", "static")  # a table row's cell
+    measures = MEASURES
+    header = ("members × partitions", "protocol", "static")
+
+    def run(self, spec: tuple) -> tuple:
+        return run_one(spec, self.timing, self.horizon_ms)
+
+    def order(self, row: dict) -> tuple:
+        """A table row's place: the order situations, sizes and protocols were given in."""
+        return (self.situations.index(row["situation"]), row["members"], row["partitions"],
+                self.protocols.index(row["protocol"]), row["static"])
+
+    def cells(self, row: dict) -> tuple:
+        """A table.md row's leading cells (``header``)."""
+        return (f"{row['members']} × {row['partitions']}", row["protocol"], "yes" if row["static"] else "no")
+
+    def bars(self) -> list:
+        """``(label, {key: value})`` per bar of a plot's group."""
+        return [(f"{p}{' static' if s else ''}", {"protocol": p, "static": s})
+                for p in self.protocols for s in self.static]
+
+    def preamble(self) -> str:
+        t = self.timing
+        return (f"A tick is {t.tick_ms} ms. session.timeout.ms {t.session_ms}, heartbeat.interval.ms "
+                f"{t.heartbeat_ms}, max.poll.interval.ms {t.rebalance_ms}, group.initial.rebalance.delay.ms "
+                f"{t.initial_delay_ms}, scheduled.rebalance.max.delay.ms {t.scheduled_delay_ms}, "
+                f"latency {t.latency_ms} ms.")
+
+
+def validate_grid(campaign, word: str, situations, max_size: tuple, unit: str) -> None:
+    """What every campaign checks (ConfigError naming the first bad value): at
+    least one run, a positive horizon, known situations (``word``: how the message
+    calls them) and sizes of 2..``max_size[0]`` members and members..``max_size[1]``
+    of ``unit``."""
+    if campaign.runs < 1:
+        raise ConfigError(f"--runs must be at least 1, got {campaign.runs}")
+    if campaign.horizon_ms < 1:
+        raise ConfigError(f"--horizon-ms must be at least 1, got {campaign.horizon_ms}")
+    for name in campaign.situations:
+        if name not in situations:
+            raise ConfigError(f"unknown {word} {name!r} (expected one of {', '.join(situations)})")
+    for members, count in campaign.sizes:
+        if not (2 <= members <= max_size[0] and members <= count <= max_size[1]):
+            raise ConfigError(f"size {members}x{count}: members must be 2..{max_size[0]} and {unit} "
+                              f"at least the members, at most {max_size[1]}")
 
 
 def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HORIZON_MS) -> tuple:
@@ -120,18 +170,19 @@ def parse_sizes(text: str) -> tuple:
     return tuple(sizes)
 
 
-def _schema():
+def _schema(fields):
     from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
-    kinds = {"situation": StringType(), "protocol": StringType(), "static": BooleanType(),
-             "censored": BooleanType(), "unavailable_ticks": LongType(), "events": LongType()}
-    return StructType([StructField(f, kinds.get(f, IntegerType()), f == "ticks_to_balance") for f in ROW_FIELDS])
+    kinds = {"situation": StringType(), "protocol": StringType(), "variant": StringType(), "static": BooleanType(),
+             "censored": BooleanType(), "unavailable_ticks": LongType(), "double_ticks": LongType(),
+             "events": LongType()}
+    return StructType([StructField(f, kinds.get(f, IntegerType()), f == "ticks_to_balance") for f in fields])
 
 
-def run_campaign(campaign: Campaign, out: Path, master: str = "local[*]", progress=None) -> list:
-    """Run ``campaign`` on Spark and write its outputs under ``out`` (created if
-    missing). ``progress(done, total)`` is called as Spark tasks finish. Returns
-    the table rows (dicts, as in table.csv). Raises ConfigError for a bad
-    campaign."""
+def run_campaign(campaign, out: Path, master: str = "local[*]", progress=None) -> list:
+    """Run ``campaign`` (a Campaign, or checker/streams_simulation.StreamsCampaign)
+    on Spark and write its outputs under ``out`` (created if missing).
+    ``progress(done, total)`` is called as Spark tasks finish. Returns the table
+    rows (dicts, as in table.csv). Raises ConfigError for a bad campaign."""
     from pyspark.sql import functions as F
 
     from .spark_session import session
@@ -142,9 +193,8 @@ def run_campaign(campaign: Campaign, out: Path, master: str = "local[*]", progre
     sc = spark.sparkContext
     specs = campaign.specs()
     slices = min(len(specs), max(4 * sc.defaultParallelism, 32))
-    timing, horizon_ms = campaign.timing, campaign.horizon_ms
-    rows = sc.parallelize(specs, slices).map(lambda spec: run_one(spec, timing, horizon_ms))
-    frame = spark.createDataFrame(rows, _schema())
+    rows = sc.parallelize(specs, slices).map(campaign.run)
+    frame = spark.createDataFrame(rows, _schema(campaign.fields))
     staging = Path(tempfile.mkdtemp(prefix=".runs-", dir=out))
     done = threading.Event()
     watcher = threading.Thread(target=_watch, args=(sc, done, progress), daemon=True) if progress else None
@@ -157,25 +207,20 @@ def run_campaign(campaign: Campaign, out: Path, master: str = "local[*]", progre
         if watcher:
             watcher.join()
     runs = spark.read.parquet(str(staging / "runs.parquet"))
-    keys = ["situation", "members", "partitions", "protocol", "static"]
     verdict = lambda name: F.when(~F.col("censored"), F.col(name))  # noqa: E731  (null for a censored run)
-    table = (runs.groupBy(*keys)
-             .agg(F.count("*").alias("runs"),
-                  F.round(F.avg(verdict("rebalances")), 2).alias("rebalances"),
-                  F.round(F.avg(verdict("moved")), 1).alias("moved"),
-                  F.round(F.avg(verdict("unavailable_ticks")), 0).alias("unavailable_ticks"),
-                  F.expr("percentile(ticks_to_balance, 0.5)").alias("ticks_to_balance"),  # null if censored
+    aggregates = [F.round(F.avg(verdict(m.name)), m.digits).alias(m.name) if m.how == "mean"
+                  else F.expr(f"percentile({m.name}, 0.5)").alias(m.name)  # null if censored
+                  for m in campaign.measures]
+    table = (runs.groupBy(*campaign.keys)
+             .agg(F.count("*").alias("runs"), *aggregates,
                   F.sum(F.col("censored").cast("int")).alias("censored"),
                   F.round(F.avg(F.col("censored").cast("double")), 3).alias("censored_share"))
              .collect())
-    order = {name: i for i, name in enumerate(campaign.situations)}
-    protos = {name: i for i, name in enumerate(campaign.protocols)}
-    table = sorted((r.asDict() for r in table),
-                   key=lambda r: (order[r["situation"]], r["members"], r["partitions"], protos[r["protocol"]],
-                                  r["static"]))
+    table = sorted((r.asDict() for r in table), key=campaign.order)
     _replace_dir(staging / "runs.parquet", out / "runs.parquet")
     shutil.rmtree(staging, ignore_errors=True)
-    atomic_write(out / "table.csv", _csv(table))
+    columns = campaign.keys + ("runs",) + tuple(m.name for m in campaign.measures) + ("censored", "censored_share")
+    atomic_write(out / "table.csv", _csv(table, columns))
     atomic_write(out / "table.md", _markdown(table, campaign))
     _plots(table, campaign, out)
     return table
@@ -197,30 +242,21 @@ def _replace_dir(src: Path, dst: Path) -> None:
     os.replace(src, dst)
 
 
-TABLE_FIELDS = ("situation", "members", "partitions", "protocol", "static", "runs", "rebalances", "moved",
-                "unavailable_ticks", "ticks_to_balance", "censored", "censored_share")
-
-
-def _csv(table: list) -> str:
+def _csv(table: list, columns: tuple) -> str:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, TABLE_FIELDS, lineterminator="\n")
+    w = csv.DictWriter(buf, columns, lineterminator="\n")
     w.writeheader()
     w.writerows(table)
     return buf.getvalue()
 
 
-def _markdown(table: list, campaign: Campaign) -> str:
-    t = campaign.timing
+def _markdown(table: list, campaign) -> str:
     lines = [f"# Simulation campaign: {campaign.runs:,} runs, seed {campaign.seed}", "",
-             f"A tick is {t.tick_ms} ms. session.timeout.ms {t.session_ms}, heartbeat.interval.ms "
-             f"{t.heartbeat_ms}, max.poll.interval.ms {t.rebalance_ms}, group.initial.rebalance.delay.ms "
-             f"{t.initial_delay_ms}, scheduled.rebalance.max.delay.ms {t.scheduled_delay_ms}, "
-             f"latency {t.latency_ms} ms. A run goes on until the group is balanced and quiet, or is "
+             f"{campaign.preamble()} A run goes on until the group is balanced and quiet, or is "
              f"censored {campaign.horizon_ms:,} ms after its last scripted action. Means, and the median ticks "
              "to balance, are over the runs that were not censored (— if none); censored runs are counted, "
              "their figures (lower bounds) are in runs.parquet.", ""]
-    header = ("members × partitions", "protocol", "static", "runs", "rebalances", "moved",
-              "partition-ticks unavailable", "ticks to balance", "censored")
+    header = campaign.header + ("runs",) + tuple(m.title for m in campaign.measures) + ("censored",)
     for situation in campaign.situations:
         rows = [r for r in table if r["situation"] == situation]
         if not rows:
@@ -228,10 +264,9 @@ def _markdown(table: list, campaign: Campaign) -> str:
         lines += [f"## {situation.replace('_', ' ')}", "", "| " + " | ".join(header) + " |",
                   "|" + "---|" * len(header)]
         for r in rows:
-            figures = (_cell(r["rebalances"], ",.2f"), _cell(r["moved"], ",.1f"),
-                       _cell(r["unavailable_ticks"], ",.0f"), _cell(r["ticks_to_balance"], ",.0f"))
-            lines.append(f"| {r['members']} × {r['partitions']} | {r['protocol']} | {'yes' if r['static'] else 'no'} "
-                         f"| {r['runs']} | {' | '.join(figures)} | {r['censored']} ({r['censored_share']:.0%}) |")
+            figures = (_cell(r[m.name], f",.{m.digits}f") for m in campaign.measures)
+            lines.append(f"| {' | '.join(campaign.cells(r))} | {r['runs']} | {' | '.join(figures)} "
+                         f"| {r['censored']} ({r['censored_share']:.0%}) |")
         lines.append("")
     return "\n".join(lines)
 
@@ -246,26 +281,28 @@ def _plots(table: list, campaign: Campaign, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    variants = [(p, s) for p in campaign.protocols for s in campaign.static]
+    variants = campaign.bars()
+    size_key = campaign.keys[2]  # partitions, or tasks
     sizes = list(campaign.sizes)
     width = 0.8 / len(variants)
-    for metric, title in METRICS:
+    for metric in campaign.measures:
         fig, axes = plt.subplots(1, len(campaign.situations), figsize=(4.2 * len(campaign.situations), 4),
                                  squeeze=False)
         for ax, situation in zip(axes[0], campaign.situations):
-            cells = {(r["members"], r["partitions"], r["protocol"], r["static"]): r[metric] or 0
-                     for r in table if r["situation"] == situation}
-            for k, (proto, static) in enumerate(variants):
+            rows = [r for r in table if r["situation"] == situation]
+            for k, (label, match) in enumerate(variants):
+                cells = {(r["members"], r[size_key]): r[metric.name] or 0 for r in rows
+                         if all(r[key] == value for key, value in match.items())}
                 xs = [i + (k - (len(variants) - 1) / 2) * width for i in range(len(sizes))]
-                ys = [cells.get((m, p, proto, static), 0) for m, p in sizes]
-                ax.bar(xs, ys, width, label=f"{proto}{' static' if static else ''}")
+                ax.bar(xs, [cells.get(size, 0) for size in sizes], width, label=label)
             ax.set_title(situation.replace("_", " "))
             ax.set_xticks(range(len(sizes)), [f"{m}×{p}" for m, p in sizes])
             ax.set_yscale("symlog")
+        title = f"{metric.how} {metric.title}"
         axes[0][0].set_ylabel(title)
         axes[0][-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1, 1))
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)
-        atomic_write(out / f"{metric}.png", buf.getvalue())
+        atomic_write(out / f"{metric.name}.png", buf.getvalue())

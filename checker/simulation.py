@@ -335,6 +335,17 @@ class Simulation:
     def _timeouts_of(self, member_id: int) -> Timeouts:
         return self.timeouts
 
+    # --- the script ---------------------------------------------------------------------
+    def begin(self) -> None:
+        """The script starts now: the costs so far (the warm-up's) are forgotten."""
+        self.moved, self.unavailable_ms = 0, 0
+
+    def metrics(self, t0: int, rebalances: int, censored: bool) -> Metrics:
+        """The run's Metrics, the script having started at ``t0`` ms."""
+        return Metrics(rebalances=rebalances, moved=self.moved, unavailable_ticks=self.t.ticks(self.unavailable_ms),
+                       ticks_to_balance=None if censored else self.t.ticks(max(self.balanced_since - t0, 0)),
+                       censored=censored, events=self.events)
+
     # --- what it costs ------------------------------------------------------------------
     def _ownership_changed(self) -> None:
         live = list(self.consumers.values())
@@ -386,18 +397,21 @@ def simulate(cfg: GroupConfig, members: int, static: bool, script, timing: Timin
     first, ValueError for a bad horizon or action."""
     if horizon_ms <= 0:
         raise ValueError(f"horizon_ms must be positive, got {horizon_ms}")
-    sim = Simulation(cfg, members, static, timing, rng)
+    return run(Simulation(cfg, members, static, timing, rng), script, horizon_ms, warmup_ms)
+
+
+def run(sim: Simulation, script, horizon_ms: int, warmup_ms: int):
+    """Settle ``sim``'s initial group (SimulationError if it is not quiet within
+    ``warmup_ms``), play ``script`` from that moment and run to the verdict or
+    ``horizon_ms`` past the last action: ``sim.metrics(...)`` (``simulate``)."""
     sim.run_until(warmup_ms, stop=sim.quiet)
     if not sim.quiet():
-        raise SimulationError(f"{members} members did not form a quiet group within {warmup_ms} ms")
+        raise SimulationError(f"{len(sim.consumers)} members did not form a quiet group within {warmup_ms} ms")
     t0 = sim.now
-    generation, sim.moved, sim.unavailable_ms = sim.group.generation, 0, 0
+    generation = sim.group.generation
+    sim.begin()
     for time, action, slot in script:
         sim.act_at(t0 + time, action, slot)
     last = max((time for time, _, _ in script), default=0)
     sim.run_until(t0 + last + horizon_ms, stop=sim.quiet)
-    censored = not sim.quiet()
-    return Metrics(rebalances=sim.group.generation - generation, moved=sim.moved,
-                   unavailable_ticks=timing.ticks(sim.unavailable_ms),
-                   ticks_to_balance=None if censored else timing.ticks(max(sim.balanced_since - t0, 0)),
-                   censored=censored, events=sim.events)
+    return sim.metrics(t0, sim.group.generation - generation, not sim.quiet())

@@ -23,6 +23,10 @@ from rebalance.checker import counterexample, junit, prove, replay as replaying,
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
+from rebalance.checker.streams_simulation import (
+    DEFAULT_RESTORE_MS, DEFAULT_SCALE_DOWN_MS, DEFAULT_SIZES as STREAMS_SIZES, SITUATIONS as STREAMS_SITUATIONS,
+    VARIANTS,
+)
 from rebalance.checker.render import lane, partitions as partition_names
 from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
@@ -923,12 +927,26 @@ def _print_obligation(ob) -> None:
               help="Directory for runs.parquet, table.md, table.csv and the PNG plots (created if missing).")
 @click.option("--runs", default=1_000, show_default=True, type=int, help="Runs in the campaign, spread evenly over the grid.")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed: the same runs, seed and grid give the same results.")
-@click.option("--situations", default=",".join(SITUATIONS), show_default=True,
-              help="Comma-separated situations (checker/situations.py).")
+@click.option("--situations", default=None,
+              help=f"Comma-separated situations (checker/situations.py). [default: {','.join(SITUATIONS)}; "
+                   f"with --streams: {','.join(STREAMS_SITUATIONS)}]")
 @click.option("--protocols", default=",".join(CONSUMER_PROTOCOLS), show_default=True,
               help="Comma-separated protocols.")
-@click.option("--sizes", default=",".join(f"{m}x{p}" for m, p in DEFAULT_SIZES), show_default=True,
-              help="Comma-separated MEMBERSxPARTITIONS, up to 100x1000.")
+@click.option("--sizes", default=None,
+              help="Comma-separated MEMBERSxPARTITIONS, up to 100x1000 (with --streams MEMBERSxTASKS, up to 100x400). "
+                   f"[default: {','.join(f'{m}x{p}' for m, p in DEFAULT_SIZES)}; with --streams: "
+                   f"{','.join(f'{m}x{p}' for m, p in STREAMS_SIZES)}]")
+@click.option("--streams", is_flag=True,
+              help="Kafka Streams with restore times (seed 001): the Streams situations over --variants.")
+@click.option("--variants", default=",".join(VARIANTS), show_default=True,
+              help="With --streams: comma-separated variants (checker/streams_simulation.py): "
+                   + "; ".join(f"{name}: {v.doc}" for name, v in VARIANTS.items()) + ".")
+@click.option("--restore-ms", default=DEFAULT_RESTORE_MS, show_default=True, type=int,
+              help="With --streams: the mean state-store restore time, ms (drawn uniformly within ±50%).")
+@click.option("--scale-down-timeout-ms", "scale_down_ms", default=DEFAULT_SCALE_DOWN_MS, show_default=True,
+              type=int, help="With --streams: the scale-down timeout (R54), ms.")
+@click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
+              help="With --streams: run the Streams variants' model with a known-bad rule (model/mutations.py).")
 @click.option("--static", "static", type=click.Choice(["both", "yes", "no"]), default="both", show_default=True,
               help="Static membership (KIP-345): with and without, only with, only without.")
 @click.option("--horizon-ms", default=DEFAULT_HORIZON_MS, show_default=True, type=int,
@@ -940,8 +958,8 @@ def _print_obligation(ob) -> None:
                    "partitions are reassigned at once and revoking rounds do not back off).")
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL.")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as one JSON object on stdout.")
-def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_ms, scheduled_delay_ms, spark_master,
-             as_json):
+def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variants, restore_ms, scale_down_ms,
+             mutations, static, horizon_ms, scheduled_delay_ms, spark_master, as_json):
     """Run a simulation campaign on Spark: the seeds' situations, timed.
 
     Each run drives the model's coordinator and member handlers with a virtual
@@ -957,8 +975,16 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
     default).
 
     \b
+    With --streams, Kafka Streams (seed 001) with state-store restores: scale
+    up, scale down, online host swap and a leader crash during scaling, over
+    Streams eager, cooperative without learners (KIP-429) and the seed's
+    learners, measuring task-ticks unavailable (no restored active), task-ticks
+    of double processing (a learner beside the active) and the same counts.
+
+    \b
     rebalance simulate --out results/ --runs 10000
     rebalance simulate --out big/ --runs 40 --sizes 100x1000 --situations rolling_bounce,process_death
+    rebalance simulate --streams --out streams/ --runs 400 --restore-ms 60000
 
     Exit codes: 0 done, 2 bad input.
     """
@@ -968,11 +994,28 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
 
     from rebalance.checker.campaign import Campaign, parse_sizes, run_campaign
 
+    from rebalance.checker.streams_simulation import StreamsCampaign
+
     split = lambda text: tuple(filter(None, (s.strip() for s in text.split(","))))  # noqa: E731
-    campaign = Campaign(runs=runs, seed=seed, situations=split(situations), sizes=parse_sizes(sizes),
-                        protocols=split(protocols),
-                        static={"both": (False, True), "yes": (True,), "no": (False,)}[static],
-                        horizon_ms=horizon_ms, timing=Timing(scheduled_delay_ms=scheduled_delay_ms))
+    given = lambda name: click.get_current_context().get_parameter_source(name).name != "DEFAULT"  # noqa: E731
+    if streams:
+        for name, option in (("protocols", "--protocols"), ("static", "--static"),
+                             ("scheduled_delay_ms", "--scheduled-rebalance-max-delay-ms")):
+            if given(name):
+                raise ConfigError(f"{option} does not apply with --streams (its variants are --variants)")
+        campaign = StreamsCampaign(runs=runs, seed=seed, situations=split(situations or ",".join(STREAMS_SITUATIONS)),
+                                   sizes=parse_sizes(sizes) if sizes else STREAMS_SIZES, variants=split(variants),
+                                   horizon_ms=horizon_ms, restore_ms=restore_ms, scale_down_ms=scale_down_ms,
+                                   mutations=frozenset(mutations))
+    else:
+        for name, option in (("variants", "--variants"), ("restore_ms", "--restore-ms"),
+                             ("scale_down_ms", "--scale-down-timeout-ms"), ("mutations", "--mutation")):
+            if given(name):
+                raise ConfigError(f"{option} applies only with --streams")
+        campaign = Campaign(runs=runs, seed=seed, situations=split(situations or ",".join(SITUATIONS)),
+                            sizes=parse_sizes(sizes) if sizes else DEFAULT_SIZES, protocols=split(protocols),
+                            static={"both": (False, True), "yes": (True,), "no": (False,)}[static],
+                            horizon_ms=horizon_ms, timing=Timing(scheduled_delay_ms=scheduled_delay_ms))
     campaign.validate()
     started = time.monotonic()
     if err.is_terminal:
@@ -990,7 +1033,7 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
     else:
         out.print(Path(out_dir, "table.md").read_text(), highlight=False, markup=False)
         out.print(f"{runs:,} runs in {seconds:.0f} s; written to {out_dir}/: runs.parquet, table.md, table.csv, "
-                  "rebalances.png, moved.png, unavailable_ticks.png, ticks_to_balance.png", highlight=False)
+                  + ", ".join(f"{m.name}.png" for m in campaign.measures), highlight=False)
 
 
 @main.command("conform")
