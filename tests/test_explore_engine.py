@@ -50,3 +50,13 @@ def test_fingerprint_set_resolves_a_level_in_first_generated_order():
     dst, fresh = fps.resolve(np.array([5, 7, 3, 5, 9], np.int64), 1)
     assert dst.tolist() == [1, 0, 2, 1, 3] and fresh.tolist() == [0, 2, 4]
     assert collision_probability(10, 10) == 0.0
+
+
+def test_store_columns_widen_from_uint16_to_int32_when_an_id_passes_65535():
+    from rebalance.checker.engines.explore import _Store
+    store = _Store((1, 2, 3, 2))
+    store.add((4, 70_000, 5, 1), 0, 3)  # the second part's id does not fit 16 bits
+    store.add((6, 7, 8, 0), 1, 0)
+    assert [c.typecode for c in store.columns] == ["i", "i", "i"]
+    assert [store.row(i) for i in range(3)] == [(1, 2, 3, 2), (4, 70_000, 5, 1), (6, 7, 8, 0)]
+    assert list(store.parents) == [-1, 0, 1] and list(store.steps) == [0, 3, 0]

@@ -141,13 +141,14 @@ def _chain(parents: array, steps: array, i: int) -> list:
 
 
 class _Store:
-    """The explored states, compactly: one int32 column per part of the interned id
-    tuple (checker/engines/interning.py) and a uint8 column of faults left, so
-    state ``i`` is ``row(i)``; the parent's index (int32) and the successor's
-    index among its parent's successors (uint16) of each."""
+    """The explored states, compactly: one column per part of the interned id tuple
+    (checker/engines/interning.py), uint16 while the ids fit (the main job's do:
+    some 5,000 Groups and Procs) and int32 past that, and a uint8 column of faults
+    left, so state ``i`` is ``row(i)``; the parent's index (int32) and the
+    successor's index among its parent's successors (uint16) of each."""
 
     def __init__(self, init_ids: tuple):
-        self.columns = [array("i") for _ in init_ids[:-1]]
+        self.columns = [array("H") for _ in init_ids[:-1]]
         self.faults = array("B")
         self.parents = array("i")
         self.steps = array("H")
@@ -157,8 +158,14 @@ class _Store:
         return len(self.parents)
 
     def add(self, ids: tuple, parent: int, step: int) -> None:
-        for column, x in zip(self.columns, ids):
-            column.append(x)
+        try:
+            for column, x in zip(self.columns, ids):
+                column.append(x)
+        except OverflowError:  # an id past 65,535: every column widens to int32, once
+            self.columns = [array("i", column) for column in self.columns]
+            for column, x in zip(self.columns, ids):
+                if len(column) == len(self.parents):
+                    column.append(x)
         self.faults.append(ids[-1])
         self.parents.append(parent)
         self.steps.append(step)
@@ -331,7 +338,7 @@ def explore(system: System, properties, initial: State | None = None,
     if live_props and limit is None and not stop:
         violations.extend(decide_liveness(
             system, live_props, graph,
-            lambda p: bytearray(0 if p.goal and p.goal(system, state_at(i)) else 1 for i in range(len(store))),
+            _goals(system, store, state_at),
             lambda p: _Summaries(system, p, store, state_at, interner), state_at,
             lambda i: concrete(system, canonical, path_to(i)), path_to, canonical, fair,
             identify=lambda form: interner.ids(form)))
@@ -341,6 +348,22 @@ def explore(system: System, properties, initial: State | None = None,
                       {c.name: c.name in reached for c in covers})
     result.collision_probability = collision_probability(len(store), transitions + 1)
     return result
+
+
+def _goals(system, store: _Store, state_at):
+    """``goal_of`` for ``decide_liveness``: a property's goal bytearray (1 where the
+    goal holds), computed once per goal function (the properties without a goal
+    reach it everywhere) and shared by the properties with the same goal."""
+    done: dict = {}
+
+    def goal_of(p) -> bytearray:
+        hit = done.get(p.goal)
+        if hit is None:
+            n = len(store)
+            hit = done[p.goal] = (bytearray(b"\x01") * n if p.goal is None else
+                                  bytearray(0 if p.goal(system, state_at(i)) else 1 for i in range(n)))
+        return hit
+    return goal_of
 
 
 def _settle(system, canonical, path_to, found: list, violations: list, stop_on) -> bool:

@@ -84,8 +84,8 @@ def _np(x, dtype) -> np.ndarray:
 
 def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     """CSR adjacency over states where ``keep[i]``, through edges whose class is
-    ``usable[class]``: (offsets, targets, edge ids) as int32 arrays, each state's
-    edges in the order added."""
+    ``usable[class]``: (offsets, targets, edge ids) as int32 memoryviews, each
+    state's edges in the order added."""
     src, dst = _np(g.src, np.int32), _np(g.dst, np.int32)
     kept = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
     ok = kept[src] & kept[dst] & np.array(usable, bool)[_np(g.cls, _CLS[g.cls.typecode])]
@@ -93,10 +93,10 @@ def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     del ok
     if len(ids) and np.any(src[ids[1:]] < src[ids[:-1]]):  # the local engine adds them by source already
         ids = ids[np.argsort(src[ids], kind="stable")]
-    offsets = np.zeros(n + 1, np.int64)
+    offsets = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(src[ids], minlength=n), out=offsets[1:])
-    return (array("i", offsets.astype(np.int32).tobytes()), array("i", dst[ids].tobytes()),
-            array("i", ids.astype(np.int32).tobytes()))
+    # memoryviews of the numpy arrays: indexed as fast as array.array, without a copy
+    return memoryview(offsets), memoryview(dst[ids]), memoryview(ids)
 
 
 _CLS = {"B": np.uint8, "H": np.uint16}

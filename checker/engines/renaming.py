@@ -199,10 +199,14 @@ class Renamer:
         ``state`` object is returned when it is canonical already."""
         group = state.group
         keys = _part_keys(state, ids)
-        names_of = self._names_of
-        signature = (names_of(_group, group, keys[0]),
-                     *[names_of(_slot_proc, (slot, p), keys[slot + 1]) if p.epoch else -1
-                       for slot, p in enumerate(state.procs)])
+        names = self._names
+        try:  # every part seen before: one dict probe each (a process without a connection has -1)
+            signature = tuple([names[k] for k in keys])
+        except KeyError:
+            names_of = self._names_of
+            signature = (names_of(_group, group, keys[0]),
+                         *[names_of(_slot_proc, (slot, p), keys[slot + 1]) if p.epoch else _no_names(names, keys[slot + 1])
+                           for slot, p in enumerate(state.procs)])
         plan = self._plans.get(signature, 0)
         if plan == 0:
             plan = self._plans[signature] = self._plan(signature)
@@ -237,6 +241,12 @@ class Renamer:
         if hit is None:
             hit = self._renamed[key] = walk(part, names)
         return hit
+
+
+def _no_names(names: dict, key) -> int:
+    """A process without a connection (epoch 0) has no names: -1, remembered under its key."""
+    names[key] = -1
+    return -1
 
 
 def _part_keys(state: State, ids: tuple | None) -> tuple:
