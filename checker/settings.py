@@ -19,7 +19,7 @@ from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
 from .situations import Initial, initial_state, parse_initial, parse_steps, play_prefix, slots_of, static_slots
-from .system import FAULTS, System
+from .system import FAULTS, SUBSCRIPTION_FAULTS, System
 
 ALL_PROTOCOLS = PROTOCOLS
 ENGINES = ("local", "spark")
@@ -30,9 +30,9 @@ SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "event
 # key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
     "initial": {"owned", "generation", "leader", "static"},
-    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves"},
-    "members": {"initial", "joiners", "static"},
-    "faults": {"kinds", "budget"},
+    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "created_topics"},
+    "members": {"initial", "joiners", "static", "subscriptions"},
+    "faults": {"kinds", "budget", "resubscriptions"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
     "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks"},
@@ -232,6 +232,36 @@ def streams_settings(values: dict, members: int) -> tuple:
     return (("task", tasks),), extra
 
 
+def subscription_settings(topics: tuple, group: dict, members: dict, faults: dict) -> dict:
+    """R61-R63: the subscription keys as GroupConfig keywords (topic bitmasks):
+    ``members.subscriptions``, per client slot in order, the topic names it
+    subscribes to (later slots: every topic); ``faults.resubscriptions``, the
+    topic lists a ``subscribe`` fault may switch a member to;
+    ``group.created_topics``, the topics that do not exist until a
+    ``create-topic`` fault creates them. ConfigError naming the key and the
+    unknown topic or the wrong shape otherwise."""
+    index = {name: i for i, (name, _) in enumerate(topics)}
+
+    def mask(key: str, names) -> int:
+        if not isinstance(names, list) or not names:
+            raise ConfigError(f"{key}: expected a non-empty list of topic names, got {names!r}")
+        for n in names:
+            if n not in index:
+                raise ConfigError(f"{key}: unknown topic {n!r} (the group's topics: {', '.join(index)})")
+        return sum(1 << index[n] for n in set(names))
+
+    def masks(key: str, lists) -> tuple:
+        if not isinstance(lists, list):
+            raise ConfigError(f"{key}: expected a list of topic lists, e.g. [['t'], ['t', 'u']]")
+        return tuple(mask(f"{key}[{k}]", names) for k, names in enumerate(lists))
+
+    out = {"subscriptions": masks("members.subscriptions", members.get("subscriptions", [])),
+           "resubscriptions": masks("faults.resubscriptions", faults.get("resubscriptions", []))}
+    if "created_topics" in group:
+        out["created_topics"] = mask("group.created_topics", group["created_topics"])
+    return out
+
+
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, workers=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
@@ -266,6 +296,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         raise ConfigError(f"--tasks, --standby, --streams-version, --rejoin and [streams] are for the streams "
                           f"protocol, not {proto}")
     plugin = load_plugin(assignor) if ":" in assignor else None
+    extra.update(subscription_settings(topics, g, m, f))
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
                         initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t),
                         **extra)
@@ -280,7 +311,8 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
                           f"places its partition owners on the Spark master's cores instead (--spark-master)")
     from .properties import PROPERTIES
     names = tuple(p.name for p in PROPERTIES)
-    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)
+    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)),
+                           FAULTS + SUBSCRIPTION_FAULTS)
     # a paused member is a zombie that keeps processing: exclusive_processing is
     # expected to break (generation fencing keeps exclusive_ownership; the design brief)
     zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []

@@ -28,16 +28,19 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer, counting, shutting_down
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, LearnerReady, Leave, OffsetCommit, Phase, Receive,
-    ScaleDown, ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of,
-    instance_id, member_id, partitions_of, slot_of, union,
+    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, LearnerReady, Leave, MetadataUpdate, OffsetCommit,
+    Phase, Receive, ScaleDown, ScheduledRebalanceDue, Send, Start, Subscribe, Tick, connection, epoch_of,
+    instance_id, member_id, partitions_of, slot_of, union, ALL_TOPICS,
 )
 
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
 SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
-ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN)  # the environment's actions (no fairness)
+# faults off unless named (R63, R62): a member subscribes to another topic list; a topic is created
+SUBSCRIBE, CREATE_TOPIC = "subscribe", "create-topic"
+SUBSCRIPTION_FAULTS = (SUBSCRIBE, CREATE_TOPIC)
+ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN) + SUBSCRIPTION_FAULTS  # the environment's actions (no fairness)
 BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.py), also the environment's
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
@@ -59,7 +62,11 @@ class Proc(NamedTuple):
     abstract commit each); ``shared``, () or per client slot ``t`` the partitions
     (a bitmask) for which the coordinator accepted this process's OffsetCommit
     while slot ``t``'s process also owned them, kept only while both still own
-    them (``exclusive_ownership``)."""
+    them (``exclusive_ownership``).
+
+    ``metadata``: the topics that exist (a topic bitmask, R62; ``ALL_TOPICS``: every
+    one), as the slot's processes see them: a ``create-topic`` fault sets it on
+    every slot, and a process starts with it."""
 
     status: int
     epoch: int
@@ -68,6 +75,7 @@ class Proc(NamedTuple):
     responses: tuple
     shared: tuple = ()
     committed: bool = False
+    metadata: int = ALL_TOPICS
 
 
 class State(NamedTuple):
@@ -159,15 +167,16 @@ class System:
             p = procs[s]
             if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
                 procs[s] = Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
-                                p.committed)
+                                p.committed, p.metadata)
 
     @staticmethod
     def requests_of(outputs) -> tuple:
         return tuple(o.request for o in outputs if type(o) is Send)
 
     def start(self, slot: int, proc: Proc) -> Proc:
-        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot)))
-        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), ())
+        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot), self.cfg.subscription_of(slot),
+                                                      proc.metadata))
+        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), (), metadata=proc.metadata)
 
     def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
         procs = list(state.procs) if procs is None else procs
@@ -178,7 +187,8 @@ class System:
     def started(self) -> State:
         """The configured members just started, their first JoinGroups in flight, the
         group Empty, the fault budget full."""
-        procs = tuple(self.start(s, NO_PROC) if s < self.members else NO_PROC for s in range(self.slots))
+        none = self.no_proc
+        procs = tuple(self.start(s, none) if s < self.members else none for s in range(self.slots))
         return State(EMPTY_GROUP, procs, self.max_faults)
 
     def initial(self) -> State:
@@ -191,13 +201,15 @@ class System:
         """A Stable group at ``generation`` in which each slot of ``owned`` ({slot:
         bitmask}) runs its first member (id ``member_id(slot, 1)``) owning those
         partitions: a scenario's initial state (no faults left)."""
-        members, procs = [], list(NO_PROC for _ in range(self.slots))
+        members, procs = [], list(self.no_proc for _ in range(self.slots))
         everything = union(owned.values())
         for slot, mask in sorted(owned.items()):
             mid, iid = member_id(slot, 1), self.instance_of(slot)
             members.append((mid, iid, connection(slot, 1), mask))
             consumer = assigned_consumer(self.cfg, mid, iid, generation, slot == leader_slot, mask, everything)
-            procs[slot] = Proc(RUNNING, 1, consumer, (), ())
+            if not self.cfg.uniform:  # R61, R62
+                consumer = consumer._replace(topics=self.cfg.subscription_of(slot), metadata=self.no_proc.metadata)
+            procs[slot] = Proc(RUNNING, 1, consumer, (), (), metadata=self.no_proc.metadata)
         return State(formed_group(members, generation, member_id(leader_slot, 1)), tuple(procs), 0)
 
     @staticmethod
@@ -235,7 +247,7 @@ class System:
             same = c2.owned == c.owned and c2.generation == c.generation
             reply = (Action("reply", s, resp),
                      Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:],
-                          _masked(p.shared, c2.owned), p.committed and same))
+                          _masked(p.shared, c2.owned), p.committed and same, p.metadata))
         elif not p.requests:
             c2, outs = self.step_member(c, HeartbeatDue())
             sent = self.requests_of(outs)
@@ -272,7 +284,8 @@ class System:
                 out.append((Action(READY, s, event), p._replace(consumer=c2, requests=self.requests_of(outs))))
         if shutting_down(self.cfg, c, idle):
             outs = self.step_member(c, Leave())[1]
-            out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
+            out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (),
+                                                        metadata=p.metadata)))
         return tuple(out)
 
     def successors(self, state: State) -> list:
@@ -283,7 +296,8 @@ class System:
             if p.requests:
                 req = p.requests[0]
                 ps = list(procs)
-                ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed)
+                ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed,
+                             p.metadata)
                 event = Receive(connection(s, p.epoch), req)
                 nxt = self.coordinator_event(state, event, ps)
                 if type(req) is OffsetCommit:
@@ -356,6 +370,35 @@ class System:
                 out.append((Action("resume", s, None), _with_proc(state, s, p._replace(status=RUNNING), 0)))
             if state.faults_left > 0:
                 out.extend((a, _with_proc(state, s, q, 1)) for a, q in self._faults(s, p))
+        if state.faults_left > 0 and CREATE_TOPIC in self.faults and between_rounds(state) and not any(
+                p.status == PAUSED for p in state.procs):
+            out.extend(self._create_topic(state))
+        return out
+
+    @property
+    def no_proc(self) -> Proc:
+        """An empty slot whose processes will see the topics that exist at the start
+        (all but ``cfg.created_topics``, R62)."""
+        return NO_PROC._replace(metadata=~self.cfg.created_topics) if self.cfg.created_topics else NO_PROC
+
+    def _create_topic(self, state: State) -> list:
+        """R62 (``create-topic``, a fault, between rounds and while no process is
+        paused, so the leader acts on it at once): one of
+        ``cfg.created_topics`` not yet there is created; every slot's metadata shows
+        it and each running member's metadata refresh sees it. ``[(Action, State)]``,
+        one per topic."""
+        out = []
+        existing = state.procs[0].metadata
+        for t in partitions_of(self.cfg.created_topics & ~existing):
+            event = MetadataUpdate(existing | 1 << t)
+            procs = []
+            for p in state.procs:
+                p = p._replace(metadata=event.topics)
+                if p.status == RUNNING:
+                    c2, outs = self.step_member(p.consumer, event)
+                    p = p._replace(consumer=c2, requests=p.requests + self.requests_of(outs))
+                procs.append(p)
+            out.append((Action(CREATE_TOPIC, -1, event), State(state.group, tuple(procs), state.faults_left - 1)))
         return out
 
     def churn_successors(self, state: State) -> list:
@@ -379,6 +422,12 @@ class System:
         if p.status == ABSENT and not p.requests and "join" in faults:
             out.append((Action("join", s, None), self.start(s, p)))
         elif p.status == RUNNING:
+            if SUBSCRIBE in faults and not (p.requests or p.responses):  # R63: between its rounds
+                for topics in self.cfg.resubscriptions:
+                    c2, outs = self.step_member(p.consumer, Subscribe(topics))
+                    if c2 != p.consumer:
+                        out.append((Action(SUBSCRIBE, s, Subscribe(topics)),
+                                    p._replace(consumer=c2, requests=self.requests_of(outs))))
             if "leave" in faults and self.cfg.streams:  # R53: the scale-down tool marks it leaving soon
                 c2, outs = self.step_member(p.consumer, ScaleDown())
                 if c2 != p.consumer:
@@ -386,13 +435,13 @@ class System:
             elif "leave" in faults:
                 c2, outs = self.step_member(p.consumer, Leave())
                 out.append((Action("leave", s, None),
-                            Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), ())))
+                            Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (), metadata=p.metadata)))
             if "pause" in faults:
                 out.append((Action("pause", s, None), p._replace(status=PAUSED)))
         elif p.status == CRASHED and "restart" in faults:
             out.append((Action("restart", s, None), self.start(s, p)))
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
-            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), ())))
+            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), (), metadata=p.metadata)))
         return out
 
 

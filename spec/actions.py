@@ -297,6 +297,28 @@ def _stop_post(L, s, t, i, muts):
                                 t.member_generation[i] == NO_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
 
 
+def _subscribed_post(L, s, t, i, muts):
+    """R63: a member subscribes to another topic list: it revokes what it owns of the
+    topics it dropped and rejoins; nothing else changes. (No pre-condition, as
+    ``_no_pre`` says: from a slot without a process the case admits only a stutter.)"""
+    yield "others and the group unchanged", _member_frame(L, s, t, i)
+    yield "owned only shrinks", (t.owned[i] & ~s.owned[i]) == 0
+    yield "generation, member id and grants unchanged", L.And(
+        _same(s, t, "member_generation", i), _same(s, t, "known", i), _same(s, t, "live", i),
+        _grants_unchanged(L, s, t, i))
+
+
+def _topic_created_post(L, s, t, i, muts):
+    """R62: a topic is created: every running member's metadata shows it; a leader
+    waiting for it rejoins (an eager one revoking what it owns, R14)."""
+    yield "group unchanged", _group_unchanged(L, s, t)
+    yield "each member keeps or revokes all it owns", L.And(*(L.Or(_same(s, t, "owned", j), t.owned[j] == 0)
+                                                             for j in slots(s)))
+    yield "generations, member ids and grants unchanged", L.And(*(L.And(
+        _same(s, t, "member_generation", j), _same(s, t, "known", j), _same(s, t, "live", j),
+        _grants_unchanged(L, s, t, j)) for j in slots(s)))
+
+
 class Case(NamedTuple):
     name: str
     pre: Callable   # (logic, View, slot, spec mutations) -> iterable of (clause, condition)
@@ -312,6 +334,8 @@ REFUSED = Case("refused or stale", _no_pre, _refused_post)
 GRANTED = Case("granted", _no_pre, _granted_post)
 START = Case("process starts", _start_pre, _start_post)
 STOP = Case("process stops", _no_pre, _stop_post)
+SUBSCRIBED = Case("subscription changed", _no_pre, _subscribed_post)
+TOPIC_CREATED = Case("topic created", _no_pre, _topic_created_post)
 
 class SpecAction(NamedTuple):
     """An action: the disjunction of its cases. ``local``: its cases read only the
@@ -364,6 +388,8 @@ ACTIONS = {
     "Pause": _member(STUTTER),
     "Resume": _member(STUTTER),
     "ScaleDown": _member(STUTTER),  # Streams: the scale-down tool marks a member leaving soon (R53)
+    "Subscribe": _member(SUBSCRIBED),  # R63
+    "CreateTopic": _coordinator(TOPIC_CREATED),  # R62
 }
 
 
