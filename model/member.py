@@ -259,7 +259,7 @@ def _subscribe(cfg: GroupConfig, c: Consumer, topics: int, out: list) -> Consume
     COOPERATIVE: only those) and rejoins with its new subscription, which the
     coordinator sees as changed metadata (R3). Under Design II it reports what it
     revoked as ``released`` (R64)."""
-    revoked = c.owned & ~cfg.partitions_of_topics(topics)
+    revoked = c.owned & ~cfg.partitions_of_topics(topics) if cfg.cooperative else 0  # eager: all, in _rejoin
     if revoked:
         out.append(Callback("revoked", revoked))
     owned = c.owned & ~revoked

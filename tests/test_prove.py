@@ -40,7 +40,7 @@ def test_every_obligation_proved_on_a_small_bound(tmp_path):
                    "init ⇒ inv", "inv ∧ next ⇒ inv′", "inv ⇒ exclusive_ownership"):
         assert any(needed in n for n in names), needed
     assert all(o["seconds"] >= 0 and o["bound"] and o["counterexample"] is None for o in obligations)
-    assert len(obligations) == 11
+    assert len(obligations) == 12
     # the z3 obligations speak of the transcription; the tie to the model says how far it reaches
     assert obligations[2]["bound"].startswith("the transcription: members 1..3, partitions 1..5, any claims, "
                                               "any generations (0..7)")
@@ -148,8 +148,17 @@ def test_default_bound_all_proved(tmp_path):
     code, out, err = run_cli("prove", "--json", cwd=tmp_path)
     obligations = json.loads(out)["obligations"]
     assert code == 0 and {o["status"] for o in obligations} == {"proved"}, err
-    assert len(obligations) == 11
+    assert len(obligations) == 12
     assert obligations[2]["bound"].startswith("the transcription: members 1..5, partitions 1..10")
     tie = next(o for o in obligations if o["name"] == "transcription agrees with model/assignors.py")
     assert tie["bound"].endswith("claim resolution (R22): members 1..5, every generation vector in 0..7, every set "
                                  "of claimants (139,848 inputs)")
+
+
+@pytest.mark.spec("R61", "R65")
+def test_an_assignor_ignoring_subscriptions_gives_a_concrete_counterexample(tmp_path):
+    cx = only_counterexample(tmp_path, "assign-unsubscribed",
+                             "differing subscriptions: subscribers only, exactly once, balanced (R61, R65)")
+    # the smallest input: A subscribes to t0 only and is given t1's partition
+    assert cx["subscriptions"] == {"A": ["t0"]} and cx["model_assignment"] == {"A": ["t0-0", "t1-0"]}
+    assert "not subscribed" in cx["violates"]
