@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rebalance.model.assignors import assign
-from rebalance.model.protocol import EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
+from rebalance.model.protocol import ALL_TOPICS, EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
 from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, REJOIN_MODES, STREAMS_VERSIONS, ConfigError, GroupConfig
 from rebalance.model.mutations import refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
-from .situations import Initial, initial_state, parse_initial, parse_steps, play_prefix, slots_of, static_slots
+from .situations import (Initial, initial_state, member_slot, parse_initial, parse_steps, play_prefix, slots_of,
+                         static_slots)
 from .system import FAULTS, SUBSCRIPTION_FAULTS, System
 
 ALL_PROTOCOLS = PROTOCOLS
@@ -29,7 +30,7 @@ ENGINES = ("local", "spark")
 SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "events": list, "expect": list}
 # key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
-    "initial": {"owned", "generation", "leader", "static"},
+    "initial": {"owned", "generation", "leader", "static", "subscriptions"},
     "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "created_topics"},
     "members": {"initial", "joiners", "static", "subscriptions"},
     "faults": {"kinds", "budget", "resubscriptions"},
@@ -232,10 +233,12 @@ def streams_settings(values: dict, members: int) -> tuple:
     return (("task", tasks),), extra
 
 
-def subscription_settings(topics: tuple, group: dict, members: dict, faults: dict) -> dict:
+def subscription_settings(topics: tuple, group: dict, members: dict, faults: dict, initial=None) -> dict:
     """R61-R63: the subscription keys as GroupConfig keywords (topic bitmasks):
     ``members.subscriptions``, per client slot in order, the topic names it
-    subscribes to (later slots: every topic); ``faults.resubscriptions``, the
+    subscribes to (later slots: every topic), or ``initial.subscriptions``, per
+    member letter (``{ A = ["t"], ... }``; members not named: every topic);
+    ``faults.resubscriptions``, the
     topic lists a ``subscribe`` fault may switch a member to;
     ``group.created_topics``, the topics that do not exist until a
     ``create-topic`` fault creates them. ConfigError naming the key and the
@@ -257,6 +260,14 @@ def subscription_settings(topics: tuple, group: dict, members: dict, faults: dic
 
     out = {"subscriptions": masks("members.subscriptions", members.get("subscriptions", [])),
            "resubscriptions": masks("faults.resubscriptions", faults.get("resubscriptions", []))}
+    named = initial.get("subscriptions") if isinstance(initial, dict) else None
+    if named is not None:
+        if out["subscriptions"]:
+            raise ConfigError("give members.subscriptions or initial.subscriptions, not both")
+        if not isinstance(named, dict):
+            raise ConfigError("initial.subscriptions must be a table of member = topic list, e.g. { A = ['t'] }")
+        slots = {member_slot(k): mask(f"initial.subscriptions.{k}", v) for k, v in named.items()}
+        out["subscriptions"] = tuple(slots.get(k, ALL_TOPICS) for k in range(max(slots, default=-1) + 1))
     if "created_topics" in group:
         out["created_topics"] = mask("group.created_topics", group["created_topics"])
     return out
@@ -296,7 +307,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         raise ConfigError(f"--tasks, --standby, --streams-version, --rejoin and [streams] are for the streams "
                           f"protocol, not {proto}")
     plugin = load_plugin(assignor) if ":" in assignor else None
-    extra.update(subscription_settings(topics, g, m, f))
+    extra.update(subscription_settings(topics, g, m, f, data.get("initial")))
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
                         initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t),
                         **extra)

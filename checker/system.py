@@ -207,8 +207,10 @@ class System:
             mid, iid = member_id(slot, 1), self.instance_of(slot)
             members.append((mid, iid, connection(slot, 1), mask))
             consumer = assigned_consumer(self.cfg, mid, iid, generation, slot == leader_slot, mask, everything)
-            if not self.cfg.uniform:  # R61, R62
-                consumer = consumer._replace(topics=self.cfg.subscription_of(slot), metadata=self.no_proc.metadata)
+            if not self.cfg.uniform:  # R61, R62: the leader waits for the subscribed topics not created yet
+                waiting = union(map(self.cfg.subscription_of, owned)) & self.cfg.created_topics
+                consumer = consumer._replace(topics=self.cfg.subscription_of(slot), metadata=self.no_proc.metadata,
+                                             snapshot=waiting if slot == leader_slot else 0)
             procs[slot] = Proc(RUNNING, 1, consumer, (), (), metadata=self.no_proc.metadata)
         return State(formed_group(members, generation, member_id(leader_slot, 1)), tuple(procs), 0)
 

@@ -145,6 +145,8 @@ class GroupConfig:
         for name, masks in (("subscriptions", self.subscriptions), ("resubscriptions", self.resubscriptions),
                             ("created_topics", (self.created_topics,))):
             for mask in masks:
+                if mask == ALL_TOPICS and name == "subscriptions":
+                    continue
                 if not isinstance(mask, int) or mask & ~every or (mask == 0 and name != "created_topics"):
                     raise ConfigError(f"{name}: {mask!r} is not a non-empty set of the group's topics")
 

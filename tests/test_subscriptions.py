@@ -163,3 +163,32 @@ def test_unknown_topics_in_subscriptions_are_bad_input(rebalance_check, tmp_path
     assert code == 2 and "faults.resubscriptions[0]: unknown topic 'w'" in s["error"]["message"]
     with pytest.raises(ConfigError, match="subscriptions"):
         GroupConfig(topics=(("t", 1),), subscriptions=(0b10,))
+
+
+INITIAL = """
+[group]
+protocol = "deferred"
+topics = { t = 2, u = 1, v = 1 }
+created_topics = ["v"]
+[initial]
+owned = { A = ["t-0"], B = ["t-1", "u-0"], C = [] }
+subscriptions = { A = ["t"], B = ["t", "u", "v"], C = ["u", "v"] }
+[faults]
+kinds = ["subscribe", "create-topic", "crash"]
+resubscriptions = [["t", "v"]]
+budget = 1
+[[prefix]]
+action = "create-topic"
+"""
+
+
+@pytest.mark.spec("R61", "R62")
+def test_initial_subscriptions_and_a_topic_created_in_the_prefix(rebalance_check, tmp_path):
+    good = tmp_path / "initial.toml"
+    good.write_text(INITIAL)
+    code, s = rebalance_check(str(good))
+    assert code == 0 and s["verdict"] == "holds"  # the leader of [initial] waits for v, and rebalances for it
+    bad = tmp_path / "bad.toml"
+    bad.write_text(INITIAL.replace('C = [] }', 'C = ["t-0"] }').replace('A = ["t-0"]', 'A = []'))
+    code, s = rebalance_check(str(bad))
+    assert code == 2 and "initial.owned.C: t-0 not of a topic C subscribes to (R61)" in s["error"]["message"]
