@@ -267,6 +267,7 @@ def _subscribe(cfg: GroupConfig, c: Consumer, topics: int, out: list) -> Consume
                    released=c.released | revoked if cfg.deferred else 0)
     return _rejoin(cfg, c, out)
 
+
 def _streams_assignment(c: Consumer, a) -> tuple:
     """R46, R55: take the assignment's learner and standby tasks; a learner stays
     ready while it keeps learning, and one placed where the task's standby ran

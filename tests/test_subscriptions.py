@@ -192,3 +192,11 @@ def test_initial_subscriptions_and_a_topic_created_in_the_prefix(rebalance_check
     bad.write_text(INITIAL.replace('C = [] }', 'C = ["t-0"] }').replace('A = ["t-0"]', 'A = []'))
     code, s = rebalance_check(str(bad))
     assert code == 2 and "initial.owned.C: t-0 not of a topic C subscribes to (R61)" in s["error"]["message"]
+
+
+@pytest.mark.spec("R61")
+def test_the_wire_subscription_carries_the_members_topics():
+    from rebalance.impl.consumer_protocol import decode_subscription, encode_subscription
+    cfg = GroupConfig(topics=(("t", 2), ("u", 1)))
+    for sub in (Subscription(0b001, 3), Subscription(0b100, 2, topics=0b10), Subscription(0, NO_GENERATION)):
+        assert decode_subscription(cfg, encode_subscription(cfg, sub)) == sub
