@@ -29,7 +29,7 @@ from rebalance.model.protocol import (
 from .engines import churn
 from .refinement import refinement
 from .render import lane
-from .system import PAUSED, RUNNING, State, System, processing
+from .system import CREATE_TOPIC, PAUSED, RUNNING, SUBSCRIBE, State, System, processing
 
 
 class Property(NamedTuple):
@@ -192,6 +192,8 @@ def imbalance(cfg, phase: Phase, live) -> str | None:
         if owned & c.owned:
             return f"{_names(cfg, owned & c.owned)} owned twice"
         owned |= c.owned
+    if not cfg.uniform:
+        return _imbalance_subscribed(cfg, live, owned, [c.owned.bit_count() for c in live])
     missing = cfg.all_partitions & ~owned
     if missing:
         return f"{_names(cfg, missing)} owned by nobody"
@@ -199,6 +201,63 @@ def imbalance(cfg, phase: Phase, live) -> str | None:
         loads = [(c.owned & pool).bit_count() for c in live]
         if max(loads) - min(loads) > 1:
             return f"unbalanced loads {sorted(loads)}" + (f" of {kind}" if cfg.connectors else "")
+    return None
+
+
+def _imbalance_subscribed(cfg, live, owned: int, loads: list) -> str | None:
+    """R65, with differing subscriptions: every partition of an existing topic some
+    member subscribes to is owned, and, under the sticky assignors, none could move
+    from its owner to a member subscribed to its topic with a load two or more
+    below (Kafka's balance for non-uniform subscriptions, AbstractStickyAssignor's
+    GeneralAssignmentBuilder; RangeAssignor and RoundRobinAssignor make no such
+    promise across topics)."""
+    allowed = [cfg.partitions_of_topics(c.topics & c.metadata) for c in live]
+    missing = union(allowed) & ~owned
+    if missing:
+        return f"{_names(cfg, missing)} owned by nobody"
+    if cfg.assignor not in ("sticky", "cooperative-sticky"):  # range and roundrobin do not balance across topics
+        return None
+    for c, load in zip(live, loads):
+        for other, room in zip(live, allowed):
+            if other.owned.bit_count() < load - 1 and c.owned & room:
+                return (f"unbalanced: {_names(cfg, c.owned & room)} of {member_name(c.member_id)} (load {load}) "
+                        f"could go to {member_name(other.member_id)} (load {other.owned.bit_count()})")
+    return None
+
+
+def subscribed_only(system: System, state: State):
+    """R61: no live member owns a partition of a topic it does not subscribe to."""
+    for c in processing(state):
+        stray = c.owned & ~system.cfg.partitions_of_topics(c.topics)
+        if stray:
+            return f"{member_name(c.member_id)} owns {_names(system.cfg, stray)}, not of its subscribed topics"
+    return None
+
+
+def _subscriptions(system: System) -> bool:
+    return not system.cfg.uniform
+
+
+def _deferred_subscriptions(system: System) -> bool:
+    return system.cfg.deferred and not system.cfg.uniform
+
+
+def new_partitions_at_once(system: System, state: State, action, nxt: State):
+    """R64 (seed 000, Design II case (a)): a round defers only partitions lost with a
+    departed member: assigned or deferred in the previous round (the newest echo,
+    R31) and not released by a present member dropping its topic. Partitions of a
+    new topic or of a new subscription are given out at once. Checked on the step
+    that installs a round's assignment."""
+    group = nxt.group
+    if group.phase != Phase.STABLE or state.group.phase == Phase.STABLE or not group.members:
+        return None
+    deferred = max((m.assignment.echo for m in group.members if m.assignment.echo), default=(0, 0))[1]
+    previous = newest_echo(m.subscription for m in group.members)
+    released = union(m.subscription.released for m in group.members)
+    wrong = deferred & (~(previous[1] | previous[2]) | released)
+    if wrong:
+        return (f"{_names(system.cfg, wrong)} deferred in generation {group.generation}, though not lost with a "
+                f"departed member (a new topic or subscription)")
     return None
 
 
@@ -248,6 +307,9 @@ def bounded_deferral(system: System, state: State):
     if group.phase != Phase.STABLE or not any(m.subscription.scheduled == 0 for m in group.members):
         return None
     still = _deferred_before(group) & ~union(m.assignment.partitions for m in group.members)
+    if still and not system.cfg.uniform:  # R61, R62: a partition nobody in the group can take is given to nobody
+        still &= system.cfg.partitions_of_topics(union(m.subscription.topics for m in group.members)
+                                                 & state.procs[0].metadata)
     if still:
         return (f"{_names(system.cfg, still)} still deferred in generation {group.generation} "
                 f"after the ScheduledRebalanceTimeout passed")
@@ -425,6 +487,12 @@ PROPERTIES = (
     Property("moves_within_allowance", "invariant",
              "a Design III round moves, of each resource kind, at most what max_moves pays for at the kind's "
              "cost (R67)", _incremental, None, moves_within_allowance),
+    Property("subscribed_only", "invariant",
+             "no member owns a partition of a topic it does not subscribe to (R61)", _subscriptions, subscribed_only),
+    Property("new_partitions_at_once", "invariant",
+             "Design II defers only partitions lost with a departed member: those of a new topic or "
+             "subscription are given out at once (R64; seed 000, Design II case (a))",
+             _deferred_subscriptions, None, new_partitions_at_once),
     Property("refinement", "invariant",
              "every step is an action of the declarative spec (spec/actions.py) and every state satisfies "
              "its inductive invariant", _always, None, refinement),
@@ -544,7 +612,18 @@ COVERS = (
           _upgrading),
     Cover("upgraded_cooperative", "the rolling upgrade ended: every member on [cooperative-sticky], the group "
           "Stable on it (R80)", _upgraded, _upgrading),
+    Cover("subscription_revoked", "a member revoked the partitions of a topic it stopped subscribing to (R63)",
+          lambda system, s, a, n: a.kind == SUBSCRIBE and n.procs[a.slot].consumer.owned != s.procs[a.slot].consumer.owned,
+          lambda system: SUBSCRIBE in system.faults and bool(system.cfg.resubscriptions)),
+    Cover("new_topic_assigned", "a partition of a topic created mid-run was assigned (R62)",
+          lambda system, s, a, n: _new_topic_owned(system, s, n),
+          lambda system: CREATE_TOPIC in system.faults and bool(system.cfg.created_topics)),
 )
+
+
+def _new_topic_owned(system: System, s: State, n: State) -> bool:
+    new = system.cfg.partitions_of_topics(system.cfg.created_topics)
+    return bool(new & union(c.owned for c in processing(n)) & ~union(c.owned for c in processing(s)))
 
 
 def _slot_consumers(s: State, a, n: State) -> tuple:

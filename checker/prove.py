@@ -26,6 +26,14 @@
       up to the bound and every set of claimants. About the model, the sticky
       obligations hold as far as that comparison reaches.
 
+    * Differing subscriptions (R61, R65): every assignor, exhaustively on small
+      inputs (``subscriptions_obligation``): every topic layout, every member's
+      subscription, and for the sticky assignors every claim: each partition
+      given once and only to a subscriber of its topic, every partition some
+      member subscribes to given (the cooperative assignor withholding only
+      claimed ones, never one another member claims), and the sticky target
+      balanced as Kafka defines it for non-uniform subscriptions.
+
 (b) Stickiness: the number of owned partitions the cooperative sticky target
     moves, against the minimum over all balanced assignments (z3's Optimize), as a
     ratio over a seeded sample; and, for each size up to the bound, z3 searches
@@ -52,7 +60,8 @@ import z3
 
 from rebalance.model.assignors import assign, contested_claims, resolve_claims
 from rebalance.model.config import GroupConfig
-from rebalance.model.protocol import EMPTY_SUBSCRIPTION, Subscription, mask_of, member_id, partitions_of, slot_of
+from rebalance.model.protocol import (EMPTY_SUBSCRIPTION, Subscription, mask_of, member_id, partitions_of, slot_of,
+                                      union)
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import PYTHON, View
 
@@ -321,6 +330,83 @@ def exhaustive_obligation(assignor: str, max_members: int, max_partitions: int, 
     return Obligation(f"{assignor}: exactly once, balanced{' per topic' if assignor == 'range' else ''}",
                       _bound(max_members, max_partitions) + f", every topic layout ({cases:,} inputs; "
                       "the assignor reads no subscription)", "exhaustive", "proved", time.perf_counter() - t0)
+
+
+SUBSCRIPTION_MEMBERS, SUBSCRIPTION_PARTITIONS = 3, 3  # the non-uniform obligation's largest inputs
+
+
+def _subscribed_violation(cfg: GroupConfig, members, result) -> str | None:
+    """Why ``result`` (``assign``'s) breaks R61/R65's contract on ``members``, or None."""
+    allowed = {mid: cfg.partitions_of_topics(sub.topics) for mid, _, sub in members}
+    claimed = {mid: sub.owned for mid, _, sub in members}
+    given = {mid: a.partitions for mid, a in result}
+    seen = 0
+    for mid, mask in given.items():
+        if seen & mask:
+            return f"{partitions(cfg, seen & mask)} assigned twice"
+        if mask & ~allowed[mid]:
+            return f"{partitions(cfg, mask & ~allowed[mid])} assigned to {lane(slot_of(mid))}, not subscribed"
+        seen |= mask
+    missing = union(allowed.values()) & ~seen
+    cooperative = cfg.assignor == "cooperative-sticky"
+    if missing & ~(union(claimed.values()) if cooperative else 0):
+        return f"{partitions(cfg, missing)} assigned to nobody"
+    if cooperative:
+        for mid, mask in given.items():
+            elsewhere = union(c for m, c in claimed.items() if m != mid) & mask
+            if elsewhere:
+                return f"{partitions(cfg, elsewhere)} assigned to {lane(slot_of(mid))} while claimed elsewhere"
+    elif cfg.assignor == "sticky":
+        for mid, mask in given.items():
+            for other, room in allowed.items():
+                if given[other].bit_count() < mask.bit_count() - 1 and mask & room:
+                    return (f"unbalanced: {partitions(cfg, mask & room)} of {lane(slot_of(mid))} could go to "
+                            f"{lane(slot_of(other))}")
+    return None
+
+
+def subscriptions_obligation(max_members: int, max_partitions: int, mutations=frozenset()) -> Obligation:
+    """R61, R65: every assignor on differing subscriptions, exhaustively up to
+    ``SUBSCRIPTION_MEMBERS`` members and ``SUBSCRIPTION_PARTITIONS`` partitions
+    (capped by the bound): every topic layout, every non-empty subscription per
+    member, and for the sticky assignors every claim of each partition by one
+    member or none (one generation). The model's output is checked by
+    ``_subscribed_violation``; the cooperative assignor's target, the eager
+    sticky one's output on the same input, is held to the balance."""
+    t0 = time.perf_counter()
+    name = "differing subscriptions: subscribers only, exactly once, balanced (R61, R65)"
+    mm, mp = min(max_members, SUBSCRIPTION_MEMBERS), min(max_partitions, SUBSCRIPTION_PARTITIONS)
+    cases = 0
+    for n in range(1, mp + 1):
+        for sizes in _compositions(n):
+            topics = tuple((f"t{i}", c) for i, c in enumerate(sizes))
+            every = (1 << len(topics)) - 1
+            for m in range(1, mm + 1):
+                for subs in itertools.product(range(1, every + 1), repeat=m):
+                    for assignor in ("range", "roundrobin", "sticky", "cooperative-sticky"):
+                        cfg = GroupConfig(topics=topics, protocol="cooperative" if assignor == "cooperative-sticky"
+                                          else "eager", assignor=assignor, mutations=frozenset(mutations),
+                                          subscriptions=subs)
+                        claim_sets = (itertools.product(range(-1, m), repeat=n) if "sticky" in assignor
+                                      else [(-1,) * n])
+                        for owners in claim_sets:
+                            members = tuple((member_id(k, 1), 0, Subscription(
+                                mask_of(p for p in range(n) if owners[p] == k), 1 if k in owners else -1,
+                                topics=subs[k])) for k in range(m))
+                            cases += 1
+                            result = assign(cfg, members)
+                            why = _subscribed_violation(cfg, members, result)
+                            if why:
+                                return Obligation(name, _bound(mm, mp), "exhaustive", "counterexample",
+                                                  time.perf_counter() - t0, {
+                                    "assignor": assignor, "topics": dict(topics), "violates": why,
+                                    "subscriptions": {lane(k): [topics[i][0] for i in range(len(topics))
+                                                                if subs[k] >> i & 1] for k in range(m)},
+                                    "claims": {lane(k): partitions(cfg, members[k][2].owned) for k in range(m)},
+                                    "model_assignment": {lane(slot_of(mid)): partitions(cfg, a.partitions)
+                                                         for mid, a in result}})
+    return Obligation(name, _bound(mm, mp) + f", every topic layout, subscription and claim ({cases:,} inputs)",
+                      "exhaustive", "proved", time.perf_counter() - t0)
 
 
 def _check_output(result, groups, n: int) -> str | None:
@@ -839,4 +925,5 @@ def obligations(max_members: int = MAX_MEMBERS, max_partitions: int = MAX_PARTIT
     yield transcription_obligation(max_members, max_partitions, mutations)
     yield stickiness_obligation(max_members, max_partitions, min(max_partitions, counting_partitions), mutations,
                                 on_size)
+    yield subscriptions_obligation(max_members, max_partitions, mutations)
     yield from induction_obligations(spec_mutations)

@@ -25,7 +25,8 @@ from .system import PAUSED, RUNNING, Action, State, System
 
 _NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0)
 _LOCAL_NAMES = {"heartbeat": "SendHeartbeat", "scheduled": "ScheduledRebalance", "commit": "SendCommit",
-                "ready": "LearnerReady", "shutdown": "Shutdown", "scale_down": "ScaleDown"}
+                "ready": "LearnerReady", "shutdown": "Shutdown", "scale_down": "ScaleDown",
+                "create-topic": "CreateTopic"}
 
 
 def action_name(action: Action) -> str:

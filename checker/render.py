@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import Group
-from rebalance.model.protocol import NO_GENERATION, instance_name, member_name, partitions_of
+from rebalance.model.protocol import NO_GENERATION, MetadataUpdate, Subscribe, instance_name, member_name, partitions_of
 
 from .system import STATUS_NAMES, Action, Proc, State
 
@@ -135,6 +135,9 @@ def action_text(cfg: GroupConfig, a: Action) -> str:
         return f"{lane(a.slot)}: ScheduledRebalanceTimeout passed"
     if a.kind == "tick":
         return "clock: one tick passes"
+    if type(a.detail) in (Subscribe, MetadataUpdate):  # R63: the new topic list; R62: the topics that exist now
+        names = [name for t, (name, _) in enumerate(cfg.topics) if a.detail.topics >> t & 1]
+        return f"{'environment' if a.slot < 0 else lane(a.slot)}: {a.kind} [{', '.join(names)}]"
     return f"{lane(a.slot)}: {a.kind}"
 
 

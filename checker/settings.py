@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rebalance.model.assignors import assign
-from rebalance.model.protocol import EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
+from rebalance.model.protocol import ALL_TOPICS, EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
 from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, REJOIN_MODES, STREAMS_VERSIONS, ConfigError, GroupConfig
 from rebalance.model.mutations import refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
-from .situations import Initial, initial_state, parse_initial, parse_steps, play_prefix, slots_of, static_slots
-from .system import FAULTS, System
+from .situations import (Initial, initial_state, member_slot, parse_initial, parse_steps, play_prefix, slots_of,
+                         static_slots)
+from .system import FAULTS, SUBSCRIPTION_FAULTS, System
 
 ALL_PROTOCOLS = PROTOCOLS
 ENGINES = ("local", "spark")
@@ -29,11 +30,11 @@ ENGINES = ("local", "spark")
 SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "events": list, "expect": list}
 # key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
-    "initial": {"owned", "generation", "leader", "static"},
+    "initial": {"owned", "generation", "leader", "static", "subscriptions"},
     "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "connectors", "connector_cost",
-              "upgrade"},
-    "members": {"initial", "joiners", "static"},
-    "faults": {"kinds", "budget"},
+              "upgrade", "created_topics"},
+    "members": {"initial", "joiners", "static", "subscriptions"},
+    "faults": {"kinds", "budget", "resubscriptions"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
     "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks"},
@@ -242,6 +243,44 @@ def _kinds(g: dict, connectors) -> dict:
     if not count:
         return {}
     return {"connectors": count, "connector_cost": _count("group.connector_cost", g.get("connector_cost", 2), 1)}
+def subscription_settings(topics: tuple, group: dict, members: dict, faults: dict, initial=None) -> dict:
+    """R61-R63: the subscription keys as GroupConfig keywords (topic bitmasks):
+    ``members.subscriptions``, per client slot in order, the topic names it
+    subscribes to (later slots: every topic), or ``initial.subscriptions``, per
+    member letter (``{ A = ["t"], ... }``; members not named: every topic);
+    ``faults.resubscriptions``, the
+    topic lists a ``subscribe`` fault may switch a member to;
+    ``group.created_topics``, the topics that do not exist until a
+    ``create-topic`` fault creates them. ConfigError naming the key and the
+    unknown topic or the wrong shape otherwise."""
+    index = {name: i for i, (name, _) in enumerate(topics)}
+
+    def mask(key: str, names) -> int:
+        if not isinstance(names, list) or not names:
+            raise ConfigError(f"{key}: expected a non-empty list of topic names, got {names!r}")
+        for n in names:
+            if n not in index:
+                raise ConfigError(f"{key}: unknown topic {n!r} (the group's topics: {', '.join(index)})")
+        return sum(1 << index[n] for n in set(names))
+
+    def masks(key: str, lists) -> tuple:
+        if not isinstance(lists, list):
+            raise ConfigError(f"{key}: expected a list of topic lists, e.g. [['t'], ['t', 'u']]")
+        return tuple(mask(f"{key}[{k}]", names) for k, names in enumerate(lists))
+
+    out = {"subscriptions": masks("members.subscriptions", members.get("subscriptions", [])),
+           "resubscriptions": masks("faults.resubscriptions", faults.get("resubscriptions", []))}
+    named = initial.get("subscriptions") if isinstance(initial, dict) else None
+    if named is not None:
+        if out["subscriptions"]:
+            raise ConfigError("give members.subscriptions or initial.subscriptions, not both")
+        if not isinstance(named, dict):
+            raise ConfigError("initial.subscriptions must be a table of member = topic list, e.g. { A = ['t'] }")
+        slots = {member_slot(k): mask(f"initial.subscriptions.{k}", v) for k, v in named.items()}
+        out["subscriptions"] = tuple(slots.get(k, ALL_TOPICS) for k in range(max(slots, default=-1) + 1))
+    if "created_topics" in group:
+        out["created_topics"] = mask("group.created_topics", group["created_topics"])
+    return out
 
 
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
@@ -283,6 +322,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         raise ConfigError(f"--tasks, --standby, --streams-version, --rejoin and [streams] are for the streams "
                           f"protocol, not {proto}")
     plugin = load_plugin(assignor) if ":" in assignor else None
+    extra.update(subscription_settings(topics, g, m, f, data.get("initial")))
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
                         initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t),
                         **extra, **_kinds(g, connectors))
@@ -297,7 +337,8 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
                           f"places its partition owners on the Spark master's cores instead (--spark-master)")
     from .properties import PROPERTIES
     names = tuple(p.name for p in PROPERTIES)
-    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)
+    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)),
+                           FAULTS + SUBSCRIPTION_FAULTS)
     # a paused member is a zombie that keeps processing: exclusive_processing is
     # expected to break (generation fencing keeps exclusive_ownership; the design brief)
     zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []

@@ -49,8 +49,9 @@ from typing import NamedTuple
 from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.protocol import mask_of
 
-from .render import lane, slot_named
-from .system import ACTION_KINDS, BOUNCE, ENVIRONMENT, FAULTS, STATUS_NAMES, State, System
+from .render import lane, partitions, slot_named
+from .system import (ACTION_KINDS, BOUNCE, CREATE_TOPIC, ENVIRONMENT, FAULTS, STATUS_NAMES, SUBSCRIPTION_FAULTS, State,
+                     System)
 
 S = 1_000  # ms
 
@@ -98,7 +99,7 @@ def script(name: str, rng: random.Random, members: int) -> tuple:
 # --- a designer's own situation: [initial] and [[prefix]] ------------------------------
 
 PREFIX_ACTIONS = tuple(k for k in ACTION_KINDS if k != BOUNCE)
-NO_MEMBER = ("timer", "tick")  # steps of the coordinator's timers and the clock: no member
+NO_MEMBER = ("timer", "tick", CREATE_TOPIC)  # the coordinator's timers, the clock, a topic created: no member
 
 
 class Initial(NamedTuple):
@@ -166,6 +167,10 @@ def parse_initial(cfg: GroupConfig, initial, where: str) -> Initial:
                 raise ConfigError(f"{where}: partition {p} is owned twice, by {owner[p]} and {m} "
                                   "(a Stable group gives each partition to one member)")
             owner[p] = m
+        stray = owned[slot] & ~cfg.partitions_of_topics(cfg.subscription_of(slot))
+        if stray:
+            raise ConfigError(f"{where}: initial.owned.{m}: {', '.join(partitions(cfg, stray))} not of a topic {m} "
+                              f"subscribes to (R61)")
     generation = initial.get("generation", 1)
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 1:
         raise ConfigError(f"{where}: initial.generation must be a whole number of at least 1, got {generation!r}")
@@ -216,7 +221,7 @@ def play_step(system: System, state: State, action: str, slot: int) -> tuple:
     whatever faults the configuration enables, spending no budget). ConfigError
     naming the step and why it is not enabled."""
     if action in ENVIRONMENT:
-        everything = System(system.cfg, 0, system.slots, FAULTS, 1, system.static)
+        everything = System(system.cfg, 0, system.slots, FAULTS + SUBSCRIPTION_FAULTS, 1, system.static)
         options = everything.fault_successors(state._replace(faults_left=1))
         found = [(a, n._replace(faults_left=state.faults_left)) for a, n in options if a.kind == action and a.slot == slot]
     else:

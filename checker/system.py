@@ -28,9 +28,9 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer, counting, shutting_down
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, LearnerReady, Leave, OffsetCommit, Phase, Receive,
-    ScaleDown, ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of,
-    instance_id, member_id, partitions_of, slot_of, union,
+    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, LearnerReady, Leave, MetadataUpdate, OffsetCommit,
+    Phase, Receive, ScaleDown, ScheduledRebalanceDue, Send, Start, Subscribe, Tick, connection, epoch_of,
+    instance_id, member_id, partitions_of, slot_of, union, ALL_TOPICS,
 )
 
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
@@ -38,7 +38,10 @@ STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
 SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
 UPGRADE = "upgrade"  # the operator bounces a member onto the next assignor list of a rolling upgrade (R79)
-ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN, UPGRADE)  # the environment's actions (no fairness)
+# faults off unless named (R63, R62): a member subscribes to another topic list; a topic is created
+SUBSCRIBE, CREATE_TOPIC = "subscribe", "create-topic"
+SUBSCRIPTION_FAULTS = (SUBSCRIBE, CREATE_TOPIC)
+ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN, UPGRADE) + SUBSCRIPTION_FAULTS  # the environment's actions (no fairness)
 BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.py), also the environment's
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
@@ -63,7 +66,10 @@ class Proc(NamedTuple):
     them (``exclusive_ownership``).
 
     ``stage``: in a rolling upgrade (R79), which of the upgrade's assignor lists the
-    slot's processes start with (an index into model/upgrade.py ``stages``)."""
+    slot's processes start with (an index into model/upgrade.py ``stages``).
+    ``metadata``: the topics that exist (a topic bitmask, R62; ``ALL_TOPICS``: every
+    one), as the slot's processes see them: a ``create-topic`` fault sets it on
+    every slot, and a process starts with it."""
 
     status: int
     epoch: int
@@ -73,6 +79,7 @@ class Proc(NamedTuple):
     shared: tuple = ()
     committed: bool = False
     stage: int = 0
+    metadata: int = ALL_TOPICS
 
 
 class State(NamedTuple):
@@ -165,7 +172,7 @@ class System:
             p = procs[s]
             if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
                 procs[s] = Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
-                                p.committed, p.stage)
+                                p.committed, p.stage, p.metadata)
 
     @staticmethod
     def requests_of(outputs) -> tuple:
@@ -173,8 +180,9 @@ class System:
 
     def start(self, slot: int, proc: Proc) -> Proc:
         assignors = self.stages[proc.stage] if self.stages else ()
-        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot), assignors=assignors))
-        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), (), stage=proc.stage)
+        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot), self.cfg.subscription_of(slot),
+                                                      proc.metadata, assignors=assignors))
+        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), (), stage=proc.stage, metadata=proc.metadata)
 
     def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
         procs = list(state.procs) if procs is None else procs
@@ -185,7 +193,8 @@ class System:
     def started(self) -> State:
         """The configured members just started, their first JoinGroups in flight, the
         group Empty, the fault budget full."""
-        procs = tuple(self.start(s, NO_PROC) if s < self.members else NO_PROC for s in range(self.slots))
+        none = self.no_proc
+        procs = tuple(self.start(s, none) if s < self.members else none for s in range(self.slots))
         return State(EMPTY_GROUP, procs, self.max_faults)
 
     def initial(self) -> State:
@@ -198,13 +207,17 @@ class System:
         """A Stable group at ``generation`` in which each slot of ``owned`` ({slot:
         bitmask}) runs its first member (id ``member_id(slot, 1)``) owning those
         partitions: a scenario's initial state (no faults left)."""
-        members, procs = [], list(NO_PROC for _ in range(self.slots))
+        members, procs = [], list(self.no_proc for _ in range(self.slots))
         everything = union(owned.values())
         for slot, mask in sorted(owned.items()):
             mid, iid = member_id(slot, 1), self.instance_of(slot)
             members.append((mid, iid, connection(slot, 1), mask))
             consumer = assigned_consumer(self.cfg, mid, iid, generation, slot == leader_slot, mask, everything)
-            procs[slot] = Proc(RUNNING, 1, consumer, (), ())
+            if not self.cfg.uniform:  # R61, R62: the leader waits for the subscribed topics not created yet
+                waiting = union(map(self.cfg.subscription_of, owned)) & self.cfg.created_topics
+                consumer = consumer._replace(topics=self.cfg.subscription_of(slot), metadata=self.no_proc.metadata,
+                                             snapshot=waiting if slot == leader_slot else 0)
+            procs[slot] = Proc(RUNNING, 1, consumer, (), (), metadata=self.no_proc.metadata)
         return State(formed_group(members, generation, member_id(leader_slot, 1)), tuple(procs), 0)
 
     @staticmethod
@@ -242,7 +255,7 @@ class System:
             same = c2.owned == c.owned and c2.generation == c.generation
             reply = (Action("reply", s, resp),
                      Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:],
-                          _masked(p.shared, c2.owned), p.committed and same, p.stage))
+                          _masked(p.shared, c2.owned), p.committed and same, p.stage, p.metadata))
         elif not p.requests:
             c2, outs = self.step_member(c, HeartbeatDue())
             sent = self.requests_of(outs)
@@ -280,7 +293,7 @@ class System:
         if shutting_down(self.cfg, c, idle):
             outs = self.step_member(c, Leave())[1]
             out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (),
-                                                        stage=p.stage)))
+                                                        stage=p.stage, metadata=p.metadata)))
         return tuple(out)
 
     def successors(self, state: State) -> list:
@@ -292,7 +305,7 @@ class System:
                 req = p.requests[0]
                 ps = list(procs)
                 ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed,
-                             p.stage)
+                             p.stage, p.metadata)
                 event = Receive(connection(s, p.epoch), req)
                 nxt = self.coordinator_event(state, event, ps)
                 if type(req) is OffsetCommit:
@@ -365,6 +378,35 @@ class System:
                 out.append((Action("resume", s, None), _with_proc(state, s, p._replace(status=RUNNING), 0)))
             if state.faults_left > 0:
                 out.extend((a, _with_proc(state, s, q, 1)) for a, q in self._faults(s, p))
+        if state.faults_left > 0 and CREATE_TOPIC in self.faults and between_rounds(state) and not any(
+                p.status == PAUSED for p in state.procs):
+            out.extend(self._create_topic(state))
+        return out
+
+    @property
+    def no_proc(self) -> Proc:
+        """An empty slot whose processes will see the topics that exist at the start
+        (all but ``cfg.created_topics``, R62)."""
+        return NO_PROC._replace(metadata=~self.cfg.created_topics) if self.cfg.created_topics else NO_PROC
+
+    def _create_topic(self, state: State) -> list:
+        """R62 (``create-topic``, a fault, between rounds and while no process is
+        paused, so the leader acts on it at once): one of
+        ``cfg.created_topics`` not yet there is created; every slot's metadata shows
+        it and each running member's metadata refresh sees it. ``[(Action, State)]``,
+        one per topic."""
+        out = []
+        existing = state.procs[0].metadata
+        for t in partitions_of(self.cfg.created_topics & ~existing):
+            event = MetadataUpdate(existing | 1 << t)
+            procs = []
+            for p in state.procs:
+                p = p._replace(metadata=event.topics)
+                if p.status == RUNNING:
+                    c2, outs = self.step_member(p.consumer, event)
+                    p = p._replace(consumer=c2, requests=p.requests + self.requests_of(outs))
+                procs.append(p)
+            out.append((Action(CREATE_TOPIC, -1, event), State(state.group, tuple(procs), state.faults_left - 1)))
         return out
 
     def upgrade_successors(self, state: State) -> list:
@@ -415,6 +457,12 @@ class System:
         if p.status == ABSENT and not p.requests and "join" in faults:
             out.append((Action("join", s, None), self.start(s, p)))
         elif p.status == RUNNING:
+            if SUBSCRIBE in faults and not (p.requests or p.responses):  # R63: between its rounds
+                for topics in self.cfg.resubscriptions:
+                    c2, outs = self.step_member(p.consumer, Subscribe(topics))
+                    if c2 != p.consumer:
+                        out.append((Action(SUBSCRIBE, s, Subscribe(topics)),
+                                    p._replace(consumer=c2, requests=self.requests_of(outs))))
             if "leave" in faults and self.cfg.streams:  # R53: the scale-down tool marks it leaving soon
                 c2, outs = self.step_member(p.consumer, ScaleDown())
                 if c2 != p.consumer:
@@ -422,13 +470,14 @@ class System:
             elif "leave" in faults:
                 c2, outs = self.step_member(p.consumer, Leave())
                 out.append((Action("leave", s, None),
-                            Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (), stage=p.stage)))
+                            Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (), stage=p.stage,
+                                 metadata=p.metadata)))
             if "pause" in faults:
                 out.append((Action("pause", s, None), p._replace(status=PAUSED)))
         elif p.status == CRASHED and "restart" in faults:
             out.append((Action("restart", s, None), self.start(s, p)))
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
-            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), (), stage=p.stage)))
+            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), (), stage=p.stage, metadata=p.metadata)))
         return out
 
 

@@ -204,7 +204,9 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--streams-version", help="Streams: the seed's algorithm version, 1.0 or 2.0 (default 2.0).")
 @click.option("--rejoin", help="Streams: conservative (rejoin once all learners are ready, default) or eager.")
 @click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all; under streams, "
-                               "leave is the scale-down tool marking a member leaving soon).")
+                               "leave is the scale-down tool marking a member leaving soon); also, off unless named: "
+                               "subscribe (a member switches to one of [faults] resubscriptions, R63) and "
+                               "create-topic (one of [group] created_topics is created, R62).")
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Switch on a known-bad behaviour (repeatable).")

@@ -23,7 +23,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
 from rebalance.model.config import GroupConfig
-from rebalance.model.protocol import EMPTY_ASSIGNMENT, NO_GENERATION, Assignment, Subscription, mask_of, partitions_of
+from rebalance.model.protocol import (ALL_TOPICS, EMPTY_ASSIGNMENT, NO_GENERATION, Assignment, Subscription, mask_of,
+                                      partitions_of)
 
 from . import streams_wire
 from .wire import FrameError, make
@@ -125,23 +126,27 @@ def _json(name: str, protocol_type, data: bytes, fields) -> dict:
 
 
 def encode_subscription(cfg: GroupConfig, sub: Subscription) -> bytes:
-    """Subscription v2: every topic of ``cfg``, the owned partitions and their generation;
-    a Streams member's user data (R46, impl/streams_wire.py)."""
+    """Subscription v2: the member's topics of ``cfg`` (every one unless it subscribes
+    to fewer, R61), the owned partitions and their generation; a Streams member's
+    user data (R46, impl/streams_wire.py)."""
     return _write(SUBSCRIPTION, 2, {
-        "topics": [name for name, _ in cfg.topics],
+        "topics": [name for i, (name, _) in enumerate(cfg.topics) if sub.topics >> i & 1],
         "user_data": streams_wire.encode_subscription(sub.streams) if cfg.streams else None,
         "owned_partitions": topic_partitions(cfg, sub.owned), "generation_id": sub.generation})
 
 
 def decode_subscription(cfg: GroupConfig, data: bytes) -> Subscription:
-    """The model's view of another member's subscription bytes. Raises FrameError."""
+    """The model's view of another member's subscription bytes: its topics of ``cfg``
+    (``ALL_TOPICS`` when it names every one, R61; others are ignored), owned
+    partitions and generation. Raises FrameError."""
     s = _read(SUBSCRIPTION, data)
     owned = _mask(cfg, getattr(s, "owned_partitions", ()))
     generation = getattr(s, "generation_id", NO_GENERATION)
-    if cfg.streams:
-        return Subscription(owned, generation if owned else NO_GENERATION,
-                            streams=streams_wire.decode_subscription(cfg, s.user_data))
-    return Subscription(owned, generation if owned else NO_GENERATION)
+    named = set(getattr(s, "topics", ()))
+    topics = sum(1 << i for i, (name, _) in enumerate(cfg.topics) if name in named)
+    return Subscription(owned, generation if owned else NO_GENERATION,
+                        streams=streams_wire.decode_subscription(cfg, s.user_data) if cfg.streams else (),
+                        topics=ALL_TOPICS if topics == (1 << len(cfg.topics)) - 1 else topics)
 
 
 def encode_assignment(cfg: GroupConfig, a: Assignment) -> bytes:

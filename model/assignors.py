@@ -2,7 +2,10 @@
 
 ``assign(cfg, members) -> ((member_id, Assignment), ...)`` where ``members`` is
 the JoinGroup response's member list ``((member_id, group_instance_id,
-Subscription), ...)``. Every member subscribes to every topic of ``cfg.topics``.
+Subscription), ...)``. Unless the configuration has subscriptions (R61-R64), every
+member subscribes to every topic of ``cfg.topics`` and all exist; otherwise each
+member may be given only partitions of the topics it subscribes to that exist in
+the leader's metadata (``Subscribed``), as Kafka's assignors do.
 
 * ``range`` (RangeAssignor): per topic, contiguous ranges; the first
   (partitions mod members) members get one more.
@@ -46,7 +49,29 @@ from itertools import groupby
 from typing import NamedTuple
 
 from .config import ConfigError, GroupConfig, rule
-from .protocol import NO_INSTANCE_ID, NOT_SCHEDULED, Assignment, mask_of, member_name, partitions_of, slot_of, union
+from .protocol import (ALL_TOPICS, NO_INSTANCE_ID, NOT_SCHEDULED, Assignment, mask_of, member_name, partitions_of,
+                       slot_of, union)
+
+
+class Subscribed(list):
+    """The members in R29 order when subscriptions differ (R61): ``allowed``, member
+    id -> the bitmask of partitions it may be given (its topics that exist in the
+    leader's metadata); ``assignable``, their union (a partition nobody subscribes
+    to, or of a topic not yet created, goes to nobody). A plain list of member ids
+    stands for every member subscribing to every existing partition."""
+
+    def __init__(self, mids, allowed: dict):
+        super().__init__(mids)
+        self.allowed = allowed
+        self.assignable = union(allowed.values())
+
+
+def _subscribers(cfg: GroupConfig, members, metadata: int) -> dict:
+    """R61: member id -> the partitions it may be given: those of the topics it
+    subscribes to that the leader's ``metadata`` (a topic bitmask) shows
+    (AbstractPartitionAssignor.assign: partitionsPerTopic of the subscribed topics).
+    Replaced by ``assign-unsubscribed`` (test-only)."""
+    return {mid: cfg.partitions_of_topics(sub.topics & metadata) for mid, _, sub in members}
 
 
 class AssignorError(ConfigError):
@@ -148,6 +173,8 @@ def contested_claims(cfg: GroupConfig, members) -> int:
 
 
 def _range(cfg: GroupConfig, mids) -> dict:
+    if isinstance(mids, Subscribed):
+        return _range_subscribed(cfg, mids)
     out = {mid: 0 for mid in mids}
     n = len(mids)
     start = 0
@@ -160,9 +187,43 @@ def _range(cfg: GroupConfig, mids) -> dict:
     return out
 
 
+def _range_subscribed(cfg: GroupConfig, mids: Subscribed) -> dict:
+    """R61: RangeAssignor per topic among its subscribers only (in R29 order), as
+    RangeAssignor.assign does with consumersPerTopic."""
+    out = {mid: 0 for mid in mids}
+    start = 0
+    for _, count in cfg.topics:
+        topic = ((1 << count) - 1) << start
+        takers = [m for m in mids if mids.allowed[m] & topic]
+        if takers:
+            per, extra = divmod(count, len(takers))
+            at = start
+            for i, mid in enumerate(takers):
+                size = per + (1 if i < extra else 0)
+                out[mid] |= ((1 << size) - 1) << at
+                at += size
+        start += count
+    return out
+
+
+def _roundrobin_subscribed(mids: Subscribed) -> dict:
+    """R61: RoundRobinAssignor: the partitions in order, each to the next member in
+    the circle (R29 order) that subscribes to its topic."""
+    out = {mid: [] for mid in mids}
+    at = 0
+    for p in partitions_of(mids.assignable):
+        while not mids.allowed[mids[at]] >> p & 1:
+            at = (at + 1) % len(mids)
+        out[mids[at]].append(p)
+        at = (at + 1) % len(mids)
+    return {mid: mask_of(ps) for mid, ps in out.items()}
+
+
 def _roundrobin(cfg: GroupConfig, mids) -> dict:
     """Partition p to member p mod n: member i's mask is a comb of teeth n apart
     (all ones in base 2**n: (2**(n*k) - 1) / (2**n - 1)) shifted by i."""
+    if isinstance(mids, Subscribed):
+        return _roundrobin_subscribed(mids)
     n = len(mids)
     comb = ((1 << n * -(-cfg.num_partitions // n)) - 1) // ((1 << n) - 1)
     return {mid: (comb << i) & cfg.all_partitions for i, mid in enumerate(mids)}
@@ -187,7 +248,10 @@ def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = No
     """Give each partition of ``pool`` (a bitmask, one resource kind; None: every
     partition) not in ``taken``, in ascending order, to the least loaded member in
     that pool (ties: member order) still under its ``quota`` (None: no quota): a
-    heap of (load, member order) over the members that can take more."""
+    heap of (load, member order) over the members that can take more. With differing
+    subscriptions (``Subscribed``, one kind): ``_fill_subscribed``, no quota."""
+    if isinstance(mids, Subscribed):
+        return _fill_subscribed(mids, out, taken)
     pool = cfg.all_partitions if pool is None else pool
     heap = [((out[m] & pool).bit_count(), i, m) for i, m in enumerate(mids)]
     heap = [entry for entry in heap if quota is None or entry[0] < quota[entry[2]]]
@@ -205,10 +269,56 @@ def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = No
     return {m: out[m] | mask_of(given[m]) for m in mids}
 
 
+def _fill_subscribed(mids: Subscribed, out: dict, taken: int) -> dict:
+    """R61: each assignable partition not in ``taken`` to the least loaded member
+    subscribed to its topic (ties: member order), those with the fewest potential
+    consumers first (AbstractStickyAssignor's GeneralAssignmentBuilder sorts the
+    unassigned partitions so and gives each to the least loaded potential consumer)."""
+    out = dict(out)
+    todo = partitions_of(mids.assignable & ~taken)
+    takers = {p: [m for m in mids if mids.allowed[m] >> p & 1] for p in todo}
+    for p in sorted(todo, key=lambda p: (len(takers[p]), p)):
+        m = min(takers[p], key=lambda m: out[m].bit_count())
+        out[m] |= 1 << p
+    return out
+
+
+def _balance_subscribed(mids: Subscribed, out: dict) -> dict:
+    """R65: move partitions until none can go from its member to a member subscribed
+    to its topic with a load two or more below (GeneralAssignmentBuilder.balance's
+    performReassignments: a partition moves when ``currentAssignment(consumer).size()
+    > currentAssignment(otherConsumer).size() + 1``). Each move lowers the sum of
+    squared loads, so it ends; the most loaded member gives first, its highest
+    partition to the least loaded taker (ties: member order)."""
+    out = dict(out)
+    while True:
+        by_load = sorted(mids, key=lambda m: -out[m].bit_count())
+        for m in by_load:
+            load = out[m].bit_count()
+            move = next(((n, out[m] & mids.allowed[n]) for n in reversed(by_load)
+                         if out[n].bit_count() < load - 1 and out[m] & mids.allowed[n]), None)
+            if move is not None:
+                n, movable = move
+                p = 1 << (movable.bit_length() - 1)
+                out[m] &= ~p
+                out[n] |= p
+                break
+        else:
+            return out
+
+
 def _sticky(cfg: GroupConfig, mids, won: dict) -> dict:
     """Balanced assignment keeping owners in place where balance allows, each
     resource kind on its own (R66; ``cfg.kinds``, one kind but with connectors):
-    ``_sticky_kind`` per kind, the results joined."""
+    ``_sticky_kind`` per kind, the results joined.
+
+    With differing subscriptions (``Subscribed``; AbstractStickyAssignor.generalAssign,
+    R65): each member keeps what it owns of its own topics, ``_fill_subscribed``
+    gives the rest, and ``_balance_subscribed`` moves partitions until balanced
+    as Kafka defines it for non-uniform subscriptions."""
+    if isinstance(mids, Subscribed):
+        kept = {m: won[m] & mids.allowed[m] for m in mids}
+        return _balance_subscribed(mids, _fill_subscribed(mids, kept, union(kept.values())))
     kinds = cfg.kinds
     if len(kinds) == 1:
         return _sticky_kind(cfg, mids, won, cfg.all_partitions)
@@ -287,7 +397,10 @@ def _design2(cfg: GroupConfig, members, mids, claims: Claims, memory: tuple) -> 
     subs = [sub for _, _, sub in members]
     echo = newest_echo(subs)
     left = min((sub.scheduled for sub in subs if sub.scheduled >= 0), default=NOT_SCHEDULED)
-    held, delay = rule(cfg, _deferral)(cfg, subs, union(claims.won.values()) | claims.contested, memory, echo, left)
+    claimed = union(claims.won.values()) | claims.contested
+    losable = (mids.assignable & ~union(sub.released for sub in subs) if isinstance(mids, Subscribed)
+               else cfg.all_partitions)
+    held, delay = rule(cfg, _deferral)(cfg, subs, claimed, memory, echo, left, losable)
     if held:
         out = _deferring(cfg, mids, claims.won, held | claims.contested)
         return out, delay, (union(out.values()), held, 0, echo[4])
@@ -298,6 +411,17 @@ def _design2(cfg: GroupConfig, members, mids, claims: Claims, memory: tuple) -> 
     return out, delay, (union(out.values()), 0) + backoff
 
 
+def _lost(previous: int, losable: int) -> int:
+    """R33, R64 (seed 000, Design II case (a)): the partitions lost if nobody claims
+    them: those the last round assigned or deferred (``previous``) that are
+    ``losable``, assignable (a partition nobody subscribes to any more goes to
+    nobody) and not released by a present member dropping its topic. Partitions
+    of a new topic, or of a topic a member newly subscribes to, were not assigned
+    last round: they and the released ones are given out at once. Replaced by
+    ``defer-new-subscriptions``."""
+    return previous & losable
+
+
 def _previous_round(memory: tuple, echo: tuple) -> tuple:
     """R31, R33: what the leader knows of the last round, from the newest ``echo``:
     ``(assigned, deferred, delay running over, a member with nothing ends the delay)``,
@@ -306,13 +430,13 @@ def _previous_round(memory: tuple, echo: tuple) -> tuple:
     return echo[1], echo[2], echo[2], True
 
 
-def _deferral(cfg: GroupConfig, subs, claimed: int, memory: tuple, echo: tuple, left: int) -> tuple:
+def _deferral(cfg: GroupConfig, subs, claimed: int, memory: tuple, echo: tuple, left: int, losable: int) -> tuple:
     """The Design II decision (seed 000, Design II, Leader process; R31-R33):
     ``(held, delay)``, the bitmask of lost partitions to hold back this round and
     the ScheduledRebalanceTimeout to send with them, in ticks (0 when none held).
 
     Lost partitions were assigned last round (the newest ``echo``) or deferred,
-    and are not in ``claimed`` (the bitmask of partitions some member claims, a
+    are ``losable`` (``_lost``, R64), and are not in ``claimed`` (the bitmask of partitions some member claims, a
     contested claim included: Connect counts duplicates as active, not lost).
     They are given out at once when scheduled.rebalance.max.delay is 0
     (``cfg.scheduled_delay_ticks``; Connect's handleLostAssignments, maxDelay == 0),
@@ -336,7 +460,7 @@ def _deferral(cfg: GroupConfig, subs, claimed: int, memory: tuple, echo: tuple, 
     once.
     """
     assigned_prev, deferred_prev, running, candidates_end_delay = rule(cfg, _previous_round)(memory, echo)
-    lost = (assigned_prev | deferred_prev) & ~claimed
+    lost = rule(cfg, _lost)(assigned_prev | deferred_prev, losable) & ~claimed
     if not lost or not cfg.scheduled_delay_ticks or (candidates_end_delay and any(not sub.owned for sub in subs)):
         return 0, 0
     running &= lost
@@ -444,7 +568,7 @@ def _given(mids, out: dict) -> dict:
     return out
 
 
-def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
+def assign(cfg: GroupConfig, members, memory: tuple = (0, 0), metadata: int = ALL_TOPICS) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
     ``members``: ((member_id, group_instance_id, Subscription), ...), non-empty.
@@ -453,7 +577,10 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     member with a new member id keeps its place. ``memory``: ``(previous,
     deferred)`` bitmasks, what this leader assigned or held back, and held back,
     itself (``_deferral``; used by the ``leader-forgets-delay`` and
-    ``connect-leader-state`` mutations only).
+    ``connect-leader-state`` mutations only). ``metadata``: the topics (a bitmask)
+    the leader's metadata shows exist (R62; ``ALL_TOPICS``: every one). When the
+    configuration has subscriptions (R61) each member is given only partitions of
+    its subscribed topics that exist (``Subscribed``).
     Mutation ``assign-before-revoke``: the cooperative adjustment is skipped;
     ``withhold-partition`` (test-only): the first partition goes to nobody once
     there are 4 members or more; ``assign-twice`` (test-only): it also goes to the
@@ -462,6 +589,8 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
     """
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
+    if not cfg.uniform:
+        mids = Subscribed(mids, rule(cfg, _subscribers)(cfg, members, metadata))
     delay, echo = 0, ()
     if cfg.plugin is not None:
         out = assign_plugin(cfg, mids, members)

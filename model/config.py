@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 from functools import cached_property
 
+from .protocol import ALL_TOPICS
+
 CONSUMER_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
 PROTOCOLS = CONSUMER_PROTOCOLS + ("streams",)
 COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
@@ -73,6 +75,12 @@ class GroupConfig:
     ``upgrade``: the members start on [range] (eager) and rolling bounces move them to
     [cooperative-sticky] (R77-R80, model/upgrade.py); ``protocol`` and ``assignor``
     are then "eager" and "range", where the group starts.
+    Subscriptions (R61-R63): ``subscriptions``, per client slot the topics its
+    processes subscribe to (a bitmask of indices into ``topics``; a slot beyond the
+    tuple subscribes to every topic); ``resubscriptions``: the topic bitmasks a
+    ``subscribe`` fault may switch a member to; ``created_topics``: the topics
+    (a bitmask) that do not exist at the start, each created by a ``create-topic``
+    fault. All empty: every member subscribes to every topic, which exists.
 
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, two
@@ -98,6 +106,9 @@ class GroupConfig:
     upgrade: bool = False  # R79: the members move from [range] to [cooperative-sticky] by rolling bounces
     connectors: int = 0
     connector_cost: int = 2
+    subscriptions: tuple = ()
+    resubscriptions: tuple = ()
+    created_topics: int = 0
 
     def __post_init__(self):
         if self.connectors:
@@ -149,6 +160,14 @@ class GroupConfig:
         for name, count in self.topics:
             if not isinstance(count, int) or count < 1:
                 raise ConfigError(f"topic {name!r} needs a positive partition count, got {count!r}")
+        every = (1 << len(self.topics)) - 1
+        for name, masks in (("subscriptions", self.subscriptions), ("resubscriptions", self.resubscriptions),
+                            ("created_topics", (self.created_topics,))):
+            for mask in masks:
+                if mask == ALL_TOPICS and name == "subscriptions":
+                    continue
+                if not isinstance(mask, int) or mask & ~every or (mask == 0 and name != "created_topics"):
+                    raise ConfigError(f"{name}: {mask!r} is not a non-empty set of the group's topics")
 
     def _two_kinds(self):
         """R66: ``connectors`` > 0 makes the group's first resources connectors, the
@@ -201,6 +220,36 @@ class GroupConfig:
     def all_partitions(self) -> int:
         """The bitmask of every partition."""
         return (1 << self.num_partitions) - 1
+
+    def subscription_of(self, slot: int) -> int:
+        """The topics (a bitmask) client ``slot`` subscribes to at the start (R61)."""
+        return self.subscriptions[slot] if slot < len(self.subscriptions) else ALL_TOPICS
+
+    @cached_property
+    def _topic_masks(self) -> tuple:
+        """Per topic index, the bitmask of its partitions."""
+        out, start = [], 0
+        for _, count in self.topics:
+            out.append(((1 << count) - 1) << start)
+            start += count
+        return tuple(out)
+
+    def partitions_of_topics(self, topics: int) -> int:
+        """The bitmask of the partitions of the topics in ``topics`` (a topic bitmask;
+        -1: every topic)."""
+        if topics == ALL_TOPICS:
+            return self.all_partitions
+        out = 0
+        for i, mask in enumerate(self._topic_masks):
+            if topics >> i & 1:
+                out |= mask
+        return out
+
+    @property
+    def uniform(self) -> bool:
+        """Every member subscribes to every topic, and all exist: no subscription
+        mechanism is in play (R61-R64)."""
+        return not (self.subscriptions or self.resubscriptions or self.created_topics)
 
     @property
     def cooperative(self) -> bool:

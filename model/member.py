@@ -26,7 +26,7 @@ from .protocol import (
     NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, Error, Heartbeat,
     HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, LearnerReady, Leave, LeaveGroup, ScaleDown,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse, Tick,
-    EMPTY_SUBSCRIPTION,
+    ALL_TOPICS, EMPTY_SUBSCRIPTION, MetadataUpdate, Subscribe, union,
 )
 
 
@@ -58,7 +58,14 @@ class Consumer(NamedTuple):
     StickyAssignor's user data remembers it (only kept under the
     ``sticky-user-data-without-generation`` mutation, ``_remembered``).
     ``assignors``: its own partition.assignment.strategy (R77; () for the group
-    configuration's assignor)."""
+    configuration's assignor).
+
+    Subscriptions (R61-R64): ``topics``, the topics it subscribes to, and
+    ``metadata``, the topics it knows exist (topic bitmasks; ``ALL_TOPICS``:
+    every one); ``snapshot``: as the leader, the topics some member subscribed to
+    that did not exist when it assigned (ConsumerCoordinator's assignmentSnapshot,
+    kept only when topics can be created); ``released``: the partitions it revoked
+    on dropping their topics, until its next assignment (R64)."""
 
     phase: MemberPhase
     member_id: int
@@ -74,6 +81,10 @@ class Consumer(NamedTuple):
     user_data: int = 0
     streams: tuple = ()
     assignors: tuple = ()
+    topics: int = ALL_TOPICS
+    metadata: int = ALL_TOPICS
+    snapshot: int = 0
+    released: int = 0
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
@@ -144,10 +155,10 @@ def subscription(c: Consumer) -> Subscription:
     Deferred protocol: the echo and the ScheduledRebalanceTimeout's ticks left (R31, R32)."""
     if c.streams:  # R46: the Streams user data rides along
         return Subscription(c.owned, c.owned_generation, streams=c.streams.user_data())
-    if not (c.owned or c.echo or c.assignors):
+    if not (c.owned or c.echo or c.released or c.assignors) and c.topics == ALL_TOPICS:
         return EMPTY_SUBSCRIPTION
     return Subscription(c.owned, c.owned_generation, c.echo, c.scheduled if c.echo else NOT_SCHEDULED,
-                        assignors=c.assignors)
+                        assignors=c.assignors, topics=c.topics, released=c.released)
 
 
 def _rejoin(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
@@ -201,10 +212,13 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
                                if leader and not r.skip_assignment else ((), streams.NO_MEMORY))
         c = c._replace(memory=memory if leader else streams.NO_MEMORY)
     else:
+        assigning = leader and not r.skip_assignment
         # R78: a member with its own assignor list assigns with the one the vote selected
         chosen = leader_config(cfg, r.protocol) if c.assignors else cfg
-        assignments = assign(chosen, r.members, memory) if leader and not r.skip_assignment else ()
+        assignments = assign(chosen, r.members, memory, c.metadata) if assigning else ()
         c = c._replace(memory=rule(cfg, _memory_after_assigning)(c.memory, assignments))
+        if cfg.created_topics:  # R62: the topics the leader waits for (ConsumerCoordinator.performAssignment)
+            c = c._replace(snapshot=_awaited_topics(cfg, c, r.members) if assigning else 0)
     out.append(Send(SyncGroup(r.member_id, r.generation, assignments, c.group_instance_id)))
     return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
 
@@ -226,16 +240,39 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
     assigned = rule(cfg, _owned_after_sync)(c.owned, assigned)
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
                    user_data=rule(cfg, _remembered)(c, assigned),
-                   scheduled=r.assignment.scheduled or NOT_SCHEDULED,
+                   scheduled=r.assignment.scheduled or NOT_SCHEDULED, released=0,
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
     c = c._replace(memory=rule(cfg, _memory_after_sync)(c, r.assignment))
     if cfg.streams:
         c, newly_ready = _streams_assignment(c, r.assignment)
         if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R55: a warm standby is ready at once
             return _rejoin(cfg, c, out)
-    if revoked:  # R18: after revoking, rejoin at once (Design I)
+    if revoked or c.metadata & c.snapshot:  # R18: after revoking, rejoin at once (Design I); R62
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)
+
+
+def _awaited_topics(cfg: GroupConfig, c: Consumer, members) -> int:
+    """R62: the topics (a bitmask) some member of ``members`` subscribes to that the
+    leader's metadata does not show yet; when one appears the leader rejoins
+    (ConsumerCoordinator.rejoinNeededOrPending: the assignmentSnapshot no longer
+    matches the metadataSnapshot)."""
+    return union(sub.topics for _, _, sub in members) & cfg.created_topics & ~c.metadata
+
+
+def _subscribe(cfg: GroupConfig, c: Consumer, topics: int, out: list) -> Consumer:
+    """R63: KafkaConsumer.subscribe with another topic list: the member revokes the
+    partitions of the topics it no longer subscribes to (ConsumerCoordinator.onJoinPrepare,
+    COOPERATIVE: only those) and rejoins with its new subscription, which the
+    coordinator sees as changed metadata (R3). Under Design II it reports what it
+    revoked as ``released`` (R64)."""
+    revoked = c.owned & ~cfg.partitions_of_topics(topics) if cfg.cooperative else 0  # eager: all, in _rejoin
+    if revoked:
+        out.append(Callback("revoked", revoked))
+    owned = c.owned & ~revoked
+    c = c._replace(topics=topics, owned=owned, owned_generation=c.owned_generation if owned else NO_GENERATION,
+                   released=c.released | revoked if cfg.deferred else 0)
+    return _rejoin(cfg, c, out)
 
 
 def _streams_assignment(c: Consumer, a) -> tuple:
@@ -279,8 +316,10 @@ def shutting_down(cfg: GroupConfig, c: Consumer, idle: bool) -> bool:
 
 def _heartbeat_response(cfg: GroupConfig, c: Consumer, r: HeartbeatResponse, out: list) -> Consumer:
     c = c._replace(heartbeat_inflight=False)
-    if c.phase != MemberPhase.STABLE or r.error == Error.NONE:
+    if c.phase != MemberPhase.STABLE:
         return c
+    if r.error == Error.NONE:  # R62: a topic the leader waits for appeared meanwhile
+        return _rejoin(cfg, c, out) if c.metadata & c.snapshot else c
     # R19: a rebalance is discovered through Heartbeat
     return _on_membership_error(cfg, c, r.error, out)
 
@@ -305,6 +344,7 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
     elif kind is Start:
         if c.phase == MemberPhase.UNJOINED:
             c = c._replace(group_instance_id=event.group_instance_id, assignors=event.assignors,
+                           topics=event.topics, metadata=event.metadata,
                            streams=streams.NEW_STREAMS if cfg.streams else ())
             c = _rejoin(cfg, c, out)
     elif kind is LearnerReady:
@@ -320,6 +360,15 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         st = c.streams
         if st and not st.leaving and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             c = _rejoin(cfg, c._replace(streams=st._replace(leaving=True, countdown=cfg.scale_down_ticks)), out)
+    elif kind is Subscribe:
+        # R63: a new topic list, between rounds
+        if event.topics != c.topics and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+            c = _subscribe(cfg, c, event.topics, out)
+    elif kind is MetadataUpdate:
+        # R62: a metadata refresh; the leader rejoins if a topic it waits for appeared (else once Stable again)
+        c = c._replace(metadata=event.topics)
+        if c.metadata & c.snapshot and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+            c = _rejoin(cfg, c, out)
     elif kind is HeartbeatDue:
         if c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             out.append(Send(Heartbeat(c.member_id, c.generation, c.group_instance_id)))

@@ -209,6 +209,15 @@ REGISTRY = {m.name: m for m in (
              "had revoked them",
              "test-only: a deliberately wrong member, not a Kafka bug (R18; a rebalance storm)", "R18",
              MEMBER_PROTOCOLS, test_only=True),
+    Mutation("assign-unsubscribed",
+             "the assignors ignore subscriptions: any member may be given any partition of an existing topic",
+             "test-only: against AbstractPartitionAssignor.assign (partitions of each member's subscribed topics "
+             "only) and AbstractStickyAssignor.generalAssign", "R61, R65", CONSUMER_PROTOCOLS, test_only=True),
+    Mutation("defer-new-subscriptions",
+             "a Design II leader counts every unclaimed partition as lost: those of a new topic, of a topic a "
+             "member newly subscribes to and those a member released on dropping its topic are deferred",
+             "seed 000, Design II case (a): lost partitions from new subscriptions are given out at once "
+             "(against it)", "R64", ("deferred",)),
 )}
 
 # mutation name -> ((correct rule, its replacement), ...), filled by ``replaces``
@@ -464,3 +473,11 @@ def _incremental_defers_nothing(cfg, *args) -> tuple:
 @replaces(assignors._move_allowance, "moves-ignore-cost")
 def _allowance_ignoring_cost(cfg, cost: int) -> int:
     return cfg.max_moves
+@replaces(assignors._subscribers, "assign-unsubscribed")
+def _everyone_subscribed(cfg, members, metadata: int) -> dict:
+    return {mid: cfg.partitions_of_topics(metadata) for mid, _, _ in members}
+
+
+@replaces(assignors._lost, "defer-new-subscriptions")
+def _every_unclaimed_lost(previous: int, losable: int) -> int:
+    return previous | losable

@@ -44,6 +44,7 @@ NO_MEMBER_ID = 0
 NO_GENERATION = -1
 NO_INSTANCE_ID = 0
 NOT_SCHEDULED = -1  # no ScheduledRebalanceTimeout pending (a countdown in ticks otherwise)
+ALL_TOPICS = -1  # a topic bitmask with every bit set: every topic of the group's configuration (R61)
 ID_BITS = 20
 _SERIAL = (1 << ID_BITS) - 1
 MAX_SERIAL = _SERIAL  # the largest member id serial and connection epoch of a slot
@@ -182,7 +183,14 @@ class Subscription(NamedTuple):
     protocols it names in JoinGroup in its order of preference
     (partition.assignment.strategy), each with this same metadata, so the
     coordinator votes (R35) as it does over ``Protocols``; () for one implicit
-    protocol, nothing to select."""
+    protocol, nothing to select.
+
+    ``topics``: the topics it subscribes to, a bitmask of indices into the
+    configuration's topics (ConsumerProtocolSubscription.topics; ``ALL_TOPICS``:
+    every one, R61). ``released``: the partitions it revoked because it stopped
+    subscribing to their topics, until it is assigned again, so that a Design II
+    leader gives them out at once instead of deferring them as lost (seed 000,
+    Design II case (a); R64)."""
 
     owned: int
     generation: int
@@ -190,6 +198,8 @@ class Subscription(NamedTuple):
     scheduled: int = NOT_SCHEDULED
     streams: tuple = ()
     assignors: tuple = ()
+    topics: int = ALL_TOPICS
+    released: int = 0
 
     @property
     def protocol_type(self) -> str:
@@ -412,11 +422,31 @@ class ForceRebalance(NamedTuple):
 class Start(NamedTuple):
     """The process starts and joins the group, static if ``group_instance_id`` is set,
     with its own partition.assignment.strategy ``assignors`` (names, in order of
-    preference; () for the group configuration's one assignor, R77)."""
+    preference; () for the group configuration's one assignor, R77), subscribed to
+    ``topics`` (a topic bitmask, R61) and seeing ``metadata``, the topics that exist
+    (a topic bitmask, R62)."""
 
     group_instance_id: int = NO_INSTANCE_ID
+    topics: int = ALL_TOPICS
+    metadata: int = ALL_TOPICS
     tag: int = 110
     assignors: tuple = ()
+
+
+class Subscribe(NamedTuple):
+    """The application calls KafkaConsumer.subscribe with another topic list:
+    ``topics``, a topic bitmask (R63)."""
+
+    topics: int
+    tag: int = 118
+
+
+class MetadataUpdate(NamedTuple):
+    """A metadata refresh shows the topics that exist now: ``topics``, a topic
+    bitmask (a topic was created, R62; ConsumerCoordinator.rejoinNeededOrPending)."""
+
+    topics: int
+    tag: int = 119
 
 
 class HeartbeatDue(NamedTuple):

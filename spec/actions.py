@@ -297,6 +297,28 @@ def _stop_post(L, s, t, i, muts):
                                 t.member_generation[i] == NO_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
 
 
+def _subscribed_post(L, s, t, i, muts):
+    """R63: a member subscribes to another topic list: it revokes what it owns of the
+    topics it dropped and rejoins; nothing else changes. (No pre-condition, as
+    ``_no_pre`` says: from a slot without a process the case admits only a stutter.)"""
+    yield "others and the group unchanged", _member_frame(L, s, t, i)
+    yield "owned only shrinks", (t.owned[i] & ~s.owned[i]) == 0
+    yield "generation, member id and grants unchanged", L.And(
+        _same(s, t, "member_generation", i), _same(s, t, "known", i), _same(s, t, "live", i),
+        _grants_unchanged(L, s, t, i))
+
+
+def _topic_created_post(L, s, t, i, muts):
+    """R62: a topic is created: every running member's metadata shows it; a leader
+    waiting for it rejoins (an eager one revoking what it owns, R14)."""
+    yield "group unchanged", _group_unchanged(L, s, t)
+    yield "each member keeps or revokes all it owns", L.And(*(L.Or(_same(s, t, "owned", j), t.owned[j] == 0)
+                                                             for j in slots(s)))
+    yield "generations, member ids and grants unchanged", L.And(*(L.And(
+        _same(s, t, "member_generation", j), _same(s, t, "known", j), _same(s, t, "live", j),
+        _grants_unchanged(L, s, t, j)) for j in slots(s)))
+
+
 class Case(NamedTuple):
     name: str
     pre: Callable   # (logic, View, slot, spec mutations) -> iterable of (clause, condition)
@@ -313,6 +335,8 @@ GRANTED = Case("granted", _no_pre, _granted_post)
 START = Case("process starts", _start_pre, _start_post)
 STOP = Case("process stops", _no_pre, _stop_post)
 BOUNCED = Case("process bounced onto a new assignor list", _live_pre, _start_post)  # R79
+SUBSCRIBED = Case("subscription changed", _no_pre, _subscribed_post)
+TOPIC_CREATED = Case("topic created", _no_pre, _topic_created_post)
 
 class SpecAction(NamedTuple):
     """An action: the disjunction of its cases. ``local``: its cases read only the
@@ -368,6 +392,8 @@ ACTIONS = {
     # a rolling upgrade (R79): a running process is bounced onto the next assignor list (its LeaveGroup and
     # JoinGroup in flight), or a slot without one gets the list for its next start (nothing the View sees)
     "Upgrade": _member(BOUNCED, STUTTER),
+    "Subscribe": _member(SUBSCRIBED),  # R63
+    "CreateTopic": _coordinator(TOPIC_CREATED),  # R62
 }
 
 

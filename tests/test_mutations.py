@@ -3,6 +3,7 @@ deliberately wrong model, checked with --continue so every property gets a
 verdict: what it breaks and what it leaves holding. Every property is caught by
 at least one mutation, so no "holds" is a verdict nobody has seen fail."""
 import pytest
+from conftest import EXAMPLES
 
 from conftest import EXAMPLES
 from rebalance.checker.properties import PROPERTIES
@@ -12,6 +13,7 @@ COOP = ("--faults", "join,leave,crash")
 ZOMBIES = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
 STATIC = ("--static", "--faults", "restart,crash,leave")
 STREAMS = ("--protocol", "streams", "--members", "2", "--standby", "0")
+SUBSCRIPTIONS = (str(EXAMPLES / "subscriptions.toml"),)
 SMALL = ("--members", "1", "--partitions", "3", "--faults", "join,crash", "--max-faults", "2")
 
 # (mutations, configuration, the properties violated; every other one holds)
@@ -92,6 +94,9 @@ MATRIX = [
     # under incremental, which breaks nothing checked (tests/test_kinds.py replays the rounds that differ)
     (("moves-ignore-cost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), {"moves_within_allowance"}),
     (("incremental-reassigns-lost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), set()),
+    # differing subscriptions and a topic created mid-run (R61-R65)
+    (("assign-unsubscribed",), SUBSCRIPTIONS, {"subscribed_only"}),
+    (("defer-new-subscriptions",), SUBSCRIPTIONS + ("--protocol", "deferred"), {"new_partitions_at_once"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]

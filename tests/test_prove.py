@@ -19,13 +19,13 @@ def prove_json(tmp_path, *args, bound=SMALL):
     return code, json.loads(out)["obligations"]
 
 
-def only_counterexample(tmp_path, mutation: str, obligation: str) -> dict:
+def only_counterexample(tmp_path, mutation: str, obligation: str, also=()) -> dict:
     """`prove --mutation MUTATION` at the tiny bound exits 1 with one obligation,
-    named ``obligation``, failing: its counterexample."""
+    named ``obligation`` (and those named ``also``), failing: its counterexample."""
     code, obligations = prove_json(tmp_path, "--mutation", mutation, bound=TINY)
     assert code == 1
     bad = [o for o in obligations if o["status"] == "counterexample"]
-    assert [o["name"] for o in bad] == [obligation]
+    assert [o["name"] for o in bad] == [obligation, *also]
     return bad[0]["counterexample"]
 
 
@@ -40,7 +40,7 @@ def test_every_obligation_proved_on_a_small_bound(tmp_path):
                    "init ⇒ inv", "inv ∧ next ⇒ inv′", "inv ⇒ exclusive_ownership"):
         assert any(needed in n for n in names), needed
     assert all(o["seconds"] >= 0 and o["bound"] and o["counterexample"] is None for o in obligations)
-    assert len(obligations) == 11
+    assert len(obligations) == 12
     # the z3 obligations speak of the transcription; the tie to the model says how far it reaches
     assert obligations[2]["bound"].startswith("the transcription: members 1..3, partitions 1..5, any claims, "
                                               "any generations (0..7)")
@@ -51,7 +51,8 @@ def test_every_obligation_proved_on_a_small_bound(tmp_path):
 @pytest.mark.spec("R23")
 def test_weakened_assignor_gives_a_concrete_counterexample(tmp_path):
     cx = only_counterexample(tmp_path, "assign-before-revoke",
-                             "cooperative-sticky: exactly once, never assigned while claimed elsewhere")
+                             "cooperative-sticky: exactly once, never assigned while claimed elsewhere",
+                             also=("differing subscriptions: subscribers only, exactly once, balanced (R61, R65)",))
     # replay the input on the model's own assignor: a partition claimed by one member goes to another, or
     # a partition claimed by several at one generation goes to someone (the adjustment skipped altogether)
     claims = [[f"t-{p}" in m["claims"] for p in range(cx["partitions"])] for m in cx["input"]]
@@ -95,8 +96,8 @@ def test_bad_bounds_are_bad_input(tmp_path, args):
 
 def test_text_output_lists_each_obligation_with_its_time(tmp_path):
     code, out, _ = run_cli("prove", *TINY, cwd=tmp_path)
-    assert code == 0 and "11 obligations" in out and "all proved" in out
-    assert sum(line.split()[0] == "proved" for line in out.splitlines() if line.strip()) == 11 and " s  " in out
+    assert code == 0 and "12 obligations" in out and "all proved" in out
+    assert sum(line.split()[0] == "proved" for line in out.splitlines() if line.strip()) == 12 and " s  " in out
 
 
 @pytest.mark.spec("R22")
@@ -148,8 +149,17 @@ def test_default_bound_all_proved(tmp_path):
     code, out, err = run_cli("prove", "--json", cwd=tmp_path)
     obligations = json.loads(out)["obligations"]
     assert code == 0 and {o["status"] for o in obligations} == {"proved"}, err
-    assert len(obligations) == 11
+    assert len(obligations) == 12
     assert obligations[2]["bound"].startswith("the transcription: members 1..5, partitions 1..10")
     tie = next(o for o in obligations if o["name"] == "transcription agrees with model/assignors.py")
     assert tie["bound"].endswith("claim resolution (R22): members 1..5, every generation vector in 0..7, every set "
                                  "of claimants (139,848 inputs)")
+
+
+@pytest.mark.spec("R61", "R65")
+def test_an_assignor_ignoring_subscriptions_gives_a_concrete_counterexample(tmp_path):
+    cx = only_counterexample(tmp_path, "assign-unsubscribed",
+                             "differing subscriptions: subscribers only, exactly once, balanced (R61, R65)")
+    # the smallest input: A subscribes to t0 only and is given t1's partition
+    assert cx["subscriptions"] == {"A": ["t0"]} and cx["model_assignment"] == {"A": ["t0-0", "t1-0"]}
+    assert "not subscribed" in cx["violates"]

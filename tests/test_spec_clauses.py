@@ -39,11 +39,19 @@ def quick_systems():
             System(_cfg(), 2, 1, ("crash", "restart", "pause"), 2, static=frozenset({0, 1, 2})),
             System(_cfg("deferred"), 2, 1, ("crash",), 1),  # ticks and ScheduledRebalanceTimeouts
             System(_cfg("streams"), 2, 1, ("join", "leave"), 1),  # learners ready, scale-down, shutdown
-            System(_upgrade_cfg(), 2, 1, ("crash", "restart"), 1)]  # a rolling upgrade's bounces (R79)
+            System(_upgrade_cfg(), 2, 1, ("crash", "restart"), 1),  # a rolling upgrade's bounces (R79)
+            System(_subscriptions_cfg(), 2, 1, ("subscribe", "create-topic", "join"), 2)]  # R62, R63
 
 
 def _upgrade_cfg():
     return GroupConfig(topics=(("t", PARTITIONS),), protocol="eager", assignor="range", upgrade=True)
+
+
+def _subscriptions_cfg():
+    """t of 2 partitions, v of 1 created mid-run; A subscribes to t, B and C to both (R61-R63)."""
+    return GroupConfig(topics=(("t", PARTITIONS - 1), ("v", 1)), protocol="cooperative",
+                       assignor="cooperative-sticky", subscriptions=(0b01, 0b11, 0b11), resubscriptions=(0b11, 0b01),
+                       created_topics=0b10)
 
 
 def full_systems():
@@ -52,7 +60,8 @@ def full_systems():
             for p, st in (("eager", ()), ("cooperative", ()), ("cooperative", (0, 1, 2)), ("deferred", ()),
                           ("incremental", ()))] + [
         System(_cfg("streams"), 2, 1, ("join", "leave", "crash", "restart"), 2),  # learners, scale-down, shutdown
-        System(_upgrade_cfg(), 2, 1, ALL_FAULTS, 2)]  # a rolling upgrade (R79)
+        System(_upgrade_cfg(), 2, 1, ALL_FAULTS, 2),  # a rolling upgrade (R79)
+        System(_subscriptions_cfg(), 2, 1, ("subscribe", "create-topic", "join", "crash"), 2)]  # R62, R63
 
 
 def observe(systems) -> dict:
@@ -124,7 +133,7 @@ IDS = [f"{c.action}/{c.case}/{c.kind}/{c.clause}" for c in CLAUSES]
 
 
 def test_clauses_are_enumerated_once_each():
-    assert len(set(CLAUSES)) == len(CLAUSES) == 119
+    assert len(set(CLAUSES)) == len(CLAUSES) == 125
     assert set(c.action for c in CLAUSES) == set(spec.ACTIONS)
 
 

@@ -46,11 +46,17 @@ def _served(system, state: State) -> int:
     """The partitions served in ``state``: processed by a live member, or given out
     (in the coordinator's stored assignment: given to a member that then goes, a
     partition is lost anew, and its delay rightly starts again); every one when no
-    process is live (an empty group owes nobody anything)."""
+    process is live (an empty group owes nobody anything); with subscriptions
+    (R61), those of topics no live member subscribes to or that do not exist."""
     live = [c.owned for c in processing(state)]
     if not live:
         return system.cfg.all_partitions
-    return union(live) | union(m.assignment.partitions for m in state.group.members)
+    served = union(live) | union(m.assignment.partitions for m in state.group.members)
+    if not system.cfg.uniform:  # R61, R62: no live member can take a partition nobody subscribes to
+        cfg = system.cfg
+        served |= cfg.all_partitions & ~union(cfg.partitions_of_topics(c.topics & c.metadata)
+                                              for c in processing(state))
+    return served
 
 
 def summary(system, state: State) -> tuple:

@@ -137,7 +137,7 @@ def _group(g: Group, n: _Names) -> Group:
 def _proc(slot: int, p: Proc, n: _Names) -> Proc:
     return Proc(p.status, n.epoch(slot, p.epoch), _consumer(p.consumer, n),
                 tuple(_message(r, n) for r in p.requests), tuple(_message(r, n) for r in p.responses), p.shared,
-                p.committed, p.stage)
+                p.committed, p.stage, p.metadata)
 
 
 def shape(state: State) -> State:
