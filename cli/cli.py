@@ -185,7 +185,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @main.command()
 @click.argument("config", required=False, type=click.Path(dir_okay=False))
 @click.option("--protocol", type=click.Choice(ALL_PROTOCOLS), help="Rebalance protocol (default: the file's, else cooperative).")
-@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky, or your own as module:function (model/assignors.py assign_plugin gives its signature).")
+@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky (streams: streams, "
+                                 "or KIP-441's high-availability), or your own as module:function (model/assignors.py assign_plugin gives its signature).")
 @click.option("--members", type=int, help="Members running at the start (default 3).")
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
 @click.option("--static", "static", is_flag=True, default=None,
@@ -195,6 +196,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--standby", type=int, help="Streams: num.standby.replicas (default 1, at most --members).")
 @click.option("--streams-version", help="Streams: the seed's algorithm version, 1.0 or 2.0 (default 2.0).")
 @click.option("--rejoin", help="Streams: conservative (rejoin once all learners are ready, default) or eager.")
+@click.option("--max-warmup", type=int, help="Streams, --assignor high-availability (KIP-441): max.warmup.replicas "
+                                             "(default 2, at least 1).")
 @click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all; under streams, "
                                "leave is the scale-down tool marking a member leaving soon).")
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
@@ -240,7 +243,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
 def check(config, protocol, assignor, members, partitions, static, tasks, stateless, standby, streams_version, rejoin,
-          faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states, max_depth, max_seconds,
+          max_warmup, faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states, max_depth, max_seconds,
           max_memory, walks, depth, seed, keep_going, timer_fairness, require_covers, example, junit_path, as_json,
           out_dir):
     """Model-check every interleaving within the bound.
@@ -279,7 +282,8 @@ def check(config, protocol, assignor, members, partitions, static, tasks, statel
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations,
                        streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
-                                                  ("version", streams_version), ("rejoin", rejoin)) if v is not None})
+                                                  ("version", streams_version), ("rejoin", rejoin),
+                                                  ("max_warmup_replicas", max_warmup)) if v is not None})
     max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
     guard = Guard(max_seconds, max_memory)
     if depth is not None and walks is None:
