@@ -257,7 +257,10 @@ def learner_ready_before_active(system: System, state: State):
     to go to a member learning it, only once that learner said it is ready (R48;
     seed 001: active tasks go "to instances with learner tasks that indicate
     ready"). A task no member runs goes to its learner at once (the seed's "Leader
-    Transfer During Scaling"), which this does not forbid."""
+    Transfer During Scaling"), which this does not forbid. A member holding the
+    task's standby counts as ready (R55: a learner placed there is ready at once;
+    R57: KIP-441 ranks a standby within acceptable.recovery.lag as caught up).
+    KIP-441's assignor (R57-R60): its warmup replicas are the learners."""
     group = state.group
     if group.phase != Phase.STABLE:
         return None
@@ -267,7 +270,8 @@ def learner_ready_before_active(system: System, state: State):
         if not revoked:
             continue
         for x in group.members:
-            learning, ready = (x.assignment.streams or (0, 0))[0], (x.subscription.streams or (0, 0))[1]
+            learning, user_data = (x.assignment.streams or (0, 0))[0], x.subscription.streams or (0, 0, 0)
+            ready = user_data[1] | user_data[2]  # R55: a learner where the task's standby ran is ready at once
             early = revoked & learning & ~ready
             if early and x.member_id != m.member_id:
                 return (f"{_names(system.cfg, early)} revoked from {member_name(m.member_id)} in generation "
