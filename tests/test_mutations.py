@@ -81,6 +81,10 @@ MATRIX = [
                                             "--max-faults", "1"), {"bounded_scale_down"}),
     (("no-commit-fencing",), ("--protocol", "streams", "--members", "2", "--tasks", "2", "--standby", "0",
                               "--faults", "pause,crash,join"), {"exclusive_processing", "exclusive_active"}),
+    # KIP-441's assignor without its caught-up constraint (R58): the balanced owner takes a task it has no state of
+    (("active-to-lagging-client",), STREAMS + ("--assignor", "high-availability", "--tasks", "4", "--stateless", "0",
+                                               "--faults", "join", "--max-faults", "1"),
+     {"learner_ready_before_active"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]
