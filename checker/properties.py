@@ -279,6 +279,25 @@ def learner_ready_before_active(system: System, state: State):
     return None
 
 
+def bounded_warmups(system: System, state: State):
+    """In a Stable group under KIP-441's assignor, at most max.warmup.replicas warmup
+    replicas (R58): learner tasks whose task some member runs in this generation. A
+    learner of a task nobody runs is a move withheld for a round (R23), not a warmup."""
+    group = state.group
+    if group.phase != Phase.STABLE:
+        return None
+    running = union(m.assignment.partitions for m in group.members)
+    warmups = sum(((m.assignment.streams or (0, 0))[0] & running).bit_count() for m in group.members)
+    if warmups > system.cfg.max_warmup_replicas:
+        return (f"{warmups} warmup replicas in generation {group.generation}, above max.warmup.replicas "
+                f"{system.cfg.max_warmup_replicas}")
+    return None
+
+
+def _high_availability(system: System) -> bool:
+    return system.cfg.streams and system.cfg.assignor == "high-availability"
+
+
 def no_learner(system: System, state: State):
     """None when no running member learns a task (``learner_progress``'s goal, R49)."""
     for p in state.procs:
@@ -345,6 +364,9 @@ PROPERTIES = (
     Property("learner_ready_before_active", "invariant",
              "a task is revoked from the member running it for a learner only once that learner is ready (R48)",
              _streams, learner_ready_before_active),
+    Property("bounded_warmups", "invariant",
+             "at most max.warmup.replicas warmup replicas at a time (KIP-441's assignor, R58)",
+             _high_availability, bounded_warmups),
     Property("exclusive_processing", "invariant",
              "no partition is processed by two live (running or paused) members", _always, exclusive_processing),
     Property("single_leader", "invariant",

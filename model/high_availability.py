@@ -19,8 +19,9 @@ this assignor sends no JoinGroup: the probing rebalance finds it (R60).
 
 ``assign(cfg, members, memory) -> (((member_id, Assignment), ...), NO_MEMORY)``:
 the assignor keeps no leader memory (Kafka's recomputes from the subscriptions).
-Mutation ``active-to-lagging-client``: the balanced owner takes an active task
-whether or not it is caught up (R58's constraint dropped).
+Mutations: ``active-to-lagging-client``: the balanced owner takes an active task
+whether or not it is caught up (R58's constraint dropped); ``unbounded-warmups``:
+every movement gets a warmup, max.warmup.replicas ignored.
 """
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def _destination_caught_up(v, bit: int, anyone_caught_up: bool) -> bool:
     on it, or no member is (TaskMovement.taskIsCaughtUpOnClientOrNoCaughtUpClientsExist).
     Replaced by ``active-to-lagging-client``."""
     return bool(caught_up(v) & bit) or not anyone_caught_up
+
+
+def _warmup_budget(cfg: GroupConfig) -> int:
+    """R58: how many warmup replicas one assignment may hand out: max.warmup.replicas
+    (TaskMovement's remainingWarmupReplicas). Replaced by ``unbounded-warmups``."""
+    return cfg.max_warmup_replicas
 
 
 def _balanced(cfg: GroupConfig, takers) -> dict:
@@ -91,7 +98,7 @@ def _actives(cfg: GroupConfig, views, takers) -> tuple:
             active[dest.mid] |= bit
         else:
             moves.append((len(warm), t, dest, warm))
-    budget = cfg.max_warmup_replicas
+    budget = rule(cfg, _warmup_budget)(cfg)
     for _, t, dest, warm in sorted(moves, key=lambda m: m[:2]):
         bit = 1 << t
         source = next((v for v in warm if v.owned & bit), None) or min(

@@ -139,6 +139,11 @@ REGISTRY = {m.name: m for m in (
              "KIP-441 (the stateful task assignment before it moved tasks to clients with no state: the downtime "
              "it exists to prevent); HighAvailabilityTaskAssignor, "
              "TaskMovement.taskIsCaughtUpOnClientOrNoCaughtUpClientsExist", "R58", ("streams",)),
+    Mutation("unbounded-warmups",
+             "KIP-441's assignor gives a warmup replica to every balanced owner that lags, however many: "
+             "max.warmup.replicas ignored (R58)",
+             "KIP-441, max.warmup.replicas (StreamsConfig; it bounds the extra broker and disk load of restoring); "
+             "TaskMovement.assignTaskMovements' remainingWarmupReplicas", "R58", ("streams",)),
     Mutation("no-scale-down-timeout",
              "a leaving Streams member never shuts down on its scale-down timeout: only an assignment leaving it "
              "no active task ends it (R54)",
@@ -287,6 +292,11 @@ def _anyone_learns(memory, takers, quota: dict, stateful: int) -> tuple:
 @replaces(high_availability._destination_caught_up, "active-to-lagging-client")
 def _any_destination(v, bit: int, anyone_caught_up: bool) -> bool:
     return True
+
+
+@replaces(high_availability._warmup_budget, "unbounded-warmups")
+def _every_movement_warms_up(cfg) -> int:
+    return cfg.num_partitions
 
 
 @replaces(member._scale_down_timeout_ends, "no-scale-down-timeout")

@@ -97,7 +97,7 @@ def test_check_holds_with_every_streams_cover_reached(tmp_path):
                      "--require-covers")
     assert code == 0 and s["verdict"] == "holds"
     assert all(p["status"] == "holds" for p in s["properties"])
-    assert {"learner_ready_before_active", "learner_progress", "no_endless_shuffle", "bounded_scale_down",
+    assert {"learner_ready_before_active", "bounded_warmups", "learner_progress", "no_endless_shuffle", "bounded_scale_down",
             "eventual_balance", "exclusive_active"} <= {p["name"] for p in s["properties"]}
     assert s["actions_fired"]["ready"] > 0 and s["actions_fired"]["scheduled"] > 0  # warmups; probing rebalances
 
@@ -110,6 +110,16 @@ def test_moving_an_active_to_a_lagging_client_is_caught(tmp_path):
     assert s["counterexample"]["length"] == 12  # breadth first: the shortest
     code, s = _check(tmp_path, *args)
     assert code == 0  # the same configuration without the mutation
+
+
+def test_more_warmups_than_max_warmup_replicas_are_caught(tmp_path):
+    args = ("--members", "2", "--tasks", "6", "--stateless", "0", "--standby", "0", "--max-warmup", "1",
+            "--faults", "join", "--max-faults", "1")
+    code, s = _check(tmp_path, *args, "--mutation", "unbounded-warmups")
+    assert code == 1 and s["counterexample"]["property"] == "bounded_warmups"
+    assert s["counterexample"]["length"] == 12
+    code, s = _check(tmp_path, *args)
+    assert code == 0 and {p["name"]: p["status"] for p in s["properties"]}["bounded_warmups"] == "holds"
 
 
 @pytest.mark.parametrize("args,message", [

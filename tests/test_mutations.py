@@ -85,6 +85,9 @@ MATRIX = [
     (("active-to-lagging-client",), STREAMS + ("--assignor", "high-availability", "--tasks", "4", "--stateless", "0",
                                                "--faults", "join", "--max-faults", "1"),
      {"learner_ready_before_active"}),
+    (("unbounded-warmups",), STREAMS + ("--assignor", "high-availability", "--tasks", "6", "--stateless", "0",
+                                        "--max-warmup", "1", "--faults", "join", "--max-faults", "1"),
+     {"bounded_warmups"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]
