@@ -342,7 +342,10 @@ def learner_ready_before_active(system: System, state: State):
     to go to a member learning it, only once that learner said it is ready (R48;
     seed 001: active tasks go "to instances with learner tasks that indicate
     ready"). A task no member runs goes to its learner at once (the seed's "Leader
-    Transfer During Scaling"), which this does not forbid."""
+    Transfer During Scaling"), which this does not forbid. A member holding the
+    task's standby counts as ready (R55: a learner placed there is ready at once;
+    R57: KIP-441 ranks a standby within acceptable.recovery.lag as caught up).
+    KIP-441's assignor (R57-R60): its warmup replicas are the learners."""
     group = state.group
     if group.phase != Phase.STABLE:
         return None
@@ -352,12 +355,32 @@ def learner_ready_before_active(system: System, state: State):
         if not revoked:
             continue
         for x in group.members:
-            learning, ready = (x.assignment.streams or (0, 0))[0], (x.subscription.streams or (0, 0))[1]
+            learning, user_data = (x.assignment.streams or (0, 0))[0], x.subscription.streams or (0, 0, 0)
+            ready = user_data[1] | user_data[2]  # R55: a learner where the task's standby ran is ready at once
             early = revoked & learning & ~ready
             if early and x.member_id != m.member_id:
                 return (f"{_names(system.cfg, early)} revoked from {member_name(m.member_id)} in generation "
                         f"{group.generation} for {member_name(x.member_id)}, whose learner is not ready")
     return None
+
+
+def bounded_warmups(system: System, state: State):
+    """In a Stable group under KIP-441's assignor, at most max.warmup.replicas warmup
+    replicas (R58): learner tasks whose task some member runs in this generation. A
+    learner of a task nobody runs is a move withheld for a round (R23), not a warmup."""
+    group = state.group
+    if group.phase != Phase.STABLE:
+        return None
+    running = union(m.assignment.partitions for m in group.members)
+    warmups = sum(((m.assignment.streams or (0, 0))[0] & running).bit_count() for m in group.members)
+    if warmups > system.cfg.max_warmup_replicas:
+        return (f"{warmups} warmup replicas in generation {group.generation}, above max.warmup.replicas "
+                f"{system.cfg.max_warmup_replicas}")
+    return None
+
+
+def _high_availability(system: System) -> bool:
+    return system.cfg.streams and system.cfg.assignor == "high-availability"
 
 
 def no_learner(system: System, state: State):
@@ -464,6 +487,9 @@ PROPERTIES = (
     Property("learner_ready_before_active", "invariant",
              "a task is revoked from the member running it for a learner only once that learner is ready (R48)",
              _streams, learner_ready_before_active),
+    Property("bounded_warmups", "invariant",
+             "at most max.warmup.replicas warmup replicas at a time (KIP-441's assignor, R58)",
+             _high_availability, bounded_warmups),
     Property("exclusive_processing", "invariant",
              "no partition is processed by two live (running or paused) members", _always, exclusive_processing),
     Property("single_leader", "invariant",

@@ -37,7 +37,8 @@ SCHEMA = {
     "faults": {"kinds", "budget", "resubscriptions"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
-    "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks"},
+    "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks",
+                "max_warmup_replicas", "probing_ticks"},
 }
 
 
@@ -216,7 +217,9 @@ def streams_settings(values: dict, members: int) -> tuple:
     (default 4, the last ``stateless`` of them stateless, default 1),
     ``standby_replicas`` (default 1, at most the member count), ``version``
     ("1.0" or "2.0"), ``rejoin`` ("conservative" or "eager"),
-    ``scale_down_ticks`` (default 2). ConfigError naming the key otherwise."""
+    ``scale_down_ticks`` (default 2); KIP-441's assignor (R58, R60):
+    ``max_warmup_replicas`` (default 2, at least 1) and ``probing_ticks`` (default 1,
+    at least 1). ConfigError naming the key otherwise."""
     tasks = _count("--tasks", values.get("tasks", 4), 1)
     stateless = _count("streams.stateless", values.get("stateless", 1), 0)
     if stateless > tasks:
@@ -230,7 +233,9 @@ def streams_settings(values: dict, members: int) -> tuple:
             raise ConfigError(f"unknown Streams {key} {values[key]!r} (expected one of {', '.join(allowed)})")
     extra = dict(stateless=((1 << tasks) - 1) & ~((1 << (tasks - stateless)) - 1), standby_replicas=standby,
                  streams_version=values.get("version", "2.0"), rejoin_mode=values.get("rejoin", "conservative"),
-                 scale_down_ticks=_count("streams.scale_down_ticks", values.get("scale_down_ticks", 2), 1))
+                 scale_down_ticks=_count("streams.scale_down_ticks", values.get("scale_down_ticks", 2), 1),
+                 max_warmup_replicas=_count("--max-warmup", values.get("max_warmup_replicas", 2), 1),
+                 probing_ticks=_count("streams.probing_ticks", values.get("probing_ticks", 1), 1))
     return (("task", tasks),), extra
 
 
@@ -319,7 +324,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
                        _count("members", members if members is not None else m.get("initial", 3), 1))
         topics, extra = streams_settings({**data.get("streams", {}), **(streams or {})}, provisional)
     elif streams or data.get("streams"):
-        raise ConfigError(f"--tasks, --standby, --streams-version, --rejoin and [streams] are for the streams "
+        raise ConfigError(f"--tasks, --standby, --streams-version, --rejoin, --max-warmup and [streams] are for the streams "
                           f"protocol, not {proto}")
     plugin = load_plugin(assignor) if ":" in assignor else None
     extra.update(subscription_settings(topics, g, m, f, data.get("initial")))

@@ -285,11 +285,13 @@ class System:
             return ()
         out = []
         idle = not (p.requests or p.responses)
-        if idle and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+        # R60: under KIP-441's assignor a warmup restores in the background, rebalance or not (it sends nothing)
+        if (idle and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight
+                or self.cfg.assignor == "high-availability"):
             for t in partitions_of(st.learning & ~st.ready):
                 event = LearnerReady(t)
                 c2, outs = self.step_member(c, event)
-                out.append((Action(READY, s, event), p._replace(consumer=c2, requests=self.requests_of(outs))))
+                out.append((Action(READY, s, event), p._replace(consumer=c2, requests=p.requests + self.requests_of(outs))))
         if shutting_down(self.cfg, c, idle):
             outs = self.step_member(c, Leave())[1]
             out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (),

@@ -190,7 +190,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @main.command()
 @click.argument("config", required=False, type=click.Path(dir_okay=False))
 @click.option("--protocol", type=click.Choice(ALL_PROTOCOLS), help="Rebalance protocol (default: the file's, else cooperative).")
-@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky, or your own as module:function (model/assignors.py assign_plugin gives its signature).")
+@click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky (streams: streams, "
+                                 "or KIP-441's high-availability), or your own as module:function (model/assignors.py assign_plugin gives its signature).")
 @click.option("--members", type=int, help="Members running at the start (default 3).")
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
 @click.option("--connectors", type=int,
@@ -203,6 +204,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--standby", type=int, help="Streams: num.standby.replicas (default 1, at most --members).")
 @click.option("--streams-version", help="Streams: the seed's algorithm version, 1.0 or 2.0 (default 2.0).")
 @click.option("--rejoin", help="Streams: conservative (rejoin once all learners are ready, default) or eager.")
+@click.option("--max-warmup", type=int, help="Streams, --assignor high-availability (KIP-441): max.warmup.replicas "
+                                             "(default 2, at least 1).")
 @click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all; under streams, "
                                "leave is the scale-down tool marking a member leaving soon); also, off unless named: "
                                "subscribe (a member switches to one of [faults] resubscriptions, R63) and "
@@ -249,8 +252,9 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, connectors, static, tasks, stateless, standby, streams_version, rejoin,
-          faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states, max_depth, max_seconds,
+def check(config, protocol, assignor, members, partitions, connectors, static, tasks, stateless, standby, streams_version,
+          rejoin, max_warmup, faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states,
+          max_depth, max_seconds,
           max_memory, walks, depth, seed, keep_going, timer_fairness, require_covers, example, junit_path, as_json,
           out_dir):
     """Model-check every interleaving within the bound.
@@ -288,8 +292,10 @@ def check(config, protocol, assignor, members, partitions, connectors, static, t
                        faults=faults, budget=budget, mutations=mutations, engine=engine, workers=workers,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations,
-                       connectors=connectors, streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
-                                                  ("version", streams_version), ("rejoin", rejoin)) if v is not None})
+                       connectors=connectors,
+                       streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
+                                                  ("version", streams_version), ("rejoin", rejoin),
+                                                  ("max_warmup_replicas", max_warmup)) if v is not None})
     max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
     guard = Guard(max_seconds, max_memory)
     if depth is not None and walks is None:

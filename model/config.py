@@ -11,7 +11,8 @@ CONSUMER_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
 PROTOCOLS = CONSUMER_PROTOCOLS + ("streams",)
 COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
 MEMBER_PROTOCOLS = COOPERATIVE_PROTOCOLS + ("streams",)  # a cooperative member's rules: Streams members too
-ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "streams")
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "streams", "high-availability")
+STREAMS_ASSIGNORS = ("streams", "high-availability")  # the seed's learner assignor; KIP-441's (R57-R60)
 STREAMS_VERSIONS = ("1.0", "2.0")  # seed 001, Algorithm Iteration Plan
 REJOIN_MODES = ("conservative", "eager")  # seed 001, Eager Rebalance
 PLUGIN_PROTOCOLS = ("eager", "cooperative")
@@ -71,6 +72,9 @@ class GroupConfig:
     new-comers take learners) or "2.0" (members take the tasks of leaving ones,
     R50, R51); ``rejoin_mode``: "conservative" (rejoin once every learner is ready)
     or "eager" (as each is, R55); ``scale_down_ticks``: the scale-down timeout (R54).
+    KIP-441 (assignor "high-availability", R57-R60): ``max_warmup_replicas``:
+    max.warmup.replicas (StreamsConfig, default 2, at least 1); ``probing_ticks``:
+    probing.rebalance.interval.ms in ticks (default 600000 ms there; at least 1).
 
     ``upgrade``: the members start on [range] (eager) and rolling bounces move them to
     [cooperative-sticky] (R77-R80, model/upgrade.py); ``protocol`` and ``assignor``
@@ -109,6 +113,8 @@ class GroupConfig:
     subscriptions: tuple = ()
     resubscriptions: tuple = ()
     created_topics: int = 0
+    max_warmup_replicas: int = 2
+    probing_ticks: int = 1
 
     def __post_init__(self):
         if self.connectors:
@@ -123,9 +129,9 @@ class GroupConfig:
         elif self.assignor not in ASSIGNORS:
             raise ConfigError(f"unknown assignor {self.assignor!r} (expected one of {', '.join(ASSIGNORS)}, "
                               "or your own as module:function)")
-        elif (self.protocol == "streams") != (self.assignor == "streams"):
+        elif (self.protocol == "streams") != (self.assignor in STREAMS_ASSIGNORS):
             raise ConfigError(f"assignor {self.assignor!r} does not go with the {self.protocol} protocol "
-                              "(the streams protocol and the streams assignor go together)")
+                              f"(the streams protocol goes with the {' or '.join(STREAMS_ASSIGNORS)} assignor)")
         elif self.protocol in COOPERATIVE_PROTOCOLS and self.assignor != "cooperative-sticky":
             raise ConfigError(f"assignor {self.assignor!r} does not support the cooperative protocol "
                               "(only cooperative-sticky does)")
@@ -135,7 +141,8 @@ class GroupConfig:
             # the deferral's mutations mean nothing without one, even to an assignor called alone (checker/prove.py
             # calls the sticky assignors under the eager protocol with claims); the whole table: refuse_inapplicable
             refuse_inapplicable(self.protocol, (m for m in self.mutations if REGISTRY[m].protocols == ("deferred",)))
-        for name, least in (("max_moves", 1), ("scheduled_delay_ticks", 0), ("rejoin_ticks", 1)):
+        for name, least in (("max_moves", 1), ("scheduled_delay_ticks", 0), ("rejoin_ticks", 1),
+                            ("max_warmup_replicas", 1), ("probing_ticks", 1)):  # the last two: R58, R60
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise ConfigError(f"{name} must be a whole number of at least {least}, got {value!r}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
-from . import streams
+from . import high_availability, streams
 from .assignors import assign
 from .config import GroupConfig, rule
 from .upgrade import cooperative_member, leader_config
@@ -207,7 +207,8 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
     # R16: the leader assigns, unless it rejoined a Stable group as a static member (R26)
     memory = c.memory if leader else (0, 0)
     if cfg.streams:  # R52: the Streams leader's memory lives while it leads, in its process only
-        assignments, memory = (streams.assign(cfg, r.members, c.memory if type(c.memory) is streams.StreamsMemory
+        streams_assign = high_availability.assign if cfg.assignor == "high-availability" else streams.assign
+        assignments, memory = (streams_assign(cfg, r.members, c.memory if type(c.memory) is streams.StreamsMemory
                                               else streams.NO_MEMORY)
                                if leader and not r.skip_assignment else ((), streams.NO_MEMORY))
         c = c._replace(memory=memory if leader else streams.NO_MEMORY)
@@ -288,8 +289,10 @@ def _streams_assignment(c: Consumer, a) -> tuple:
 
 def _wants_rejoin(cfg: GroupConfig, st) -> bool:
     """R55: a member with learners rejoins when the last of them is ready
-    (conservative) or as each one is (eager)."""
-    return bool(st.learning) and (cfg.rejoin_mode == "eager" or st.ready == st.learning)
+    (conservative) or as each one is (eager). R60: under KIP-441's assignor it
+    never does: the probing rebalance finds its warmups caught up."""
+    return (bool(st.learning) and cfg.assignor != "high-availability"
+            and (cfg.rejoin_mode == "eager" or st.ready == st.learning))
 
 
 def counting(c: Consumer) -> bool:

@@ -134,6 +134,18 @@ REGISTRY = {m.name: m for m in (
              "revoking it from the member that runs it (R48's first rule reads 'learning' for 'ready')",
              "seed 001, Assignment Algorithm (active tasks 'to instances with learner tasks that indicate "
              "ready'); KIP-441's acceptable.recovery.lag exists to prevent it", "R48", ("streams",)),
+    Mutation("active-to-lagging-client",
+             "KIP-441's assignor gives each stateful active task to its balanced owner whether or not that member "
+             "is caught up on it: no task is kept on a caught-up member and no warmup replica is needed (R58's "
+             "constraint dropped)",
+             "KIP-441 (the stateful task assignment before it moved tasks to clients with no state: the downtime "
+             "it exists to prevent); HighAvailabilityTaskAssignor, "
+             "TaskMovement.taskIsCaughtUpOnClientOrNoCaughtUpClientsExist", "R58", ("streams",)),
+    Mutation("unbounded-warmups",
+             "KIP-441's assignor gives a warmup replica to every balanced owner that lags, however many: "
+             "max.warmup.replicas ignored (R58)",
+             "KIP-441, max.warmup.replicas (StreamsConfig; it bounds the extra broker and disk load of restoring); "
+             "TaskMovement.assignTaskMovements' remainingWarmupReplicas", "R58", ("streams",)),
     Mutation("no-scale-down-timeout",
              "a leaving Streams member never shuts down on its scale-down timeout: only an assignment leaving it "
              "no active task ends it (R54)",
@@ -261,7 +273,7 @@ def refuse_inapplicable(protocol: str, mutations) -> None:
 
 
 # ---- the replacements, by the handler whose rule they replace ----------------------------------------------
-from . import assignors, coordinator, member, streams, upgrade  # noqa: E402 - the rules replaced are theirs; they import `rule`
+from . import assignors, coordinator, high_availability, member, streams, upgrade  # noqa: E402 - the rules replaced are theirs; they import `rule`
 
 
 @replaces(coordinator._commit_fencing, "no-commit-fencing")
@@ -304,6 +316,16 @@ def _promote_learning() -> str:
 def _anyone_learns(memory, takers, quota: dict, stateful: int) -> tuple:
     # the naive rule: anyone under the mean, from anyone heavier
     return list(takers), 1, {v.mid: -(-stateful.bit_count() // len(takers)) for v in takers}
+
+
+@replaces(high_availability._destination_caught_up, "active-to-lagging-client")
+def _any_destination(v, bit: int, anyone_caught_up: bool) -> bool:
+    return True
+
+
+@replaces(high_availability._warmup_budget, "unbounded-warmups")
+def _every_movement_warms_up(cfg) -> int:
+    return cfg.num_partitions
 
 
 @replaces(member._scale_down_timeout_ends, "no-scale-down-timeout")

@@ -272,11 +272,7 @@ def assign(cfg: GroupConfig, members, memory: StreamsMemory = NO_MEMORY) -> tupl
     learning it, takes it next round (StreamsPartitionAssignor's follow-up
     rebalance for tasks pending revocation)."""
     views, active, learning, standby = target(cfg, members, memory)
-    moving = rule(cfg, _moving)(views, active)
-    out = tuple((mid, Assignment(active[mid] & ~(moving & ~_owned(views, mid)), 0,
-                                 (), (learning[mid] | (active[mid] & moving & ~_owned(views, mid)
-                                                       & ~cfg.stateless), standby[mid])))
-                for mid, _, _ in members)
+    out = withheld(cfg, members, views, active, learning, standby)
     remembered = StreamsMemory(tuple(sorted(v.mid for v in views)), tuple(sorted(v.mid for v in views
                                                                                  if v.leaving)))
     return out, remembered
@@ -289,6 +285,21 @@ def _moving(views, active: dict) -> int:
     for v in views:
         moving |= v.owned & ~active[v.mid]
     return moving
+
+
+def withheld(cfg: GroupConfig, members, views, active: dict, learning: dict, standby: dict,
+             scheduled: int = 0) -> tuple:
+    """R23 for Streams: the assignments ``((member_id, Assignment), ...)`` in
+    ``members``' order from the leader's decision (dicts member id -> bitmask): a
+    task moving away from the member that runs it (``_moving``) is withheld from its
+    new owner this round and learned there instead (stateful ones) until it is
+    revoked. ``scheduled``: every assignment's ScheduledRebalanceTimeout in ticks (0:
+    none; the probing rebalance, R60)."""
+    moving = rule(cfg, _moving)(views, active)
+    return tuple((mid, Assignment(active[mid] & ~(moving & ~_owned(views, mid)), scheduled,
+                                  (), (learning[mid] | (active[mid] & moving & ~_owned(views, mid)
+                                                        & ~cfg.stateless), standby[mid])))
+                 for mid, _, _ in members)
 
 
 def _owned(views, mid: int) -> int:

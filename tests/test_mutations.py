@@ -97,6 +97,13 @@ MATRIX = [
     # differing subscriptions and a topic created mid-run (R61-R65)
     (("assign-unsubscribed",), SUBSCRIPTIONS, {"subscribed_only"}),
     (("defer-new-subscriptions",), SUBSCRIPTIONS + ("--protocol", "deferred"), {"new_partitions_at_once"}),
+    # KIP-441's assignor without its caught-up constraint (R58): the balanced owner takes a task it has no state of
+    (("active-to-lagging-client",), STREAMS + ("--assignor", "high-availability", "--tasks", "4", "--stateless", "0",
+                                               "--faults", "join", "--max-faults", "1"),
+     {"learner_ready_before_active"}),
+    (("unbounded-warmups",), STREAMS + ("--assignor", "high-availability", "--tasks", "6", "--stateless", "0",
+                                        "--max-warmup", "1", "--faults", "join", "--max-faults", "1"),
+     {"bounded_warmups"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]
