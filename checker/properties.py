@@ -21,13 +21,13 @@ from rebalance.model.assignors import newest_echo
 from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
-    NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
+    NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
     instance_name, member_name, partitions_of, union,
 )
 
 from .engines import churn
 from .refinement import refinement
-from .system import PAUSED, RUNNING, State, System, processing
+from .system import DOWNGRADE, FAILOVER, PAUSED, REMOVE, RUNNING, State, System, processing
 
 
 class Property(NamedTuple):
@@ -122,6 +122,14 @@ def single_leader(system: System, state: State):
 
 
 def generations_grow(system: System, state: State, action, nxt: State):
+    """Generations only grow (R4), but for a failover, which resumes at the stored
+    record's generation (R72): one a completed round reached, never an older one."""
+    if action.kind == FAILOVER:
+        record = state.group.record
+        stored = record.generation if record is not None else 0
+        if nxt.group.generation != stored:
+            return f"a failover resumed the group at generation {nxt.group.generation}, not the stored {stored}"
+        return None
     if nxt.group.generation < state.group.generation:
         return f"generation went from {state.group.generation} to {nxt.group.generation}"
     return None
@@ -153,8 +161,12 @@ def revoke_before_assign(system: System, state: State):
 
 def balanced(system: System, state: State):
     """None when the group is Stable (or Empty with no running member), every
-    partition owned by exactly one running member and loads within one; else why not."""
-    return imbalance(system.cfg, state.group.phase, [p.consumer for p in state.procs if p.status == RUNNING])
+    partition owned by exactly one running member and loads within one; else why not.
+    A process whose consumer ended on a fatal error (FENCED_INSTANCE_ID, R28, which a
+    failover can bring on a live static member, R72; INCONSISTENT_GROUP_PROTOCOL, R35)
+    consumes no more: it is no member to balance over."""
+    return imbalance(system.cfg, state.group.phase, [p.consumer for p in state.procs
+                                                     if p.status == RUNNING and p.consumer.phase != MemberPhase.LEFT])
 
 
 def imbalance(cfg, phase: Phase, live) -> str | None:
@@ -440,6 +452,18 @@ def _can_back_off(system: System) -> bool:
     return _deferred(system) and system.max_faults >= 3 and bool(system.faults & {"join", "restart"})
 
 
+def _failover_retried(system, s, a, n) -> bool:
+    return a.kind == FAILOVER and any(p.requests or p.responses for p in s.procs) and any(p.requests for p in n.procs)
+
+
+def _downgraded(system, s, a, n) -> bool:
+    """A dynamic member of a static slot joined (its JoinGroup answered)."""
+    if not _reply(a, JoinGroupResponse, Error.NONE) or a.slot not in system.static:
+        return False
+    c = _consumer(n, a.slot)
+    return not c.group_instance_id and c.member_id != NO_MEMBER_ID
+
+
 def _timer(kind):
     return lambda system, s, a, n: a.kind == "timer" and type(a.detail) is kind
 
@@ -472,6 +496,13 @@ COVERS = (
           "the rest (R34)", lambda system, s, a, n: any(m.assignment.scheduled for m in n.group.members), _incremental),
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
+    Cover("admin_removal", "an admin client removed a static member by group.instance.id and the group "
+          "rebalanced (R71)", lambda system, s, a, n: a.kind == REMOVE and n.group.phase != s.group.phase,
+          lambda system: REMOVE in system.faults and bool(system.static)),
+    Cover("coordinator_failover", "the coordinator failed over to its stored record while a request or response "
+          "was in flight, and a member retried (R72)", _failover_retried, lambda system: FAILOVER in system.faults),
+    Cover("static_downgrade", "a static member's process restarted without group.instance.id and joined as a "
+          "dynamic member (R73)", _downgraded, lambda system: DOWNGRADE in system.faults and bool(system.static)),
 )
 
 

@@ -19,7 +19,7 @@ from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
 from .situations import Initial, initial_state, parse_initial, parse_steps, play_prefix, slots_of, static_slots
-from .system import FAULTS, System
+from .system import FAULT_KINDS, FAULTS, System
 
 ALL_PROTOCOLS = PROTOCOLS
 ENGINES = ("local", "spark")
@@ -280,10 +280,11 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
                           f"places its partition owners on the Spark master's cores instead (--spark-master)")
     from .properties import PROPERTIES
     names = tuple(p.name for p in PROPERTIES)
-    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULTS)
+    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULT_KINDS)
     # a paused member is a zombie that keeps processing: exclusive_processing is
-    # expected to break (generation fencing keeps exclusive_ownership; the design brief)
-    zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
+    # expected to break (generation fencing keeps exclusive_ownership; the design brief);
+    # so is a live static member an admin client removes (R71): it processes until its next heartbeat
+    zombie_default = ["exclusive_processing"] if {"pause", "remove"} & set(fault_kinds) else []
     initial, prefix = None, ()
     if "events" in data:
         raise ConfigError("[[events]] are replay's steps, each followed by the settled schedule; check explores "

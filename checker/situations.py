@@ -50,7 +50,7 @@ from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.protocol import mask_of
 
 from .render import lane, slot_named
-from .system import ACTION_KINDS, BOUNCE, ENVIRONMENT, FAULTS, STATUS_NAMES, State, System
+from .system import ACTION_KINDS, BOUNCE, ENVIRONMENT, FAILOVER, FAULT_KINDS, STATUS_NAMES, State, System
 
 S = 1_000  # ms
 
@@ -216,7 +216,9 @@ def play_step(system: System, state: State, action: str, slot: int) -> tuple:
     whatever faults the configuration enables, spending no budget). ConfigError
     naming the step and why it is not enabled."""
     if action in ENVIRONMENT:
-        everything = System(system.cfg, 0, system.slots, FAULTS, 1, system.static)
+        # every fault; a failover only if the system keeps the coordinator's record (R72)
+        kinds = tuple(k for k in FAULT_KINDS if k != FAILOVER or k in system.faults)
+        everything = System(system.cfg, 0, system.slots, kinds, 1, system.static)
         options = everything.fault_successors(state._replace(faults_left=1))
         found = [(a, n._replace(faults_left=state.faults_left)) for a, n in options if a.kind == action and a.slot == slot]
     else:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from rebalance.model import coordinator, member
+from rebalance.model import coordinator, failover, member
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer, counting, shutting_down
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, LearnerReady, Leave, OffsetCommit, Phase, Receive,
+    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, CoordinatorLost, Error, HeartbeatDue, LeaveGroup, LearnerReady, Leave, OffsetCommit, Phase, Receive,
     ScaleDown, ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of,
     instance_id, member_id, partitions_of, slot_of, union,
 )
@@ -36,8 +36,14 @@ from rebalance.model.protocol import (
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
+# KIP-345's faults (seed 002), explored only when named (R71-R73): an admin client removes a static member
+# (batch LeaveGroup by group.instance.id), the coordinator fails over to its stored record, a static member's
+# process restarts without group.instance.id
+REMOVE, FAILOVER, DOWNGRADE = "remove", "failover", "downgrade"
+KIP345_FAULTS = (REMOVE, FAILOVER, DOWNGRADE)
+FAULT_KINDS = FAULTS + KIP345_FAULTS  # every fault a configuration may name; FAULTS are the default
 SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
-ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN)  # the environment's actions (no fairness)
+ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN) + KIP345_FAULTS  # the environment's actions (no fairness)
 BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.py), also the environment's
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
@@ -46,6 +52,8 @@ ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick", C
     BOUNCE,)
 TICK = Tick()
 COMMIT_DUE = CommitDue()
+COORDINATOR_LOST = CoordinatorLost()
+ADMIN_EPOCH = 0  # an admin client's connection on a slot: no process has epoch 0, so its reply is dropped
 
 
 class Proc(NamedTuple):
@@ -139,7 +147,10 @@ class System:
         key = (group, event)
         hit = self._coord.get(key)
         if hit is None:
-            hit = self._coord[key] = coordinator.handle(self.cfg, group, event)
+            g2, replies = coordinator.handle(self.cfg, group, event)
+            if FAILOVER in self.faults:  # R72: keep what a failover would load
+                g2 = failover.recorded(group, g2)
+            hit = self._coord[key] = (g2, replies)
         return hit
 
     def step_member(self, c: Consumer, event) -> tuple:
@@ -165,8 +176,9 @@ class System:
     def requests_of(outputs) -> tuple:
         return tuple(o.request for o in outputs if type(o) is Send)
 
-    def start(self, slot: int, proc: Proc) -> Proc:
-        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot)))
+    def start(self, slot: int, proc: Proc, static: bool = True) -> Proc:
+        """A new process on ``slot`` (static if the slot is and ``static``), joining."""
+        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot) if static else NO_INSTANCE_ID))
         return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), ())
 
     def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
@@ -185,7 +197,10 @@ class System:
         """The state exploration starts from: ``start`` if given, else the configured
         members started from an empty group and run, deterministically, to a
         quiescent Stable group."""
-        return self.start_state if self.start_state is not None else settle(self, self.started())
+        state = self.start_state if self.start_state is not None else settle(self, self.started())
+        if FAILOVER in self.faults and state.group.record is None:  # R72: a starting Stable group is stored
+            state = state._replace(group=failover.recorded(state.group, state.group))
+        return state
 
     def stable(self, owned: dict, generation: int, leader_slot: int) -> State:
         """A Stable group at ``generation`` in which each slot of ``owned`` ({slot:
@@ -356,7 +371,43 @@ class System:
                 out.append((Action("resume", s, None), _with_proc(state, s, p._replace(status=RUNNING), 0)))
             if state.faults_left > 0:
                 out.extend((a, _with_proc(state, s, q, 1)) for a, q in self._faults(s, p))
+        if state.faults_left > 0:
+            out.extend(self._kip345_faults(state))
         return out
+
+    def _kip345_faults(self, state: State) -> list:
+        """KIP-345's faults that act on the group (R71, R72), each spending one fault:
+        ``remove``, an admin client's batch LeaveGroup naming a static member of the
+        group by group.instance.id (seed 002, "Admin request"; from a connection of its
+        own, whose reply no process reads); ``failover``, the coordinator resumes from
+        its stored record and everything in flight is lost: every live member sees its
+        connection break (or NOT_COORDINATOR) and retries (model/failover.py,
+        model/member.py ``_coordinator_lost``)."""
+        out = []
+        group = state.group
+        if REMOVE in self.faults:
+            for s in sorted(self.static):
+                iid = self.instance_of(s)
+                if coordinator.find_instance(group, iid) is not None:
+                    req = LeaveGroup(((NO_MEMBER_ID, iid),))
+                    nxt = self.coordinator_event(state, Receive(connection(s, ADMIN_EPOCH), req))
+                    out.append((Action(REMOVE, s, req), nxt._replace(faults_left=state.faults_left - 1)))
+        if FAILOVER in self.faults and group.phase != Phase.DEAD:
+            out.append((Action(FAILOVER, -1, None), self._failed_over(state)))
+        return out
+
+    def _failed_over(self, state: State) -> State:
+        """R72: the coordinator loaded from its record; every request and response in
+        flight dropped; each live member handles the loss (its retry goes out)."""
+        procs = []
+        for p in state.procs:
+            if p.status == RUNNING or p.status == PAUSED:
+                c, outs = self.step_member(p.consumer, COORDINATOR_LOST)
+                p = Proc(p.status, p.epoch, c, self.requests_of(outs), (), p.shared, p.committed)
+            elif p.requests:
+                p = p._replace(requests=())
+            procs.append(p)
+        return State(failover.load(self.cfg, state.group), tuple(procs), state.faults_left - 1)
 
     def churn_successors(self, state: State) -> list:
         """R39: leader changes outside the budget (checker/engines/churn.py): between rounds
@@ -391,6 +442,9 @@ class System:
                 out.append((Action("pause", s, None), p._replace(status=PAUSED)))
         elif p.status == CRASHED and "restart" in faults:
             out.append((Action("restart", s, None), self.start(s, p)))
+        if p.status == CRASHED and DOWNGRADE in faults and s in self.static:
+            # R73: the static member's process restarts without group.instance.id (KIP-345's downgrade)
+            out.append((Action(DOWNGRADE, s, None), self.start(s, p, static=False)))
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
             out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), ())))
         return out

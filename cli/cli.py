@@ -28,7 +28,7 @@ from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers, concrete_reason
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
-from rebalance.checker.system import FAULTS, System
+from rebalance.checker.system import FAULTS, KIP345_FAULTS, System
 from rebalance.model.config import CONSUMER_PROTOCOLS, ConfigError
 from rebalance.model.mutations import REGISTRY
 from rebalance.spec.actions import SPEC_MUTATIONS
@@ -195,8 +195,11 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--standby", type=int, help="Streams: num.standby.replicas (default 1, at most --members).")
 @click.option("--streams-version", help="Streams: the seed's algorithm version, 1.0 or 2.0 (default 2.0).")
 @click.option("--rejoin", help="Streams: conservative (rejoin once all learners are ready, default) or eager.")
-@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all; under streams, "
-                               "leave is the scale-down tool marking a member leaving soon).")
+@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (the default, all of them; "
+                               "under streams, leave is the scale-down tool marking a member leaving soon) and "
+                               f"KIP-345's {','.join(KIP345_FAULTS)}: an admin client removes a static member by "
+                               "group.instance.id, the coordinator fails over to its stored record, a crashed static "
+                               "member restarts without group.instance.id.")
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Switch on a known-bad behaviour (repeatable).")

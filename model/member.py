@@ -22,7 +22,7 @@ from . import streams
 from .assignors import assign
 from .config import GroupConfig, rule
 from .protocol import (
-    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, Error, Heartbeat,
+    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, CoordinatorLost, Error, Heartbeat,
     HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, LearnerReady, Leave, LeaveGroup, ScaleDown,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse, Tick,
     EMPTY_SUBSCRIPTION,
@@ -277,6 +277,22 @@ def _heartbeat_response(cfg: GroupConfig, c: Consumer, r: HeartbeatResponse, out
     return _on_membership_error(cfg, c, r.error, out)
 
 
+def _coordinator_lost(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
+    """R72: the coordinator failed over and the member's request in flight is lost. It
+    rediscovers the coordinator and retries as the Java consumer does: a lost
+    JoinGroup or SyncGroup is a JoinGroup again under its member id, keeping what it
+    owns (AbstractCoordinator.SyncGroupResponseHandler and JoinGroupResponseHandler
+    call markCoordinatorUnknown on NOT_COORDINATOR and fail the join future with a
+    retriable error; joinGroupIfNeeded then sends JoinGroup again). The generation of
+    the round that did not complete is forgotten: no JoinGroup carries it and the
+    JoinGroup response replaces it, while the loaded group may be at an older one
+    (R72). A lost Heartbeat is not retried: the next one goes to the new coordinator
+    (HeartbeatResponseHandler only marks the coordinator unknown)."""
+    if c.phase == MemberPhase.JOINING or c.phase == MemberPhase.SYNCING:
+        return _rejoin(cfg, c._replace(generation=NO_GENERATION), out)
+    return c._replace(heartbeat_inflight=False)
+
+
 def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
     """One member step: ``(consumer', (Send | Callback, ...))``. Unknown inputs raise TypeError."""
     out: list = []
@@ -287,6 +303,8 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         c = _sync_response(cfg, c, event, out)
     elif kind is HeartbeatResponse:
         c = _heartbeat_response(cfg, c, event, out)
+    elif kind is CoordinatorLost:
+        c = _coordinator_lost(cfg, c, out)
     elif kind is LeaveGroupResponse or kind is OffsetCommitResponse:
         # R41: a refused commit changes nothing here; the next heartbeat finds out why (R19)
         pass

@@ -189,6 +189,18 @@ REGISTRY = {m.name: m for m in (
              "had revoked them",
              "test-only: a deliberately wrong member, not a Kafka bug (R18; a rebalance storm)", "R18",
              MEMBER_PROTOCOLS, test_only=True),
+    Mutation("admin-removal-without-rebalance",
+             "static members an admin client removes by group.instance.id (batch LeaveGroup) are dropped from "
+             "the group without a rebalance: their partitions stay assigned to nobody",
+             "test-only: a deliberately wrong coordinator (seed 002, KIP-345 admin removal exists so a scale-down "
+             "moves the partitions at once; GroupCoordinator.handleLeaveGroup -> removeMemberAndUpdateGroup -> "
+             "maybePrepareRebalance)", "R71", PROTOCOLS, test_only=True),
+    Mutation("failover-stale-generation",
+             "a coordinator taking over after a failover resumes the group one generation behind its stored "
+             "record, so it hands out a generation already used",
+             "test-only: a deliberately wrong coordinator (GroupMetadata.loadGroup resumes at the record's "
+             "generationId; generation fencing, R9, needs generations never handed out twice)", "R72", PROTOCOLS,
+             test_only=True),
 )}
 
 # mutation name -> ((correct rule, its replacement), ...), filled by ``replaces``
@@ -232,7 +244,7 @@ def refuse_inapplicable(protocol: str, mutations) -> None:
 
 
 # ---- the replacements, by the handler whose rule they replace ----------------------------------------------
-from . import assignors, coordinator, member, streams  # noqa: E402 - the rules replaced are theirs; they import `rule`
+from . import assignors, coordinator, failover, member, streams  # noqa: E402 - the rules replaced are theirs; they import `rule`
 
 
 @replaces(coordinator._commit_fencing, "no-commit-fencing")
@@ -424,3 +436,13 @@ def _overload_first_member(mids, out: dict) -> dict:
     if len(mids) >= 2:
         out[mids[0]], out[mids[-1]] = out[mids[0]] | out[mids[-1]], 0
     return out
+
+
+@replaces(coordinator._remove_by_admin, "admin-removal-without-rebalance")
+def _remove_without_rebalance(cfg, group, mids, out: list):
+    return group._replace(members=tuple(m for m in group.members if m.member_id not in mids))
+
+
+@replaces(failover._loaded_generation, "failover-stale-generation")
+def _stale_generation(record):
+    return max(record.generation - 1, 0)

@@ -410,6 +410,15 @@ class Tick(NamedTuple):
     tag: int = 114
 
 
+class CoordinatorLost(NamedTuple):
+    """The coordinator failed over (R72): the member's connection broke, or its request
+    was answered NOT_COORDINATOR, and whatever it had in flight is lost; it
+    rediscovers the coordinator (AbstractCoordinator.markCoordinatorUnknown) and
+    retries."""
+
+    tag: int = 130
+
+
 class LearnerReady(NamedTuple):
     """Streams (seed 001): the member finished restoring learner task ``task`` (an
     index): it is ready (R55)."""

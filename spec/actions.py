@@ -297,6 +297,24 @@ def _stop_post(L, s, t, i, muts):
                                 t.member_generation[i] == NO_GENERATION, L.Not(t.granting[i]), t.grant[i] == 0)
 
 
+def _failover_post(L, s, t, i, muts):
+    """R72: the coordinator resumes from its stored record: a Stable or Empty group,
+    every grant in flight lost; the members keep what they own and may forget the
+    generation of a round that did not complete; the record gives no partition twice,
+    nor one another known member owns (it was stored when the leader's assignment
+    arrived, and members own only what an assignment since stored gave them)."""
+    yield "Stable or Empty", L.Or(t.phase == STABLE, t.phase == EMPTY)
+    yield "every grant lost", L.And(*(L.And(L.Not(t.granting[j]), t.grant[j] == 0) for j in slots(s)))
+    yield "processes and what they own unchanged", L.And(*(L.And(_same(s, t, "live", j), _same(s, t, "owned", j))
+                                                          for j in slots(s)))
+    yield "generation kept or forgotten", L.And(*(L.Or(_same(s, t, "member_generation", j),
+                                                       t.member_generation[j] == NO_GENERATION) for j in slots(s)))
+    yield "no member's generation beyond the record's", L.And(*(t.member_generation[j] <= t.generation
+                                                               for j in slots(s)))
+    yield "the record holds no partition twice", L.And(*(
+        (holding(L, t, j) & holding(L, t, k)) == 0 for j in slots(s) for k in slots(s) if j < k))
+
+
 class Case(NamedTuple):
     name: str
     pre: Callable   # (logic, View, slot, spec mutations) -> iterable of (clause, condition)
@@ -312,6 +330,7 @@ REFUSED = Case("refused or stale", _no_pre, _refused_post)
 GRANTED = Case("granted", _no_pre, _granted_post)
 START = Case("process starts", _start_pre, _start_post)
 STOP = Case("process stops", _no_pre, _stop_post)
+FAILOVER = Case("the coordinator fails over", _no_pre, _failover_post)
 
 class SpecAction(NamedTuple):
     """An action: the disjunction of its cases. ``local``: its cases read only the
@@ -364,6 +383,7 @@ ACTIONS = {
     "Pause": _member(STUTTER),
     "Resume": _member(STUTTER),
     "ScaleDown": _member(STUTTER),  # Streams: the scale-down tool marks a member leaving soon (R53)
+    "Failover": _coordinator(FAILOVER),  # KIP-345's faults (R72); an admin removal is a LeaveGroup (R71)
 }
 
 
