@@ -220,14 +220,19 @@ class System:
         """Member ids whose connection belongs to a running process that still holds
         (or, mid-JoinGroup, is being given) that id; the others are silent (R21). A
         process that forgot its member id and is not joining (fenced, R28) speaks
-        for nobody."""
+        for nobody; one joining is given the newest member id on its connection (an
+        older one there is a member a failover's record brought back, R72)."""
         live = set()
         procs = state.procs
+        newest: dict = {}
+        for m in state.group.members:
+            newest[m.conn] = max(newest.get(m.conn, NO_MEMBER_ID), m.member_id)
         for m in state.group.members:
             p = procs[slot_of(m.conn)]
             if p.status == RUNNING and p.epoch == epoch_of(m.conn):
                 c = p.consumer
-                if c.member_id == m.member_id or (c.member_id == NO_MEMBER_ID and c.phase == MemberPhase.JOINING):
+                if c.member_id == m.member_id or (c.member_id == NO_MEMBER_ID and c.phase == MemberPhase.JOINING
+                                                  and m.member_id == newest[m.conn]):
                     live.add(m.member_id)
         return live
 
