@@ -12,6 +12,8 @@ ZOMBIES = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join"
 STATIC = ("--static", "--faults", "restart,crash,leave")
 STREAMS = ("--protocol", "streams", "--members", "2", "--standby", "0")
 SMALL = ("--members", "1", "--partitions", "3", "--faults", "join,crash", "--max-faults", "2")
+KIP345 = ("--static", "--members", "2", "--partitions", "2", "--max-faults", "2",
+          "--faults", "crash,restart,remove,failover,downgrade")
 
 # (mutations, configuration, the properties violated; every other one holds)
 MATRIX = [
@@ -81,6 +83,10 @@ MATRIX = [
                                             "--max-faults", "1"), {"bounded_scale_down"}),
     (("no-commit-fencing",), ("--protocol", "streams", "--members", "2", "--tasks", "2", "--standby", "0",
                               "--faults", "pause,crash,join"), {"exclusive_processing", "exclusive_active"}),
+    # KIP-345's faults (R71, R72): a live static member an admin removes processes until its next heartbeat
+    ((), KIP345, {"exclusive_processing"}),
+    (("admin-removal-without-rebalance",), KIP345, {"exclusive_processing", "quiescent_balance", "eventual_balance"}),
+    (("failover-stale-generation",), KIP345, {"exclusive_processing", "single_leader", "refinement"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]
@@ -96,7 +102,7 @@ def test_what_each_mutation_breaks_and_leaves_holding(rebalance_check, mutations
     status = {p["name"]: p["status"] for p in s["properties"]}
     assert {n for n, st in status.items() if st == "violated"} == violated
     assert all(st == "holds" for n, st in status.items() if n not in violated)
-    expected = {"exclusive_processing"} if "pause" in config[-1] else set()
+    expected = {"exclusive_processing"} if {"pause", "remove"} & set(config[-1].split(",")) else set()
     assert code == (1 if violated - expected else 0)
     for v in s["counterexamples"]:
         assert v["property"] in violated and v["length"] > 0

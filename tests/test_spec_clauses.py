@@ -38,7 +38,8 @@ def quick_systems():
             System(_cfg(), 1, 2, ("join", "crash", "restart"), 2),  # restarts, the timers, the initial delay
             System(_cfg(), 2, 1, ("crash", "restart", "pause"), 2, static=frozenset({0, 1, 2})),
             System(_cfg("deferred"), 2, 1, ("crash",), 1),  # ticks and ScheduledRebalanceTimeouts
-            System(_cfg("streams"), 2, 1, ("join", "leave"), 1)]  # learners ready, scale-down, shutdown
+            System(_cfg("streams"), 2, 1, ("join", "leave"), 1),  # learners ready, scale-down, shutdown
+            System(_cfg(), 2, 1, ("crash", "failover"), 2)]  # KIP-345's coordinator failover (R72)
 
 
 def full_systems():
@@ -118,7 +119,7 @@ IDS = [f"{c.action}/{c.case}/{c.kind}/{c.clause}" for c in CLAUSES]
 
 
 def test_clauses_are_enumerated_once_each():
-    assert len(set(CLAUSES)) == len(CLAUSES) == 115
+    assert len(set(CLAUSES)) == len(CLAUSES) == 121
     assert set(c.action for c in CLAUSES) == set(spec.ACTIONS)
 
 
