@@ -309,6 +309,8 @@ def _failover_post(L, s, t, i, muts):
                                                           for j in slots(s)))
     yield "generation kept or forgotten", L.And(*(L.Or(_same(s, t, "member_generation", j),
                                                        t.member_generation[j] == NO_GENERATION) for j in slots(s)))
+    yield "a slot without a process is no member", L.And(*(L.Implies(L.Not(t.live[j]), L.Not(t.known[j]))
+                                                           for j in slots(s)))
     yield "no member's generation beyond the record's", L.And(*(t.member_generation[j] <= t.generation
                                                                for j in slots(s)))
     yield "the record holds no partition twice", L.And(*(
