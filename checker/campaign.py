@@ -35,7 +35,7 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from rebalance.model.config import CONSUMER_PROTOCOLS, DEFAULT_ASSIGNOR, ConfigError, GroupConfig
+from rebalance.model.config import CONSUMER_PROTOCOLS, COOPERATIVE_PROTOCOLS, DEFAULT_ASSIGNOR, ConfigError, GroupConfig
 
 from .files import atomic_write
 from .simulation import DEFAULT_HORIZON_MS, Metrics, Timing, simulate
@@ -65,6 +65,7 @@ class Campaign(NamedTuple):
     static: tuple = (False, True)
     timing: Timing = Timing()
     horizon_ms: int = DEFAULT_HORIZON_MS
+    rejoin_flag: bool = False  # R74: the cooperative protocols' leaders flag a second round owed
 
     def validate(self) -> None:
         """Raises ConfigError naming the first bad value."""
@@ -99,12 +100,15 @@ class Campaign(NamedTuple):
                 for sit, (m, p), proto, static in [grid[i % len(grid)]]]
 
 
-def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HORIZON_MS) -> tuple:
-    """One run: the spec's fields followed by its Metrics, in ROW_FIELDS order."""
+def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HORIZON_MS,
+            rejoin_flag: bool = False) -> tuple:
+    """One run: the spec's fields followed by its Metrics, in ROW_FIELDS order.
+    ``rejoin_flag``: R74 on for the cooperative protocols (eager owes no second round)."""
     run, situation, protocol, static, members, partitions, seed = spec
     rng = random.Random(f"{seed}:{run}")
     cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol,
-                      assignor=DEFAULT_ASSIGNOR[protocol], **timing.group_ticks())
+                      assignor=DEFAULT_ASSIGNOR[protocol], **timing.group_ticks(),
+                      rejoin_flag=rejoin_flag and protocol in COOPERATIVE_PROTOCOLS)
     m = simulate(cfg, members, static, script(situation, rng, members), timing, rng, horizon_ms)
     return (run, situation, protocol, static, members, partitions, seed, *m)
 
@@ -142,8 +146,8 @@ def run_campaign(campaign: Campaign, out: Path, master: str = "local[*]", progre
     sc = spark.sparkContext
     specs = campaign.specs()
     slices = min(len(specs), max(4 * sc.defaultParallelism, 32))
-    timing, horizon_ms = campaign.timing, campaign.horizon_ms
-    rows = sc.parallelize(specs, slices).map(lambda spec: run_one(spec, timing, horizon_ms))
+    timing, horizon_ms, flag = campaign.timing, campaign.horizon_ms, campaign.rejoin_flag
+    rows = sc.parallelize(specs, slices).map(lambda spec: run_one(spec, timing, horizon_ms, flag))
     frame = spark.createDataFrame(rows, _schema())
     staging = Path(tempfile.mkdtemp(prefix=".runs-", dir=out))
     done = threading.Event()
@@ -218,7 +222,8 @@ def _markdown(table: list, campaign: Campaign) -> str:
              f"latency {t.latency_ms} ms. A run goes on until the group is balanced and quiet, or is "
              f"censored {campaign.horizon_ms:,} ms after its last scripted action. Means, and the median ticks "
              "to balance, are over the runs that were not censored (— if none); censored runs are counted, "
-             "their figures (lower bounds) are in runs.parquet.", ""]
+             "their figures (lower bounds) are in runs.parquet."
+             + (" The cooperative protocols' leaders set the rejoin flag (R74)." if campaign.rejoin_flag else ""), ""]
     header = ("members × partitions", "protocol", "static", "runs", "rebalances", "moved",
               "partition-ticks unavailable", "ticks to balance", "censored")
     for situation in campaign.situations:

@@ -30,7 +30,7 @@ SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "event
 # key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
     "initial": {"owned", "generation", "leader", "static"},
-    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves"},
+    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "rejoin_flag"},
     "members": {"initial", "joiners", "static"},
     "faults": {"kinds", "budget"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
@@ -256,6 +256,9 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     refuse_inapplicable(proto, muts)
+    rejoin_flag = g.get("rejoin_flag", False)
+    if not isinstance(rejoin_flag, bool):
+        raise ConfigError(f"group.rejoin_flag must be true or false, got {rejoin_flag!r}")
     extra = {}
     if proto == "streams":
         # the member count a standby replica needs (R46..): [initial]'s members, else --members / members.initial
@@ -268,6 +271,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     plugin = load_plugin(assignor) if ":" in assignor else None
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
                         initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t),
+                        rejoin_flag=rejoin_flag,
                         **extra)
     if plugin is not None:
         probe_plugin(group)

@@ -77,6 +77,17 @@ def _scale_down(rng: random.Random, members: int) -> list:
     return [(rng.randint(0, 2 * S), "stop", slot) for slot in rng.sample(range(members), max(1, members // 4))]
 
 
+def _scale_down_admin(rng: random.Random, members: int) -> list:
+    """Scale-down with admin removal (seed 002, "Scale down"; R71): the processes stop
+    (a static member sends no LeaveGroup, R20) and an admin client removes them 1-3 s
+    later instead of waiting out session.timeout.ms. A dynamic member has left already."""
+    out = []
+    for slot in rng.sample(range(members), max(1, members // 4)):
+        t = rng.randint(0, 2 * S)
+        out += [(t, "stop", slot), (t + rng.randint(S, 3 * S), "remove", slot)]
+    return out
+
+
 def _host_swap(rng: random.Random, members: int) -> list:
     return [(0, "stop", rng.randrange(members)), (rng.randint(5 * S, 20 * S), "start", members)]
 
@@ -86,6 +97,7 @@ SITUATIONS = {
     "process_death": _process_death,
     "scale_up": _scale_up,
     "scale_down": _scale_down,
+    "scale_down_admin": _scale_down_admin,
     "host_swap": _host_swap,
 }
 

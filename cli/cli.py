@@ -864,9 +864,11 @@ def _print_obligation(ob) -> None:
               help="The deferred protocol's scheduled.rebalance.max.delay.ms (Kafka Connect's setting; 0: lost "
                    "partitions are reassigned at once and revoking rounds do not back off).")
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--rejoin-flag", is_flag=True, help="The cooperative protocols' leaders tell every member to rejoin "
+                                                  "at once when a second round is owed (seed 000, Design I; R74).")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as one JSON object on stdout.")
 def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_ms, scheduled_delay_ms, spark_master,
-             as_json):
+             rejoin_flag, as_json):
     """Run a simulation campaign on Spark: the seeds' situations, timed.
 
     Each run drives the model's coordinator and member handlers with a virtual
@@ -897,7 +899,8 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
     campaign = Campaign(runs=runs, seed=seed, situations=split(situations), sizes=parse_sizes(sizes),
                         protocols=split(protocols),
                         static={"both": (False, True), "yes": (True,), "no": (False,)}[static],
-                        horizon_ms=horizon_ms, timing=Timing(scheduled_delay_ms=scheduled_delay_ms))
+                        horizon_ms=horizon_ms, timing=Timing(scheduled_delay_ms=scheduled_delay_ms),
+                        rejoin_flag=rejoin_flag)
     campaign.validate()
     started = time.monotonic()
     if err.is_terminal:

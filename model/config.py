@@ -62,6 +62,10 @@ class GroupConfig:
     R50, R51); ``rejoin_mode``: "conservative" (rejoin once every learner is ready)
     or "eager" (as each is, R55); ``scale_down_ticks``: the scale-down timeout (R54).
 
+    ``rejoin_flag``: the leader's assignment tells every member to rejoin at once
+    when the round owes a second one (R74, seed 000's Design I discussion); for the
+    cooperative protocols only.
+
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, two
     mutations replacing one rule, or a topic without partitions.
@@ -83,6 +87,7 @@ class GroupConfig:
     streams_version: str = "2.0"
     rejoin_mode: str = "conservative"
     scale_down_ticks: int = 2
+    rejoin_flag: bool = False
 
     def __post_init__(self):
         if self.protocol not in PROTOCOLS:
@@ -124,6 +129,9 @@ class GroupConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < (name == "scale_down_ticks"):
                 raise ConfigError(f"{name} must be a whole number of at least {int(name == 'scale_down_ticks')}, "
                                   f"got {value!r}")
+        if self.rejoin_flag and self.protocol not in COOPERATIVE_PROTOCOLS:
+            raise ConfigError(f"the rejoin flag is for the cooperative protocols ({', '.join(COOPERATIVE_PROTOCOLS)}), "
+                              f"not {self.protocol}: an eager round owes no second one")
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:

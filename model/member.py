@@ -19,7 +19,7 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from . import streams
-from .assignors import assign
+from .assignors import assign, flag_rejoin
 from .config import GroupConfig, rule
 from .protocol import (
     NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, CoordinatorLost, Error, Heartbeat,
@@ -124,6 +124,12 @@ def _owned_after_sync(owned: int, assigned: int) -> int:
     return assigned
 
 
+def _owned_when_told_to_rejoin(owned: int, assigned: int) -> int:
+    """R74: a member told to rejoin at once still revokes first (R18), so it owns
+    what it was assigned. Replaced by ``rejoin-before-revoking`` (test-only)."""
+    return assigned
+
+
 def assigned_consumer(cfg: GroupConfig, mid: int, iid: int, generation: int, leader: bool, owned: int,
                       group_assigned: int) -> Consumer:
     """A Stable member of ``generation`` owning what it was assigned, the group
@@ -195,7 +201,7 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
                                if leader and not r.skip_assignment else ((), streams.NO_MEMORY))
         c = c._replace(memory=memory if leader else streams.NO_MEMORY)
     else:
-        assignments = assign(cfg, r.members, memory) if leader and not r.skip_assignment else ()
+        assignments = flag_rejoin(cfg, r.members, assign(cfg, r.members, memory)) if leader and not r.skip_assignment else ()
         c = c._replace(memory=rule(cfg, _memory_after_assigning)(c.memory, assignments))
     out.append(Send(SyncGroup(r.member_id, r.generation, assignments, c.group_instance_id)))
     return c._replace(phase=MemberPhase.SYNCING, member_id=r.member_id, generation=r.generation, leader=leader)
@@ -216,6 +222,8 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
         out.append(Callback("revoked", revoked))
     out.append(Callback("assigned", added))
     assigned = rule(cfg, _owned_after_sync)(c.owned, assigned)
+    if r.assignment.rejoin:
+        assigned = rule(cfg, _owned_when_told_to_rejoin)(c.owned, assigned)
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
                    user_data=rule(cfg, _remembered)(c, assigned),
                    scheduled=r.assignment.scheduled or NOT_SCHEDULED,
@@ -225,7 +233,7 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
         c, newly_ready = _streams_assignment(c, r.assignment)
         if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R55: a warm standby is ready at once
             return _rejoin(cfg, c, out)
-    if revoked:  # R18: after revoking, rejoin at once (Design I)
+    if revoked or r.assignment.rejoin:  # R18: after revoking, rejoin at once (Design I); R74: told to
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)
 

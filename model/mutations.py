@@ -195,6 +195,12 @@ REGISTRY = {m.name: m for m in (
              "test-only: a deliberately wrong coordinator (seed 002, KIP-345 admin removal exists so a scale-down "
              "moves the partitions at once; GroupCoordinator.handleLeaveGroup -> removeMemberAndUpdateGroup -> "
              "maybePrepareRebalance)", "R71", PROTOCOLS, test_only=True),
+    Mutation("rejoin-before-revoking",
+             "with the rejoin flag on, a member told to rejoin rejoins before it revokes: it keeps what it was "
+             "told to give up and claims it again (use with group.rejoin_flag)",
+             "test-only: a deliberately wrong member (seed 000, Design I: stop processing the revoked partitions, "
+             "commit, then join again; the flag only spares the others the wait for a heartbeat)", "R74",
+             COOPERATIVE_PROTOCOLS, test_only=True),
     Mutation("failover-stale-generation",
              "a coordinator taking over after a failover resumes the group one generation behind its stored "
              "record, so it hands out a generation already used",
@@ -446,3 +452,8 @@ def _remove_without_rebalance(cfg, group, mids, out: list):
 @replaces(failover._loaded_generation, "failover-stale-generation")
 def _stale_generation(record):
     return max(record.generation - 1, 0)
+
+
+@replaces(member._owned_when_told_to_rejoin, "rejoin-before-revoking")
+def _rejoin_keeping_revoked(owned: int, assigned: int) -> int:
+    return owned | assigned

@@ -226,6 +226,7 @@ class Assignment(NamedTuple):
     scheduled: int = 0
     echo: tuple = ()
     streams: tuple = ()
+    rejoin: bool = False  # R74: "rejoin now", the leader's flag that a second round is owed (seed 000, Design I)
 
 
 EMPTY_ASSIGNMENT = Assignment(0)
