@@ -4,6 +4,7 @@ verdict: what it breaks and what it leaves holding. Every property is caught by
 at least one mutation, so no "holds" is a verdict nobody has seen fail."""
 import pytest
 
+from conftest import EXAMPLES
 from rebalance.checker.properties import PROPERTIES
 from rebalance.model.mutations import REGISTRY as MUTATIONS
 
@@ -87,6 +88,9 @@ MATRIX = [
     ((), KIP345, {"exclusive_processing"}),
     (("admin-removal-without-rebalance",), KIP345, {"exclusive_processing", "quiescent_balance", "eventual_balance"}),
     (("failover-stale-generation",), KIP345, {"exclusive_processing", "single_leader", "refinement"}),
+    # R74: a member told to rejoin at once rejoins before it revokes, claiming what it gave up: rounds without end
+    (("rejoin-before-revoking",), (str(EXAMPLES / "rejoin_flag.toml"),),
+     {"refinement", "eventual_balance", "no_rebalance_storm"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]
