@@ -873,7 +873,8 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, static, horizon_
 
     Each run drives the model's coordinator and member handlers with a virtual
     clock (ms; results in ticks of 100 ms) through one situation — rolling
-    bounce, process death (killed, back 5-60 s later), scale up, scale down,
+    bounce, process death (killed, back 5-60 s later), scale up, scale down
+    (and, static, by an admin's removal 1-3 s after the stop),
     host swap — and measures rebalances, partitions moved, partition-ticks of
     unavailability and ticks until the group is balanced again. A run goes on
     until the group is balanced and quiet (Stable, every partition owned once,
