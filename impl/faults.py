@@ -41,16 +41,14 @@ from rebalance.model.protocol import GROUP_STATE_NAMES, ForceRebalance, SessionT
 
 from . import broker
 from .consumer_protocol import assignment_json
-from .wire import Api
+from .wire import KAFKA_NAMES, Api
 
 NOT_COORDINATOR = ErrorCode.not_coordinator.value  # 16
 COORDINATOR_NOT_AVAILABLE = ErrorCode.coordinator_not_available.value  # 15
 # Kafka's API names (ApiKeys) of the APIs serve answers
-API_NAMES = {"Fetch": Api.FETCH, "ListOffsets": Api.LIST_OFFSETS, "Metadata": Api.METADATA,
-             "OffsetCommit": Api.OFFSET_COMMIT, "OffsetFetch": Api.OFFSET_FETCH,
-             "FindCoordinator": Api.FIND_COORDINATOR, "JoinGroup": Api.JOIN_GROUP, "Heartbeat": Api.HEARTBEAT,
-             "LeaveGroup": Api.LEAVE_GROUP, "SyncGroup": Api.SYNC_GROUP, "DescribeGroups": Api.DESCRIBE_GROUPS,
-             "ApiVersions": Api.API_VERSIONS}
+API_NAMES = {KAFKA_NAMES[api]: api for api in (
+    Api.FETCH, Api.LIST_OFFSETS, Api.METADATA, Api.OFFSET_COMMIT, Api.OFFSET_FETCH, Api.FIND_COORDINATOR,
+    Api.JOIN_GROUP, Api.HEARTBEAT, Api.LEAVE_GROUP, Api.SYNC_GROUP, Api.DESCRIBE_GROUPS, Api.API_VERSIONS)}
 NAME_OF = {key: name for name, key in API_NAMES.items()}
 # the APIs a group's coordinator answers (away: NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE)
 COORDINATOR_APIS = frozenset((Api.OFFSET_COMMIT, Api.OFFSET_FETCH, Api.JOIN_GROUP, Api.HEARTBEAT,

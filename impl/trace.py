@@ -25,15 +25,14 @@ import time
 from kio.schema.errors import ErrorCode
 
 from .consumer_protocol import assignment_json, subscription_json
-from .wire import Api, ms, read_request, read_response, response_correlation
+from .wire import KAFKA_NAMES, Api, ms, read_request, read_response, response_correlation
 
 log = logging.getLogger("rebalance.trace")
 
 FORMAT, VERSION = "rebalance-trace", 2
 KAFKA_DEFAULT_INITIAL_DELAY_MS = 3000  # group.initial.rebalance.delay.ms (GroupCoordinatorConfig)
-API_NAMES = {Api.JOIN_GROUP: "JoinGroup", Api.SYNC_GROUP: "SyncGroup", Api.HEARTBEAT: "Heartbeat",
-             Api.LEAVE_GROUP: "LeaveGroup", Api.OFFSET_COMMIT: "OffsetCommit", Api.OFFSET_FETCH: "OffsetFetch",
-             Api.DESCRIBE_GROUPS: "DescribeGroups"}
+API_NAMES = {api: KAFKA_NAMES[api] for api in (Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT, Api.LEAVE_GROUP,
+                                                Api.OFFSET_COMMIT, Api.OFFSET_FETCH, Api.DESCRIBE_GROUPS)}
 GROUP_APIS = frozenset(API_NAMES)
 
 

@@ -66,6 +66,11 @@ class Api:
     OFFSET_DELETE = 47
 
 
+# Kafka's name of each API above (ApiKeys: JOIN_GROUP is "JoinGroup"), {api key: name}
+KAFKA_NAMES = {key: "".join(word.capitalize() for word in attr.split("_"))
+               for attr, key in vars(Api).items() if attr.isupper()}
+
+
 # The versions this server answers, {api key: (min, max)}: within kio's schemas and
 # below the versions that need topic ids (Fetch 13+, Produce 13) or KIP-848 (OffsetCommit 9+).
 SUPPORTED = {
