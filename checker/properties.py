@@ -161,12 +161,8 @@ def revoke_before_assign(system: System, state: State):
 
 def balanced(system: System, state: State):
     """None when the group is Stable (or Empty with no running member), every
-    partition owned by exactly one running member and loads within one; else why not.
-    A process whose consumer ended on a fatal error (FENCED_INSTANCE_ID, R28, which a
-    failover can bring on a live static member, R72; INCONSISTENT_GROUP_PROTOCOL, R35)
-    consumes no more: it is no member to balance over."""
-    return imbalance(system.cfg, state.group.phase, [p.consumer for p in state.procs
-                                                     if p.status == RUNNING and p.consumer.phase != MemberPhase.LEFT])
+    partition owned by exactly one running member and loads within one; else why not."""
+    return imbalance(system.cfg, state.group.phase, [p.consumer for p in state.procs if p.status == RUNNING])
 
 
 def imbalance(cfg, phase: Phase, live) -> str | None:
