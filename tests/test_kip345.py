@@ -22,7 +22,7 @@ CA1, CB, CA2, ADMIN = connection(0, 1), connection(1, 1), connection(0, 2), conn
 # KIP-345's faults with static members, small enough for the default suite (about 2 s each); removal and
 # failover apart, since together they reach F4 (Kafka's protocol: a live member fenced for good)
 KIP345 = ("--static", "--members", "2", "--partitions", "2", "--max-faults", "2", "--faults")
-REMOVAL, FAILOVER = "crash,restart,remove,downgrade", "crash,restart,failover,downgrade"
+BY_REMOVAL, BY_FAILOVER = "crash,restart,remove,downgrade", "crash,restart,failover,downgrade"
 
 
 def step(group, conn, req):
@@ -119,8 +119,8 @@ def test_failover_drops_everything_in_flight_and_members_retry():
 
 
 @pytest.mark.spec("R71", "R72", "R73")
-@pytest.mark.parametrize("faults,covered", [(REMOVAL, ("admin_removal", "static_downgrade")),
-                                            (FAILOVER, ("coordinator_failover", "static_downgrade"))])
+@pytest.mark.parametrize("faults,covered", [(BY_REMOVAL, ("admin_removal", "static_downgrade")),
+                                            (BY_FAILOVER, ("coordinator_failover", "static_downgrade"))])
 def test_every_property_holds_with_the_kip345_faults_and_their_covers_are_reached(rebalance_check, faults, covered):
     code, s = rebalance_check(*KIP345, faults, "--require-covers", "--continue")
     status = {p["name"]: p["status"] for p in s["properties"]}
