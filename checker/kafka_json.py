@@ -230,8 +230,10 @@ class Codec:
 
 
 def config(cfg: GroupConfig) -> dict:
-    """A GroupConfig as JSON (topics as ``[{name, partitions}]``, times in ticks)."""
-    return {"protocol": cfg.protocol, "assignor": cfg.assignor,
+    """A GroupConfig as JSON (topics as ``[{name, partitions}]``, times in ticks;
+    ``connectors`` and ``connector_cost`` only with connectors, R66)."""
+    kinds = {"connectors": cfg.connectors, "connector_cost": cfg.connector_cost} if cfg.connectors else {}
+    return kinds | {"protocol": cfg.protocol, "assignor": cfg.assignor,
             "topics": [{"name": n, "partitions": c} for n, c in cfg.topics],
             "mutations": sorted(cfg.mutations), "initial_rebalance_delay": cfg.initial_rebalance_delay,
             "max_moves": cfg.max_moves, "scheduled_delay_ticks": cfg.scheduled_delay_ticks,
@@ -246,5 +248,6 @@ def config_of(d: dict, mutations=frozenset()) -> GroupConfig:
                        initial_rebalance_delay=d["initial_rebalance_delay"], max_moves=d["max_moves"],
                        scheduled_delay_ticks=d["scheduled_delay_ticks"], rejoin_ticks=d["rejoin_ticks"],
                        revoking_backoff_ticks=tuple(d["revoking_backoff_ticks"]),
-                       require_known_member_id=d["require_known_member_id"])
+                       require_known_member_id=d["require_known_member_id"],
+                       connectors=d.get("connectors", 0), connector_cost=d.get("connector_cost", 2))
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from rebalance.model.assignors import newest_echo
+from rebalance.model.assignors import _move_allowance, newest_echo, resolve_claims
 from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
     NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
-    instance_name, member_name, partitions_of, union,
+    instance_name, mask_of, member_name, partitions_of, union,
 )
 
 from .engines import churn
@@ -159,6 +159,27 @@ def revoke_before_assign(system: System, state: State):
     return None
 
 
+def moves_within_allowance(system: System, state: State, action, nxt: State):
+    """A Design III round moves, of each resource kind, at most what ``max_moves``
+    pays for at that kind's cost (R67; seed 000, Design III): when the leader's
+    assignment is stored (the group turns Stable), the owned resources (the claims
+    resolved as the leader resolves them, R22) given to no one of their owners
+    number at most model/assignors.py ``_move_allowance`` per kind. Lost resources
+    (R68) and contested claims are no moves."""
+    group = nxt.group
+    if group.phase != Phase.STABLE or state.group.phase == Phase.STABLE:
+        return None
+    owners = resolve_claims(system.cfg, [(m.member_id, m.instance_id, m.subscription) for m in group.members])
+    given = {m.member_id: m.assignment.partitions for m in group.members}
+    moved = mask_of(p for p, mid in owners.items() if not given[mid] >> p & 1)
+    for kind, pool, cost in system.cfg.kinds:
+        allowed = _move_allowance(system.cfg, cost)
+        if (moved & pool).bit_count() > allowed:
+            return (f"generation {group.generation} moves {_names(system.cfg, moved & pool)} of {kind}, more than "
+                    f"the {allowed} max_moves = {system.cfg.max_moves} pays for at {cost} a move")
+    return None
+
+
 def balanced(system: System, state: State):
     """None when the group is Stable (or Empty with no running member), every
     partition owned by exactly one running member and loads within one; else why not."""
@@ -173,17 +194,17 @@ def imbalance(cfg, phase: Phase, live) -> str | None:
     if phase != Phase.STABLE:
         return f"group {phase.name}, not Stable"
     owned = 0
-    loads = []
     for c in live:
         if owned & c.owned:
             return f"{_names(cfg, owned & c.owned)} owned twice"
         owned |= c.owned
-        loads.append(c.owned.bit_count())
     missing = cfg.all_partitions & ~owned
     if missing:
         return f"{_names(cfg, missing)} owned by nobody"
-    if max(loads) - min(loads) > 1:
-        return f"unbalanced loads {sorted(loads)}"
+    for kind, pool, _ in cfg.kinds:  # each resource kind balanced on its own (R66)
+        loads = [(c.owned & pool).bit_count() for c in live]
+        if max(loads) - min(loads) > 1:
+            return f"unbalanced loads {sorted(loads)}" + (f" of {kind}" if cfg.connectors else "")
     return None
 
 
@@ -366,6 +387,9 @@ PROPERTIES = (
              "a lost partition is owned again in the round after its ScheduledRebalanceTimeout passes, and "
              "never stays unowned forever while time passes, whatever leader changes happen",
              _deferred, bounded_deferral, lasso=churn),
+    Property("moves_within_allowance", "invariant",
+             "a Design III round moves, of each resource kind, at most what max_moves pays for at the kind's "
+             "cost (R67)", _incremental, None, moves_within_allowance),
     Property("refinement", "invariant",
              "every step is an action of the declarative spec (spec/actions.py) and every state satisfies "
              "its inductive invariant", _always, None, refinement),
@@ -489,7 +513,8 @@ COVERS = (
     Cover("revocation_backed_off", "a revoking round right after another revoked nothing and scheduled a "
           "rebalance (KAFKA-12495)", lambda system, s, a, n: _backed_off(n.group), _can_back_off),
     Cover("moves_capped", "a Design III round moved max_moves partitions and scheduled a rebalance to move "
-          "the rest (R34)", lambda system, s, a, n: any(m.assignment.scheduled for m in n.group.members), _incremental),
+          "the rest (R34)", lambda system, s, a, n: any(m.assignment.scheduled and not (m.assignment.echo and m.assignment.echo[1])
+                                     for m in n.group.members), _incremental),  # scheduled, nothing deferred (R68)
     Cover("static_rejoin", "a static member rejoined a Stable group under a new process",
           lambda system, s, a, n: _static_rejoin(s, a) is not None, _static),
     Cover("admin_removal", "an admin client removed a static member by group.instance.id and the group "

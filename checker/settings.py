@@ -30,7 +30,8 @@ SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "event
 # key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
     "initial": {"owned", "generation", "leader", "static"},
-    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "rejoin_flag"},
+    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "rejoin_flag", "connectors",
+              "connector_cost"},
     "members": {"initial", "joiners", "static"},
     "faults": {"kinds", "budget"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
@@ -232,12 +233,24 @@ def streams_settings(values: dict, members: int) -> tuple:
     return (("task", tasks),), extra
 
 
+def _kinds(g: dict, connectors) -> dict:
+    """GroupConfig's resource-kind fields (R66, R67) from [group] ``connectors`` and
+    ``connector_cost`` and ``--connectors`` (None: not given); nothing when neither
+    gives connectors, so the one-kind configurations stay as they were."""
+    count = _count("--connectors" if connectors is not None else "group.connectors",
+                   connectors if connectors is not None else g.get("connectors", 0), 0)
+    if not count:
+        return {}
+    return {"connectors": count, "connector_cost": _count("group.connector_cost", g.get("connector_cost", 2), 1)}
+
+
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, workers=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
-            spec_mutations=(), streams=None) -> CheckSettings:
+            spec_mutations=(), streams=None, connectors=None) -> CheckSettings:
     """Merge a validated file (``data``, see ``validate``) with command-line overrides
-    (None = not given); ``streams``: the [streams] keys given on the command line."""
+    (None = not given); ``streams``: the [streams] keys given on the command line;
+    ``connectors``: Connect's connectors beside the tasks (R66), over group.connectors."""
     g, m, f, c, t = (data.get(k, {}) for k in ("group", "members", "faults", "check", "time"))
     proto = protocol or g.get("protocol", "cooperative")
     if proto not in ALL_PROTOCOLS:
@@ -271,8 +284,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     plugin = load_plugin(assignor) if ":" in assignor else None
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
                         initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t),
-                        rejoin_flag=rejoin_flag,
-                        **extra)
+                        rejoin_flag=rejoin_flag, **extra, **_kinds(g, connectors))
     if plugin is not None:
         probe_plugin(group)
     engine = engine or "local"

@@ -188,6 +188,9 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky, or your own as module:function (model/assignors.py assign_plugin gives its signature).")
 @click.option("--members", type=int, help="Members running at the start (default 3).")
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
+@click.option("--connectors", type=int,
+              help="Deferred and incremental: Kafka Connect's connectors (topic 'connector'), a resource kind "
+                   "balanced apart from the partitions, its tasks (default 0: one kind; spec R66).")
 @click.option("--static", "static", is_flag=True, default=None,
               help="Every member is static (KIP-345 group.instance.id).")
 @click.option("--tasks", type=int, help="Streams: tasks (default 4, the last one stateless).")
@@ -242,7 +245,7 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, static, tasks, stateless, standby, streams_version, rejoin,
+def check(config, protocol, assignor, members, partitions, connectors, static, tasks, stateless, standby, streams_version, rejoin,
           faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states, max_depth, max_seconds,
           max_memory, walks, depth, seed, keep_going, timer_fairness, require_covers, example, junit_path, as_json,
           out_dir):
@@ -281,7 +284,7 @@ def check(config, protocol, assignor, members, partitions, static, tasks, statel
                        faults=faults, budget=budget, mutations=mutations, engine=engine, workers=workers,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations,
-                       streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
+                       connectors=connectors, streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
                                                   ("version", streams_version), ("rejoin", rejoin)) if v is not None})
     max_memory = DEFAULT_MAX_MEMORY_MB if max_memory is None else max_memory or None
     guard = Guard(max_seconds, max_memory)

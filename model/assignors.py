@@ -14,6 +14,11 @@ Subscription), ...)``. Every member subscribes to every topic of ``cfg.topics``.
   owner changes is left out of its new owner's assignment until the owner has
   revoked it and rejoined (the follow-up round), and so is a contested one.
 
+With Kafka Connect's two resource kinds (``cfg.connectors``, deferred and
+incremental protocols; R66) every load is counted per kind: ``_sticky`` and
+``_deferring`` balance connectors and tasks each on its own, and Design III caps
+the moves of each kind at its cost (``_move_allowance``, R67).
+
 Owned-partition claims are weighed by generation (KIP-792; AbstractStickyAssignor
 since KAFKA-14639): of several members claiming a partition, the one with the
 highest generation keeps the claim; claims tied at the highest generation are
@@ -178,15 +183,17 @@ def _lowest(mask: int, k: int) -> int:
     return mask & ((1 << low) - 1)
 
 
-def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = None) -> dict:
-    """Give each partition not in ``taken``, in ascending order, to the least loaded
-    member (ties: member order) still under its ``quota`` (None: no quota): a heap
-    of (load, member order) over the members that can take more."""
-    heap = [(out[m].bit_count(), i, m) for i, m in enumerate(mids)]
+def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = None, pool: int | None = None) -> dict:
+    """Give each partition of ``pool`` (a bitmask, one resource kind; None: every
+    partition) not in ``taken``, in ascending order, to the least loaded member in
+    that pool (ties: member order) still under its ``quota`` (None: no quota): a
+    heap of (load, member order) over the members that can take more."""
+    pool = cfg.all_partitions if pool is None else pool
+    heap = [((out[m] & pool).bit_count(), i, m) for i, m in enumerate(mids)]
     heap = [entry for entry in heap if quota is None or entry[0] < quota[entry[2]]]
     heapify(heap)
     given = {m: [] for m in mids}
-    for p in partitions_of(cfg.all_partitions & ~taken):
+    for p in partitions_of(pool & ~taken):
         if not heap:  # every member at its quota: only when one partition counts for two (KAFKA-7026's mutation)
             break
         load, i, m = heap[0]
@@ -199,16 +206,32 @@ def _fill(cfg: GroupConfig, mids, out: dict, taken: int, quota: dict | None = No
 
 
 def _sticky(cfg: GroupConfig, mids, won: dict) -> dict:
-    """Balanced assignment keeping owners in place where balance allows: quotas of
+    """Balanced assignment keeping owners in place where balance allows, each
+    resource kind on its own (R66; ``cfg.kinds``, one kind but with connectors):
+    ``_sticky_kind`` per kind, the results joined."""
+    kinds = cfg.kinds
+    if len(kinds) == 1:
+        return _sticky_kind(cfg, mids, won, cfg.all_partitions)
+    out = {m: 0 for m in mids}
+    for _, pool, _ in kinds:
+        for m, mask in _sticky_kind(cfg, mids, {m: won[m] & pool for m in mids}, pool).items():
+            out[m] |= mask
+    return out
+
+
+def _sticky_kind(cfg: GroupConfig, mids, won: dict, pool: int) -> dict:
+    """Balanced assignment of the partitions of ``pool`` (a bitmask; ``won`` holds
+    none outside it) keeping owners in place where balance allows: quotas of
     ``base`` and ``base + 1`` (AbstractStickyAssignor.constrainedAssign's minQuota
-    and maxQuota, KAFKA-9987), the ``extra`` larger ones to the members owning the
-    most (ties: member order); each member keeps its lowest owned partitions up to
-    its quota, and ``_fill`` gives the rest to the members under quota."""
-    base, extra = divmod(cfg.num_partitions, len(mids))
+    and maxQuota, KAFKA-9987; Connect's loadBalancingRevocations per kind), the
+    ``extra`` larger ones to the members owning the most (ties: member order); each
+    member keeps its lowest owned partitions up to its quota, and ``_fill`` gives
+    the rest to the members under quota."""
+    base, extra = divmod(pool.bit_count(), len(mids))
     order = sorted(range(len(mids)), key=lambda i: (-won[mids[i]].bit_count(), i))
     quota = {mids[i]: base + (1 if k < extra else 0) for k, i in enumerate(order)}
     out = {m: _lowest(won[m], quota[m]) for m in mids}
-    return _fill(cfg, mids, out, union(out.values()), quota)
+    return _fill(cfg, mids, out, union(out.values()), quota, pool)
 
 
 def _moving(won: dict, out: dict) -> int:
@@ -233,8 +256,12 @@ def _cooperative_sticky(cfg: GroupConfig, mids, claims: Claims) -> dict:
 def _deferring(cfg: GroupConfig, mids, won: dict, withheld: int) -> dict:
     """No revocations while a delay is pending (seed 000, Design II): everyone keeps
     what it owns; unowned partitions other than the ``withheld`` ones (bitmask: lost
-    partitions held back, contested ones) go to the least loaded members."""
-    return _fill(cfg, mids, dict(won), withheld | union(won.values()))
+    partitions held back, contested ones) go to the least loaded members, loads
+    counted per resource kind (R66; Connect's assignConnectors and assignTasks)."""
+    out, taken = dict(won), withheld | union(won.values())
+    for _, pool, _ in cfg.kinds:
+        out = _fill(cfg, mids, out, taken, pool=pool)
+    return out
 
 
 def newest_echo(subscriptions) -> tuple:
@@ -253,14 +280,20 @@ def _design2(cfg: GroupConfig, members, mids, claims: Claims, memory: tuple) -> 
     any member reports (NOT_SCHEDULED: none), the deadline a new leader inherits.
     ``contested`` partitions (R22) are claimed, so not lost: every round withholds
     them, as Connect revokes its duplicates from every holder (``duplicatedToRevoke``),
-    and the next one gives them out with no delay."""
+    and the next one gives them out with no delay. Under the incremental protocol
+    (Design III on Design II, R68) a round that holds nothing back caps its moves
+    (``_incremental``) instead of R40's backoff. Mutation ``incremental-reassigns-lost``:
+    under the incremental protocol ``_deferral`` holds nothing back."""
     subs = [sub for _, _, sub in members]
     echo = newest_echo(subs)
     left = min((sub.scheduled for sub in subs if sub.scheduled >= 0), default=NOT_SCHEDULED)
-    held, delay = _deferral(cfg, subs, union(claims.won.values()) | claims.contested, memory, echo, left)
+    held, delay = rule(cfg, _deferral)(cfg, subs, union(claims.won.values()) | claims.contested, memory, echo, left)
     if held:
         out = _deferring(cfg, mids, claims.won, held | claims.contested)
         return out, delay, (union(out.values()), held, 0, echo[4])
+    if cfg.protocol == "incremental":  # Design III on Design II (R68): nothing held back, so moves are capped
+        out, more = _incremental(cfg, mids, claims)
+        return out, cfg.rejoin_ticks if more else 0, (union(out.values()), 0, 0, 0)
     out, delay, backoff = rule(cfg, _revoking_backoff)(cfg, mids, claims, echo, left)
     return out, delay, (union(out.values()), 0) + backoff
 
@@ -345,14 +378,25 @@ def _revoking_backoff(cfg: GroupConfig, mids, claims: Claims, echo: tuple, left:
     return _deferring(cfg, mids, claims.won, claims.contested), delay, (1, successive)
 
 
+def _move_allowance(cfg: GroupConfig, cost: int) -> int:
+    """R67: how many owned resources of a kind whose move costs ``cost`` a Design III
+    round may move: as many as ``cfg.max_moves`` pays for, at least one (seed 000,
+    Design III: a heavy connector's flush costs more than a light task's, so
+    connectors move fewer at a time). Replaced by ``moves-ignore-cost``."""
+    return max(1, cfg.max_moves // cost)
+
+
 def _incremental(cfg: GroupConfig, mids, claims: Claims) -> tuple:
-    """Design III (seed 000, Incremental Resolution of Imbalance; R34): of the
+    """Design III (seed 000, Incremental Resolution of Imbalance; R34, R67): of the
     partitions the cooperative sticky target moves away from their owners, only
-    the first ``cfg.max_moves`` are revoked this round; the others stay, and a
-    rebalance is scheduled to move more. Returns ``(assignment, more to move)``."""
+    the lowest ``_move_allowance`` of each resource kind are revoked this round;
+    the others stay, and a rebalance is scheduled to move more. Returns
+    ``(assignment, more to move)``. Under the incremental protocol it runs when
+    Design II holds nothing back (``_design2``, R68)."""
     out = _cooperative_sticky(cfg, mids, claims)
     moving = _moving(claims.won, out)
-    stay = moving & ~_lowest(moving, cfg.max_moves)
+    allowance = rule(cfg, _move_allowance)
+    stay = union(moving & pool & ~_lowest(moving & pool, allowance(cfg, cost)) for _, pool, cost in cfg.kinds)
     return {m: mask | claims.won[m] & stay for m, mask in out.items()}, bool(stay)
 
 
@@ -427,9 +471,6 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0)) -> tuple:
         out = _roundrobin(cfg, mids)
     elif cfg.assignor == "sticky":
         out = _sticky(cfg, mids, _claims(cfg, members).won)
-    elif cfg.protocol == "incremental":
-        out, more = _incremental(cfg, mids, _claims(cfg, members))
-        delay = cfg.rejoin_ticks if more else 0
     elif cfg.deferred:
         out, delay, echo = _design2(cfg, members, mids, _claims(cfg, members), memory)
     else:

@@ -12,7 +12,11 @@ MEMBER_PROTOCOLS = COOPERATIVE_PROTOCOLS + ("streams",)  # a cooperative member'
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "streams")
 STREAMS_VERSIONS = ("1.0", "2.0")  # seed 001, Algorithm Iteration Plan
 REJOIN_MODES = ("conservative", "eager")  # seed 001, Eager Rebalance
-PLUGIN_PROTOCOLS = ("eager", "cooperative")  # where a plug-in assignor is the leader's whole decision
+PLUGIN_PROTOCOLS = ("eager", "cooperative")
+# Connect's two resource kinds (seed 000, Motivation; IncrementalCooperativeAssignor): the protocols that balance
+# connectors and tasks separately (R66), and the topic whose partitions stand for the connectors
+KIND_PROTOCOLS = ("deferred", "incremental")
+CONNECTOR_TOPIC = "connector"  # where a plug-in assignor is the leader's whole decision
 # the assignor a protocol uses unless told otherwise (range: the Java consumer's default; cooperative-sticky: KIP-429)
 DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
                     "incremental": "cooperative-sticky", "streams": "streams"}
@@ -39,7 +43,11 @@ class GroupConfig:
     each replaces rules the handlers call through ``rule``).
     ``initial_rebalance_delay``: whether group.initial.rebalance.delay.ms is
     positive (KIP-134; the broker's default is 3000 ms). ``max_moves``: how many
-    owned partitions the incremental protocol moves per round (Design III).
+    owned partitions the incremental protocol moves per round (Design III), per
+    resource kind, a move costing its kind's cost (R67). ``connectors``: Kafka
+    Connect's connectors, a second resource kind before the topics' partitions
+    (the tasks), deferred and incremental protocols only (R66); ``connector_cost``:
+    a connector move's cost against ``max_moves`` (a task's is 1).
     Time is in ticks (a check configuration maps ms to ticks, checker/settings):
     ``scheduled_delay_ticks``: scheduled.rebalance.max.delay.ms, how long Design II
     holds lost partitions back (0: not at all, Connect's maxDelay == 0, R33);
@@ -88,8 +96,12 @@ class GroupConfig:
     rejoin_mode: str = "conservative"
     scale_down_ticks: int = 2
     rejoin_flag: bool = False
+    connectors: int = 0
+    connector_cost: int = 2
 
     def __post_init__(self):
+        if self.connectors:
+            self._two_kinds()
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"unknown protocol {self.protocol!r} (expected one of {', '.join(PROTOCOLS)})")
         if self.plugin is not None:
@@ -138,6 +150,41 @@ class GroupConfig:
             if not isinstance(count, int) or count < 1:
                 raise ConfigError(f"topic {name!r} needs a positive partition count, got {count!r}")
 
+    def _two_kinds(self):
+        """R66: ``connectors`` > 0 makes the group's first resources connectors, the
+        partitions of a topic ``connector`` put before the others (added here when
+        ``topics`` does not start with it), the rest tasks; only the deferred and
+        incremental protocols have two kinds (the consumer protocols keep partitions).
+        ``connector_cost``: what a connector move costs in Design III's per-round
+        budget ``max_moves``, a task move costing 1 (R67). Raises ConfigError."""
+        if self.protocol not in KIND_PROTOCOLS:
+            raise ConfigError(f"connectors (Kafka Connect's second resource kind) are for the "
+                              f"{' and '.join(KIND_PROTOCOLS)} protocols, not {self.protocol}")
+        if not isinstance(self.connectors, int) or isinstance(self.connectors, bool) or self.connectors < 0:
+            raise ConfigError(f"connectors must be a whole number, got {self.connectors!r}")
+        if not isinstance(self.connector_cost, int) or isinstance(self.connector_cost, bool) or self.connector_cost < 1:
+            raise ConfigError(f"connector_cost must be a whole number of at least 1, got {self.connector_cost!r}")
+        if self.topics and self.topics[0][0] != CONNECTOR_TOPIC:
+            if any(name == CONNECTOR_TOPIC for name, _ in self.topics):
+                raise ConfigError(f"topic {CONNECTOR_TOPIC!r} holds the connectors: name the task topics otherwise")
+            object.__setattr__(self, "topics", ((CONNECTOR_TOPIC, self.connectors),) + tuple(self.topics))
+        elif self.topics[0][1] != self.connectors:
+            raise ConfigError(f"topic {CONNECTOR_TOPIC!r} has {self.topics[0][1]} partitions but connectors is "
+                              f"{self.connectors}")
+        if len(self.topics) < 2:
+            raise ConfigError("connectors need tasks too: give a topic of tasks besides the connectors")
+
+    @cached_property
+    def kinds(self) -> tuple:
+        """The resource kinds, each balanced on its own (R66; Connect's
+        IncrementalCooperativeAssignor.performLoadBalancingRevocations): ``((name,
+        bitmask, cost of a move), ...)``: ``(("connectors", ...), ("tasks", ...))``
+        with connectors, else one kind, ``(("partitions", all, 1),)``."""
+        if not self.connectors:
+            return (("partitions", self.all_partitions, 1),)
+        connectors = (1 << self.connectors) - 1
+        return (("connectors", connectors, self.connector_cost), ("tasks", self.all_partitions & ~connectors, 1))
+
     @cached_property
     def rules(self) -> dict:
         """``{correct rule: replacement}`` for the mutations switched on (model/mutations.py), built once."""
@@ -162,7 +209,10 @@ class GroupConfig:
 
     @property
     def deferred(self) -> bool:
-        return self.protocol == "deferred"
+        """Design II's deferral of lost resources runs: the deferred protocol, and the
+        incremental one built on it (seed 000, Design III "an extension of the
+        behavior of the deferred resolution"; R68)."""
+        return self.protocol in KIND_PROTOCOLS
 
     @property
     def streams(self) -> bool:

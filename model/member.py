@@ -49,7 +49,7 @@ class Consumer(NamedTuple):
     ``heartbeat_inflight``: a Heartbeat is outstanding. Designs II and III (seed
     000): ``scheduled``: its ScheduledRebalanceTimeout, ticks left (0: due;
     ``NOT_SCHEDULED``: none), a relative deadline that ``Tick`` counts down.
-    Deferred protocol (Design II): ``echo``: the group-level part of its last
+    Deferred and incremental protocols (Design II, R68): ``echo``: the group-level part of its last
     assignment; ``memory``: ``(previous, deferred)``, the bitmasks it assigned or
     held back, and held back, in the last round it led (only kept under the
     ``leader-forgets-delay`` and ``connect-leader-state`` mutations; model/assignors.py

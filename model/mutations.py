@@ -184,6 +184,17 @@ REGISTRY = {m.name: m for m in (
              "KAFKA-14016 because with KAFKA-12984's generation filter the claims were dropped and the partitions "
              "revoked from their owner", "R17", COOPERATIVE_PROTOCOLS, jira="KAFKA-13891",
              versions="3.3 (reverted by KAFKA-14016)"),
+    Mutation("incremental-reassigns-lost",
+             "the incremental protocol gives a departed member's resources out at once: Design III without "
+             "Design II's deferral",
+             "this model before issue 21; against seed 000, Design III (\"an extension of the behavior of the "
+             "deferred resolution\") and Connect's IncrementalCooperativeAssignor.handleLostAssignments",
+             "R68", ("incremental",)),
+    Mutation("moves-ignore-cost",
+             "a Design III round moves max_moves resources of every kind, a connector's move costing what a "
+             "task's does",
+             "test-only: against seed 000, Design III (a heavy connector's flush stalls the light tasks moved with "
+             "it, so the heavy kind moves fewer at a time; R67)", "R67", ("incremental",), test_only=True),
     Mutation("keep-revoked",
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
@@ -457,3 +468,11 @@ def _stale_generation(record):
 @replaces(member._owned_when_told_to_rejoin, "rejoin-before-revoking")
 def _rejoin_keeping_revoked(owned: int, assigned: int) -> int:
     return owned | assigned
+@replaces(assignors._deferral, "incremental-reassigns-lost")
+def _incremental_defers_nothing(cfg, *args) -> tuple:
+    return (0, 0) if cfg.protocol == "incremental" else assignors._deferral(cfg, *args)
+
+
+@replaces(assignors._move_allowance, "moves-ignore-cost")
+def _allowance_ignoring_cost(cfg, cost: int) -> int:
+    return cfg.max_moves

@@ -166,7 +166,8 @@ class Subscription(NamedTuple):
     a bitmask) and the generation in which it was last assigned them (KIP-792's
     generationId; ``NO_GENERATION`` when it owns nothing).
 
-    Deferred protocol (seed 000, Design II) only: ``echo`` repeats the group-level
+    Deferred and incremental protocols (seed 000, Design II; Design III on it, R68)
+    only: ``echo`` repeats the group-level
     part of the member's last Assignment with its generation, ``(generation,
     assigned, deferred, revoked, successive)``, so that any leader, a new one too,
     knows what was assigned and what is deferred (R31) and how many revoking

@@ -92,6 +92,10 @@ MATRIX = [
     # R74: a member told to rejoin at once rejoins before it revokes, claiming what it gave up: rounds without end
     (("rejoin-before-revoking",), (str(EXAMPLES / "rejoin_flag.toml"),),
      {"refinement", "eventual_balance", "no_rebalance_storm"}),
+    # Connect's two kinds (R66-R68): a round moving both connectors at once; lost resources given out at once
+    # under incremental, which breaks nothing checked (tests/test_kinds.py replays the rounds that differ)
+    (("moves-ignore-cost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), {"moves_within_allowance"}),
+    (("incremental-reassigns-lost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), set()),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
 ]

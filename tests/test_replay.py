@@ -111,6 +111,13 @@ def connect(name):
     return play(f"connect/{name}.toml")
 
 
+def per_kind(ownership):
+    """Each member's load per resource kind, sorted: ``([connectors, ...], [tasks, ...])`` (R66)."""
+    connectors = [sum(p.startswith("connector-") for p in ps) for ps in ownership.values()]
+    tasks = [sum(not p.startswith("connector-") for p in ps) for ps in ownership.values()]
+    return sorted(connectors), sorted(tasks)
+
+
 @pytest.mark.spec("R31", "R33")
 def test_connect_situations_on_the_deferred_protocol():
     # after Kafka Connect's IncrementalCooperativeAssignorTest
@@ -125,9 +132,9 @@ def test_connect_situations_on_the_deferred_protocol():
         first, second = r["rounds"]
         assert first["deferred"] and "deferred" not in second
         assert gone not in r["final"]["ownership"]
-        assert sorted(len(p) for p in r["final"]["ownership"].values()) == [3, 3]
+        assert per_kind(r["final"]["ownership"]) == ([1, 2], [3, 3])  # connectors and tasks balanced apart
     r = connect("worker_joins_during_delay")
-    assert member(r["rounds"][1], "D")["assigned"] == ["t-4", "t-5"]
+    assert member(r["rounds"][1], "D")["assigned"] == ["connector-2", "t-4", "t-5"]
     assert connect("leader_leaves")["rounds"][0]["leader"] == "B1"  # a new leader ran the deferral
 
 
@@ -154,23 +161,23 @@ def test_where_connect_differs_the_example_says_so_and_the_mutation_replays_conn
         r = connect_flavoured(name)
         held, waiting, served = r["rounds"]
         assert held["deferred"] and waiting["deferred"] and member(waiting, back)["assigned"] == []
-        assert "deferred" not in served and member(served, back)["assigned"] == ["t-4", "t-5"]
+        assert "deferred" not in served and member(served, back)["assigned"] == ["connector-2", "t-4", "t-5"]
         assert not any(m["revoked"] for m in served["members"].values())
     # testTaskAssignmentWhenLeaderLeavesPermanently: the new leader starts from a clean slate, assertDelay(0),
     # balanced at once; the seed's (with R31) holds the leader's partitions back for the delay
     r = connect_flavoured("leader_leaves")
     (only,) = r["rounds"]
     assert "scheduled" not in only and only["leader"] == "B1"
-    assert sorted(len(p) for p in r["final"]["ownership"].values()) == [3, 3]
-    assert connect("leader_leaves")["rounds"][0]["deferred"] == ["t-0", "t-1"]
+    assert per_kind(r["final"]["ownership"]) == ([1, 2], [3, 3])
+    assert connect("leader_leaves")["rounds"][0]["deferred"] == ["connector-0", "t-0", "t-1"]
     # testTaskAssignmentWhenLeaderBounces: reassigned at once; the old leader returns as a new worker, a
     # revoking round, then the follow-up round with no revocations, balanced (the seed: it gets its own back)
     r = connect_flavoured("leader_bounces")
     first, revoking, follow_up = r["rounds"]
     assert not any("scheduled" in x for x in r["rounds"])
-    assert member(revoking, "A")["assigned"] == [] and sum(len(m["revoked"]) for m in revoking["members"].values()) == 2
+    assert member(revoking, "A")["assigned"] == [] and sum(len(m["revoked"]) for m in revoking["members"].values()) == 3
     assert not any(m["revoked"] for m in follow_up["members"].values())
-    assert sorted(len(p) for p in r["final"]["ownership"].values()) == [2, 2, 2]
+    assert per_kind(r["final"]["ownership"]) == ([1, 1, 1], [2, 2, 2])
     assert r["final"]["ownership"] != connect("leader_bounces")["final"]["ownership"]
 
 
