@@ -35,7 +35,7 @@ import threading
 from pathlib import Path
 from typing import NamedTuple
 
-from rebalance.model.config import CONSUMER_PROTOCOLS, DEFAULT_ASSIGNOR, ConfigError, GroupConfig
+from rebalance.model.config import CONSUMER_PROTOCOLS, COOPERATIVE_PROTOCOLS, DEFAULT_ASSIGNOR, ConfigError, GroupConfig
 
 from .files import atomic_write
 from .simulation import DEFAULT_HORIZON_MS, Metrics, Timing, simulate
@@ -77,6 +77,7 @@ class Campaign(NamedTuple):
     static: tuple = (False, True)
     timing: Timing = Timing()
     horizon_ms: int = DEFAULT_HORIZON_MS
+    rejoin_flag: bool = False  # R74: the cooperative protocols' leaders flag a second round owed
 
     def validate(self) -> None:
         """Raises ConfigError naming the first bad value."""
@@ -107,7 +108,7 @@ class Campaign(NamedTuple):
     header = ("members × partitions", "protocol", "static")
 
     def run(self, spec: tuple) -> tuple:
-        return run_one(spec, self.timing, self.horizon_ms)
+        return run_one(spec, self.timing, self.horizon_ms, self.rejoin_flag)
 
     def order(self, row: dict) -> tuple:
         """A table row's place: the order situations, sizes and protocols were given in."""
@@ -128,7 +129,8 @@ class Campaign(NamedTuple):
         return (f"A tick is {t.tick_ms} ms. session.timeout.ms {t.session_ms}, heartbeat.interval.ms "
                 f"{t.heartbeat_ms}, max.poll.interval.ms {t.rebalance_ms}, group.initial.rebalance.delay.ms "
                 f"{t.initial_delay_ms}, scheduled.rebalance.max.delay.ms {t.scheduled_delay_ms}, "
-                f"latency {t.latency_ms} ms.")
+                f"latency {t.latency_ms} ms." + (" The cooperative protocols' leaders set the rejoin flag (R74)."
+                                                  if self.rejoin_flag else ""))
 
 
 def validate_grid(campaign, word: str, situations, max_size: tuple, unit: str) -> None:
@@ -149,12 +151,15 @@ def validate_grid(campaign, word: str, situations, max_size: tuple, unit: str) -
                               f"at least the members, at most {max_size[1]}")
 
 
-def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HORIZON_MS) -> tuple:
-    """One run: the spec's fields followed by its Metrics, in ROW_FIELDS order."""
+def run_one(spec: tuple, timing: Timing = Timing(), horizon_ms: int = DEFAULT_HORIZON_MS,
+            rejoin_flag: bool = False) -> tuple:
+    """One run: the spec's fields followed by its Metrics, in ROW_FIELDS order.
+    ``rejoin_flag``: R74 on for the cooperative protocols (eager owes no second round)."""
     run, situation, protocol, static, members, partitions, seed = spec
     rng = random.Random(f"{seed}:{run}")
     cfg = GroupConfig(topics=(("t", partitions),), protocol=protocol,
-                      assignor=DEFAULT_ASSIGNOR[protocol], **timing.group_ticks())
+                      assignor=DEFAULT_ASSIGNOR[protocol], **timing.group_ticks(),
+                      rejoin_flag=rejoin_flag and protocol in COOPERATIVE_PROTOCOLS)
     m = simulate(cfg, members, static, script(situation, rng, members), timing, rng, horizon_ms)
     return (run, situation, protocol, static, members, partitions, seed, *m)
 

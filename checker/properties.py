@@ -29,7 +29,7 @@ from rebalance.model.protocol import (
 from .engines import churn
 from .refinement import refinement
 from .render import lane
-from .system import CREATE_TOPIC, PAUSED, RUNNING, SUBSCRIBE, State, System, processing
+from .system import CREATE_TOPIC, DOWNGRADE, FAILOVER, PAUSED, REMOVE, RUNNING, SUBSCRIBE, State, System, processing
 
 
 class Property(NamedTuple):
@@ -124,6 +124,14 @@ def single_leader(system: System, state: State):
 
 
 def generations_grow(system: System, state: State, action, nxt: State):
+    """Generations only grow (R4), but for a failover, which resumes at the stored
+    record's generation (R72): one a completed round reached, never an older one."""
+    if action.kind == FAILOVER:
+        record = state.group.record
+        stored = record.generation if record is not None else 0
+        if nxt.group.generation != stored:
+            return f"a failover resumed the group at generation {nxt.group.generation}, not the stored {stored}"
+        return None
     if nxt.group.generation < state.group.generation:
         return f"generation went from {state.group.generation} to {nxt.group.generation}"
     return None
@@ -601,6 +609,18 @@ def _can_back_off(system: System) -> bool:
     return _deferred(system) and system.max_faults >= 3 and bool(system.faults & {"join", "restart"})
 
 
+def _failover_retried(system, s, a, n) -> bool:
+    return a.kind == FAILOVER and any(p.requests or p.responses for p in s.procs) and any(p.requests for p in n.procs)
+
+
+def _downgraded(system, s, a, n) -> bool:
+    """A dynamic member of a static slot joined (its JoinGroup answered)."""
+    if not _reply(a, JoinGroupResponse, Error.NONE) or a.slot not in system.static:
+        return False
+    c = _consumer(n, a.slot)
+    return not c.group_instance_id and c.member_id != NO_MEMBER_ID
+
+
 def _timer(kind):
     return lambda system, s, a, n: a.kind == "timer" and type(a.detail) is kind
 
@@ -644,6 +664,13 @@ COVERS = (
     Cover("new_topic_assigned", "a partition of a topic created mid-run was assigned (R62)",
           lambda system, s, a, n: _new_topic_owned(system, s, n),
           lambda system: CREATE_TOPIC in system.faults and bool(system.cfg.created_topics)),
+    Cover("admin_removal", "an admin client removed a static member by group.instance.id and the group "
+          "rebalanced (R71)", lambda system, s, a, n: a.kind == REMOVE and n.group.phase != s.group.phase,
+          lambda system: REMOVE in system.faults and bool(system.static)),
+    Cover("coordinator_failover", "the coordinator failed over to its stored record while a request or response "
+          "was in flight, and a member retried (R72)", _failover_retried, lambda system: FAILOVER in system.faults),
+    Cover("static_downgrade", "a static member's process restarted without group.instance.id and joined as a "
+          "dynamic member (R73)", _downgraded, lambda system: DOWNGRADE in system.faults and bool(system.static)),
 )
 
 

@@ -26,7 +26,8 @@ from .system import PAUSED, RUNNING, Action, State, System
 _NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0)
 _LOCAL_NAMES = {"heartbeat": "SendHeartbeat", "scheduled": "ScheduledRebalance", "commit": "SendCommit",
                 "ready": "LearnerReady", "shutdown": "Shutdown", "scale_down": "ScaleDown",
-                "create-topic": "CreateTopic"}
+                "create-topic": "CreateTopic",
+                "remove": "LeaveGroup", "downgrade": "Restart"}  # R71: an admin's LeaveGroup; R73: a restart
 
 
 def action_name(action: Action) -> str:

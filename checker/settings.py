@@ -20,7 +20,7 @@ from rebalance.spec.actions import SPEC_MUTATIONS
 from .engines.guards import MAX_CHECK_SLOTS
 from .situations import (Initial, initial_state, member_slot, parse_initial, parse_steps, play_prefix, slots_of,
                          static_slots)
-from .system import FAULTS, SUBSCRIPTION_FAULTS, System
+from .system import FAULT_KINDS, FAULTS, System
 
 ALL_PROTOCOLS = PROTOCOLS
 ENGINES = ("local", "spark")
@@ -31,8 +31,8 @@ SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "event
 # key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
     "initial": {"owned", "generation", "leader", "static", "subscriptions"},
-    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "connectors", "connector_cost",
-              "upgrade", "created_topics"},
+    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "rejoin_flag", "connectors",
+              "connector_cost", "upgrade", "created_topics"},
     "members": {"initial", "joiners", "static", "subscriptions"},
     "faults": {"kinds", "budget", "resubscriptions"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
@@ -313,6 +313,9 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     refuse_inapplicable(proto, muts)
+    rejoin_flag = g.get("rejoin_flag", False)
+    if not isinstance(rejoin_flag, bool):
+        raise ConfigError(f"group.rejoin_flag must be true or false, got {rejoin_flag!r}")
     extra = {}
     if g.get("upgrade", False) is not False:  # R79: a rolling upgrade from [range] to [cooperative-sticky]
         if g["upgrade"] is not True:
@@ -330,7 +333,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     extra.update(subscription_settings(topics, g, m, f, data.get("initial")))
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
                         initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t),
-                        **extra, **_kinds(g, connectors))
+                        rejoin_flag=rejoin_flag, **extra, **_kinds(g, connectors))
     if plugin is not None:
         probe_plugin(group)
     engine = engine or "local"
@@ -342,11 +345,11 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
                           f"places its partition owners on the Spark master's cores instead (--spark-master)")
     from .properties import PROPERTIES
     names = tuple(p.name for p in PROPERTIES)
-    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)),
-                           FAULTS + SUBSCRIPTION_FAULTS)
+    fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULT_KINDS)
     # a paused member is a zombie that keeps processing: exclusive_processing is
-    # expected to break (generation fencing keeps exclusive_ownership; the design brief)
-    zombie_default = ["exclusive_processing"] if "pause" in fault_kinds else []
+    # expected to break (generation fencing keeps exclusive_ownership; the design brief);
+    # so is a live static member an admin client removes (R71): it processes until its next heartbeat
+    zombie_default = ["exclusive_processing"] if {"pause", "remove"} & set(fault_kinds) else []
     initial, prefix = None, ()
     if "events" in data:
         raise ConfigError("[[events]] are replay's steps, each followed by the settled schedule; check explores "

@@ -20,7 +20,9 @@ heartbeat interval):
 (nothing sent; requests in flight lost; its partitions unavailable until
 reassigned), ``pause`` it (a zombie: a long GC pause, a stalled VM; it sends
 nothing) or ``resume`` it (it commits what it still owns at once, R41, then
-heartbeats again).
+heartbeats again), or have an admin client ``remove`` the slot's static member by
+its group.instance.id (R71: a batch LeaveGroup on a connection of the admin's own,
+``latency_ms`` later; nothing for a dynamic slot).
 
 An ``observer`` (checker/conform/emit.py writes traces with one) sees what a
 broker sees: each process's connection opened and, at a crash, closed; each
@@ -59,12 +61,14 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP
 from rebalance.model.member import NEW_CONSUMER, MemberPhase
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NOT_SCHEDULED, RESPONSE_OF, Callback, CommitDue, HeartbeatDue, Leave, Receive,
+    NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, RESPONSE_OF, Callback, CommitDue, HeartbeatDue, Leave, LeaveGroup,
+    Receive,
     ScheduledRebalanceDue, Send, Start, Tick, connection, epoch_of, instance_id, partitions_of, slot_of, union,
 )
 from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
 
 from .properties import imbalance
+from .system import ADMIN_EPOCH
 
 
 class Timing(NamedTuple):
@@ -95,7 +99,7 @@ class Timing(NamedTuple):
         return {"scheduled_delay_ticks": -(-self.scheduled_delay_ms // self.clock_ms)}
 
 
-ACTIONS = ("start", "stop", "crash", "pause", "resume")
+ACTIONS = ("start", "stop", "crash", "pause", "resume", "remove")
 DEFAULT_HORIZON_MS = 3_600_000  # an hour of simulated time after the last scripted action
 
 
@@ -226,6 +230,13 @@ class Simulation:
         if slot in self.paused:
             self.paused.discard(slot)
             self._member(slot, CommitDue())
+
+    def _remove(self, slot: int) -> None:
+        """R71: an admin client's LeaveGroup naming the slot's group.instance.id."""
+        self._at(self.now + self.t.latency_ms, "admin", slot, LeaveGroup(((NO_MEMBER_ID, instance_id(slot)),)))
+
+    def _admin(self, slot: int, request) -> None:
+        self._coordinator(Receive(connection(slot, ADMIN_EPOCH), request), NO_MEMBER_ID)
 
     def _commit(self, slot: int, epoch: int) -> None:
         if slot in self.consumers and self.epochs[slot] == epoch and slot not in self.paused:

@@ -50,7 +50,7 @@ from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.protocol import mask_of
 
 from .render import lane, partitions, slot_named
-from .system import (ACTION_KINDS, BOUNCE, CREATE_TOPIC, ENVIRONMENT, FAULTS, STATUS_NAMES, SUBSCRIPTION_FAULTS, State,
+from .system import (ACTION_KINDS, BOUNCE, CREATE_TOPIC, ENVIRONMENT, FAILOVER, FAULT_KINDS, STATUS_NAMES, State,
                      System)
 
 S = 1_000  # ms
@@ -78,6 +78,17 @@ def _scale_down(rng: random.Random, members: int) -> list:
     return [(rng.randint(0, 2 * S), "stop", slot) for slot in rng.sample(range(members), max(1, members // 4))]
 
 
+def _scale_down_admin(rng: random.Random, members: int) -> list:
+    """Scale-down with admin removal (seed 002, "Scale down"; R71): the processes stop
+    (a static member sends no LeaveGroup, R20) and an admin client removes them 1-3 s
+    later instead of waiting out session.timeout.ms. A dynamic member has left already."""
+    out = []
+    for slot in rng.sample(range(members), max(1, members // 4)):
+        t = rng.randint(0, 2 * S)
+        out += [(t, "stop", slot), (t + rng.randint(S, 3 * S), "remove", slot)]
+    return out
+
+
 def _host_swap(rng: random.Random, members: int) -> list:
     return [(0, "stop", rng.randrange(members)), (rng.randint(5 * S, 20 * S), "start", members)]
 
@@ -87,6 +98,7 @@ SITUATIONS = {
     "process_death": _process_death,
     "scale_up": _scale_up,
     "scale_down": _scale_down,
+    "scale_down_admin": _scale_down_admin,
     "host_swap": _host_swap,
 }
 
@@ -221,7 +233,9 @@ def play_step(system: System, state: State, action: str, slot: int) -> tuple:
     whatever faults the configuration enables, spending no budget). ConfigError
     naming the step and why it is not enabled."""
     if action in ENVIRONMENT:
-        everything = System(system.cfg, 0, system.slots, FAULTS + SUBSCRIPTION_FAULTS, 1, system.static)
+        # every fault; a failover only if the system keeps the coordinator's record (R72)
+        kinds = tuple(k for k in FAULT_KINDS if k != FAILOVER or k in system.faults)
+        everything = System(system.cfg, 0, system.slots, kinds, 1, system.static)
         options = everything.fault_successors(state._replace(faults_left=1))
         found = [(a, n._replace(faults_left=state.faults_left)) for a, n in options if a.kind == action and a.slot == slot]
     else:

@@ -23,25 +23,31 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from rebalance.model import coordinator, member, upgrade
+from rebalance.model import coordinator, failover, member, upgrade
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer, counting, shutting_down
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, LearnerReady, Leave, MetadataUpdate, OffsetCommit,
-    Phase, Receive, ScaleDown, ScheduledRebalanceDue, Send, Start, Subscribe, Tick, connection, epoch_of,
-    instance_id, member_id, partitions_of, slot_of, union, ALL_TOPICS,
+    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, CoordinatorLost, Error, HeartbeatDue, LeaveGroup, LearnerReady, Leave,
+    MetadataUpdate, OffsetCommit, Phase, Receive, ScaleDown, ScheduledRebalanceDue, Send, Start, Subscribe, Tick,
+    connection, epoch_of, instance_id, member_id, partitions_of, slot_of, union, ALL_TOPICS,
 )
 
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
 FAULTS = ("join", "leave", "crash", "restart", "pause")
-SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
-UPGRADE = "upgrade"  # the operator bounces a member onto the next assignor list of a rolling upgrade (R79)
+# KIP-345's faults (seed 002), explored only when named (R71-R73): an admin client removes a static member
+# (batch LeaveGroup by group.instance.id), the coordinator fails over to its stored record, a static member's
+# process restarts without group.instance.id
+REMOVE, FAILOVER, DOWNGRADE = "remove", "failover", "downgrade"
+KIP345_FAULTS = (REMOVE, FAILOVER, DOWNGRADE)
 # faults off unless named (R63, R62): a member subscribes to another topic list; a topic is created
 SUBSCRIBE, CREATE_TOPIC = "subscribe", "create-topic"
 SUBSCRIPTION_FAULTS = (SUBSCRIBE, CREATE_TOPIC)
-ENVIRONMENT = FAULTS + ("resume", SCALE_DOWN, UPGRADE) + SUBSCRIPTION_FAULTS  # the environment's actions (no fairness)
+FAULT_KINDS = FAULTS + SUBSCRIPTION_FAULTS + KIP345_FAULTS  # every fault a configuration may name; FAULTS: default
+SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
+UPGRADE = "upgrade"  # the operator bounces a member onto the next assignor list of a rolling upgrade (R79)
+ENVIRONMENT = FAULT_KINDS + ("resume", SCALE_DOWN, UPGRADE)  # the environment's actions (no fairness)
 BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.py), also the environment's
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
@@ -50,6 +56,8 @@ ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick", C
     BOUNCE,)
 TICK = Tick()
 COMMIT_DUE = CommitDue()
+COORDINATOR_LOST = CoordinatorLost()
+ADMIN_EPOCH = 0  # an admin client's connection on a slot: no process has epoch 0, so its reply is dropped
 
 
 class Proc(NamedTuple):
@@ -152,7 +160,10 @@ class System:
         key = (group, event)
         hit = self._coord.get(key)
         if hit is None:
-            hit = self._coord[key] = coordinator.handle(self.cfg, group, event)
+            g2, replies = coordinator.handle(self.cfg, group, event)
+            if FAILOVER in self.faults:  # R72: keep what a failover would load
+                g2 = failover.recorded(group, g2)
+            hit = self._coord[key] = (g2, replies)
         return hit
 
     def step_member(self, c: Consumer, event) -> tuple:
@@ -178,10 +189,13 @@ class System:
     def requests_of(outputs) -> tuple:
         return tuple(o.request for o in outputs if type(o) is Send)
 
-    def start(self, slot: int, proc: Proc) -> Proc:
+    def start(self, slot: int, proc: Proc, static: bool = True) -> Proc:
+        """A new process on ``slot`` (static if the slot is and ``static``), joining on
+        the slot's assignor list (R79), subscription (R61) and metadata (R62)."""
         assignors = self.stages[proc.stage] if self.stages else ()
-        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot), self.cfg.subscription_of(slot),
-                                                      proc.metadata, assignors=assignors))
+        c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot) if static else NO_INSTANCE_ID,
+                                                      self.cfg.subscription_of(slot), proc.metadata,
+                                                      assignors=assignors))
         return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), (), stage=proc.stage, metadata=proc.metadata)
 
     def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
@@ -201,7 +215,10 @@ class System:
         """The state exploration starts from: ``start`` if given, else the configured
         members started from an empty group and run, deterministically, to a
         quiescent Stable group."""
-        return self.start_state if self.start_state is not None else settle(self, self.started())
+        state = self.start_state if self.start_state is not None else settle(self, self.started())
+        if FAILOVER in self.faults and state.group.record is None:  # R72: a starting Stable group is stored
+            state = state._replace(group=failover.recorded(state.group, state.group))
+        return state
 
     def stable(self, owned: dict, generation: int, leader_slot: int) -> State:
         """A Stable group at ``generation`` in which each slot of ``owned`` ({slot:
@@ -225,14 +242,19 @@ class System:
         """Member ids whose connection belongs to a running process that still holds
         (or, mid-JoinGroup, is being given) that id; the others are silent (R21). A
         process that forgot its member id and is not joining (fenced, R28) speaks
-        for nobody."""
+        for nobody; one joining is given the newest member id on its connection (an
+        older one there is a member a failover's record brought back, R72)."""
         live = set()
         procs = state.procs
+        newest: dict = {}
+        for m in state.group.members:
+            newest[m.conn] = max(newest.get(m.conn, NO_MEMBER_ID), m.member_id)
         for m in state.group.members:
             p = procs[slot_of(m.conn)]
             if p.status == RUNNING and p.epoch == epoch_of(m.conn):
                 c = p.consumer
-                if c.member_id == m.member_id or (c.member_id == NO_MEMBER_ID and c.phase == MemberPhase.JOINING):
+                if c.member_id == m.member_id or (c.member_id == NO_MEMBER_ID and c.phase == MemberPhase.JOINING
+                                                  and m.member_id == newest[m.conn]):
                     live.add(m.member_id)
         return live
 
@@ -380,6 +402,8 @@ class System:
                 out.append((Action("resume", s, None), _with_proc(state, s, p._replace(status=RUNNING), 0)))
             if state.faults_left > 0:
                 out.extend((a, _with_proc(state, s, q, 1)) for a, q in self._faults(s, p))
+        if state.faults_left > 0:
+            out.extend(self._kip345_faults(state))
         if state.faults_left > 0 and CREATE_TOPIC in self.faults and between_rounds(state) and not any(
                 p.status == PAUSED for p in state.procs):
             out.extend(self._create_topic(state))
@@ -438,6 +462,40 @@ class System:
             out.append((Action(UPGRADE, s, None), _with_proc(state, s, nxt, 0)))
         return out
 
+    def _kip345_faults(self, state: State) -> list:
+        """KIP-345's faults that act on the group (R71, R72), each spending one fault:
+        ``remove``, an admin client's batch LeaveGroup naming a static member of the
+        group by group.instance.id (seed 002, "Admin request"; from a connection of its
+        own, whose reply no process reads); ``failover``, the coordinator resumes from
+        its stored record and everything in flight is lost: every live member sees its
+        connection break (or NOT_COORDINATOR) and retries (model/failover.py,
+        model/member.py ``_coordinator_lost``)."""
+        out = []
+        group = state.group
+        if REMOVE in self.faults:
+            for s in sorted(self.static):
+                iid = self.instance_of(s)
+                if coordinator.find_instance(group, iid) is not None:
+                    req = LeaveGroup(((NO_MEMBER_ID, iid),))
+                    nxt = self.coordinator_event(state, Receive(connection(s, ADMIN_EPOCH), req))
+                    out.append((Action(REMOVE, s, req), nxt._replace(faults_left=state.faults_left - 1)))
+        if FAILOVER in self.faults and group.phase != Phase.DEAD:
+            out.append((Action(FAILOVER, -1, None), self._failed_over(state)))
+        return out
+
+    def _failed_over(self, state: State) -> State:
+        """R72: the coordinator loaded from its record; every request and response in
+        flight dropped; each live member handles the loss (its retry goes out)."""
+        procs = []
+        for p in state.procs:
+            if p.status == RUNNING or p.status == PAUSED:
+                c, outs = self.step_member(p.consumer, COORDINATOR_LOST)
+                p = p._replace(consumer=c, requests=self.requests_of(outs), responses=())
+            elif p.requests:
+                p = p._replace(requests=())
+            procs.append(p)
+        return State(failover.load(self.cfg, state.group), tuple(procs), state.faults_left - 1)
+
     def churn_successors(self, state: State) -> list:
         """R39: leader changes outside the budget (checker/engines/churn.py): between rounds
         (the group Stable, nothing in flight) the leader's process bounces, crashing
@@ -478,6 +536,9 @@ class System:
                 out.append((Action("pause", s, None), p._replace(status=PAUSED)))
         elif p.status == CRASHED and "restart" in faults:
             out.append((Action("restart", s, None), self.start(s, p)))
+        if p.status == CRASHED and DOWNGRADE in faults and s in self.static:
+            # R73: the static member's process restarts without group.instance.id (KIP-345's downgrade)
+            out.append((Action(DOWNGRADE, s, None), self.start(s, p, static=False)))
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
             out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), (), stage=p.stage, metadata=p.metadata)))
         return out

@@ -32,7 +32,7 @@ from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers, concrete_reason
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
-from rebalance.checker.system import FAULTS, System
+from rebalance.checker.system import FAULTS, KIP345_FAULTS, System
 from rebalance.model.config import CONSUMER_PROTOCOLS, ConfigError
 from rebalance.model.mutations import REGISTRY
 from rebalance.spec.actions import SPEC_MUTATIONS
@@ -206,10 +206,13 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--rejoin", help="Streams: conservative (rejoin once all learners are ready, default) or eager.")
 @click.option("--max-warmup", type=int, help="Streams, --assignor high-availability (KIP-441): max.warmup.replicas "
                                              "(default 2, at least 1).")
-@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (default all; under streams, "
-                               "leave is the scale-down tool marking a member leaving soon); also, off unless named: "
-                               "subscribe (a member switches to one of [faults] resubscriptions, R63) and "
-                               "create-topic (one of [group] created_topics is created, R62).")
+@click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (the default, all of them; "
+                               "under streams, leave is the scale-down tool marking a member leaving soon); also, "
+                               "off unless named: subscribe (a member switches to one of [faults] resubscriptions, "
+                               "R63), create-topic (one of [group] created_topics is created, R62), and "
+                               f"KIP-345's {','.join(KIP345_FAULTS)}: an admin client removes a static member by "
+                               "group.instance.id, the coordinator fails over to its stored record, a crashed static "
+                               "member restarts without group.instance.id.")
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Switch on a known-bad behaviour (repeatable).")
@@ -965,14 +968,17 @@ def _print_obligation(ob) -> None:
               help="The deferred protocol's scheduled.rebalance.max.delay.ms (Kafka Connect's setting; 0: lost "
                    "partitions are reassigned at once and revoking rounds do not back off).")
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option("--rejoin-flag", is_flag=True, help="The cooperative protocols' leaders tell every member to rejoin "
+                                                  "at once when a second round is owed (seed 000, Design I; R74).")
 @click.option("--json", "as_json", is_flag=True, help="Print the table as one JSON object on stdout.")
 def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variants, restore_ms, scale_down_ms,
-             mutations, static, horizon_ms, scheduled_delay_ms, spark_master, as_json):
+             mutations, static, horizon_ms, scheduled_delay_ms, spark_master, rejoin_flag, as_json):
     """Run a simulation campaign on Spark: the seeds' situations, timed.
 
     Each run drives the model's coordinator and member handlers with a virtual
     clock (ms; results in ticks of 100 ms) through one situation — rolling
-    bounce, process death (killed, back 5-60 s later), scale up, scale down,
+    bounce, process death (killed, back 5-60 s later), scale up, scale down
+    (and, static, by an admin's removal 1-3 s after the stop),
     host swap — and measures rebalances, partitions moved, partition-ticks of
     unavailability and ticks until the group is balanced again. A run goes on
     until the group is balanced and quiet (Stable, every partition owned once,
@@ -1008,7 +1014,8 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variant
     given = lambda name: click.get_current_context().get_parameter_source(name).name != "DEFAULT"  # noqa: E731
     if streams:
         for name, option in (("protocols", "--protocols"), ("static", "--static"),
-                             ("scheduled_delay_ms", "--scheduled-rebalance-max-delay-ms")):
+                             ("scheduled_delay_ms", "--scheduled-rebalance-max-delay-ms"),
+                             ("rejoin_flag", "--rejoin-flag")):
             if given(name):
                 raise ConfigError(f"{option} does not apply with --streams (its variants are --variants)")
         campaign = StreamsCampaign(runs=runs, seed=seed, situations=split(situations or ",".join(STREAMS_SITUATIONS)),
@@ -1023,7 +1030,8 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variant
         campaign = Campaign(runs=runs, seed=seed, situations=split(situations or ",".join(SITUATIONS)),
                             sizes=parse_sizes(sizes) if sizes else DEFAULT_SIZES, protocols=split(protocols),
                             static={"both": (False, True), "yes": (True,), "no": (False,)}[static],
-                            horizon_ms=horizon_ms, timing=Timing(scheduled_delay_ms=scheduled_delay_ms))
+                            horizon_ms=horizon_ms, timing=Timing(scheduled_delay_ms=scheduled_delay_ms),
+                            rejoin_flag=rejoin_flag)
     campaign.validate()
     started = time.monotonic()
     if err.is_terminal:

@@ -606,3 +606,24 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0), metadata: int = AL
         out = _cooperative_sticky(cfg, mids, _claims(cfg, members))
     out = rule(cfg, _given)(mids, out)
     return tuple((mid, Assignment(out[mid], delay, echo)) for mid, _, _ in members)
+
+
+def _owes_second_round(claims: dict, assignments) -> bool:
+    """R74: some member claims a partition it is not assigned, so it revokes it and a
+    second round must hand it out (seed 000, Design I)."""
+    return any(claims.get(mid, 0) & ~a.partitions for mid, a in assignments)
+
+
+def flag_rejoin(cfg: GroupConfig, members, assignments) -> tuple:
+    """R74, seed 000, Design I discussion ("an extra boolean indicator field to notify
+    them immediately"): with ``cfg.rejoin_flag``, when the round owes a second one
+    every member's assignment carries ``rejoin``, so the members that revoke nothing
+    rejoin at once instead of waiting for a Heartbeat to answer
+    REBALANCE_IN_PROGRESS (R19). ``members`` as ``assign`` takes them,
+    ``assignments`` as it returns them; unchanged without the flag or a second round."""
+    if not cfg.rejoin_flag or not assignments:
+        return assignments
+    claims = {mid: sub.owned for mid, _, sub in members}
+    if not rule(cfg, _owes_second_round)(claims, assignments):
+        return assignments
+    return tuple((mid, a._replace(rejoin=True)) for mid, a in assignments)

@@ -86,6 +86,10 @@ class GroupConfig:
     (a bitmask) that do not exist at the start, each created by a ``create-topic``
     fault. All empty: every member subscribes to every topic, which exists.
 
+    ``rejoin_flag``: the leader's assignment tells every member to rejoin at once
+    when the round owes a second one (R74, seed 000's Design I discussion); for the
+    cooperative protocols only.
+
     Raises ConfigError for an unknown protocol, assignor or mutation, an assignor
     that does not support the protocol, a mutation the protocol has no use for, two
     mutations replacing one rule, or a topic without partitions.
@@ -108,6 +112,7 @@ class GroupConfig:
     rejoin_mode: str = "conservative"
     scale_down_ticks: int = 2
     upgrade: bool = False  # R79: the members move from [range] to [cooperative-sticky] by rolling bounces
+    rejoin_flag: bool = False
     connectors: int = 0
     connector_cost: int = 2
     subscriptions: tuple = ()
@@ -162,6 +167,9 @@ class GroupConfig:
         if self.upgrade or "one-bounce-upgrade" in self.mutations:
             from .upgrade import validate
             validate(self)
+        if self.rejoin_flag and self.protocol not in COOPERATIVE_PROTOCOLS:
+            raise ConfigError(f"the rejoin flag is for the cooperative protocols ({', '.join(COOPERATIVE_PROTOCOLS)}), "
+                              f"not {self.protocol}: an eager round owes no second one")
         if not self.topics:
             raise ConfigError("no topics: the group needs at least one topic")
         for name, count in self.topics:

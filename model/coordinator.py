@@ -53,7 +53,9 @@ class Group(NamedTuple):
     ``initial_delay``: the barrier waits for group.initial.rebalance.delay.ms (R30);
     ``protocol``: the group protocol selected for this generation (R35; "" when the
     members send no ``Protocols``); ``pending``: member ids handed out with
-    MEMBER_ID_REQUIRED, not yet used to join (R36)."""
+    MEMBER_ID_REQUIRED, not yet used to join (R36); ``record``: the last group
+    ``stored`` (R37) as a failover would load it, kept by the checker only when it
+    explores failovers (model/failover.py, R72), else None."""
 
     phase: Phase
     generation: int
@@ -64,6 +66,7 @@ class Group(NamedTuple):
     initial_delay: bool = False
     protocol: str = ""
     pending: tuple = ()
+    record: object = None
 
 
 EMPTY_GROUP = Group(Phase.EMPTY, 0, NO_MEMBER_ID, (), NO_MEMBER_ID, ())
@@ -295,9 +298,20 @@ def _complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
 
 
 def _remove(cfg: GroupConfig, group: Group, mids, out: list) -> Group:
-    """Remove members and move the group on (GroupCoordinator.removeMemberAndUpdateGroup, R7)."""
+    """Remove members and move the group on (GroupCoordinator.removeMemberAndUpdateGroup, R7).
+    A removed member's held JoinGroup is answered UNKNOWN_MEMBER_ID, so a live one
+    rejoins (removeMemberAndUpdateGroup invokes the join callback first); so is its
+    held SyncGroup (R71: Kafka leaves it to the client's request timeout, whose
+    retry meets UNKNOWN_MEMBER_ID). Only an admin removal (R71) removes a live
+    member held at a barrier: a session timeout spares it (R11)."""
     if not mids:
         return group
+    for m in group.members:
+        if m.member_id in mids and m.awaiting_join:
+            out.append(Reply(m.conn, JoinGroupResponse(Error.UNKNOWN_MEMBER_ID, NO_MEMBER_ID, NO_GENERATION,
+                                                       NO_MEMBER_ID, ())))
+        elif m.member_id in mids and m.awaiting_sync:
+            out.append(Reply(m.conn, SyncGroupResponse(Error.UNKNOWN_MEMBER_ID, EMPTY_ASSIGNMENT)))
     group = group._replace(members=tuple(x for x in group.members if x.member_id not in mids))
     if group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
         group = _prepare_rebalance(group, out)
@@ -486,7 +500,18 @@ def _leave(cfg: GroupConfig, group: Group, conn: int, req: LeaveGroup, out: list
         if error == Error.NONE:
             gone.append(mid)
     out.append(Reply(conn, LeaveGroupResponse(Error.NONE, tuple(results))))
+    if any(mid == NO_MEMBER_ID for mid, _ in req.members):
+        return rule(cfg, _remove_by_admin)(cfg, group, gone, out)
     return _remove(cfg, group, gone, out)
+
+
+def _remove_by_admin(cfg: GroupConfig, group: Group, mids, out: list) -> Group:
+    """R71: static members an admin client removes by group.instance.id leave as any
+    leaving member does, and the group rebalances so their partitions move (seed 002,
+    "Admin request": batch LeaveGroup; GroupCoordinator.handleLeaveGroup calls
+    removeMemberAndUpdateGroup, which prepares a rebalance). Replaced by
+    ``admin-removal-without-rebalance``."""
+    return _remove(cfg, group, mids, out)
 
 
 def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: list) -> Group:

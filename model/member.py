@@ -19,11 +19,11 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from . import high_availability, streams
-from .assignors import assign
+from .assignors import assign, flag_rejoin
 from .config import GroupConfig, rule
 from .upgrade import cooperative_member, leader_config
 from .protocol import (
-    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, Error, Heartbeat,
+    NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Callback, CommitDue, CoordinatorLost, Error, Heartbeat,
     HeartbeatDue, HeartbeatResponse, JoinGroup, JoinGroupResponse, LearnerReady, Leave, LeaveGroup, ScaleDown,
     LeaveGroupResponse, OffsetCommit, OffsetCommitResponse, ScheduledRebalanceDue, Send, Start, Subscription, SyncGroup, SyncGroupResponse, Tick,
     ALL_TOPICS, EMPTY_SUBSCRIPTION, MetadataUpdate, Subscribe, union,
@@ -139,6 +139,12 @@ def _owned_after_sync(owned: int, assigned: int) -> int:
     return assigned
 
 
+def _owned_when_told_to_rejoin(owned: int, assigned: int) -> int:
+    """R74: a member told to rejoin at once still revokes first (R18), so it owns
+    what it was assigned. Replaced by ``rejoin-before-revoking`` (test-only)."""
+    return assigned
+
+
 def assigned_consumer(cfg: GroupConfig, mid: int, iid: int, generation: int, leader: bool, owned: int,
                       group_assigned: int) -> Consumer:
     """A Stable member of ``generation`` owning what it was assigned, the group
@@ -216,7 +222,7 @@ def _join_response(cfg: GroupConfig, c: Consumer, r: JoinGroupResponse, out: lis
         assigning = leader and not r.skip_assignment
         # R78: a member with its own assignor list assigns with the one the vote selected
         chosen = leader_config(cfg, r.protocol) if c.assignors else cfg
-        assignments = assign(chosen, r.members, memory, c.metadata) if assigning else ()
+        assignments = flag_rejoin(cfg, r.members, assign(chosen, r.members, memory, c.metadata)) if assigning else ()
         c = c._replace(memory=rule(cfg, _memory_after_assigning)(c.memory, assignments))
         if cfg.created_topics:  # R62: the topics the leader waits for (ConsumerCoordinator.performAssignment)
             c = c._replace(snapshot=_awaited_topics(cfg, c, r.members) if assigning else 0)
@@ -239,6 +245,8 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
         out.append(Callback("revoked", revoked))
     out.append(Callback("assigned", added))
     assigned = rule(cfg, _owned_after_sync)(c.owned, assigned)
+    if r.assignment.rejoin:
+        assigned = rule(cfg, _owned_when_told_to_rejoin)(c.owned, assigned)
     c = c._replace(owned=assigned, owned_generation=c.generation if assigned else NO_GENERATION,
                    user_data=rule(cfg, _remembered)(c, assigned),
                    scheduled=r.assignment.scheduled or NOT_SCHEDULED, released=0,
@@ -248,7 +256,8 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
         c, newly_ready = _streams_assignment(c, r.assignment)
         if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R55: a warm standby is ready at once
             return _rejoin(cfg, c, out)
-    if revoked or c.metadata & c.snapshot:  # R18: after revoking, rejoin at once (Design I); R62
+    # R18: after revoking, rejoin at once (Design I); R62: a topic it waits for exists; R74: told to
+    if revoked or r.assignment.rejoin or c.metadata & c.snapshot:
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)
 
@@ -327,6 +336,22 @@ def _heartbeat_response(cfg: GroupConfig, c: Consumer, r: HeartbeatResponse, out
     return _on_membership_error(cfg, c, r.error, out)
 
 
+def _coordinator_lost(cfg: GroupConfig, c: Consumer, out: list) -> Consumer:
+    """R72: the coordinator failed over and the member's request in flight is lost. It
+    rediscovers the coordinator and retries as the Java consumer does: a lost
+    JoinGroup or SyncGroup is a JoinGroup again under its member id, keeping what it
+    owns (AbstractCoordinator.SyncGroupResponseHandler and JoinGroupResponseHandler
+    call markCoordinatorUnknown on NOT_COORDINATOR and fail the join future with a
+    retriable error; joinGroupIfNeeded then sends JoinGroup again). The generation of
+    the round that did not complete is forgotten: no JoinGroup carries it and the
+    JoinGroup response replaces it, while the loaded group may be at an older one
+    (R72). A lost Heartbeat is not retried: the next one goes to the new coordinator
+    (HeartbeatResponseHandler only marks the coordinator unknown)."""
+    if c.phase == MemberPhase.JOINING or c.phase == MemberPhase.SYNCING:
+        return _rejoin(cfg, c._replace(generation=NO_GENERATION), out)
+    return c._replace(heartbeat_inflight=False)
+
+
 def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
     """One member step: ``(consumer', (Send | Callback, ...))``. Unknown inputs raise TypeError."""
     out: list = []
@@ -337,6 +362,8 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         c = _sync_response(cfg, c, event, out)
     elif kind is HeartbeatResponse:
         c = _heartbeat_response(cfg, c, event, out)
+    elif kind is CoordinatorLost:
+        c = _coordinator_lost(cfg, c, out)
     elif kind is LeaveGroupResponse or kind is OffsetCommitResponse:
         # R41: a refused commit changes nothing here; the next heartbeat finds out why (R19)
         pass

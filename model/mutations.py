@@ -230,6 +230,24 @@ REGISTRY = {m.name: m for m in (
              "member newly subscribes to and those a member released on dropping its topic are deferred",
              "seed 000, Design II case (a): lost partitions from new subscriptions are given out at once "
              "(against it)", "R64", ("deferred",)),
+    Mutation("admin-removal-without-rebalance",
+             "static members an admin client removes by group.instance.id (batch LeaveGroup) are dropped from "
+             "the group without a rebalance: their partitions stay assigned to nobody",
+             "test-only: a deliberately wrong coordinator (seed 002, KIP-345 admin removal exists so a scale-down "
+             "moves the partitions at once; GroupCoordinator.handleLeaveGroup -> removeMemberAndUpdateGroup -> "
+             "maybePrepareRebalance)", "R71", PROTOCOLS, test_only=True),
+    Mutation("rejoin-before-revoking",
+             "with the rejoin flag on, a member told to rejoin rejoins before it revokes: it keeps what it was "
+             "told to give up and claims it again (use with group.rejoin_flag)",
+             "test-only: a deliberately wrong member (seed 000, Design I: stop processing the revoked partitions, "
+             "commit, then join again; the flag only spares the others the wait for a heartbeat)", "R74",
+             COOPERATIVE_PROTOCOLS, test_only=True),
+    Mutation("failover-stale-generation",
+             "a coordinator taking over after a failover resumes the group one generation behind its stored "
+             "record, so it hands out a generation already used",
+             "test-only: a deliberately wrong coordinator (GroupMetadata.loadGroup resumes at the record's "
+             "generationId; generation fencing, R9, needs generations never handed out twice)", "R72", PROTOCOLS,
+             test_only=True),
 )}
 
 # mutation name -> ((correct rule, its replacement), ...), filled by ``replaces``
@@ -273,7 +291,7 @@ def refuse_inapplicable(protocol: str, mutations) -> None:
 
 
 # ---- the replacements, by the handler whose rule they replace ----------------------------------------------
-from . import assignors, coordinator, high_availability, member, streams, upgrade  # noqa: E402 - the rules replaced are theirs; they import `rule`
+from . import assignors, coordinator, failover, high_availability, member, streams, upgrade  # noqa: E402 - the rules replaced are theirs; they import `rule`
 
 
 @replaces(coordinator._commit_fencing, "no-commit-fencing")
@@ -487,6 +505,19 @@ def _one_bounce() -> tuple:
     return (upgrade.RANGE, upgrade.COOPERATIVE_ONLY)
 
 
+@replaces(coordinator._remove_by_admin, "admin-removal-without-rebalance")
+def _remove_without_rebalance(cfg, group, mids, out: list):
+    return group._replace(members=tuple(m for m in group.members if m.member_id not in mids))
+
+
+@replaces(failover._loaded_generation, "failover-stale-generation")
+def _stale_generation(record):
+    return max(record.generation - 1, 0)
+
+
+@replaces(member._owned_when_told_to_rejoin, "rejoin-before-revoking")
+def _rejoin_keeping_revoked(owned: int, assigned: int) -> int:
+    return owned | assigned
 @replaces(assignors._deferral, "incremental-reassigns-lost")
 def _incremental_defers_nothing(cfg, *args) -> tuple:
     return (0, 0) if cfg.protocol == "incremental" else assignors._deferral(cfg, *args)

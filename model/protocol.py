@@ -261,6 +261,7 @@ class Assignment(NamedTuple):
     scheduled: int = 0
     echo: tuple = ()
     streams: tuple = ()
+    rejoin: bool = False  # R74: "rejoin now", the leader's flag that a second round is owed (seed 000, Design I)
 
 
 EMPTY_ASSIGNMENT = Assignment(0)
@@ -466,6 +467,15 @@ class Tick(NamedTuple):
     (a configuration maps ms to ticks, GroupConfig)."""
 
     tag: int = 114
+
+
+class CoordinatorLost(NamedTuple):
+    """The coordinator failed over (R72): the member's connection broke, or its request
+    was answered NOT_COORDINATOR, and whatever it had in flight is lost; it
+    rediscovers the coordinator (AbstractCoordinator.markCoordinatorUnknown) and
+    retries."""
+
+    tag: int = 130
 
 
 class LearnerReady(NamedTuple):

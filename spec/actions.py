@@ -317,6 +317,24 @@ def _topic_created_post(L, s, t, i, muts):
     yield "generations, member ids and grants unchanged", L.And(*(L.And(
         _same(s, t, "member_generation", j), _same(s, t, "known", j), _same(s, t, "live", j),
         _grants_unchanged(L, s, t, j)) for j in slots(s)))
+def _failover_post(L, s, t, i, muts):
+    """R72: the coordinator resumes from its stored record: a Stable or Empty group,
+    every grant in flight lost; the members keep what they own and may forget the
+    generation of a round that did not complete; the record gives no partition twice,
+    nor one another known member owns (it was stored when the leader's assignment
+    arrived, and members own only what an assignment since stored gave them)."""
+    yield "Stable or Empty", L.Or(t.phase == STABLE, t.phase == EMPTY)
+    yield "every grant lost", L.And(*(L.And(L.Not(t.granting[j]), t.grant[j] == 0) for j in slots(s)))
+    yield "processes and what they own unchanged", L.And(*(L.And(_same(s, t, "live", j), _same(s, t, "owned", j))
+                                                          for j in slots(s)))
+    yield "generation kept or forgotten", L.And(*(L.Or(_same(s, t, "member_generation", j),
+                                                       t.member_generation[j] == NO_GENERATION) for j in slots(s)))
+    yield "a slot without a process is no member", L.And(*(L.Implies(L.Not(t.live[j]), L.Not(t.known[j]))
+                                                           for j in slots(s)))
+    yield "no member's generation beyond the record's", L.And(*(t.member_generation[j] <= t.generation
+                                                               for j in slots(s)))
+    yield "the record holds no partition twice", L.And(*(
+        (holding(L, t, j) & holding(L, t, k)) == 0 for j in slots(s) for k in slots(s) if j < k))
 
 
 class Case(NamedTuple):
@@ -337,6 +355,7 @@ STOP = Case("process stops", _no_pre, _stop_post)
 BOUNCED = Case("process bounced onto a new assignor list", _live_pre, _start_post)  # R79
 SUBSCRIBED = Case("subscription changed", _no_pre, _subscribed_post)
 TOPIC_CREATED = Case("topic created", _no_pre, _topic_created_post)
+FAILOVER = Case("the coordinator fails over", _no_pre, _failover_post)
 
 class SpecAction(NamedTuple):
     """An action: the disjunction of its cases. ``local``: its cases read only the
@@ -394,6 +413,7 @@ ACTIONS = {
     "Upgrade": _member(BOUNCED, STUTTER),
     "Subscribe": _member(SUBSCRIBED),  # R63
     "CreateTopic": _coordinator(TOPIC_CREATED),  # R62
+    "Failover": _coordinator(FAILOVER),  # KIP-345's faults (R72); an admin removal is a LeaveGroup (R71)
 }
 
 

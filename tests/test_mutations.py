@@ -15,6 +15,8 @@ STATIC = ("--static", "--faults", "restart,crash,leave")
 STREAMS = ("--protocol", "streams", "--members", "2", "--standby", "0")
 SUBSCRIPTIONS = (str(EXAMPLES / "subscriptions.toml"),)
 SMALL = ("--members", "1", "--partitions", "3", "--faults", "join,crash", "--max-faults", "2")
+KIP345 = ("--static", "--members", "2", "--partitions", "2", "--max-faults", "2", "--faults")
+REMOVAL, FAILOVER = KIP345 + ("crash,restart,remove,downgrade",), KIP345 + ("crash,restart,failover,downgrade",)
 
 # (mutations, configuration, the properties violated; every other one holds)
 MATRIX = [
@@ -90,6 +92,14 @@ MATRIX = [
     # the upgrade to cooperative in one rolling bounce (R79, R80): the bounced member is refused and consumes nothing
     (("one-bounce-upgrade",), ("--example", "upgrade", "--partitions", "2", "--faults", "crash,restart",
                                "--max-faults", "1"), {"upgrade_compatible", "quiescent_balance", "eventual_balance"}),
+    # KIP-345's faults (R71, R72): a live static member an admin removes processes until its next heartbeat
+    ((), REMOVAL, {"exclusive_processing"}),
+    ((), FAILOVER, set()),
+    (("admin-removal-without-rebalance",), REMOVAL, {"exclusive_processing", "quiescent_balance", "eventual_balance"}),
+    (("failover-stale-generation",), FAILOVER, {"single_leader", "refinement"}),
+    # R74: a member told to rejoin at once rejoins before it revokes, claiming what it gave up: rounds without end
+    (("rejoin-before-revoking",), (str(EXAMPLES / "rejoin_flag.toml"),),
+     {"refinement", "eventual_balance", "no_rebalance_storm"}),
     # Connect's two kinds (R66-R68): a round moving both connectors at once; lost resources given out at once
     # under incremental, which breaks nothing checked (tests/test_kinds.py replays the rounds that differ)
     (("moves-ignore-cost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), {"moves_within_allowance"}),
@@ -119,7 +129,7 @@ def test_what_each_mutation_breaks_and_leaves_holding(rebalance_check, mutations
     status = {p["name"]: p["status"] for p in s["properties"]}
     assert {n for n, st in status.items() if st == "violated"} == violated
     assert all(st == "holds" for n, st in status.items() if n not in violated)
-    expected = {"exclusive_processing"} if "pause" in config[-1] else set()
+    expected = {"exclusive_processing"} if {"pause", "remove"} & set(config[-1].split(",")) else set()
     assert code == (1 if violated - expected else 0)
     for v in s["counterexamples"]:
         assert v["property"] in violated and v["length"] > 0

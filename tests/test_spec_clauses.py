@@ -40,7 +40,8 @@ def quick_systems():
             System(_cfg("deferred"), 2, 1, ("crash",), 1),  # ticks and ScheduledRebalanceTimeouts
             System(_cfg("streams"), 2, 1, ("join", "leave"), 1),  # learners ready, scale-down, shutdown
             System(_upgrade_cfg(), 2, 1, ("crash", "restart"), 1),  # a rolling upgrade's bounces (R79)
-            System(_subscriptions_cfg(), 2, 1, ("subscribe", "create-topic", "join"), 2)]  # R62, R63
+            System(_subscriptions_cfg(), 2, 1, ("subscribe", "create-topic", "join"), 2),  # R62, R63
+            System(_cfg(), 2, 1, ("crash", "failover"), 2)]  # KIP-345's coordinator failover (R72)
 
 
 def _upgrade_cfg():
@@ -133,7 +134,7 @@ IDS = [f"{c.action}/{c.case}/{c.kind}/{c.clause}" for c in CLAUSES]
 
 
 def test_clauses_are_enumerated_once_each():
-    assert len(set(CLAUSES)) == len(CLAUSES) == 125
+    assert len(set(CLAUSES)) == len(CLAUSES) == 132
     assert set(c.action for c in CLAUSES) == set(spec.ACTIONS)
 
 

@@ -131,7 +131,7 @@ def _group(g: Group, n: _Names) -> Group:
     return g._replace(generation=n.gen(g.generation), leader=n.mid(g.leader),
                       members=tuple(_member(m, n) for m in g.members), first_joiner=n.mid(g.first_joiner),
                       issued=tuple((slot, n.serial(slot, k)) for slot, k in g.issued),
-                      pending=tuple(n.mid(m) for m in g.pending))
+                      pending=tuple(n.mid(m) for m in g.pending), record=g.record and _group(g.record, n))
 
 
 def _proc(slot: int, p: Proc, n: _Names) -> Proc:
