@@ -13,7 +13,8 @@ changing anything is a stutter and is not generated.
 The members' ScheduledRebalanceTimeouts (Designs II and III) are deadlines in the
 state: each member's countdown in ticks (a relative deadline, so the state stays
 finite). A ``tick`` passes between rounds only, when the group is Stable and
-nothing is in flight (a round takes far less than a tick), and only while some
+nothing is in flight (a round takes far less than a tick) but responses a paused
+process has yet to read (its pause is time passing), and only while some
 countdown runs; it counts every running member's down (R38).
 
 All protocol decisions are the model's handlers (rebalance.model); this module
@@ -375,9 +376,10 @@ class System:
 
     def tick_successors(self, state: State) -> list:
         """R38: one tick passes, between rounds only (the group Stable, no message in
-        flight) and only while some running member's ScheduledRebalanceTimeout
-        counts down; it counts each of them down."""
-        if not between_rounds(state) or not any(p.status == RUNNING and counting(p.consumer) for p in state.procs):
+        flight but responses a paused process has yet to read: its pause is real
+        time passing, ``clock_runs``) and only while some running member's
+        ScheduledRebalanceTimeout counts down; it counts each of them down."""
+        if not clock_runs(state) or not any(p.status == RUNNING and counting(p.consumer) for p in state.procs):
             return []
         procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0])
                       if p.status == RUNNING and counting(p.consumer) else p for p in state.procs)
@@ -548,6 +550,16 @@ def between_rounds(state: State) -> bool:
     """The group is Stable and nothing is in flight: where ticks pass (R38) and the
     leader may bounce (R39)."""
     return state.group.phase == Phase.STABLE and not any(p.requests or p.responses for p in state.procs)
+
+
+def clock_runs(state: State) -> bool:
+    """R38: where a tick may pass. As ``between_rounds``, except that responses in
+    flight to a paused process do not hold time back: a paused process reads
+    nothing however long it stays paused, while the running members' clocks go on
+    (Kafka Connect's WorkerCoordinator and DistributedHerder time a scheduled
+    rebalance on the worker's own clock, whatever another worker does)."""
+    return state.group.phase == Phase.STABLE and not any(
+        p.requests or p.responses and p.status != PAUSED for p in state.procs)
 
 
 def processing(state: State):

@@ -6,7 +6,7 @@ import pytest
 from rebalance.checker.engines.liveness import Graph, find_lasso
 from rebalance.checker.engines.renaming import shape
 from rebalance.checker.settings import resolve
-from rebalance.checker.system import System
+from rebalance.checker.system import PAUSED, RUNNING, System, between_rounds, clock_runs
 from rebalance.model import member
 from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.assignors import assign
@@ -56,6 +56,53 @@ def test_ticks_pass_only_between_rounds_while_a_countdown_runs():
                 assert all(q.consumer is None or q.consumer.scheduled <= max(p.consumer.scheduled, 0)
                            for p, q in zip(s.procs, n.procs) if p.consumer is not None)
     assert seen_tick
+
+
+@pytest.mark.spec("R38")
+def test_a_paused_processs_unread_reply_does_not_stop_the_clock():
+    """A paused member's reply in flight (its Heartbeat answered UNKNOWN_MEMBER_ID
+    after it was expelled) waits for it to resume; the running members' clocks go on,
+    so the deferred partitions' ScheduledRebalanceTimeout still runs out."""
+    system = System(DEFERRED, 2, 1, ("join", "leave", "crash", "restart", "pause"), 2)
+    held = 0
+    seen, level = set(), [system.initial()]
+    while level and not held:  # breadth first, to the 13-step counterexample main reported
+        nxt = []
+        for s in level:
+            for a, n in system.successors(s):
+                if n in seen:
+                    continue
+                seen.add(n)
+                nxt.append(n)
+                if clock_runs(n) and not between_rounds(n):
+                    assert all(p.status == PAUSED for p in n.procs if p.responses)
+                    if any(p.status == RUNNING and p.consumer.scheduled > 0 for p in n.procs):
+                        held += 1
+                        assert any(b.kind == "tick" for b, _ in system.successors(n))
+        level = nxt
+    assert held
+
+
+PAUSED_DEFERRED = ("--protocol", "deferred", "--members", "2", "--partitions", "3",
+                   "--faults", "join,leave,crash,restart,pause", "--max-faults", "2")
+
+
+@pytest.mark.spec("R38")
+def test_deferred_with_a_paused_member_is_balanced_when_quiet(rebalance_check):
+    """The reported wrong verdict: a member expelled while paused resumes, heartbeats
+    and pauses again before reading the reply; the ScheduledRebalanceTimeout of its
+    deferred partitions must still pass. And a group whose only process is paused
+    owes nobody a partition (bounded_deferral as balanced has it)."""
+    code, s = rebalance_check(*PAUSED_DEFERRED)
+    status = {p["name"]: p["status"] for p in s["properties"]}
+    assert code == 0 and {n for n, st in status.items() if st == "violated"} == {"exclusive_processing"}, status
+    assert status["quiescent_balance"] == status["bounded_deferral"] == status["eventual_balance"] == "holds"
+
+
+def test_quiescent_balance_still_sees_a_real_imbalance_with_a_paused_member(rebalance_check):
+    """The same configuration with KAFKA-12495's skipped revocation: a worker left with nothing."""
+    code, s = rebalance_check(*PAUSED_DEFERRED, "--mutation", "skip-consecutive-revocation")
+    assert code == 1 and s["counterexample"]["property"] == "quiescent_balance"
 
 
 def test_time_table_maps_ms_to_ticks_rounding_up():

@@ -37,7 +37,7 @@ from rebalance.model.protocol import member_name, union
 from .explore import Violation, environmental, fairness_class
 from .liveness import Graph, find_lasso
 from .renaming import shape
-from ..system import State, processing
+from ..system import RUNNING, State, processing
 
 SERVED = ("every partition served",)  # the node of the states churn reaches with every partition served
 
@@ -46,11 +46,12 @@ def _served(system, state: State) -> int:
     """The partitions served in ``state``: processed by a live member, or given out
     (in the coordinator's stored assignment: given to a member that then goes, a
     partition is lost anew, and its delay rightly starts again); every one when no
-    process is live (an empty group owes nobody anything); with subscriptions
+    process runs (an empty group owes nobody anything, nor does one whose every
+    process is paused: nobody could take a partition, as ``balanced`` has it); with subscriptions
     (R61), those of topics no live member subscribes to or that do not exist."""
-    live = [c.owned for c in processing(state)]
-    if not live:
+    if not any(p.status == RUNNING for p in state.procs):
         return system.cfg.all_partitions
+    live = [c.owned for c in processing(state)]
     served = union(live) | union(m.assignment.partitions for m in state.group.members)
     if not system.cfg.uniform:  # R61, R62: no live member can take a partition nobody subscribes to
         cfg = system.cfg
