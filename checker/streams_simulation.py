@@ -89,6 +89,9 @@ VARIANTS = {
                         "seed 001: the learner restores while the old owner processes, then the task moves"),
     "learners-eager": Variant("streams", "streams", "seed 001's Eager Rebalance (version 3.0): a member rejoins as "
                               "each learner is ready, not once all are", (("rejoin_mode", "eager"),)),
+    "high-availability": Variant("streams", "high-availability", "KIP-441: warmups restore while the owner "
+                                 "processes; a probing rebalance every probing.rebalance.interval.ms moves the "
+                                 "caught-up ones (max.warmup.replicas 2)"),
 }
 
 
@@ -110,6 +113,7 @@ SITUATIONS = {
 }
 DEFAULT_RESTORE_MS = 60_000
 DEFAULT_SCALE_DOWN_MS = 300_000
+DEFAULT_PROBING_MS = 60_000  # probing.rebalance.interval.ms: Kafka's 600,000 would outlast the runs' horizon
 
 
 def script(name: str, rng: random.Random, members: int) -> tuple:
@@ -120,13 +124,16 @@ def script(name: str, rng: random.Random, members: int) -> tuple:
 def config(variant: str, tasks: int, timing: Timing = Timing(), scale_down_ms: int = DEFAULT_SCALE_DOWN_MS,
            mutations: frozenset = frozenset()) -> GroupConfig:
     """The GroupConfig of ``variant`` with ``tasks`` stateful tasks (no standby
-    replicas); the scale-down timeout (R54) in the model's ticks of ``timing.clock_ms``,
-    rounded up. ConfigError for an unknown variant (or mutation)."""
+    replicas); the scale-down timeout (R54) and, for KIP-441's assignor, the probing
+    rebalance interval (R60, ``DEFAULT_PROBING_MS``, probing.rebalance.interval.ms) in
+    the model's ticks of ``timing.clock_ms``, rounded up. ConfigError for an unknown
+    variant (or mutation)."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown variant {variant!r} (expected one of {', '.join(VARIANTS)})")
     v = VARIANTS[variant]
+    probing = {"probing_ticks": -(-DEFAULT_PROBING_MS // timing.clock_ms)} if v.assignor == "high-availability" else {}
     return GroupConfig(topics=(("t", tasks),), protocol=v.protocol, assignor=v.assignor, mutations=mutations,
-                       scale_down_ticks=max(1, -(-scale_down_ms // timing.clock_ms)), **dict(v.options))
+                       scale_down_ticks=max(1, -(-scale_down_ms // timing.clock_ms)), **probing, **dict(v.options))
 
 
 class StreamsMetrics(NamedTuple):
