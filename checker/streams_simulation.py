@@ -4,8 +4,7 @@ the model's own coordinator and member handlers on checker/simulation.py's
 virtual clock, with the state-store restores the checker leaves untimed (R55).
 
 **Variants** (``VARIANTS``, one entry each: the protocol and assignor the run's
-GroupConfig takes; a fourth, KIP-441's ``high-availability`` assignor, is one
-more entry):
+GroupConfig takes):
 
 * ``eager``: Streams before KIP-429, stop the world. Every member revokes all
   its tasks before rejoining (R14); a task assigned to a process that did not
@@ -22,6 +21,16 @@ more entry):
   moves to it.
 * ``learners-eager``: the same with the seed's "Eager Rebalance" (version 3.0,
   R55's eager rejoin mode): a member rejoins as each of its learners is ready.
+* ``high-availability``: KIP-441's HighAvailabilityTaskAssignor (R57-R60). A
+  task moves only to a caught-up member; the balanced owner gets a warmup (at
+  most max.warmup.replicas = 2 per assignment), which rides as a learner, so
+  the same LearnerReady makes it ready, but its member does not rejoin: every
+  assignment made while a task is kept off its balanced owner carries the
+  probing rebalance (``scheduled``, R60), a ScheduledRebalanceTimeout that
+  checker/simulation.py counts down and delivers as ScheduledRebalanceDue.
+  probing.rebalance.interval.ms is ``DEFAULT_PROBING_MS`` = 60,000 ms (2 model
+  ticks of 30 s), not Kafka's 600,000: a host swap needs about twenty probing
+  rounds, which at ten minutes each would outlast the runs' horizon.
 
 **Restore times.** Each time a process starts restoring a stateful task (as an
 active task it has no state for, or as a learner) its restore takes ms drawn
