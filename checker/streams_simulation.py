@@ -4,8 +4,7 @@ the model's own coordinator and member handlers on checker/simulation.py's
 virtual clock, with the state-store restores the checker leaves untimed (R55).
 
 **Variants** (``VARIANTS``, one entry each: the protocol and assignor the run's
-GroupConfig takes; a fourth, KIP-441's ``high-availability`` assignor, is one
-more entry):
+GroupConfig takes):
 
 * ``eager``: Streams before KIP-429, stop the world. Every member revokes all
   its tasks before rejoining (R14); a task assigned to a process that did not
@@ -22,6 +21,16 @@ more entry):
   moves to it.
 * ``learners-eager``: the same with the seed's "Eager Rebalance" (version 3.0,
   R55's eager rejoin mode): a member rejoins as each of its learners is ready.
+* ``high-availability``: KIP-441's HighAvailabilityTaskAssignor (R57-R60). A
+  task moves only to a caught-up member; the balanced owner gets a warmup (at
+  most max.warmup.replicas = 2 per assignment), which rides as a learner, so
+  the same LearnerReady makes it ready, but its member does not rejoin: every
+  assignment made while a task is kept off its balanced owner carries the
+  probing rebalance (``scheduled``, R60), a ScheduledRebalanceTimeout that
+  checker/simulation.py counts down and delivers as ScheduledRebalanceDue.
+  probing.rebalance.interval.ms is ``DEFAULT_PROBING_MS`` = 60,000 ms (2 model
+  ticks of 30 s), not Kafka's 600,000: a host swap needs about twenty probing
+  rounds, which at ten minutes each would outlast the runs' horizon.
 
 **Restore times.** Each time a process starts restoring a stateful task (as an
 active task it has no state for, or as a learner) its restore takes ms drawn
@@ -89,6 +98,9 @@ VARIANTS = {
                         "seed 001: the learner restores while the old owner processes, then the task moves"),
     "learners-eager": Variant("streams", "streams", "seed 001's Eager Rebalance (version 3.0): a member rejoins as "
                               "each learner is ready, not once all are", (("rejoin_mode", "eager"),)),
+    "high-availability": Variant("streams", "high-availability", "KIP-441: warmups restore while the owner "
+                                 "processes; a probing rebalance every probing.rebalance.interval.ms moves the "
+                                 "caught-up ones (max.warmup.replicas 2)"),
 }
 
 
@@ -110,6 +122,7 @@ SITUATIONS = {
 }
 DEFAULT_RESTORE_MS = 60_000
 DEFAULT_SCALE_DOWN_MS = 300_000
+DEFAULT_PROBING_MS = 60_000  # probing.rebalance.interval.ms: Kafka's 600,000 would outlast the runs' horizon
 
 
 def script(name: str, rng: random.Random, members: int) -> tuple:
@@ -120,13 +133,16 @@ def script(name: str, rng: random.Random, members: int) -> tuple:
 def config(variant: str, tasks: int, timing: Timing = Timing(), scale_down_ms: int = DEFAULT_SCALE_DOWN_MS,
            mutations: frozenset = frozenset()) -> GroupConfig:
     """The GroupConfig of ``variant`` with ``tasks`` stateful tasks (no standby
-    replicas); the scale-down timeout (R54) in the model's ticks of ``timing.clock_ms``,
-    rounded up. ConfigError for an unknown variant (or mutation)."""
+    replicas); the scale-down timeout (R54) and, for KIP-441's assignor, the probing
+    rebalance interval (R60, ``DEFAULT_PROBING_MS``, probing.rebalance.interval.ms) in
+    the model's ticks of ``timing.clock_ms``, rounded up. ConfigError for an unknown
+    variant (or mutation)."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown variant {variant!r} (expected one of {', '.join(VARIANTS)})")
     v = VARIANTS[variant]
+    probing = {"probing_ticks": -(-DEFAULT_PROBING_MS // timing.clock_ms)} if v.assignor == "high-availability" else {}
     return GroupConfig(topics=(("t", tasks),), protocol=v.protocol, assignor=v.assignor, mutations=mutations,
-                       scale_down_ticks=max(1, -(-scale_down_ms // timing.clock_ms)), **dict(v.options))
+                       scale_down_ticks=max(1, -(-scale_down_ms // timing.clock_ms)), **probing, **dict(v.options))
 
 
 class StreamsMetrics(NamedTuple):

@@ -65,6 +65,26 @@ def test_a_learner_promoted_before_it_is_ready_is_caught_as_lost_availability():
     assert good.unavailable_ticks < 400 < 2_000 < bad.unavailable_ticks
 
 
+@pytest.mark.spec("R60")
+@pytest.mark.parametrize("situation", ["scale_up", "scale_down"])
+def test_kip441_warmups_keep_tasks_available_and_a_probing_rebalance_settles_the_run(situation):
+    # KIP-441: the warmup restores while the owner processes and sends no JoinGroup; the probing rebalance
+    # (its ScheduledRebalanceTimeout, 60 s = 2 model ticks) moves the task once it is caught up, and the run
+    # is quiet (no member left with a probing rebalance pending). active-to-lagging-client (R58) moves the
+    # task to the unrestored member at once: it is down for its restore (~600 ticks)
+    steps = script(situation, random.Random("7"), 3)
+    coop = simulate("cooperative", 3, 6, steps, random.Random("7"))
+    ha = simulate("high-availability", 3, 6, steps, random.Random("7"))
+    lagging = simulate("high-availability", 3, 6, steps, random.Random("7"),
+                       mutations=frozenset({"active-to-lagging-client"}))
+    assert not ha.censored and not lagging.censored
+    assert 10 * ha.unavailable_ticks < coop.unavailable_ticks and ha.double_ticks > 0 == lagging.double_ticks
+    assert lagging.unavailable_ticks > 10 * ha.unavailable_ticks
+    assert ha.rebalances > lagging.rebalances  # the probing rebalance after the warmup is ready
+    spec = (3, situation, "high-availability", 3, 6, 1)
+    assert run_one(spec) == run_one(spec)
+
+
 @pytest.mark.spec("R52")
 def test_after_a_leader_crash_during_scaling_the_load_can_stay_skewed():
     # seed 001, Leader Transfer During Scaling: the new leader remembers no round, so nobody is a new-comer
@@ -83,15 +103,17 @@ def test_after_a_leader_crash_during_scaling_the_load_can_stay_skewed():
 
 def test_simulate_streams_writes_its_table(tmp_path):
     out = tmp_path / "streams"
-    code, stdout, stderr = run_cli("simulate", "--streams", "--out", out, "--runs", "16", "--sizes", "3x6",
+    code, stdout, stderr = run_cli("simulate", "--streams", "--out", out, "--runs", "20", "--sizes", "3x6",
                                    "--horizon-ms", "300000", "--json", cwd=tmp_path)
     assert code == 0, stderr
     table = {(r["situation"], r["variant"]): r for r in json.loads(stdout)["table"]}
-    assert len(table) == 4 * 4
+    assert len(table) == 4 * 5
     for situation in ("scale_up", "scale_down", "host_swap"):
-        eager, coop, learners = (table[situation, v] for v in ("eager", "cooperative", "learners"))
-        assert eager["unavailable_ticks"] > coop["unavailable_ticks"] > learners["unavailable_ticks"]
-        assert learners["double_ticks"] > 0 == coop["double_ticks"]
+        eager, coop, learners, ha = (table[situation, v]
+                                     for v in ("eager", "cooperative", "learners", "high-availability"))
+        assert min(eager["unavailable_ticks"], coop["unavailable_ticks"]) > max(learners["unavailable_ticks"],
+                                                                                ha["unavailable_ticks"])
+        assert learners["double_ticks"] > 0 == coop["double_ticks"] and ha["double_ticks"] > 0
     with open(out / "table.csv") as f:
         assert set(csv.DictReader(f).fieldnames) >= {"variant", "tasks", "double_ticks", "censored_share"}
     assert "| members × tasks | variant |" in (out / "table.md").read_text()
@@ -134,4 +156,4 @@ def test_the_readme_streams_table_is_what_its_command_prints(tmp_path):
     for line in re.findall(r"^\| (?:scale up|scale down|host swap|leader crash) \|.*$", section, re.M):
         cells = [c.strip() for c in line.strip("|").split("|")]
         shown[cells[0], cells[1]] = cells[2:]
-    assert len(printed) == 16 and shown == printed
+    assert len(printed) == 20 and shown == printed
