@@ -56,12 +56,13 @@ def _subscriptions_cfg():
 
 
 def full_systems():
-    """Every protocol with every fault, budget 2 (about a minute)."""
+    """Every protocol with every fault, budget 2 (the upgrade budget 1; about three minutes)."""
     return [System(_cfg(p), 2, 1, ALL_FAULTS, 2, static=frozenset(st))
             for p, st in (("eager", ()), ("cooperative", ()), ("cooperative", (0, 1, 2)), ("deferred", ()),
                           ("incremental", ()))] + [
         System(_cfg("streams"), 2, 1, ("join", "leave", "crash", "restart"), 2),  # learners, scale-down, shutdown
-        System(_upgrade_cfg(), 2, 1, ALL_FAULTS, 2),  # a rolling upgrade (R79)
+        System(_upgrade_cfg(), 2, 1, ALL_FAULTS, 1),  # a rolling upgrade (R79): budget 1, as examples/upgrade.toml
+        System(_cfg(), 2, 1, ("crash", "failover"), 2),  # KIP-345's coordinator failover (R72)
         System(_subscriptions_cfg(), 2, 1, ("subscribe", "create-topic", "join", "crash"), 2)]  # R62, R63
 
 
