@@ -2,14 +2,22 @@
 forked processes) and the Spark engine's partition owners (checker/engines/spark.py).
 
 The state space is split among N *owners* by a stable fingerprint of each
-canonical state (``fingerprint``: 64 bits of BLAKE2b over ``encode``, the same in
-every process and on every machine, unlike Python's salted ``hash()``). An owner
-keeps, for the states it owns, its own visited table (encoded state -> its
-rank) and parent links, and expands its own frontier with ``System.successors``
-(the local engine's successor function, renamed by the same ``Renamer``). Per
-BFS level the owners exchange successors in one batch per destination,
-deduplicated locally first, and gather small summaries so that every owner takes
-the same decisions (stop, limits) at the same level end.
+canonical state (``Components.stable``: the states' Group and Proc values each
+keyed by 64 bits of BLAKE2b over their encoding, the keys folded with
+SplitMix64 in numpy; the same in every process and on every machine, unlike
+Python's salted ``hash()``). An owner expands its frontier as the local engine
+does (checker/engines/explore.py): its own ``Interner`` gives every Group and
+Proc a dense local id, successors are renamed and refinement-checked by those
+ids, and a state is a row of them. It keeps, for the states it owns, a visited
+table (``FingerprintSet`` of the stable fingerprints: the local engine's 64-bit
+odds, ``Result.collision_probability``) and parent links. Per BFS level the
+owners exchange successors in one batch per destination, deduplicated locally
+first: fingerprints, discovery keys and id rows as numpy arrays, with the
+definitions of the components the destination has not been sent yet
+(``Components``: a component dictionary grown per level, so a Group or Proc
+crosses to an owner once, not once per state); and they gather small summaries
+so that every owner takes the same decisions (stop, limits) at the same level
+end.
 
 Every state gets its *rank*: its place in the local engine's breadth-first
 order (checker/engines/explore.py). A state reached several times keeps the
@@ -29,7 +37,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import heapq
 import marshal
 import multiprocessing
 import pickle
@@ -49,10 +56,11 @@ from rebalance.model import assignors, coordinator, member, protocol
 from .. import system as system_module
 from ..system import State, System
 from .explore import (
-    UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of,
+    UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of, replay,
 )
 from .guards import Guard
-from .liveness import Graph
+from .interning import FingerprintSet, Interner, _intern, collision_probability
+from .liveness import Graph, _np
 from .renaming import Renamer
 
 
@@ -101,62 +109,125 @@ def _unflat(obj):
     return obj
 
 
-class Codec:
-    """States to bytes and back, component by component: a state is encoded as its
-    Group's and each Proc's encodings (memoised by value in this process: they
-    recur across many states, as the handler memos in checker/system.py find) and
-    its faults left. Equal states give equal bytes in any process, since each part
-    is marshal version 2 of ``_flat`` (no back-references, so object identity does
-    not show). The memos are dropped past ``MEMO`` entries."""
+def _stable_key(blob: bytes) -> int:
+    """A component's key, the same in every process and on every machine: 64 bits of
+    BLAKE2b over its encoding (marshal version 2 of ``_flat``: no back-references,
+    so equal values give equal bytes whatever their object identity)."""
+    return int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), "little", signed=True)
 
-    MEMO = 1 << 18
 
-    def __init__(self):
-        self._enc: dict = {}
-        self._dec: dict = {}
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 (wrapping arithmetic)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
-    def _part(self, x) -> bytes:
-        b = self._enc.get(x)
+
+def fold(columns: np.ndarray) -> np.ndarray:
+    """Each row of an int64 matrix of stable keys (group's, each slot's Proc's, faults
+    left) to one signed 64-bit fingerprint, with numpy's wrapping uint64 arithmetic:
+    the same on every machine, unlike Python's salted ``hash()``."""
+    h = np.full(len(columns), 0x9E3779B97F4A7C15, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for col in columns.T.astype(np.uint64):
+            h = _mix(h ^ col)
+    return h.view(np.int64)
+
+
+class Components:
+    """An owner's dictionary of the Group and Proc values its states are made of,
+    kept on its ``Interner`` (checker/engines/interning.py: dense local ids): each
+    canonical component's encoding and stable key (``_stable_key``) computed once,
+    the components already sent to each other owner, and per other owner the
+    translation of its local ids to this one's. A state crosses between owners as
+    a row of local ids; the first state that uses a component sends its
+    definition ``(id, key, encoding)`` along, and the receiver decodes it only if
+    it does not know the key yet."""
+
+    KINDS = 2  # 0: Groups, 1: Procs
+
+    def __init__(self, interner: Interner, k: int):
+        self.interner = interner
+        self.values = (interner.groups, interner.procs)
+        self.intern = (interner.group_id, interner.proc_id)
+        self.blobs: tuple = ({}, {})  # local id -> encoding
+        self.keys = [np.zeros(0, np.int64), np.zeros(0, np.int64)]
+        self.known = [np.zeros(0, bool), np.zeros(0, bool)]  # whether keys[kind][id] is computed
+        self.by_key: tuple = ({}, {})  # stable key -> local id
+        self.sent = [[np.zeros(0, bool), np.zeros(0, bool)] for _ in range(k)]
+        self.trans = [[np.zeros(0, np.int64), np.zeros(0, np.int64)] for _ in range(k)]
+
+    def _blob(self, kind: int, i: int) -> bytes:
+        b = self.blobs[kind].get(i)
         if b is None:
-            if len(self._enc) > self.MEMO:
-                self._enc.clear()
-            b = self._enc[x] = marshal.dumps(_flat(x), 2)
+            b = self.blobs[kind][i] = marshal.dumps(_flat(self.values[kind][i]), 2)
         return b
 
-    def _unpart(self, b: bytes):
-        x = self._dec.get(b)
-        if x is None:
-            if len(self._dec) > self.MEMO:
-                self._dec.clear()
-            x = self._dec[b] = _unflat(marshal.loads(b))
-        return x
+    def keys_of(self, kind: int, ids: np.ndarray) -> np.ndarray:
+        """The stable keys of local ids ``ids`` (any shape), computed once each."""
+        n = len(self.values[kind])
+        if len(self.keys[kind]) < n:
+            self.keys[kind] = np.concatenate([self.keys[kind], np.zeros(n - len(self.keys[kind]), np.int64)])
+            self.known[kind] = np.concatenate([self.known[kind], np.zeros(n - len(self.known[kind]), bool)])
+        keys, known = self.keys[kind], self.known[kind]
+        for i in np.unique(ids[~known[ids]]).tolist():
+            key = keys[i] = _stable_key(self._blob(kind, i))
+            known[i] = True
+            self.by_key[kind].setdefault(key, i)
+        return keys[ids]
 
-    def encode(self, state: State) -> bytes:
-        """A state's canonical bytes."""
-        return marshal.dumps((self._part(state.group), tuple([self._part(p) for p in state.procs]),
-                              state.faults_left), 2)
+    def stable(self, rows: np.ndarray) -> np.ndarray:
+        """The fingerprints (``fold``) of local id rows ``(group, procs..., faults left)``."""
+        columns = np.empty(rows.shape, np.int64)
+        columns[:, 0] = self.keys_of(0, rows[:, 0])
+        columns[:, 1:-1] = self.keys_of(1, rows[:, 1:-1])
+        columns[:, -1] = rows[:, -1]
+        return fold(columns)
 
-    def decode(self, blob: bytes) -> State:
-        """The state ``encode`` wrote."""
-        group, procs, faults_left = marshal.loads(blob)
-        return State(self._unpart(group), tuple([self._unpart(p) for p in procs]), faults_left)
+    def fingerprint(self, state: State) -> int:
+        """One state's fingerprint: the key of a shape in the churn search
+        (checker/engines/churn.py ``identify``), the same in the driver and in every owner."""
+        return int(self.stable(np.array([self.interner.ids(state)], np.int64))[0])
 
+    def definitions(self, j: int, rows: np.ndarray) -> tuple:
+        """Per kind, ``(ids, keys, encodings)`` of the components of ``rows`` not yet sent to owner ``j``."""
+        out = []
+        for kind, ids in ((0, rows[:, 0]), (1, rows[:, 1:-1])):
+            sent = self.sent[j][kind]
+            n = len(self.values[kind])
+            if len(sent) < n:
+                sent = self.sent[j][kind] = np.concatenate([sent, np.zeros(n - len(sent), bool)])
+            new = np.unique(ids[~sent[ids]])
+            sent[new] = True
+            out.append((new, self.keys[kind][new], [self._blob(kind, i) for i in new.tolist()]))
+        return tuple(out)
 
-CODEC = Codec()
-encode, decode = CODEC.encode, CODEC.decode
+    def learn(self, j: int, definitions: tuple) -> None:
+        """Owner ``j``'s new component definitions (``definitions``): its ids mapped to local ones."""
+        for kind, (ids, keys, blobs) in enumerate(definitions):
+            if not len(ids):
+                continue
+            trans = self.trans[j][kind]
+            top = int(ids.max()) + 1
+            if len(trans) < top:
+                trans = self.trans[j][kind] = np.concatenate([trans, np.full(top - len(trans), -1, np.int64)])
+            by_key, intern = self.by_key[kind], self.intern[kind]
+            for i, key, b in zip(ids.tolist(), keys.tolist(), blobs):
+                mine = by_key.get(key)
+                if mine is None:
+                    mine = by_key[key] = intern(_unflat(marshal.loads(b)))
+                    self.blobs[kind][mine] = b
+                trans[i] = mine
 
-
-def fingerprint(state) -> int:
-    """64 bits of BLAKE2b over ``encode(state)``, signed: the key of a shape in the
-    churn search on the gathered graph (checker/engines/churn.py ``identify``)."""
-    return int.from_bytes(_digest(encode(state))[:8], "big", signed=True)
-
-
-def _digest(blob: bytes) -> bytes:
-    """A state's key in its owner's visited table: 128 bits of BLAKE2b over its
-    encoding. Two of n distinct states share one with probability about
-    n^2 / 2^129 (1.5e-21 for a billion states; TLC's 64-bit fingerprints: 5e-2)."""
-    return hashlib.blake2b(blob, digest_size=16).digest()
+    def translate(self, j: int, rows: np.ndarray) -> np.ndarray:
+        """Owner ``j``'s id rows in local ids."""
+        out = np.empty_like(rows)
+        out[:, 0] = self.trans[j][0][rows[:, 0]]
+        out[:, 1:-1] = self.trans[j][1][rows[:, 1:-1]]
+        out[:, -1] = rows[:, -1]
+        return out
 
 
 QUIESCENT = 1 << 30  # a quiescent check comes after every successor of its state
@@ -250,14 +321,21 @@ def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
         gc.enable()
 
 
+def _owner_of(fps: np.ndarray, k: int) -> np.ndarray:
+    """The owner of each fingerprint: its unsigned value modulo ``k``."""
+    return (fps.view(np.uint64) % np.uint64(k)).astype(np.int64)
+
+
 def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     """One owner's part of the exploration (module docstring), in lockstep with the
     others through ``mesh``. ``report(distinct, transitions, frontier, depth)``, if
     given, is called after each level. Returns the run's counters and first
     violations (the same on every owner) and this owner's parent links, and for
-    liveness its transitions (src rank, index, dst rank, class, marks) and its
-    states' goal bits and churn summaries."""
+    liveness its transitions (src rank, index, dst rank, class code, marks, as
+    numpy arrays; the class keys by code) and its states' goal bits and churn
+    summaries."""
     system = System(*job.spec)
+    interner = system.interner = Interner()  # the local engine's successor path: ids, renaming and refinement by id
     canonical = Renamer().canonical
     successors = system.successors
     props, covers = _checks(job.names)
@@ -270,15 +348,17 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     churn = next((p.lasso for p in live_props if p.lasso), None)
     guard = Guard(job.max_seconds, job.max_memory_mb)
     me, k = mesh.me, mesh.k
+    components = Components(interner, k)
     with_graph = job.liveness
 
-    index: dict = {}  # digest -> local id
-    ranks, parents, steps = array("q"), array("q"), array("q")
-    live_rows: list = []  # per local id: (goal bits, churn summary)
-    edges: list = []  # (src rank, index, dst rank, class, marks), in (src rank, index) order
+    visited = FingerprintSet()  # this owner's states' fingerprints -> local index
+    ranks, parents, steps = array("q"), array("q"), array("q")  # per local index
+    live_rows: list = []  # per local index: (goal bits, churn summary)
+    edges: list = []  # per level: (src rank, index, dst rank, class code, marks)
+    classes: dict = {}  # fairness class -> code
+    class_keys: list = []  # code -> fairness class
 
-    def own(rank: int, d: bytes, s: State, key: int, found: dict) -> None:
-        index[d] = len(ranks)
+    def own(rank: int, s: State, key: int, found: dict) -> None:
         ranks.append(rank)
         parents.append(key >> IDX_BITS if key >= 0 else -1)
         steps.append(key & IDX_MASK if key >= 0 else -1)
@@ -292,19 +372,22 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             extra = None
             if churn is not None:
                 form, served, bounces = churn.summary(system, s)
-                extra = (None if form is None else fingerprint(form), served, bounces)
+                extra = (None if form is None else components.fingerprint(form), served, bounces)
             live_rows.append((tuple(not g(system, s) for g in goal_checks), extra))
 
     violations: dict = {}  # property -> (order, reason, rank, successor index or None)
     init = canonical(system.initial())
-    blob = encode(init)
-    d0 = _digest(blob)
+    init_ids = interner.ids(init)
+    width = len(init_ids)
+    fp0 = components.stable(np.array([init_ids], np.int64))
+    home = int(_owner_of(fp0, k)[0])
     found: dict = {}
     frontier = []
-    if int.from_bytes(d0[:8], "big") % k == me:
-        own(0, d0, init, -1, found)
-        frontier = [(0, init)]
-    for name, record in sorted(mesh.allgather(found).pop(int.from_bytes(d0[:8], "big") % k).items()):
+    if home == me:
+        visited.resolve(fp0, 0)
+        own(0, init, -1, found)
+        frontier = [(0, init_ids)]
+    for name, record in sorted(mesh.allgather(found)[home].items()):
         violations[name] = record
     stop = any(n in job.stop_on for n in violations)
     distinct, transitions, depth, pending = 1, 0, 0, 1
@@ -315,31 +398,36 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         if job.max_depth is not None and depth >= job.max_depth:
             limit = f"max_depth {job.max_depth}"
             break
-        out = [[] for _ in range(k)]  # per owner: (digest, bytes, parent rank, successor index)
-        sent: dict = {}  # successor (as generated, and renamed) -> (owner, place in its batch, renamed)
-        level_edges = []
+        seen: dict = {}  # this level's distinct successors (id rows) -> place in cands
+        cands: list = []
+        cand_keys = array("q")  # each one's first discovery: parent rank << IDX_BITS | successor index
+        e_src, e_idx, e_pos, e_cls, e_marks = array("q"), array("q"), array("q"), array("H"), array("B")
         found = {}
         fired: Counter = Counter()
         covered = []
         moves = 0
         hit_limit = None
-        for n_done, (rank, s) in enumerate(frontier):
+        for n_done, (rank, ids) in enumerate(frontier):
             if not n_done & 255:
                 hit_limit = guard.exceeded()
                 if hit_limit:
                     break
+            s = interner.state(ids)
             moved = False
             for idx, (action, n) in enumerate(successors(s)):
                 moves += 1
                 fired[action.kind] += 1
-                where = sent.get(n)  # seen this level: most successors need no renaming (as explore.py finds)
-                c = canonical(n) if where is None else where[2]
-                if c == s:  # a stutter
+                raw = interner.ids(n, s, ids)
+                c = canonical(n, raw)
+                c = raw if c is n else interner.ids(c, n, raw)
+                if c == ids:  # a stutter
                     if with_graph:
-                        level_edges.append((rank, idx, rank, fairness_class(action), 0))
+                        e_src.append(rank), e_idx.append(idx), e_pos.append(-1)
+                        e_cls.append(_intern(classes, class_keys, fairness_class(action))), e_marks.append(0)
                     continue
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
+                interner.step = (s, ids, n, raw)  # for the step checks that key caches by ids (refinement)
                 for name, step in step_checks:
                     if name not in violations and name not in found:
                         why = step(system, s, action, n)
@@ -349,58 +437,75 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                     if cover.name not in reached and cover.reached(system, s, action, n):
                         reached.add(cover.name)
                         covered.append(cover.name)
-                if where is None:
-                    where = sent.get(c)
-                    if where is None:
-                        b = encode(c)
-                        d = _digest(b)
-                        dest = int.from_bytes(d[:8], "big") % k
-                        where = sent[c] = (dest, len(out[dest]), c)
-                        out[dest].append((d, b, rank, idx))
-                    sent[n] = where
+                pos = seen.get(c)
+                if pos is None:
+                    pos = seen[c] = len(cands)
+                    cands.append(c)
+                    cand_keys.append(rank << IDX_BITS | idx)
                 if with_graph:
-                    level_edges.append((rank, idx, where, fairness_class(action),
-                                        mark(marking, system, s, action, n)))
+                    e_src.append(rank), e_idx.append(idx), e_pos.append(pos)
+                    e_cls.append(_intern(classes, class_keys, fairness_class(action)))
+                    e_marks.append(mark(marking, system, s, action, n))
             if not moved:
                 for name, check in quiescent:
                     if name not in violations and name not in found:
                         why = check(system, s)
                         if why:
                             found[name] = ((rank, QUIESCENT, 1), why, rank, None)
-        del sent
-        batches = [b if j == me else marshal.dumps(b) for j, b in enumerate(out)]
-        incoming = [b if j == me else marshal.loads(b) for j, b in enumerate(mesh.exchange(batches))]
-        fresh: dict = {}  # digest -> (key, bytes): the first discovery of each new state
-        for batch in incoming:
-            for d, b, prank, idx in batch:
-                if d not in index:
-                    key = prank << IDX_BITS | idx
-                    was = fresh.get(d)
-                    if was is None or key < was[0]:
-                        fresh[d] = (key, b)
-        new = sorted((key, d, b) for d, (key, b) in fresh.items())
-        del fresh
-        keys = np.fromiter((x[0] for x in new), dtype=np.int64, count=len(new))
-        summaries = mesh.allgather((keys, moves, fired, covered, found, hit_limit))
-        below = np.arange(distinct, distinct + len(keys), dtype=np.int64)  # its rank: those below it anywhere
+        del seen
+        rows = np.array(cands, np.int64).reshape(len(cands), width)
+        del cands
+        fps = components.stable(rows)
+        by_dest = np.argsort(_owner_of(fps, k), kind="stable")
+        bounds = np.searchsorted(_owner_of(fps, k)[by_dest], np.arange(k + 1))
+        keys = np.array(cand_keys, np.int64)
+        out = []
+        for j in range(k):
+            sel = by_dest[bounds[j]:bounds[j + 1]]
+            part = (fps[sel], keys[sel], rows[sel])
+            out.append(part if j == me else pickle.dumps((*part, components.definitions(j, rows[sel])),
+                                                         protocol=pickle.HIGHEST_PROTOCOL))
+        incoming = []
+        for j, got in enumerate(mesh.exchange(out)):
+            if j != me:
+                *got, definitions = pickle.loads(got)
+                components.learn(j, definitions)
+                got[2] = components.translate(j, got[2])
+            incoming.append(got)
+        sizes = [len(f) for f, _, _ in incoming]
+        all_fps = np.concatenate([f for f, _, _ in incoming])
+        all_keys = np.concatenate([x for _, x, _ in incoming])
+        all_rows = np.concatenate([r for _, _, r in incoming])
+        del incoming
+        by_key = np.argsort(all_keys, kind="stable")  # the first discovery of a state is its smallest key
+        dst, fresh = visited.resolve(all_fps[by_key], len(ranks))
+        new = by_key[fresh]  # the new states, in key order (their local indices: len(ranks), ...)
+        new_keys = all_keys[new]
+        summaries = mesh.allgather((new_keys, moves, fired, covered, found, hit_limit))
+        below = np.arange(distinct, distinct + len(new_keys), dtype=np.int64)  # its rank: those below it anywhere
         for j, other in enumerate(summaries):
             if j != me:
-                below += np.searchsorted(other[0], keys)
+                below += np.searchsorted(other[0], new_keys)
         found = {}
         nxt = []
-        for rank, (key, d, b) in zip(below.tolist(), new):
-            s = decode(b)
-            own(rank, d, s, key, found)
-            nxt.append((rank, s))
+        for rank, key, row in zip(below.tolist(), new_keys.tolist(), all_rows[new].tolist()):
+            ids = tuple(row)
+            own(rank, interner.state(ids), key, found)
+            nxt.append((rank, ids))
         frontier = nxt
-        del new
+        del all_rows, new
         if with_graph:  # every successor's rank, back to the owner that sent it
-            replies = [array("q", [ranks[index[d]] for d, *_ in batch]) for batch in incoming]
+            got_rank = np.empty(len(all_keys), np.int64)
+            got_rank[by_key] = _np(ranks, np.int64)[dst]
+            offsets = np.cumsum([0, *sizes])
+            replies = [got_rank[offsets[j]:offsets[j + 1]] for j in range(k)]
             back = mesh.exchange([r if j == me else r.tobytes() for j, r in enumerate(replies)])
-            back = [r if j == me else array("q", r) for j, r in enumerate(back)]
-            edges.extend(e if type(e[2]) is int else (e[0], e[1], back[e[2][0]][e[2][1]], e[3], e[4])
-                         for e in level_edges)
-        del incoming
+            cand_rank = np.empty(len(keys), np.int64)
+            for j, r in enumerate(back):
+                cand_rank[by_dest[bounds[j]:bounds[j + 1]]] = r if j == me else np.frombuffer(r, np.int64)
+            src, pos = np.array(e_src, np.int64), np.array(e_pos, np.int64)
+            edges.append((src, np.array(e_idx, np.int64), np.where(pos >= 0, cand_rank[pos], src),
+                          np.array(e_cls, np.uint16), np.array(e_marks, np.uint8)))
         records = [(r, name) for summary in summaries for name, r in summary[4].items()]
         records += [(r, name) for found_here in mesh.allgather(found) for name, r in found_here.items()]
         for r, name in sorted(records, key=lambda x: (x[0][0], x[1])):
@@ -425,7 +530,8 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     return {"distinct": distinct, "transitions": transitions, "depth": depth, "kinds": kinds,
             "reached": reached, "violations": violations, "limit": limit, "stop": stop,
             "links": (ranks.tobytes(), parents.tobytes(), steps.tobytes()),
-            "edges": edges, "live": (ranks.tobytes(), live_rows) if with_graph else None}
+            "edges": tuple(np.concatenate(column) for column in zip(*edges)) if edges else None,
+            "classes": class_keys, "live": (ranks.tobytes(), live_rows) if with_graph else None}
 
 
 def gather(system: System, properties, covers, results: list, t0: float, fair=None) -> Result:
@@ -447,12 +553,7 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
         while i > 0:
             chain.append(int(step[i]))
             i = int(parent[i])
-        path, s = [(None, init)], init
-        for idx in reversed(chain):
-            action, nxt = system.successors(s)[idx]
-            s = canonical(nxt)
-            path.append((action, s))
-        return path
+        return replay(system, canonical, init, chain[::-1])
 
     found = []
     for name, (_, why, rank, idx) in g["violations"].items():
@@ -463,17 +564,28 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
     live_props = [p for p in properties if p.kind == "liveness"]
     if live_props and g["limit"] is None and not g["stop"]:
         found.extend(_liveness(system, canonical, live_props, results, n, path_to, fair))
-    return conclude(properties, found, g["limit"], g["stop"], n, g["transitions"], g["depth"], t0,
-                    Counter({a: c for a, c in g["kinds"].items() if c}),
-                    {c.name: c.name in g["reached"] for c in covers})
+    result = conclude(properties, found, g["limit"], g["stop"], n, g["transitions"], g["depth"], t0,
+                      Counter({a: c for a, c in g["kinds"].items() if c}),
+                      {c.name: c.name in g["reached"] for c in covers})
+    result.collision_probability = collision_probability(n, g["transitions"] + 1)
+    return result
 
 
 def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> list:
     """Liveness on the gathered graph: states numbered by rank, transitions added in
     (src rank, successor index) order, as the local engine numbers and adds them."""
     graph = Graph()
-    for src, _, dst, cls, marks in heapq.merge(*(r["edges"] for r in results), key=lambda e: (e[0], e[1])):
-        graph.add(src, dst, cls, marks)
+    parts, keys = [], []  # every owner's edges, their class codes offset into keys
+    for r in results:
+        if r["edges"] is not None:
+            src, idx, dst, cls, marks = r["edges"]
+            parts.append((src, idx, dst, cls.astype(np.int64) + len(keys), marks))
+            keys.extend(r["classes"])
+    if parts:
+        src, idx, dst, cls, marks = (np.concatenate(column) for column in zip(*parts))
+        order = np.argsort(src << IDX_BITS | idx, kind="stable")
+        graph.extend(src[order].tolist(), dst[order].astype(np.int32), [keys[c] for c in cls[order].tolist()],
+                     marks[order].tolist())
     rows = [None] * n
     for r in results:
         rk, live_rows = r["live"]
@@ -495,7 +607,7 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
 
     return decide_liveness(system, live_props, graph, goal_of, lambda p: [row[1] for row in rows], state_at,
                            lambda i: concrete(system, canonical, path_to(i)), path_to, canonical, fair,
-                           identify=fingerprint)
+                           identify=Components(Interner(), 1).fingerprint)
 
 
 def _worker(job: Job, me: int, conns: list, result) -> None:
