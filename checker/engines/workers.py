@@ -352,8 +352,9 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     with_graph = job.liveness
 
     visited = FingerprintSet()  # this owner's states' fingerprints -> local index
-    ranks, parents, steps = array("q"), array("q"), array("q")  # per local index
-    live_rows: list = []  # per local index: (goal bits, churn summary)
+    ranks, parents, steps = array("i"), array("i"), array("i")  # per local index
+    goals = bytearray()  # per local index, per liveness goal: 1 where it holds
+    churn_rows: list = []  # per local index, with a churn search: its churn summary
     edges: list = []  # per level: (src rank, index, dst rank, class code, marks)
     classes: dict = {}  # fairness class -> code
     class_keys: list = []  # code -> fairness class
@@ -369,11 +370,10 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                 if why:
                     _first(found, name, (order, why, rank, None))
         if with_graph:
-            extra = None
+            goals.extend([0 if g(system, s) else 1 for g in goal_checks])
             if churn is not None:
                 form, served, bounces = churn.summary(system, s)
-                extra = (None if form is None else components.fingerprint(form), served, bounces)
-            live_rows.append((tuple(not g(system, s) for g in goal_checks), extra))
+                churn_rows.append((None if form is None else components.fingerprint(form), served, bounces))
 
     violations: dict = {}  # property -> (order, reason, rank, successor index or None)
     init = canonical(system.initial())
@@ -401,7 +401,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         seen: dict = {}  # this level's distinct successors (id rows) -> place in cands
         cands: list = []
         cand_keys = array("q")  # each one's first discovery: parent rank << IDX_BITS | successor index
-        e_src, e_idx, e_pos, e_cls, e_marks = array("q"), array("q"), array("q"), array("H"), array("B")
+        e_src, e_idx, e_pos, e_cls, e_marks = array("i"), array("i"), array("i"), array("H"), array("B")
         found = {}
         fired: Counter = Counter()
         covered = []
@@ -495,16 +495,16 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         frontier = nxt
         del all_rows, new
         if with_graph:  # every successor's rank, back to the owner that sent it
-            got_rank = np.empty(len(all_keys), np.int64)
-            got_rank[by_key] = _np(ranks, np.int64)[dst]
+            got_rank = np.empty(len(all_keys), np.int32)
+            got_rank[by_key] = _np(ranks, np.int32)[dst]
             offsets = np.cumsum([0, *sizes])
             replies = [got_rank[offsets[j]:offsets[j + 1]] for j in range(k)]
             back = mesh.exchange([r if j == me else r.tobytes() for j, r in enumerate(replies)])
-            cand_rank = np.empty(len(keys), np.int64)
+            cand_rank = np.empty(len(keys), np.int32)
             for j, r in enumerate(back):
-                cand_rank[by_dest[bounds[j]:bounds[j + 1]]] = r if j == me else np.frombuffer(r, np.int64)
-            src, pos = np.array(e_src, np.int64), np.array(e_pos, np.int64)
-            edges.append((src, np.array(e_idx, np.int64), np.where(pos >= 0, cand_rank[pos], src),
+                cand_rank[by_dest[bounds[j]:bounds[j + 1]]] = r if j == me else np.frombuffer(r, np.int32)
+            src, pos = np.array(e_src, np.int32), np.array(e_pos, np.int32)
+            edges.append((src, np.array(e_idx, np.int32), np.where(pos >= 0, cand_rank[pos], src),
                           np.array(e_cls, np.uint16), np.array(e_marks, np.uint8)))
         records = [(r, name) for summary in summaries for name, r in summary[4].items()]
         records += [(r, name) for found_here in mesh.allgather(found) for name, r in found_here.items()]
@@ -531,7 +531,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             "reached": reached, "violations": violations, "limit": limit, "stop": stop,
             "links": (ranks.tobytes(), parents.tobytes(), steps.tobytes()),
             "edges": tuple(np.concatenate(column) for column in zip(*edges)) if edges else None,
-            "classes": class_keys, "live": (ranks.tobytes(), live_rows) if with_graph else None}
+            "classes": class_keys, "live": (bytes(goals), churn_rows if churn is not None else None)}
 
 
 def gather(system: System, properties, covers, results: list, t0: float, fair=None) -> Result:
@@ -540,10 +540,10 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
     gathered graph as the local engine does."""
     g = results[0]
     n = g["distinct"]
-    parent = np.full(n, -1, dtype=np.int64)
-    step = np.full(n, -1, dtype=np.int64)
+    parent = np.full(n, -1, dtype=np.int32)
+    step = np.full(n, -1, dtype=np.int32)
     for r in results:
-        rk, pa, st = (np.frombuffer(x, dtype=np.int64) for x in r["links"])
+        rk, pa, st = (np.frombuffer(x, dtype=np.int32) for x in r["links"])
         parent[rk], step[rk] = pa, st
     canonical = Renamer().canonical
     init = canonical(system.initial())
@@ -583,15 +583,18 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
             keys.extend(r["classes"])
     if parts:
         src, idx, dst, cls, marks = (np.concatenate(column) for column in zip(*parts))
-        order = np.argsort(src << IDX_BITS | idx, kind="stable")
+        order = np.argsort(src.astype(np.int64) << IDX_BITS | idx, kind="stable")
         graph.extend(src[order].tolist(), dst[order].astype(np.int32), [keys[c] for c in cls[order].tolist()],
                      marks[order].tolist())
-    rows = [None] * n
-    for r in results:
-        rk, live_rows = r["live"]
-        for i, row in zip(np.frombuffer(rk, dtype=np.int64).tolist(), live_rows):
-            rows[i] = row
     goal_names = [p.name for p in live_props if p.goal]
+    goals = np.ones((n, len(goal_names)), np.uint8)  # by rank, per goal: 1 where it holds
+    churn: list = [None] * n  # by rank: the churn summary, if a property has a churn search
+    for r in results:
+        rank = np.frombuffer(r["links"][0], np.int32)
+        goals[rank] = np.frombuffer(r["live"][0], np.uint8).reshape(len(rank), len(goal_names))
+        if r["live"][1] is not None:
+            for i, summary in zip(rank.tolist(), r["live"][1]):
+                churn[i] = summary
     cache: dict = {}
 
     def state_at(i):
@@ -600,12 +603,9 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
         return cache[i]
 
     def goal_of(p):
-        if not p.goal:
-            return bytearray(b"\x01") * n
-        k = goal_names.index(p.name)
-        return bytearray(1 if row[0][k] else 0 for row in rows)
+        return bytearray(goals[:, goal_names.index(p.name)].tobytes()) if p.goal else bytearray(b"\x01") * n
 
-    return decide_liveness(system, live_props, graph, goal_of, lambda p: [row[1] for row in rows], state_at,
+    return decide_liveness(system, live_props, graph, goal_of, lambda p: churn, state_at,
                            lambda i: concrete(system, canonical, path_to(i)), path_to, canonical, fair,
                            identify=Components(Interner(), 1).fingerprint)
 
