@@ -2,6 +2,8 @@
 them): the same counts, verdicts and shortest counterexamples."""
 import json
 
+import pytest
+
 from conftest import run_cli
 
 SMALL = ("--faults", "join,leave,crash", "--max-faults", "1")
@@ -19,6 +21,22 @@ def test_two_workers_count_what_one_process_counts(rebalance_check):
     assert c1 == c3 == 0 and one["distinct_states"] > 1000
     assert three["configuration"]["workers"] == 3
     assert _without_paths(one) == _without_paths(three)
+
+
+@pytest.mark.parametrize("args", [
+    ("--faults", "crash,join", "--max-faults", "1", "--no-timer-fairness"),  # a stuttering lasso
+    # bounded_deferral's churn lasso: its shapes keyed by the owners' stable fingerprints (workers.Components)
+    ("--protocol", "deferred", "--members", "2", "--partitions", "2", "--faults", "join,leave,crash,restart",
+     "--mutation", "leader-forgets-delay"),
+], ids=["stutter", "churn"])
+def test_workers_find_the_local_lassos(rebalance_check, args):
+    """Seen to fail: a stuttering lasso once timers are not fair, and leader-forgets-delay's churn lasso,
+    the same under one process and three owners."""
+    (c1, one), (c3, three) = (rebalance_check(*args, "--workers", w) for w in ("1", "3"))
+    assert c1 == c3 == 1 and one["counterexample"]["loop_start"] is not None
+    assert _without_paths(one) == _without_paths(three)
+    assert {k: one["counterexample"][k] for k in ("property", "length", "loop_start", "reason")} == {
+        k: three["counterexample"][k] for k in ("property", "length", "loop_start", "reason")}
 
 
 def test_workers_catch_assign_before_revoke_with_the_local_counterexample(rebalance_check, tmp_path):
