@@ -1,11 +1,15 @@
 """Distinct states per core-second of the partitioned engines against the local
 engine on the same configuration, in one run: ``--workers N`` (N forked owners)
 and ``--engine spark`` (one owner per core of the Spark master; local mode here).
-Each row is a real ``rebalance check --json`` process; its wall seconds
-include start-up (Spark's JVM too), its CPU seconds are the process tree's
-(``RUSAGE_CHILDREN``; Spark's JVM and Python workers included).
+Each row is a real ``rebalance check --json`` process, run one after another
+(the same machine, the same load: each row prints the 1-minute load average
+before it); its wall seconds include start-up (Spark's JVM too). CPU seconds
+are the process tree's as far as it is waited for (``RUSAGE_CHILDREN``): the
+forked owners are, Spark's Python workers (children of its JVM's daemon) are
+not, so Spark's row shows none.
 
     python benchmarks/spark_explore.py [--workers N] [--spark-master URL] [rebalance check options...]
+    python benchmarks/spark_explore.py examples/default.toml      # the main job
 
 Default configuration: cooperative, faults join,leave,crash,restart, budget 2
 (37,324 distinct states).
@@ -57,11 +61,13 @@ def main() -> None:
             ("spark", cores_of(known.spark_master), [*args, "--engine", "spark", "--spark-master", known.spark_master])]
     seen = {}
     for name, cores, argv in rows:
+        load = os.getloadavg()[0]
         s = seen[name] = run(argv)
+        cpu = "" if name == "spark" else (f", {s['cpu']:.1f} CPU-s ({s['distinct_states'] / s['cpu']:,.0f} states per "
+                                          f"CPU-second)")
         print(f"{name:>10}: {s['distinct_states']:,} distinct states, {s['transitions']:,} transitions, depth "
-              f"{s['max_depth']}, verdict {s['verdict']}; {s['seconds']:.1f} s on {cores} core(s), {s['cpu']:.1f} CPU-s "
-              f"-> {s['distinct_states'] / (s['seconds'] * cores):,.0f} states per core-second "
-              f"({s['distinct_states'] / s['cpu']:,.0f} per CPU-second)")
+              f"{s['max_depth']}, verdict {s['verdict']}; load {load:.1f}; {s['seconds']:.1f} s on {cores} core(s) "
+              f"-> {_per_core(s, cores):,.0f} states per core-second{cpu}")
     local = seen["local"]
     for name, cores, _ in rows[1:]:
         s = seen[name]
