@@ -11,10 +11,13 @@ level, deduplicated locally first. They run as one barrier stage
 every BFS level runs inside that one stage: no shuffle of the visited set, no
 ``subtractByKey``, no lineage. The owners find each other through
 ``BarrierTaskContext.allGather`` (each one's listening address) and talk over
-TCP (``multiprocessing.connection``, authenticated by a key the driver draws);
-the driver gets back only counters, first violations, parent links and, for
-liveness, the transitions between ranks, rebuilds counterexamples by replay and
-decides liveness as the local engine does.
+TCP (``multiprocessing.connection``, authenticated by a key the driver draws).
+Each owner sends its answer (counters, first violations, parent links and, for
+liveness, the transitions between ranks) straight to the driver over TCP too,
+not through ``collect``: the answers grow with the state space (about 28 MB for
+the main job) and would otherwise be copied through both JVMs and count against
+``spark.driver.maxResultSize``. The driver rebuilds counterexamples by replay
+and decides liveness as the local engine does.
 
 Counts, verdicts and counterexamples equal the local engine's (states are ranked
 in its breadth-first order; workers.py). Spark runs in local mode by default
@@ -25,8 +28,11 @@ INFO logs are off (``log4j2.properties`` beside checker/spark_session.py).
 """
 from __future__ import annotations
 
+import pickle
 import secrets
+import threading
 import time
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
 
 from ..spark_session import session
@@ -35,8 +41,9 @@ from .explore import Result
 from .workers import Mesh, gather, job_for, run_owner
 
 
-def _owner(job, authkey: bytes, _partition):
-    """A Spark task: connect to every other owner, run ``run_owner``, yield (owner, answer)."""
+def _owner(job, authkey: bytes, driver: tuple, _partition):
+    """A Spark task: connect to every other owner, run ``run_owner``, send (owner,
+    answer) to the driver's listener at ``driver`` (host, port), yield the owner."""
     from pyspark import BarrierTaskContext
     ctx = BarrierTaskContext.get()
     me = ctx.partitionId()
@@ -52,7 +59,10 @@ def _owner(job, authkey: bytes, _partition):
             c = listener.accept()
             conns[int.from_bytes(c.recv_bytes(), "big")] = c
     try:
-        yield me, run_owner(job, Mesh(me, conns))
+        answer = pickle.dumps((me, run_owner(job, Mesh(me, conns))), protocol=pickle.HIGHEST_PROTOCOL)
+        with Client(driver, authkey=authkey) as c:
+            c.send_bytes(answer)
+        yield me
     finally:
         for c in conns:
             if c is not None:
@@ -64,7 +74,8 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
     """The same contract as ``explore.explore``, run by ``spark.default.parallelism``
     owners on ``master`` (module docstring). ``progress`` is called once, at the
     end (the owners report to the driver only when done); ``guard``'s limits apply
-    in every owner (memory: each owner's resident set)."""
+    in every owner (memory: each owner's resident set). Raises RuntimeError if the
+    stage ends without every owner's answer."""
     t0 = time.perf_counter()
     job = job_for(system, properties, covers, stop_on, max_states, max_depth, guard)
     authkey = secrets.token_bytes(32)
@@ -72,11 +83,32 @@ def explore_spark(system: System, properties, covers=(), max_states=None, max_de
     try:
         sc = spark.sparkContext
         owners = sc.defaultParallelism
-        answers = (sc.parallelize(range(owners), owners).barrier()
-                   .mapPartitions(lambda it: _owner(job, authkey, it)).collect())
+        with Listener((sc.getConf().get("spark.driver.host"), 0), authkey=authkey) as listener:
+            answers: dict = {}  # owner -> answer (a retried stage's owner answers the same again)
+            receiver = threading.Thread(target=_receive, args=(listener, answers, owners), daemon=True)
+            receiver.start()
+            address = listener.address
+            (sc.parallelize(range(owners), owners).barrier()
+             .mapPartitions(lambda it: _owner(job, authkey, address, it)).collect())
+            receiver.join()  # every owner sent its answer before its task ended
     finally:
         spark.stop()
-    result = gather(system, properties, covers, [a for _, a in sorted(answers, key=lambda x: x[0])], t0, fair)
+    if len(answers) < owners:
+        raise RuntimeError(f"the Spark stage ended with {len(answers)} of {owners} owners' answers")
+    result = gather(system, properties, covers, [answers[i] for i in range(owners)], t0, fair)
     if progress is not None:
         progress(result.distinct_states, result.transitions, 0, result.max_depth)
     return result
+
+
+def _receive(listener: Listener, answers: dict, owners: int) -> None:
+    """Accept the owners' answers (``_owner``) into ``answers`` until all ``owners`` are in."""
+    while len(answers) < owners:
+        try:
+            with listener.accept() as c:
+                me, answer = pickle.loads(c.recv_bytes())
+        except (AuthenticationError, EOFError):  # not an owner, or an owner that failed while sending
+            continue
+        except OSError:  # the listener closed: the stage failed
+            return
+        answers[me] = answer

@@ -66,7 +66,7 @@ from .renaming import Renamer
 
 def _registry() -> tuple:
     """The NamedTuple and IntEnum classes a state is made of, in a fixed order
-    (module, name): the type codes ``encode`` writes, the same in every process."""
+    (module, name): the type codes ``_flat`` writes, the same in every process."""
     found = []
     for module in (protocol, assignors, coordinator, member, system_module):
         for name, cls in sorted(vars(module).items()):
@@ -144,9 +144,8 @@ class Components:
     translation of its local ids to this one's. A state crosses between owners as
     a row of local ids; the first state that uses a component sends its
     definition ``(id, key, encoding)`` along, and the receiver decodes it only if
-    it does not know the key yet."""
-
-    KINDS = 2  # 0: Groups, 1: Procs
+    it does not know the key yet. (Two of c distinct components share a key with
+    probability about c^2 / 2^65: 7e-13 for the main job's some 5,000.)"""
 
     def __init__(self, interner: Interner, k: int):
         self.interner = interner
