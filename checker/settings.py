@@ -312,7 +312,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     delay = g.get("initial_rebalance_delay", True)
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
-    refuse_inapplicable(proto, muts)
+    refuse_inapplicable(proto, muts, assignor)
     rejoin_flag = g.get("rejoin_flag", False)
     if not isinstance(rejoin_flag, bool):
         raise ConfigError(f"group.rejoin_flag must be true or false, got {rejoin_flag!r}")

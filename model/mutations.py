@@ -34,7 +34,10 @@ class Mutation(NamedTuple):
     ``protocols``: those under which it changes anything (read off where the model
     calls the rule: an eager member revokes everything before it rejoins, R14, so a
     mutation of claims is a no-op there; the deferral is the deferred protocol's);
-    ``jira`` and ``versions``: the Kafka bug it reintroduces, if it is one."""
+    ``jira`` and ``versions``: the Kafka bug it reintroduces, if it is one;
+    ``assignors``: the leader's assignors under which it changes anything, where
+    the rule it replaces belongs to some of them (empty: any; the eager
+    StickyAssignor's user data is read as claims by both sticky assignors)."""
 
     name: str
     does: str
@@ -44,6 +47,7 @@ class Mutation(NamedTuple):
     test_only: bool = False
     jira: str = ""
     versions: str = ""
+    assignors: tuple = ()
 
 
 REGISTRY = {m.name: m for m in (
@@ -128,24 +132,27 @@ REGISTRY = {m.name: m for m in (
              "the Streams leader lets every member, not only new-comers, take learner tasks for balance: the "
              "seed's 'naive learner assignment' without the version 1.0 rule (R50)",
              "seed 001, Algorithm Iteration Plan, Version 1.0 (the endless resource shuffling it fears)", "R50",
-             ("streams",)),
+             ("streams",), assignors=("streams",)),
     Mutation("promote-unready-learner",
              "the Streams leader gives an active task to a member learning it before that learner is ready, "
              "revoking it from the member that runs it (R48's first rule reads 'learning' for 'ready')",
              "seed 001, Assignment Algorithm (active tasks 'to instances with learner tasks that indicate "
-             "ready'); KIP-441's acceptable.recovery.lag exists to prevent it", "R48", ("streams",)),
+             "ready'); KIP-441's acceptable.recovery.lag exists to prevent it", "R48", ("streams",),
+             assignors=("streams",)),
     Mutation("active-to-lagging-client",
              "KIP-441's assignor gives each stateful active task to its balanced owner whether or not that member "
              "is caught up on it: no task is kept on a caught-up member and no warmup replica is needed (R58's "
              "constraint dropped)",
              "KIP-441 (the stateful task assignment before it moved tasks to clients with no state: the downtime "
              "it exists to prevent); HighAvailabilityTaskAssignor, "
-             "TaskMovement.taskIsCaughtUpOnClientOrNoCaughtUpClientsExist", "R58", ("streams",)),
+             "TaskMovement.taskIsCaughtUpOnClientOrNoCaughtUpClientsExist", "R58", ("streams",),
+             assignors=("high-availability",)),
     Mutation("unbounded-warmups",
              "KIP-441's assignor gives a warmup replica to every balanced owner that lags, however many: "
              "max.warmup.replicas ignored (R58)",
              "KIP-441, max.warmup.replicas (StreamsConfig; it bounds the extra broker and disk load of restoring); "
-             "TaskMovement.assignTaskMovements' remainingWarmupReplicas", "R58", ("streams",)),
+             "TaskMovement.assignTaskMovements' remainingWarmupReplicas", "R58", ("streams",),
+             assignors=("high-availability",)),
     Mutation("no-scale-down-timeout",
              "a leaving Streams member never shuts down on its scale-down timeout: only an assignment leaving it "
              "no active task ends it (R54)",
@@ -170,7 +177,8 @@ REGISTRY = {m.name: m for m in (
              "by two members with both; use with --assignor sticky",
              "KAFKA-7026: StickyAssignor before KIP-341 (Kafka 2.3) kept a stale consumer's previous assignment "
              "beside the new owner's; KIP-341 added the generation to the user data (ConsumerUserData) so the "
-             "newer claim wins", "R13, R22", ("eager",), jira="KAFKA-7026", versions="0.11-2.2 (fixed in 2.3)"),
+             "newer claim wins", "R13, R22", ("eager",), jira="KAFKA-7026", versions="0.11-2.2 (fixed in 2.3)",
+             assignors=("sticky", "cooperative-sticky")),
     Mutation("static-rejoin-completing-no-rebalance",
              "a static member rejoining under a new member id while the group is in CompletingRebalance gets the "
              "current generation without a rebalance, as in Stable; the leader's assignment, keyed by the old "
@@ -280,14 +288,24 @@ def replacements(mutations) -> dict:
     return {correct: fn for correct, (_, fn) in by_rule.items()}
 
 
-def refuse_inapplicable(protocol: str, mutations) -> None:
+def refuse_inapplicable(protocol: str, mutations, assignor: str | None = None) -> None:
     """Raise ConfigError naming the first of ``mutations`` that changes nothing
-    under ``protocol`` (``Mutation.protocols``): a check would hold vacuously."""
+    under ``protocol`` (``Mutation.protocols``) or, given one, under the leader's
+    ``assignor`` (``Mutation.assignors``; your own assignor, ``module:function``,
+    may read any rule's output, so none is refused for it): a check would hold
+    vacuously."""
     for name in sorted(mutations):
-        if name in REGISTRY and protocol not in REGISTRY[name].protocols:
+        m = REGISTRY.get(name)
+        if m is None:
+            continue
+        if protocol not in m.protocols:
             raise ConfigError(f"mutation {name!r} does not apply to the {protocol} protocol: it changes nothing "
                               f"there, so a check would hold vacuously (it applies to "
-                              f"{', '.join(REGISTRY[name].protocols)}; model/mutations.py REGISTRY)")
+                              f"{', '.join(m.protocols)}; model/mutations.py REGISTRY)")
+        if assignor is not None and ":" not in assignor and m.assignors and assignor not in m.assignors:
+            raise ConfigError(f"mutation {name!r} does not apply to the {assignor} assignor: it replaces a rule of "
+                              f"the {' and '.join(m.assignors)} assignor only, so a check would hold vacuously "
+                              f"(use --assignor {m.assignors[0]}; model/mutations.py REGISTRY)")
 
 
 # ---- the replacements, by the handler whose rule they replace ----------------------------------------------

@@ -97,6 +97,9 @@ def test_limit_makes_the_run_incomplete(rebalance_check):
     (("--mutation", "leader-forgets-delay"), "does not apply to the cooperative protocol"),
     (("--protocol", "eager", "--mutation", "assign-before-revoke"), "does not apply to the eager protocol"),
     (("--protocol", "deferred", "--mutation", "assign-before-revoke"), "does not apply to the deferred protocol"),
+    (("--protocol", "streams", "--mutation", "unbounded-warmups"), "does not apply to the streams assignor"),
+    (("--protocol", "streams", "--assignor", "high-availability", "--mutation", "promote-unready-learner"),
+     "does not apply to the high-availability assignor"),
     (("--members", "2000"), "at most 256 client slots"),
 ])
 def test_bad_input_exits_2_naming_the_problem(tmp_path, args, message):

@@ -54,12 +54,30 @@ def test_estimate_is_within_an_order_of_magnitude_of_measured_runs():
 @pytest.mark.parametrize("mutation", sorted(REGISTRY))
 def test_every_mutation_names_its_protocols_and_is_refused_elsewhere(mutation):
     data = {"group": {"upgrade": True}} if mutation == "one-bounce-upgrade" else {}  # it changes an upgrade (R79)
+    m = REGISTRY[mutation]
     for protocol in PROTOCOLS:
-        if protocol in REGISTRY[mutation].protocols:
-            resolve(data, protocol=protocol, mutations=(mutation,))
+        if protocol in m.protocols:
+            resolve(data, protocol=protocol, assignor=m.assignors[0] if m.assignors else None, mutations=(mutation,))
         else:
             with pytest.raises(ConfigError, match=f"does not apply to the {protocol} protocol"):
                 resolve(data, protocol=protocol, mutations=(mutation,))
+
+
+@pytest.mark.parametrize("mutation", sorted(n for n, m in REGISTRY.items() if m.assignors))
+def test_an_assignors_mutation_is_refused_under_another_assignor(mutation):
+    """A mutation of one assignor's rule (KIP-441's under the seed's learner
+    assignor, the StickyAssignor's user data under range) changes nothing under
+    another: exit 2 rather than a vacuous "holds". (Seen: KAFKA-7026's mutation
+    holds under range, and is violated under both sticky assignors.)"""
+    m = REGISTRY[mutation]
+    protocol = m.protocols[0]
+    others = (("streams", "high-availability") if protocol == "streams" else
+              ("range", "roundrobin", "sticky", "cooperative-sticky"))
+    for assignor in others:
+        if assignor in m.assignors:
+            continue
+        with pytest.raises(ConfigError, match=f"does not apply to the {assignor} assignor"):
+            resolve({}, protocol=protocol, assignor=assignor, mutations=(mutation,))
 
 
 def test_an_inapplicable_mutation_changes_nothing_indeed():
