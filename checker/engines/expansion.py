@@ -26,7 +26,7 @@ interned. Handlers are the model's, called through ``System``'s memos.
 from __future__ import annotations
 
 from ..system import RUNNING, Action, State, System, _overlapping, _released, _with_proc, stutters
-from .interning import Interner
+from .interning import Interner, _intern
 
 from rebalance.model.coordinator import armed_timers
 from rebalance.model.member import MemberPhase
@@ -54,17 +54,9 @@ class Expander:
         self._timers: dict = {}     # group id -> ((member ids waited for, Action), ...)
         self._fired: dict = {}      # group id << 8 | timer index -> (group id after, routes)
 
-    @staticmethod
-    def _intern(ids: dict, values: list, v) -> int:
-        i = ids.get(v)
-        if i is None:
-            i = ids[v] = len(values)
-            values.append(v)
-        return i
-
     def _routes(self, replies) -> tuple:
         """``((slot, reply id), ...)`` for the coordinator's ``replies``, in order."""
-        return tuple((slot_of(conn), self._intern(self._reply_ids, self._replies, (conn, response)))
+        return tuple((slot_of(conn), _intern(self._reply_ids, self._replies, (conn, response)))
                      for conn, response in replies)
 
     def _route(self, pids: list, routes: tuple) -> None:
@@ -106,7 +98,7 @@ class Expander:
         delivery = steps = None
         if p.requests:
             action, event, popped = system.delivery(s, p)
-            delivery = (action, self._intern(self._events, self._event_list, event), interner.proc_id(popped),
+            delivery = (action, _intern(self._events, self._event_list, event), interner.proc_id(popped),
                         event if type(event.request) is OffsetCommit else None)
         c = p.consumer
         speaker = self._speakers.setdefault(
@@ -115,7 +107,7 @@ class Expander:
         if p.status == RUNNING:
             reply, heartbeat, scheduled, commit, *streams = system.local_steps(s, p)
             if heartbeat is not None:
-                eid = self._intern(self._events, self._event_list, system.heartbeat_event(s, p, heartbeat))
+                eid = _intern(self._events, self._event_list, system.heartbeat_event(s, p, heartbeat))
                 heartbeat = (heartbeat[0], interner.proc_id(heartbeat[1]), eid)
             steps = (*[None if x is None else (x[0], interner.proc_id(x[1])) for x in (reply,)], heartbeat,
                      *[None if x is None else (x[0], interner.proc_id(x[1])) for x in (scheduled, commit)],
