@@ -181,10 +181,16 @@ class System:
         whose process is gone are dropped (the socket is closed)."""
         for conn, response in replies:
             s = slot_of(conn)
-            p = procs[s]
-            if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
-                procs[s] = Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
-                                p.committed, p.stage, p.metadata)
+            procs[s] = System.routed(procs[s], conn, response)
+
+    @staticmethod
+    def routed(p: Proc, conn: int, response) -> Proc:
+        """Process ``p`` (of the slot of ``conn``) with ``response`` appended to its
+        responses if ``conn`` is its live connection, else ``p`` itself (dropped)."""
+        if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
+            return Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
+                        p.committed, p.stage, p.metadata)
+        return p
 
     @staticmethod
     def requests_of(outputs) -> tuple:
@@ -246,18 +252,26 @@ class System:
         for nobody; one joining is given the newest member id on its connection (an
         older one there is a member a failover's record brought back, R72)."""
         live = set()
-        procs = state.procs
-        newest: dict = {}
-        for m in state.group.members:
-            newest[m.conn] = max(newest.get(m.conn, NO_MEMBER_ID), m.member_id)
-        for m in state.group.members:
-            p = procs[slot_of(m.conn)]
-            if p.status == RUNNING and p.epoch == epoch_of(m.conn):
-                c = p.consumer
-                if c.member_id == m.member_id or (c.member_id == NO_MEMBER_ID and c.phase == MemberPhase.JOINING
-                                                  and m.member_id == newest[m.conn]):
-                    live.add(m.member_id)
+        group = state.group
+        for s, p in enumerate(state.procs):
+            live |= System.speaks_for(group, s, p)
         return live
+
+    @staticmethod
+    def speaks_for(group: Group, s: int, p: Proc) -> frozenset:
+        """The member ids of ``group`` that slot ``s``'s process ``p`` keeps live
+        (``live_members``, the part of one slot)."""
+        if p.status != RUNNING:
+            return frozenset()
+        c = p.consumer
+        live = []
+        for m in group.members:
+            if slot_of(m.conn) == s and p.epoch == epoch_of(m.conn):
+                if c.member_id == m.member_id or (c.member_id == NO_MEMBER_ID and c.phase == MemberPhase.JOINING
+                                                  and m.member_id == max(n.member_id for n in group.members
+                                                                         if n.conn == m.conn)):
+                    live.append(m.member_id)
+        return frozenset(live)
 
     def local_steps(self, s: int, p: Proc) -> tuple:
         """The running process's own steps, memoised per process value:
@@ -327,24 +341,20 @@ class System:
         group, procs, left = state.group, state.procs, state.faults_left
         for s, p in enumerate(procs):
             if p.requests:
-                req = p.requests[0]
+                action, event, popped = self.delivery(s, p)
+                g2, replies = self.coord(group, event)
                 ps = list(procs)
-                ps[s] = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed,
-                             p.stage, p.metadata)
-                event = Receive(connection(s, p.epoch), req)
-                nxt = self.coordinator_event(state, event, ps)
-                if type(req) is OffsetCommit:
+                ps[s] = popped
+                self.route(ps, replies)
+                nxt = State(g2, tuple(ps), left)
+                if type(event.request) is OffsetCommit:
                     nxt = self._committed(state, nxt, s, event)
-                out.append((Action("deliver", s, req), nxt))
+                out.append((action, nxt))
             if p.status != RUNNING:
                 continue
-            reply, heartbeat, scheduled, commit, *streams_steps = self.local_steps(s, p)
+            reply, heartbeat, scheduled, commit, *streams_steps = self.own_steps(group, s, p)
             if commit is not None and not _overlapping(procs, s):
                 commit = None  # R41: a commit no other owner shares changes nothing any property sees
-            if heartbeat is not None:
-                g2, replies = self.coord(group, Receive(connection(s, p.epoch), heartbeat[0].detail))
-                if g2 == group and replies[0].response.error == Error.NONE:
-                    heartbeat = None  # a stutter
             for step in (reply, heartbeat, scheduled, commit):
                 if step is not None:
                     ps = procs[:s] + (step[1],) + procs[s + 1:]
@@ -356,6 +366,31 @@ class System:
         out.extend(self.tick_successors(state))
         out.extend(self.fault_successors(state))
         return out
+
+    @staticmethod
+    def delivery(s: int, p: Proc) -> tuple:
+        """The head request of slot ``s``'s channel taken off for the coordinator:
+        ``(Action, Receive event, p without that request)``; the coordinator's
+        replies are then routed (``route``), an OffsetCommit recorded (``_committed``)."""
+        req = p.requests[0]
+        popped = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed,
+                      p.stage, p.metadata)
+        return Action("deliver", s, req), Receive(connection(s, p.epoch), req), popped
+
+    def own_steps(self, group: Group, s: int, p: Proc) -> tuple:
+        """``local_steps`` of slot ``s``'s running process in ``group``, but for a
+        heartbeat the coordinator would answer NONE without changing anything (a
+        stutter): None in its place."""
+        steps = self.local_steps(s, p)
+        heartbeat = steps[1]
+        if heartbeat is not None and stutters(group, *self.coord(group, self.heartbeat_event(s, p, heartbeat))):
+            return steps[:1] + (None,) + steps[2:]
+        return steps
+
+    @staticmethod
+    def heartbeat_event(s: int, p: Proc, heartbeat: tuple) -> Receive:
+        """The coordinator's input for a ``local_steps`` heartbeat of slot ``s``'s process."""
+        return Receive(connection(s, p.epoch), heartbeat[0].detail)
 
     def _committed(self, state: State, nxt: State, s: int, event: Receive) -> State:
         """R41: record in slot ``s``'s ``shared`` the partitions of its OffsetCommit
@@ -544,6 +579,12 @@ class System:
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
             out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), (), stage=p.stage, metadata=p.metadata)))
         return out
+
+
+def stutters(group: Group, g2: Group, replies) -> bool:
+    """Whether the coordinator's answer ``(g2, replies)`` to a heartbeat in ``group``
+    changes nothing: the group kept, the answer NONE."""
+    return g2 == group and replies[0].response.error == Error.NONE
 
 
 def between_rounds(state: State) -> bool:

@@ -17,6 +17,7 @@ import numpy as np
 
 from rebalance.model.protocol import slot_of
 
+from .expansion import Expander
 from .interning import FingerprintSet, Interner, collision_probability
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
@@ -249,7 +250,7 @@ def explore(system: System, properties, initial: State | None = None,
         why = check(system, init)
         if why:
             record((0, 0), name, why, 0, state_checks)
-    successors = system.successors
+    successors = Expander(system, interner).successors
     stop = _settle(system, canonical, path_to, found, violations, stop_on)
     while lo < hi and not stop:
         if max_depth is not None and depth >= max_depth:
@@ -268,10 +269,10 @@ def explore(system: System, properties, initial: State | None = None,
             ids = store.row(i)
             s = interner.state(ids)
             moved = False
-            for idx, (action, n) in enumerate(successors(s)):
+            for idx, (action, raw) in enumerate(successors(ids, s)):
                 transitions += 1
                 kinds[action.kind] += 1
-                raw = interner.ids(n, s, ids)
+                n = interner.state(raw)
                 c = canonical(n, raw)
                 c = raw if c is n else interner.ids(c, n, raw)
                 t = len(cands)

@@ -85,21 +85,54 @@ def _np(x, dtype) -> np.ndarray:
 def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     """CSR adjacency over states where ``keep[i]``, through edges whose class is
     ``usable[class]``: (offsets, targets, edge ids) as int32 memoryviews, each
-    state's edges in the order added."""
+    state's edges in the order added. The edges are filtered a chunk at a time
+    (``_CHUNK``), so the temporaries stay a few MB however large the graph."""
     src, dst = _np(g.src, np.int32), _np(g.dst, np.int32)
     kept = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
-    ok = kept[src] & kept[dst] & np.array(usable, bool)[_np(g.cls, _CLS[g.cls.typecode])]
-    ids = np.flatnonzero(ok).astype(np.int32)
-    del ok
+    usable = np.array(usable, bool)
+    cls = _np(g.cls, _CLS[g.cls.typecode])
+    ids = np.concatenate([np.empty(0, np.int32)] + [
+        (np.flatnonzero(kept[src[k:k + _CHUNK]] & kept[dst[k:k + _CHUNK]] & usable[cls[k:k + _CHUNK]]) + k
+         ).astype(np.int32) for k in range(0, len(src), _CHUNK)])
     if len(ids) and np.any(src[ids[1:]] < src[ids[:-1]]):  # the local engine adds them by source already
-        ids = ids[np.argsort(src[ids], kind="stable")]
+        ids = ids[np.argsort(src[ids], kind="stable")].astype(np.int32)
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(src[ids], minlength=n), out=offsets[1:])
     # memoryviews of the numpy arrays: indexed as fast as array.array, without a copy
     return memoryview(offsets), memoryview(dst[ids]), memoryview(ids)
 
 
+_CHUNK = 1 << 16  # edges per chunk of the liveness graph's whole-graph numpy passes
 _CLS = {"B": np.uint8, "H": np.uint16}
+
+
+def _acyclic(n: int, offsets, targets, keep, rounds: int = 200) -> bool:
+    """Whether the states where ``keep[i]`` lie on no cycle of the adjacency (no
+    non-trivial strongly connected component, no self-loop), found in numpy by
+    trimming: a state with no incoming or no outgoing edge among the remaining
+    ones is on no cycle and goes, round after round. False when something
+    remains, or after ``rounds`` rounds: then ``_sccs`` decides, in its own
+    order, so the components searched and the lasso found are the same either
+    way. (The main job's graph, once faults stop, trims to nothing in 54 rounds,
+    some 0.35 CPU-s against Tarjan's 0.85 in Python.)"""
+    off, tg = np.frombuffer(offsets, np.int32), np.frombuffer(targets, np.int32)
+    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(off))
+    alive = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
+    step = _CHUNK * 4
+    for _ in range(rounds):
+        has_out, has_in = np.zeros(n, bool), np.zeros(n, bool)
+        for k in range(0, len(src), step):  # a chunk of edges at a time: the temporaries stay small
+            s, t = src[k:k + step], tg[k:k + step]
+            e = alive[s] & alive[t]
+            has_out[s[e]] = True
+            has_in[t[e]] = True
+        left = alive & has_out & has_in
+        if not left.any():
+            return True
+        if np.array_equal(left, alive):
+            return False
+        alive = left
+    return False
 
 
 def _sccs(n: int, offsets, targets, keep):
@@ -188,14 +221,18 @@ def _path_within(start: int, goal_edge_src: int, offsets, targets, members: _Mem
 
 def _enabled(n: int, g: Graph, fair_class: list) -> np.ndarray:
     """State -> the fair classes enabled there, as a bitmask: row ``i`` holds
-    uint64 words, class ``c`` is bit ``c % 64`` of word ``c // 64``."""
+    uint64 words, class ``c`` is bit ``c % 64`` of word ``c // 64``. The edges are
+    read a chunk at a time (``_CHUNK``): the temporaries stay a few MB."""
     words = max(1, -(-len(fair_class) // 64))
     enabled = np.zeros(n * words, np.uint64)
-    cls = _np(g.cls, _CLS[g.cls.typecode])
-    fair = np.flatnonzero(np.array(fair_class, bool)[cls]).astype(np.int32) if len(cls) else np.empty(0, np.int32)
-    c = cls[fair].astype(np.int64)
-    np.bitwise_or.at(enabled, _np(g.src, np.int32)[fair] * words + (c >> 6),
-                     np.left_shift(np.uint64(1), (c & 63).astype(np.uint64)))
+    cls_all, src_all = _np(g.cls, _CLS[g.cls.typecode]), _np(g.src, np.int32)
+    fair_of = np.array(fair_class, bool)
+    for k in range(0, len(cls_all), _CHUNK):
+        cls = cls_all[k:k + _CHUNK]
+        fair = np.flatnonzero(fair_of[cls]) if len(fair_of) else np.empty(0, np.int64)
+        c = cls[fair].astype(np.int64)
+        np.bitwise_or.at(enabled, src_all[k:k + _CHUNK][fair] * words + (c >> 6),
+                         np.left_shift(np.uint64(1), (c & 63).astype(np.uint64)))
     return enabled.reshape(n, words)
 
 
@@ -228,7 +265,7 @@ def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = ""
     if len(stuck_here):
         return int(stuck_here[0]), [], "no fair action is enabled here, so the system may stay forever"
     offsets, targets, edges = _adjacency(n, g, keep, usable)
-    for comp in _sccs(n, offsets, targets, keep):
+    for comp in () if _acyclic(n, offsets, targets, keep) else _sccs(n, offsets, targets, keep):
         members = _Members(n, comp)
         always = _common(enabled, comp)
         taken: dict = {}
