@@ -55,6 +55,7 @@ from rebalance.model import assignors, coordinator, member, protocol
 
 from .. import system as system_module
 from ..system import State, System
+from .expansion import Expander
 from .explore import (
     UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of, replay,
 )
@@ -336,7 +337,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     system = System(*job.spec)
     interner = system.interner = Interner()  # the local engine's successor path: ids, renaming and refinement by id
     canonical = Renamer().canonical
-    successors = system.successors
+    successors = Expander(system, interner).successors  # the local engine's id-level successors
     props, covers = _checks(job.names)
     state_checks = [(p.name, p.invariant) for p in props if p.invariant]
     step_checks = [(p.name, p.step) for p in props if p.kind == "invariant" and p.step]
@@ -413,10 +414,10 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                     break
             s = interner.state(ids)
             moved = False
-            for idx, (action, n) in enumerate(successors(s)):
+            for idx, (action, raw) in enumerate(successors(ids, s)):
                 moves += 1
                 fired[action.kind] += 1
-                raw = interner.ids(n, s, ids)
+                n = interner.state(raw)
                 c = canonical(n, raw)
                 c = raw if c is n else interner.ids(c, n, raw)
                 if c == ids:  # a stutter
