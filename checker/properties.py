@@ -123,6 +123,15 @@ def single_leader(system: System, state: State):
     return None
 
 
+def on_groups(step):
+    """Mark a step check whose verdict reads nothing but the action's kind and the
+    two states' Groups: the engines memoise it per (action kind, group before,
+    group after) (checker/engines/steps.py)."""
+    step.on_groups = True
+    return step
+
+
+@on_groups
 def generations_grow(system: System, state: State, action, nxt: State):
     """Generations only grow (R4), but for a failover, which resumes at the stored
     record's generation (R72): one a completed round reached, never an older one."""
@@ -137,6 +146,7 @@ def generations_grow(system: System, state: State, action, nxt: State):
     return None
 
 
+@on_groups
 def rebalanced(system: System, state: State, action, nxt: State):
     """The step completes a generation (the JoinGroup barrier, R4): a rebalance.
     Seen on the step as it happens, before the successor is renamed."""
@@ -182,6 +192,17 @@ def moves_within_allowance(system: System, state: State, action, nxt: State):
     return None
 
 
+def projected(group, proc):
+    """Mark a state check whose verdict reads nothing of a state but ``group(its
+    Group)`` and ``proc(each Proc)``, in slot order: the engines then decide it once
+    per distinct projection (checker/engines/explore.py ``_goals``)."""
+    def mark(check):
+        check.projection = (group, proc)
+        return check
+    return mark
+
+
+@projected(lambda g: g.phase, lambda p: p.consumer if p.status == RUNNING else None)
 def balanced(system: System, state: State):
     """None when the group is Stable (or Empty with no running member), every
     partition owned by exactly one running member and loads within one; else why not."""

@@ -146,24 +146,40 @@ class Refinement:
         """None if the step satisfies its specification action and both states satisfy
         Inv, else why not. (Inv of a state is checked when its first successor is:
         that covers the initial state and, one step later, every other.)"""
-        known = getattr(self.system, "interner", None)
-        known = known and known.step  # the engine's (state, ids, nxt, ids) for this very step, if it has them
-        by_ids = known and known[0] is state and known[2] is nxt
         if state is not self._last:  # a state's successors are checked one after another
-            self._last, self._last_parts = state, self.parts_of_ids(known[1]) if by_ids else self.parts(state)
+            self._last, self._last_parts = state, self.parts(state)
             why = self._invariant_of(self._last_parts)
             if why:
                 return why
-        before = self._last_parts
-        after = self.parts_of_ids(known[3]) if by_ids else self.parts(nxt, state, before)
+        return self._verdict(self._last_parts, self.parts(nxt, state, self._last_parts), action)
+
+    def step_ids(self, ids: tuple, action: Action, raw: tuple) -> str | None:
+        """``step`` on interned ids (checker/engines/interning.py): from the state with
+        ids ``ids`` to the one with ids ``raw``, no value hashed."""
+        if ids is not self._last:
+            self._last, self._last_parts = ids, self.parts_of_ids(ids)
+            why = self._invariant_of(self._last_parts)
+            if why:
+                return why
+        by_pid = self._by_pid
+        try:
+            after = (self._by_gid[raw[0]], *[by_pid[pid] for pid in raw[1:-1]])
+        except KeyError:
+            after = self.parts_of_ids(raw)
+        return self._verdict(self._last_parts, after, action)
+
+    def _verdict(self, before: tuple, after: tuple, action: Action) -> str | None:
+        """The step's verdict from the part ids of the states before and after it."""
         slot = action.slot
         label = self._labels.get((action.kind, type(action.detail)))
         if label is None:
             label = self._labels[(action.kind, type(action.detail))] = (
                 len(self._labels), spec.ACTIONS[action_name(action)].local)
         # keys are single ints (ids of at most 32 bits packed): cheap to hash and small to keep
-        if label[1] and self._frame_kept(before, after, slot):
-            # a member's own step: its verdict depends on the group and its own slot only
+        if label[1] and before[0] == after[0] and before[1:slot + 1] == after[1:slot + 1] and \
+                before[slot + 2:] == after[slot + 2:]:
+            # a member's own step (the group's part and every other slot's unchanged): its verdict
+            # depends on the group and its own slot only
             key = label[0] | 128 | (slot + 1) << 8 | before[0] << 24 | before[slot + 1] << 56 | after[slot + 1] << 88
         else:
             key = label[0] | (slot + 1) << 8 | self._view_id(before) << 24 | self._view_id(after) << 56
@@ -172,7 +188,10 @@ class Refinement:
             name = action_name(action)
             why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
             hit = self._steps[key] = why and f"{action.kind} {name} is not the spec's action {name}: {why}"
-        return hit or self._invariant_of(after)
+        if hit:
+            return hit
+        hit = self._invariant.get(after, 0)
+        return hit if hit != 0 else self._invariant_of(after)
 
     def _view_id(self, ids: tuple) -> int:
         """A dense id for a state's abstraction (its tuple of part ids)."""
@@ -180,11 +199,6 @@ class Refinement:
         if hit is None:
             hit = self._views[ids] = len(self._views)
         return hit
-
-    @staticmethod
-    def _frame_kept(before: tuple, after: tuple, slot: int) -> bool:
-        """Whether the group's part and every other slot's part are unchanged."""
-        return before[0] == after[0] and before[1:slot + 1] == after[1:slot + 1] and before[slot + 2:] == after[slot + 2:]
 
     def _invariant_of(self, ids: tuple) -> str | None:
         hit = self._invariant.get(ids, 0)
@@ -205,3 +219,8 @@ def checker(system: System) -> Refinement:
 def refinement(system: System, state: State, action: Action, nxt: State):
     """The ``refinement`` property, checked on every transition (spec/SPEC.md section 8)."""
     return checker(system).step(state, action, nxt)
+
+
+# ``refinement`` on the interned ids of the states (checker/engines/steps.py): ``(ids, Action,
+# successor ids) -> None | str``, the ids the system's interner's (``System.interner``)
+refinement.on_ids = lambda system: checker(system).step_ids

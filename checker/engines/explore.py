@@ -18,9 +18,10 @@ import numpy as np
 from rebalance.model.protocol import slot_of
 
 from .expansion import Expander
-from .interning import FingerprintSet, Interner, collision_probability
+from .interning import FingerprintSet, Interner, _intern, collision_probability
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
+from .steps import Steps
 from ..system import ACTION_KINDS, BOUNCE, COMMIT, ENVIRONMENT, Action, State, System
 
 
@@ -230,8 +231,7 @@ def explore(system: System, properties, initial: State | None = None,
     visited.resolve(np.array([hash(init_ids)], np.int64), 0)
     kinds = dict.fromkeys(ACTION_KINDS, 0)
     violations: list = []
-    pending = list(covers)
-    reached: dict = {}
+    stepping = Steps(system, interner, step_checks, covers, marking)
     transitions = 0
     depth = 0
     lo, hi = 0, 1  # the frontier: states lo .. hi - 1
@@ -251,6 +251,7 @@ def explore(system: System, properties, initial: State | None = None,
         if why:
             record((0, 0), name, why, 0, state_checks)
     successors = Expander(system, interner).successors
+    canonical_ids = renamer.canonical_ids
     stop = _settle(system, canonical, path_to, found, violations, stop_on)
     while lo < hi and not stop:
         if max_depth is not None and depth >= max_depth:
@@ -272,9 +273,7 @@ def explore(system: System, properties, initial: State | None = None,
             for idx, (action, raw) in enumerate(successors(ids, s)):
                 transitions += 1
                 kinds[action.kind] += 1
-                n = interner.state(raw)
-                c = canonical(n, raw)
-                c = raw if c is n else interner.ids(c, n, raw)
+                c = canonical_ids(raw, interner)
                 t = len(cands)
                 cands.append(c)
                 sources.append(i)
@@ -287,20 +286,11 @@ def explore(system: System, properties, initial: State | None = None,
                     continue
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
-                interner.step = (s, ids, n, raw)  # for the step checks that key caches by ids (refinement)
-                for name, step in tuple(step_checks):
-                    why = step(system, s, action, n)
-                    if why:
-                        record((t, 1), name, why, i, step_checks, last=(action, n))
-                if pending:
-                    hit = False
-                    for cover in pending:
-                        if cover.reached(system, s, action, n):
-                            reached[cover.name] = hit = True
-                    if hit:
-                        pending = [c for c in pending if c.name not in reached]
+                for name, why in stepping.check(s, ids, action, raw):
+                    record((t, 1), name, why, i, step_checks, last=(action, interner.state(raw)))
+                    stepping.drop(name)
                 if graph is not None:
-                    marks.append(mark(marking, system, s, action, n))
+                    marks.append(stepping.marks(s, ids, action, raw))
             if not moved:
                 for name, check in list(quiescent):
                     why = check(system, s)
@@ -339,32 +329,57 @@ def explore(system: System, properties, initial: State | None = None,
     if live_props and limit is None and not stop:
         violations.extend(decide_liveness(
             system, live_props, graph,
-            _goals(system, store, state_at),
+            _goals(system, store, state_at, interner),
             lambda p: _Summaries(system, p, store, state_at, interner), state_at,
             lambda i: concrete(system, canonical, path_to(i)), path_to, canonical, fair,
             identify=lambda form: interner.ids(form)))
 
     fired = Counter({k: v for k, v in kinds.items() if v})
     result = conclude(properties, violations, limit, stop, len(store), transitions, depth, t0, fired,
-                      {c.name: c.name in reached for c in covers})
+                      {c.name: c.name in stepping.reached for c in covers})
     result.collision_probability = collision_probability(len(store), transitions + 1)
     return result
 
 
-def _goals(system, store: _Store, state_at):
+def _goals(system, store: _Store, state_at, interner: Interner):
     """``goal_of`` for ``decide_liveness``: a property's goal bytearray (1 where the
     goal holds), computed once per goal function (the properties without a goal
-    reach it everywhere) and shared by the properties with the same goal."""
+    reach it everywhere) and shared by the properties with the same goal. A goal
+    with a ``projection`` (checker/properties.py ``projected``) is decided once per
+    distinct projection of the explored states, on the first state that has it."""
     done: dict = {}
 
     def goal_of(p) -> bytearray:
         hit = done.get(p.goal)
         if hit is None:
             n = len(store)
-            hit = done[p.goal] = (bytearray(b"\x01") * n if p.goal is None else
-                                  bytearray(0 if p.goal(system, state_at(i)) else 1 for i in range(n)))
+            if p.goal is None:
+                hit = bytearray(b"\x01") * n
+            elif hasattr(p.goal, "projection"):
+                rows = _projections(p.goal.projection, store, interner)
+                _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+                decided = np.array([0 if p.goal(system, state_at(int(i))) else 1 for i in first], np.uint8)
+                hit = bytearray(decided[inverse.reshape(-1)].tobytes())
+            else:
+                hit = bytearray(0 if p.goal(system, state_at(i)) else 1 for i in range(n))
+            done[p.goal] = hit
         return hit
     return goal_of
+
+
+def _projections(projection, store: _Store, interner: Interner) -> np.ndarray:
+    """Each explored state's projection as a row of ints (one per part: the group,
+    then each slot's process), equal rows for equal projections."""
+    group, proc = projection
+    keys: dict = {}
+    seen: list = []
+    of_group = np.array([_intern(keys, seen, group(g)) for g in interner.groups], np.int64)
+    of_proc = np.array([_intern(keys, seen, proc(p)) for p in interner.procs], np.int64)
+    columns = [np.frombuffer(c, _COLUMN[c.typecode]) for c in store.columns]
+    return np.stack([of_group[columns[0]], *[of_proc[c] for c in columns[1:]]], axis=1)
+
+
+_COLUMN = {"H": np.uint16, "i": np.int32}
 
 
 def _settle(system, canonical, path_to, found: list, violations: list, stop_on) -> bool:
@@ -407,15 +422,6 @@ def marks_of(live_props) -> list:
     """``[(bit, property)]``: the mark each liveness property with a step part sets
     on a transition (``Graph.marks``), in the properties' order."""
     return [(1 << b, p) for b, p in enumerate(p for p in live_props if p.step)]
-
-
-def mark(marking: list, system, s: State, action: Action, n: State) -> int:
-    """The marks of one transition (``marks_of``), seen before ``n`` is renamed."""
-    out = 0
-    for bit, p in marking:
-        if p.step(system, s, action, n):
-            out |= bit
-    return out
 
 
 def decide_liveness(system, live_props, graph: Graph, goal_of, summaries_of, state_at, stem_of, path_to,

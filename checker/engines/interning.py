@@ -29,7 +29,6 @@ class Interner:
         self.procs: list = []
         self._group_ids: dict = {}
         self._proc_ids: dict = {}
-        self.step = None  # the step the engine checks now: (state, its ids, successor, its ids)
 
     def group_id(self, g) -> int:
         return _intern(self._group_ids, self.groups, g)

@@ -169,53 +169,111 @@ class Renamer:
     kind is returned as it is, found by a union of the parts' cached name sets;
     only the others are renamed, part by part, each renamed part cached under
     its renaming. Every engine builds one (the Spark executors too), so both
-    intern the same canonical states. Given the state's interned ids
-    (checker/engines/interning.py), the caches are keyed by those instead of
-    the parts' values, which are then never hashed."""
+    intern the same canonical states. ``canonical_ids`` does the same on
+    interned ids (checker/engines/interning.py): its caches are keyed by ids,
+    the parts' values are never hashed and no State is built."""
 
     def __init__(self):
-        self._names: dict = {}    # part key -> id of its name sets
+        self._names: dict = {}    # part (by value) -> id of its name sets
         self._name_sets: list = []  # id -> (generations, serials, epochs)
         self._name_ids: dict = {}  # name sets -> id
         self._plans: dict = {}    # the name-set ids of a state's parts -> None (canonical) or its renaming
-        self._renamed: dict = {}
+        self._renamed: dict = {}  # (part, plan number) -> the part renamed
+        self._group_names: list = []  # group id -> id of its name sets (None: not seen yet)
+        self._proc_names: list = []   # per client slot: proc id -> id of its name sets, -1 without a connection
+        self._renamed_groups: dict = {}  # plan number << 32 | group id -> the renamed group's id
+        self._renamed_procs: list = []   # per client slot: plan number << 32 | proc id -> the renamed proc's id
 
-    def _names_of(self, walk, part, key) -> int:
-        hit = self._names.get(key)
+    def _names_of(self, walk, part) -> int:
+        sets = _collected(walk, part)
+        hit = self._name_ids.get(sets)
         if hit is None:
-            sets = _collected(walk, part)
-            hit = self._name_ids.get(sets)
-            if hit is None:
-                hit = self._name_ids[sets] = len(self._name_sets)
-                self._name_sets.append(sets)
-            self._names[key] = hit
+            hit = self._name_ids[sets] = len(self._name_sets)
+            self._name_sets.append(sets)
         return hit
 
-    def canonical(self, state: State, ids: tuple | None = None) -> State:
-        """``state`` with its generations, member-id serials and epochs renamed to
-        1, 2, ... in order (module docstring); ``faults_left`` kept. A state and its
-        canonical form have the same behaviour up to that renaming. ``ids``: the
-        state's interned ids (``Interner.ids``), if the caller has them; the very
-        ``state`` object is returned when it is canonical already."""
-        group = state.group
-        keys = _part_keys(state, ids)
-        names = self._names
-        try:  # every part seen before: one dict probe each (a process without a connection has -1)
-            signature = tuple([names[k] for k in keys])
-        except KeyError:
-            names_of = self._names_of
-            signature = (names_of(_group, group, keys[0]),
-                         *[names_of(_slot_proc, (slot, p), keys[slot + 1]) if p.epoch else _no_names(names, keys[slot + 1])
-                           for slot, p in enumerate(state.procs)])
+    def _plan_of(self, signature: tuple):
         plan = self._plans.get(signature, 0)
         if plan == 0:
             plan = self._plans[signature] = self._plan(signature)
+        return plan
+
+    def canonical(self, state: State) -> State:
+        """``state`` with its generations, member-id serials and epochs renamed to
+        1, 2, ... in order (module docstring); ``faults_left`` kept. A state and its
+        canonical form have the same behaviour up to that renaming. The very
+        ``state`` object is returned when it is canonical already."""
+        names = self._names
+        keys = (state.group, *enumerate(state.procs))
+        signature = tuple([names[k] if k in names else self._part_names(k) for k in keys])
+        plan = self._plan_of(signature)
         if plan is None:
             return state
         renaming, names = plan
-        procs = tuple(self._rename((slot, p), keys[slot + 1], renaming, _slot_proc, names) if p.epoch else p
+        procs = tuple(self._rename((slot, p), renaming, _slot_proc, names) if p.epoch else p
                       for slot, p in enumerate(state.procs))
-        return State(self._rename(group, keys[0], renaming, _group, names), procs, state.faults_left)
+        return State(self._rename(state.group, renaming, _group, names), procs, state.faults_left)
+
+    def _part_names(self, key) -> int:
+        if type(key) is not tuple:
+            hit = self._names_of(_group, key)
+        else:
+            hit = self._names_of(_slot_proc, key) if key[1].epoch else -1  # no connection, no names
+        self._names[key] = hit
+        return hit
+
+    def _rename(self, part, plan: int, walk, names: _Names):
+        key = (part, plan)
+        hit = self._renamed.get(key)
+        if hit is None:
+            hit = self._renamed[key] = walk(part, names)
+        return hit
+
+    def canonical_ids(self, raw: tuple, interner) -> tuple:
+        """``canonical`` on interned ids: the id tuple (``Interner.ids``) of the
+        canonical form of the state ``raw`` stands for, ``raw`` itself when that
+        state is canonical already."""
+        columns = self._proc_names
+        try:
+            signature = (self._group_names[raw[0]], *[column[pid] for column, pid in zip(columns, raw[1:-1])])
+        except IndexError:
+            signature = (None,)
+        plan = self._plans.get(signature, 0)
+        if plan == 0:
+            signature = self._signature(raw, interner)
+            plan = self._plan_of(signature)
+        if plan is None:
+            return raw
+        renaming, names = plan
+        base = renaming << 32  # ids below 2**32
+        gid = self._renamed_groups.get(base | raw[0])
+        if gid is None:
+            gid = self._renamed_groups[base | raw[0]] = interner.group_id(_group(interner.groups[raw[0]], names))
+        out = [gid]
+        for slot, (column, pid) in enumerate(zip(self._renamed_procs, raw[1:-1])):
+            hit = column.get(base | pid)
+            if hit is None:
+                p = interner.procs[pid]
+                hit = column[base | pid] = interner.proc_id(_proc(slot, p, names)) if p.epoch else pid
+            out.append(hit)
+        out.append(raw[-1])
+        return tuple(out)
+
+    def _signature(self, raw: tuple, interner) -> tuple:
+        """The name-set ids of ``raw``'s parts, each computed once (``canonical_ids``'s slow path)."""
+        groups, columns = self._group_names, self._proc_names
+        while len(columns) < len(raw) - 2:
+            columns.append([])
+            self._renamed_procs.append({})
+        for table, top in ((groups, len(interner.groups)), *[(c, len(interner.procs)) for c in columns]):
+            table.extend([None] * (top - len(table)))
+        if groups[raw[0]] is None:
+            groups[raw[0]] = self._names_of(_group, interner.groups[raw[0]])
+        for slot, pid in enumerate(raw[1:-1]):
+            if columns[slot][pid] is None:
+                p = interner.procs[pid]
+                columns[slot][pid] = self._names_of(_slot_proc, (slot, p)) if p.epoch else -1
+        return (groups[raw[0]], *[column[pid] for column, pid in zip(columns, raw[1:-1])])
 
     def _plan(self, signature: tuple):
         """None if the parts with these name sets (ids) make a canonical state, else
@@ -234,29 +292,6 @@ class Renamer:
         names.generations, names.serials, names.epochs = gens, serials, epochs
         names.freeze()
         return len(self._plans), names  # the plan's number keys the parts it renames
-
-    def _rename(self, part, key, plan: int, walk, names: _Names):
-        key = (key, plan)
-        hit = self._renamed.get(key)
-        if hit is None:
-            hit = self._renamed[key] = walk(part, names)
-        return hit
-
-
-def _no_names(names: dict, key) -> int:
-    """A process without a connection (epoch 0) has no names: -1, remembered under its key."""
-    names[key] = -1
-    return -1
-
-
-def _part_keys(state: State, ids: tuple | None) -> tuple:
-    """The cache keys of a state's parts: the group, then each slot's process; by
-    value, or by interned id when ``ids`` are given: one int each (the group's id,
-    negated; a process's id with its slot, which its names depend on, in the low
-    9 bits: checks hold at most 256 slots)."""
-    if ids is None:
-        return (state.group, *enumerate(state.procs))
-    return (-1 - ids[0], *[pid << 9 | slot for slot, pid in enumerate(ids[1:-1])])  # at most 256 slots
 
 
 def _slot_proc(slot_proc: tuple, n: _Names) -> Proc:

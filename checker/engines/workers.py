@@ -57,12 +57,13 @@ from .. import system as system_module
 from ..system import State, System
 from .expansion import Expander
 from .explore import (
-    UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, mark, marks_of, replay,
+    UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, marks_of, replay,
 )
 from .guards import Guard
 from .interning import FingerprintSet, Interner, _intern, collision_probability
 from .liveness import Graph, _np
 from .renaming import Renamer
+from .steps import Steps
 
 
 def _registry() -> tuple:
@@ -336,14 +337,15 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     summaries."""
     system = System(*job.spec)
     interner = system.interner = Interner()  # the local engine's successor path: ids, renaming and refinement by id
-    canonical = Renamer().canonical
+    renamer = Renamer()
+    canonical, canonical_ids = renamer.canonical, renamer.canonical_ids
     successors = Expander(system, interner).successors  # the local engine's id-level successors
     props, covers = _checks(job.names)
     state_checks = [(p.name, p.invariant) for p in props if p.invariant]
     step_checks = [(p.name, p.step) for p in props if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in props if p.kind == "quiescent"]
     live_props = [p for p in props if p.kind == "liveness"]
-    marking = marks_of(live_props)
+    stepping = Steps(system, interner, step_checks, covers, marks_of(live_props))
     goal_checks = [p.goal for p in live_props if p.goal]
     churn = next((p.lasso for p in live_props if p.lasso), None)
     guard = Guard(job.max_seconds, job.max_memory_mb)
@@ -404,7 +406,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         e_src, e_idx, e_pos, e_cls, e_marks = array("i"), array("i"), array("i"), array("H"), array("B")
         found = {}
         fired: Counter = Counter()
-        covered = []
+        covered = stepping.reached = []  # the covers this owner met on this level
         moves = 0
         hit_limit = None
         for n_done, (rank, ids) in enumerate(frontier):
@@ -417,9 +419,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             for idx, (action, raw) in enumerate(successors(ids, s)):
                 moves += 1
                 fired[action.kind] += 1
-                n = interner.state(raw)
-                c = canonical(n, raw)
-                c = raw if c is n else interner.ids(c, n, raw)
+                c = canonical_ids(raw, interner)
                 if c == ids:  # a stutter
                     if with_graph:
                         e_src.append(rank), e_idx.append(idx), e_pos.append(-1)
@@ -427,16 +427,10 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                     continue
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
-                interner.step = (s, ids, n, raw)  # for the step checks that key caches by ids (refinement)
-                for name, step in step_checks:
+                for name, why in stepping.check(s, ids, action, raw):
                     if name not in violations and name not in found:
-                        why = step(system, s, action, n)
-                        if why:
-                            found[name] = ((rank, idx, 1), why, rank, idx)
-                for cover in covers:
-                    if cover.name not in reached and cover.reached(system, s, action, n):
-                        reached.add(cover.name)
-                        covered.append(cover.name)
+                        found[name] = ((rank, idx, 1), why, rank, idx)
+                        stepping.drop(name)
                 pos = seen.get(c)
                 if pos is None:
                     pos = seen[c] = len(cands)
@@ -445,7 +439,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                 if with_graph:
                     e_src.append(rank), e_idx.append(idx), e_pos.append(pos)
                     e_cls.append(_intern(classes, class_keys, fairness_class(action)))
-                    e_marks.append(mark(marking, system, s, action, n))
+                    e_marks.append(stepping.marks(s, ids, action, raw))
             if not moved:
                 for name, check in quiescent:
                     if name not in violations and name not in found:
@@ -515,6 +509,9 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             transitions += summary[1]
             kinds.update(summary[2])
             reached.update(summary[3])
+        stepping.pending = [c for c in stepping.pending if c.name not in reached]
+        for name in violations:
+            stepping.drop(name)
         distinct += pending
         limit = next((summary[5] for summary in summaries if summary[5]), None)
         if limit:

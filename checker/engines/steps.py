@@ -1,0 +1,83 @@
+"""What the engines check on each transition, on interned ids (issue 17,
+"refinement on ids"): the step properties (``Property.step``), the covers not
+reached yet and the liveness marks (explore.py ``marks_of``).
+
+A transition is ``(state, its ids, action, successor ids)``, the successor not
+yet renamed (checker/engines/interning.py, expansion.py). Most checks never need
+the successor as a State, so it is built only for those that do:
+
+* a step function with an ``on_ids`` attribute, ``(System) -> ((ids, Action,
+  successor ids) -> None | str)``, is called on the ids (the refinement check,
+  checker/refinement.py, whose caches are keyed by them);
+* one marked ``on_groups`` (checker/properties.py) reads nothing but the action's
+  kind and the two states' Groups, so its verdict is memoised per (action kind,
+  group id before, group id after);
+* any other gets the two States.
+"""
+from __future__ import annotations
+
+from ..system import Action, State, System
+from .interning import Interner
+
+
+class Steps:
+    """The per-transition checks of one exploration. ``checks``: ``[(name, step
+    function)]`` (a violated one is ``drop``ped); ``covers``: the covers to look
+    for (``reached`` collects the names of those met); ``marking``:
+    ``[(bit, Property)]`` (explore.py ``marks_of``)."""
+
+    def __init__(self, system: System, interner: Interner, checks, covers=(), marking=()):
+        self.system, self.interner = system, interner
+        self.checks = [self._bound(name, fn) for name, fn in checks]
+        self.pending = list(covers)
+        self.reached: list = []
+        self.marking = [self._bound(bit, p.step) for bit, p in marking]
+        self._groups: dict = {}  # step function -> {(action kind, group id, group id after): verdict}
+
+    def _bound(self, name, fn) -> tuple:
+        """``(name, fn, how)``: how 1, ``fn`` on ids; 2, on groups; 0, on States."""
+        if hasattr(fn, "on_ids"):
+            return name, fn.on_ids(self.system), 1
+        return name, fn, 2 if getattr(fn, "on_groups", False) else 0
+
+    def drop(self, name: str) -> None:
+        """Stop checking step property ``name`` (it has its counterexample)."""
+        self.checks = [c for c in self.checks if c[0] != name]
+
+    def check(self, s: State, ids: tuple, action: Action, raw: tuple) -> list:
+        """``[(name, reason)]``: the step checks that the transition from ``s`` (ids
+        ``ids``) by ``action`` to the successor with ids ``raw`` breaks. Covers it
+        meets are added to ``reached``."""
+        out = []
+        for name, fn, how in self.checks:
+            why = fn(ids, action, raw) if how == 1 else self._verdict(fn, how, s, ids, action, raw)
+            if why:
+                out.append((name, why))
+        if self.pending:
+            n = self.interner.state(raw)
+            hit = [c for c in self.pending if c.reached(self.system, s, action, n)]
+            if hit:
+                self.reached.extend(c.name for c in hit)
+                self.pending = [c for c in self.pending if c not in hit]
+        return out
+
+    def marks(self, s: State, ids: tuple, action: Action, raw: tuple) -> int:
+        """The liveness marks of the transition (explore.py ``marks_of``), seen
+        before the successor is renamed."""
+        out = 0
+        for bit, fn, how in self.marking:
+            if self._verdict(fn, how, s, ids, action, raw):
+                out |= bit
+        return out
+
+    def _verdict(self, fn, how: int, s: State, ids: tuple, action: Action, raw: tuple):
+        if how == 1:
+            return fn(ids, action, raw)
+        if how == 2:
+            memo = self._groups.setdefault(fn, {})
+            key = (action.kind, ids[0], raw[0])
+            hit = memo.get(key, 0)
+            if hit == 0:
+                hit = memo[key] = fn(self.system, s, action, self.interner.state(raw))
+            return hit
+        return fn(self.system, s, action, self.interner.state(raw))
