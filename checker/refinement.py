@@ -161,9 +161,8 @@ class Refinement:
             why = self._invariant_of(self._last_parts)
             if why:
                 return why
-        by_pid = self._by_pid
         try:
-            after = (self._by_gid[raw[0]], *[by_pid[pid] for pid in raw[1:-1]])
+            after = (self._by_gid[raw[0]], *map(self._by_pid.__getitem__, raw[1:-1]))
         except KeyError:
             after = self.parts_of_ids(raw)
         return self._verdict(self._last_parts, after, action)

@@ -10,7 +10,8 @@ again:
   (the group's id after it, the slot's process without the request, the
   coordinator's replies as reply ids), the member ids the slot's process keeps
   live (``System.speaks_for``) and the process's own steps
-  (``System.own_steps``: reply, heartbeat, ScheduledRebalanceTimeout, commit);
+  (``System.own_steps``: reply, heartbeat, ScheduledRebalanceTimeout, commit)
+  and its environment steps (a resume, the faults of ``System._faults``);
 * per ``(proc id, reply id)``: the process with that reply routed to it
   (``System.routed``);
 * per group id: its armed timers, each with the group's id after it fires and
@@ -20,16 +21,20 @@ The order of successors, and every successor, are ``System.successors``'s: the
 steps whose result depends on more than those parts (an OffsetCommit's record
 of who shared what, R41; a reply releasing another slot's ``shared``; a commit,
 offered only while another owner shares its partitions; Streams' steps; the
-clock; the environment's faults) are computed by ``System`` on the State and
-interned. Handlers are the model's, called through ``System``'s memos.
+clock; a fault while an overlap is shared; the faults that act on the group or
+every slot, KIP-345's and create-topic, and a rolling upgrade's bounces) are
+computed by ``System`` on the State and interned. Handlers are the model's, called through ``System``'s memos.
 """
 from __future__ import annotations
 
-from ..system import RUNNING, Action, State, System, _overlapping, _released, _with_proc, stutters
+from ..system import (
+    CREATE_TOPIC, FAILOVER, PAUSED, REMOVE, RUNNING, Action, State, System, _overlapping, _released, _with_proc,
+    stutters,
+)
 from .interning import Interner, _intern
 
 from rebalance.model.coordinator import armed_timers
-from rebalance.model.member import MemberPhase
+from rebalance.model.member import MemberPhase, counting
 from rebalance.model.protocol import OffsetCommit, slot_of
 
 
@@ -53,6 +58,10 @@ class Expander:
         self._replies: list = []    # reply id -> (connection, response)
         self._timers: dict = {}     # group id -> ((member ids waited for, Action), ...)
         self._fired: dict = {}      # group id << 8 | timer index -> (group id after, routes)
+        self._env: dict = {}        # proc id << 9 | slot -> the slot's environment steps (``_environment``)
+        # faults that act on the group or every slot (KIP-345's, create-topic) or a rolling upgrade's
+        # bounces: the environment's steps are then System's, on the State
+        self._whole = bool(system.stages) or bool({REMOVE, FAILOVER, CREATE_TOPIC} & set(system.faults))
 
     def _routes(self, replies) -> tuple:
         """``((slot, reply id), ...)`` for the coordinator's ``replies``, in order."""
@@ -86,13 +95,14 @@ class Expander:
 
     def _slot(self, s: int, pid: int) -> tuple:
         """What slot ``s``'s successors take from its process ``pid`` alone: ``(delivery,
-        speaker id, own steps)``. Delivery: None or ``(Action, event id, proc id
+        speaker id, own steps, counts)``. Delivery: None or ``(Action, event id, proc id
         without the request, the Receive event if an OffsetCommit)``; speaker id:
         what ``System.speaks_for`` reads of the process; own steps: None (not
         running) or ``(reply, heartbeat, scheduled, commit, streams steps)``, each
         None or ``(Action, proc id)``, the heartbeat ``(Action, proc id, event id)``
         (it stutters by the group, ``_handle``), the Streams steps ``((Action,
-        Proc), ...)``."""
+        Proc), ...)``; counts: whether a tick counts its timer down (R38,
+        ``System.tick_successors``)."""
         system, interner = self.system, self.interner
         p = interner.procs[pid]
         delivery = steps = None
@@ -112,7 +122,7 @@ class Expander:
             steps = (*[None if x is None else (x[0], interner.proc_id(x[1])) for x in (reply,)], heartbeat,
                      *[None if x is None else (x[0], interner.proc_id(x[1])) for x in (scheduled, commit)],
                      tuple(streams))
-        hit = self._slots[pid << 9 | s] = (delivery, speaker, steps)
+        hit = self._slots[pid << 9 | s] = (delivery, speaker, steps, p.status == RUNNING and counting(c))
         return hit
 
     def _speaks(self, gid: int, s: int, pid: int, speaker: int) -> frozenset:
@@ -132,6 +142,17 @@ class Expander:
         hit = self._fired[gid << 8 | k] = (self.interner.group_id(g2), self._routes(replies))
         return hit
 
+    def _environment(self, s: int, pid: int) -> tuple:
+        """Slot ``s``'s environment steps from its process ``pid`` alone, in
+        ``System.fault_successors``'s order: ``((Action, proc id after, faults spent),
+        ...)``, its resume (free) and then its faults."""
+        system, interner = self.system, self.interner
+        p = interner.procs[pid]
+        out = [(Action("resume", s, None), interner.proc_id(p._replace(status=RUNNING)), 0)] if p.status == PAUSED else []
+        out.extend((a, interner.proc_id(q), 1) for a, q in system._faults(s, p))
+        hit = self._env[pid << 9 | s] = tuple(out)
+        return hit
+
     def successors(self, ids: tuple, state: State) -> list:
         """``[(Action, ids), ...]``: ``System.successors(state)`` on ids, ``ids`` being
         ``state``'s (``Interner.ids``); the successors' ids un-renamed."""
@@ -140,11 +161,14 @@ class Expander:
         procs = state.procs
         out = []
         live = set()
+        ticking = False  # whether a running member's timer counts down (``System.tick_successors``)
+        shared = any(q.shared for q in procs)  # an overlap (R41) that a step may end
         slots = self._slots
         handled, lives = self._handled, self._live
         key = gid << 32
         for s, pid in enumerate(pids):
-            delivery, speaker, steps = slots.get(pid << 9 | s) or self._slot(s, pid)
+            delivery, speaker, steps, counts = slots.get(pid << 9 | s) or self._slot(s, pid)
+            ticking = ticking or counts
             speaks = lives.get(key | speaker)
             if speaks is None:
                 speaks = self._speaks(gid, s, pid, speaker)
@@ -172,7 +196,7 @@ class Expander:
                 commit = None
             for step in (reply, heartbeat, scheduled, commit):
                 if step is not None:
-                    if step is reply and any(q.shared for q in procs):  # it may end another slot's overlap
+                    if step is reply and shared:  # it may end another slot's overlap
                         q = interner.procs[step[1]]
                         n = State(state.group, _released(procs[:s] + (q,) + procs[s + 1:], s, q.consumer.owned), left)
                         out.append((step[0], interner.ids(n, state, ids)))
@@ -189,8 +213,24 @@ class Expander:
                 ps = list(pids)
                 self._route(ps, routes)
                 out.append((action, (g2, *ps, left)))
-        for a, n in system.tick_successors(state):
-            out.append((a, interner.ids(n, state, ids)))
-        for a, n in system.fault_successors(state):
-            out.append((a, interner.ids(n, state, ids)))
+        if ticking:
+            for a, n in system.tick_successors(state):
+                out.append((a, interner.ids(n, state, ids)))
+        if self._whole:
+            for a, n in system.fault_successors(state):
+                out.append((a, interner.ids(n, state, ids)))
+            return out
+        env = self._env
+        for s, pid in enumerate(pids):
+            steps = env.get(pid << 9 | s)
+            if steps is None:
+                steps = self._environment(s, pid)
+            for a, qid, cost in steps:
+                if cost > left:
+                    continue
+                if shared:
+                    n = _with_proc(state, s, interner.procs[qid], cost)
+                    out.append((a, interner.ids(n, state, ids)))
+                else:
+                    out.append((a, (*ids[:s + 1], qid, *ids[s + 2:-1], left - cost)))
         return out

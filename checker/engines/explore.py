@@ -12,6 +12,7 @@ import time
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
@@ -173,7 +174,7 @@ class _Store:
         self.steps.append(step)
 
     def row(self, i: int) -> tuple:
-        return (*[column[i] for column in self.columns], self.faults[i])
+        return (*map(itemgetter(i), self.columns), self.faults[i])
 
 
 def explore(system: System, properties, initial: State | None = None,
@@ -356,8 +357,8 @@ def _goals(system, store: _Store, state_at, interner: Interner):
             if p.goal is None:
                 hit = bytearray(b"\x01") * n
             elif hasattr(p.goal, "projection"):
-                rows = _projections(p.goal.projection, store, interner)
-                _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+                _, first, inverse = np.unique(_projections(p.goal.projection, store, interner),
+                                              return_index=True, return_inverse=True)
                 decided = np.array([0 if p.goal(system, state_at(int(i))) else 1 for i in first], np.uint8)
                 hit = bytearray(decided[inverse.reshape(-1)].tobytes())
             else:
@@ -368,15 +369,19 @@ def _goals(system, store: _Store, state_at, interner: Interner):
 
 
 def _projections(projection, store: _Store, interner: Interner) -> np.ndarray:
-    """Each explored state's projection as a row of ints (one per part: the group,
-    then each slot's process), equal rows for equal projections."""
+    """Each explored state's projection as an int64, equal for equal projections:
+    the parts' (the group's, then each slot's process's) projection ids, combined
+    column by column and renumbered densely after each so that they never overflow."""
     group, proc = projection
     keys: dict = {}
     seen: list = []
     of_group = np.array([_intern(keys, seen, group(g)) for g in interner.groups], np.int64)
     of_proc = np.array([_intern(keys, seen, proc(p)) for p in interner.procs], np.int64)
     columns = [np.frombuffer(c, _COLUMN[c.typecode]) for c in store.columns]
-    return np.stack([of_group[columns[0]], *[of_proc[c] for c in columns[1:]]], axis=1)
+    out = of_group[columns[0]]
+    for c in columns[1:]:
+        out = np.unique(out * len(seen) + of_proc[c], return_inverse=True)[1].reshape(-1)
+    return out
 
 
 _COLUMN = {"H": np.uint16, "i": np.int32}

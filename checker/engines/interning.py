@@ -47,8 +47,7 @@ class Interner:
                 state.faults_left)
 
     def state(self, ids: tuple) -> State:
-        procs = self.procs
-        return State(self.groups[ids[0]], tuple(procs[p] for p in ids[1:-1]), ids[-1])
+        return State(self.groups[ids[0]], tuple(map(self.procs.__getitem__, ids[1:-1])), ids[-1])
 
 
 def _intern(ids: dict, values: list, v) -> int:

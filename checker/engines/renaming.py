@@ -235,7 +235,7 @@ class Renamer:
         state is canonical already."""
         columns = self._proc_names
         try:
-            signature = (self._group_names[raw[0]], *[column[pid] for column, pid in zip(columns, raw[1:-1])])
+            signature = (self._group_names[raw[0]], *map(list.__getitem__, columns, raw[1:-1]))
         except IndexError:
             signature = (None,)
         plan = self._plans.get(signature, 0)

@@ -32,13 +32,13 @@ class Steps:
         self.pending = list(covers)
         self.reached: list = []
         self.marking = [self._bound(bit, p.step) for bit, p in marking]
-        self._groups: dict = {}  # step function -> {(action kind, group id, group id after): verdict}
 
     def _bound(self, name, fn) -> tuple:
-        """``(name, fn, how)``: how 1, ``fn`` on ids; 2, on groups; 0, on States."""
+        """``(name, fn, memo)``: ``fn`` on ids, memo None; on groups, its memo dict;
+        on States, memo False."""
         if hasattr(fn, "on_ids"):
-            return name, fn.on_ids(self.system), 1
-        return name, fn, 2 if getattr(fn, "on_groups", False) else 0
+            return name, fn.on_ids(self.system), None
+        return name, fn, {} if getattr(fn, "on_groups", False) else False
 
     def drop(self, name: str) -> None:
         """Stop checking step property ``name`` (it has its counterexample)."""
@@ -49,8 +49,13 @@ class Steps:
         ``ids``) by ``action`` to the successor with ids ``raw`` breaks. Covers it
         meets are added to ``reached``."""
         out = []
-        for name, fn, how in self.checks:
-            why = fn(ids, action, raw) if how == 1 else self._verdict(fn, how, s, ids, action, raw)
+        for name, fn, memo in self.checks:
+            if memo is None:
+                why = fn(ids, action, raw)
+            else:
+                why = memo.get((action.kind, ids[0], raw[0]), 0) if memo is not False else 0
+                if why == 0:
+                    why = self._verdict(fn, memo, s, ids, action, raw)
             if why:
                 out.append((name, why))
         if self.pending:
@@ -65,19 +70,20 @@ class Steps:
         """The liveness marks of the transition (explore.py ``marks_of``), seen
         before the successor is renamed."""
         out = 0
-        for bit, fn, how in self.marking:
-            if self._verdict(fn, how, s, ids, action, raw):
+        for bit, fn, memo in self.marking:
+            if memo is None:
+                why = fn(ids, action, raw)
+            else:
+                why = memo.get((action.kind, ids[0], raw[0]), 0) if memo is not False else 0
+                if why == 0:
+                    why = self._verdict(fn, memo, s, ids, action, raw)
+            if why:
                 out |= bit
         return out
 
-    def _verdict(self, fn, how: int, s: State, ids: tuple, action: Action, raw: tuple):
-        if how == 1:
-            return fn(ids, action, raw)
-        if how == 2:
-            memo = self._groups.setdefault(fn, {})
-            key = (action.kind, ids[0], raw[0])
-            hit = memo.get(key, 0)
-            if hit == 0:
-                hit = memo[key] = fn(self.system, s, action, self.interner.state(raw))
-            return hit
-        return fn(self.system, s, action, self.interner.state(raw))
+    def _verdict(self, fn, memo, s: State, ids: tuple, action: Action, raw: tuple):
+        """``fn`` on the States (kept in ``memo`` by (action kind, group ids) when one is given)."""
+        why = fn(self.system, s, action, self.interner.state(raw))
+        if memo is not False:
+            memo[(action.kind, ids[0], raw[0])] = why
+        return why
