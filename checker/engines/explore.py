@@ -253,6 +253,7 @@ def explore(system: System, properties, initial: State | None = None,
             record((0, 0), name, why, 0, state_checks)
     successors = Expander(system, interner).successors
     canonical_ids = renamer.canonical_ids
+    class_id = graph.class_id if graph is not None else None
     stop = _settle(system, canonical, path_to, found, violations, stop_on)
     while lo < hi and not stop:
         if max_depth is not None and depth >= max_depth:
@@ -261,7 +262,7 @@ def explore(system: System, properties, initial: State | None = None,
         cands: list = []  # every transition's canonical successor (its id tuple), in the order generated
         sources = array("i")  # the state each came from
         indices = array("H")  # its index among that state's successors
-        classes: list = []
+        classes: list = []  # the fairness class of each (Graph.class_id)
         marks = array("B")
         for i in range(lo, hi):
             if guard is not None and not i & 255:
@@ -280,7 +281,7 @@ def explore(system: System, properties, initial: State | None = None,
                 sources.append(i)
                 indices.append(idx)
                 if graph is not None:
-                    classes.append(fairness_class(action))
+                    classes.append(class_id(fairness_class(action)))
                 if c == ids:  # a stutter
                     if graph is not None:
                         marks.append(0)

@@ -67,13 +67,12 @@ class Graph:
         self.cls.append(c)
         self.marks.append(mark)
 
-    def extend(self, src, dst, keys, marks) -> None:
+    def extend(self, src, dst, classes, marks) -> None:
         """Add transitions in bulk: parallel sequences of sources, destinations (any
-        int sequence or numpy int32 array), class keys and marks."""
-        class_id = self.class_id
+        int sequence or numpy int32 array), class ids (``class_id``) and marks."""
         self.src.extend(src)
         self.dst.frombytes(memoryview(dst).cast("B") if hasattr(dst, "dtype") else array("i", dst).tobytes())
-        self.cls.extend(class_id(k) for k in keys)
+        self.cls.extend(classes)
         self.marks.extend(marks)
 
 

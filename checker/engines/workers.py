@@ -581,8 +581,8 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
     if parts:
         src, idx, dst, cls, marks = (np.concatenate(column) for column in zip(*parts))
         order = np.argsort(src.astype(np.int64) << IDX_BITS | idx, kind="stable")
-        graph.extend(src[order].tolist(), dst[order].astype(np.int32), [keys[c] for c in cls[order].tolist()],
-                     marks[order].tolist())
+        graph.extend(src[order].tolist(), dst[order].astype(np.int32),
+                     [graph.class_id(keys[c]) for c in cls[order].tolist()], marks[order].tolist())
     goal_names = [p.name for p in live_props if p.goal]
     goals = np.ones((n, len(goal_names)), np.uint8)  # by rank, per goal: 1 where it holds
     churn: list = [None] * n  # by rank: the churn summary, if a property has a churn search
