@@ -48,16 +48,7 @@ class Steps:
         """``[(name, reason)]``: the step checks that the transition from ``s`` (ids
         ``ids``) by ``action`` to the successor with ids ``raw`` breaks. Covers it
         meets are added to ``reached``."""
-        out = []
-        for name, fn, memo in self.checks:
-            if memo is None:
-                why = fn(ids, action, raw)
-            else:
-                why = memo.get((action.kind, ids[0], raw[0]), 0) if memo is not False else 0
-                if why == 0:
-                    why = self._verdict(fn, memo, s, ids, action, raw)
-            if why:
-                out.append((name, why))
+        out = self._broken(self.checks, s, ids, action, raw)
         if self.pending:
             n = self.interner.state(raw)
             hit = [c for c in self.pending if c.reached(self.system, s, action, n)]
@@ -69,21 +60,20 @@ class Steps:
     def marks(self, s: State, ids: tuple, action: Action, raw: tuple) -> int:
         """The liveness marks of the transition (explore.py ``marks_of``), seen
         before the successor is renamed."""
-        out = 0
-        for bit, fn, memo in self.marking:
+        return sum(bit for bit, _ in self._broken(self.marking, s, ids, action, raw))
+
+    def _broken(self, entries: list, s: State, ids: tuple, action: Action, raw: tuple) -> list:
+        """``[(name or bit, verdict)]`` of the ``entries`` (``_bound``) the transition sets."""
+        out = []
+        for key, fn, memo in entries:
             if memo is None:
                 why = fn(ids, action, raw)
             else:
                 why = memo.get((action.kind, ids[0], raw[0]), 0) if memo is not False else 0
                 if why == 0:
-                    why = self._verdict(fn, memo, s, ids, action, raw)
+                    why = fn(self.system, s, action, self.interner.state(raw))
+                    if memo is not False:
+                        memo[(action.kind, ids[0], raw[0])] = why
             if why:
-                out |= bit
+                out.append((key, why))
         return out
-
-    def _verdict(self, fn, memo, s: State, ids: tuple, action: Action, raw: tuple):
-        """``fn`` on the States (kept in ``memo`` by (action kind, group ids) when one is given)."""
-        why = fn(self.system, s, action, self.interner.state(raw))
-        if memo is not False:
-            memo[(action.kind, ids[0], raw[0])] = why
-        return why
