@@ -17,6 +17,8 @@ than the states they abstract.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from rebalance.model.protocol import Error, SyncGroupResponse, epoch_of, slot_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import View
@@ -53,7 +55,8 @@ class Refinement:
         self._invariant: dict = {}
         self._views: dict = {}  # part ids of a state -> view id
         self._last = self._last_parts = None
-        self._by_pid: dict = {}  # interned Proc id -> part id (checker/engines/interning.py)
+        self._interner = None  # the engine's (checker/engines/interning.py) that the two below key by
+        self._by_pid: dict = {}  # interned Proc id -> part id
         self._by_gid: dict = {}  # interned Group id -> part id
 
     def _proc(self, p) -> int:
@@ -116,7 +119,7 @@ class Refinement:
     def parts_of_ids(self, ids: tuple) -> tuple:
         """``parts`` of a state from its interned ids (checker/engines/interning.py
         ``Interner.ids``): each part's id cached by its interned id, no value hashed."""
-        interner = self.system.interner
+        interner = self._interner
         by_pid, by_gid = self._by_pid, self._by_gid
         g = by_gid.get(ids[0])
         if g is None:
@@ -152,6 +155,13 @@ class Refinement:
             if why:
                 return why
         return self._verdict(self._last_parts, self.parts(nxt, state, self._last_parts), action)
+
+    def on_ids(self, interner) -> Callable:
+        """``step_ids`` for the ids of ``interner``: the caches keyed by ids start
+        afresh for an interner other than the last one (another exploration)."""
+        if interner is not self._interner:
+            self._interner, self._by_pid, self._by_gid, self._last = interner, {}, {}, None
+        return self.step_ids
 
     def step_ids(self, ids: tuple, action: Action, raw: tuple) -> str | None:
         """``step`` on interned ids (checker/engines/interning.py): from the state with
@@ -222,4 +232,4 @@ def refinement(system: System, state: State, action: Action, nxt: State):
 
 # ``refinement`` on the interned ids of the states (checker/engines/steps.py): ``(ids, Action,
 # successor ids) -> None | str``, the ids the system's interner's (``System.interner``)
-refinement.on_ids = lambda system: checker(system).step_ids
+refinement.on_ids = lambda system: checker(system).on_ids(system.interner)

@@ -195,3 +195,17 @@ def test_a_stale_grant_in_flight_to_a_kept_static_member_refines(rebalance_check
                            "--max-faults", "4")
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert status["refinement"] == "holds", out["counterexample"]
+
+
+def test_a_second_exploration_of_the_same_system_gets_fresh_id_caches():
+    # the refinement check keys its caches by the engine's interned ids (checker/engines/steps.py); a
+    # second exploration interns states in another order, so ids from the first must not be reused
+    from rebalance.checker.properties import applicable
+    system = small_system()
+    props = [p for p in applicable(system) if p.name == "refinement"]
+    later = system.successors(system.successors(system.initial())[-1][1])[-1][1]  # ids handed out in another order
+    explore(system, props, initial=later)
+    again = explore(system, props)
+    fresh = explore(small_system(), props)
+    assert again.statuses == fresh.statuses == {"refinement": "holds"}
+    assert (again.distinct_states, again.transitions) == (fresh.distinct_states, fresh.transitions)

@@ -252,7 +252,7 @@ def explore(system: System, properties, initial: State | None = None,
         if why:
             record((0, 0), name, why, 0, state_checks)
     successors = Expander(system, interner).successors
-    canonical_ids = renamer.canonical_ids
+    canonical_ids = Renamer().canonical_ids  # its own caches, keyed by ids: dropped with the expansion's
     class_id = graph.class_id if graph is not None else None
     stop = _settle(system, canonical, path_to, found, violations, stop_on)
     while lo < hi and not stop:
@@ -328,6 +328,12 @@ def explore(system: System, properties, initial: State | None = None,
     def state_at(i):
         return interner.state(store.row(i))
 
+    # the expansion's caches (successors, renaming and checks by id) are not needed past here: the
+    # liveness search and the counterexamples replay through System; the refinement check's caches go
+    # too (pure memos, rebuilt if a counterexample's reason asks)
+    reached = stepping.reached
+    del successors, canonical_ids, stepping
+    system.refinement = None
     if live_props and limit is None and not stop:
         violations.extend(decide_liveness(
             system, live_props, graph,
@@ -338,7 +344,7 @@ def explore(system: System, properties, initial: State | None = None,
 
     fired = Counter({k: v for k, v in kinds.items() if v})
     result = conclude(properties, violations, limit, stop, len(store), transitions, depth, t0, fired,
-                      {c.name: c.name in stepping.reached for c in covers})
+                      {c.name: c.name in reached for c in covers})
     result.collision_probability = collision_probability(len(store), transitions + 1)
     return result
 
