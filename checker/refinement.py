@@ -118,19 +118,19 @@ class Refinement:
 
     def parts_of_ids(self, ids: tuple) -> tuple:
         """``parts`` of a state from its interned ids (checker/engines/interning.py
-        ``Interner.ids``): each part's id cached by its interned id, no value hashed."""
-        interner = self._interner
+        ``Interner.ids``, of ``on_ids``'s interner): each part's id cached by its
+        interned id, no value hashed."""
         by_pid, by_gid = self._by_pid, self._by_gid
-        g = by_gid.get(ids[0])
-        if g is None:
-            g = by_gid[ids[0]] = self._group(interner.groups[ids[0]], len(ids) - 2)
         try:
-            return (g, *[by_pid[pid] for pid in ids[1:-1]])
-        except KeyError:
+            return (by_gid[ids[0]], *map(by_pid.__getitem__, ids[1:-1]))
+        except KeyError:  # a part first seen: its id computed once
+            interner = self._interner
+            if ids[0] not in by_gid:
+                by_gid[ids[0]] = self._group(interner.groups[ids[0]], len(ids) - 2)
             for pid in ids[1:-1]:
                 if pid not in by_pid:
                     by_pid[pid] = self._proc(interner.procs[pid])
-            return (g, *[by_pid[pid] for pid in ids[1:-1]])
+            return (by_gid[ids[0]], *map(by_pid.__getitem__, ids[1:-1]))
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
@@ -150,8 +150,7 @@ class Refinement:
         Inv, else why not. (Inv of a state is checked when its first successor is:
         that covers the initial state and, one step later, every other.)"""
         if state is not self._last:  # a state's successors are checked one after another
-            self._last, self._last_parts = state, self.parts(state)
-            why = self._invariant_of(self._last_parts)
+            why = self._enter(state, self.parts(state))
             if why:
                 return why
         return self._verdict(self._last_parts, self.parts(nxt, state, self._last_parts), action)
@@ -167,15 +166,16 @@ class Refinement:
         """``step`` on interned ids (checker/engines/interning.py): from the state with
         ids ``ids`` to the one with ids ``raw``, no value hashed."""
         if ids is not self._last:
-            self._last, self._last_parts = ids, self.parts_of_ids(ids)
-            why = self._invariant_of(self._last_parts)
+            why = self._enter(ids, self.parts_of_ids(ids))
             if why:
                 return why
-        try:
-            after = (self._by_gid[raw[0]], *map(self._by_pid.__getitem__, raw[1:-1]))
-        except KeyError:
-            after = self.parts_of_ids(raw)
-        return self._verdict(self._last_parts, after, action)
+        return self._verdict(self._last_parts, self.parts_of_ids(raw), action)
+
+    def _enter(self, state, parts: tuple) -> str | None:
+        """Remember ``state`` (a State or its ids) and its ``parts`` as the one whose
+        successors are checked next; Inv of it, checked here once."""
+        self._last, self._last_parts = state, parts
+        return self._invariant_of(parts)
 
     def _verdict(self, before: tuple, after: tuple, action: Action) -> str | None:
         """The step's verdict from the part ids of the states before and after it."""

@@ -414,10 +414,10 @@ class System:
         flight but responses a paused process has yet to read: its pause is real
         time passing, ``clock_runs``) and only while some running member's
         ScheduledRebalanceTimeout counts down; it counts each of them down."""
-        if not clock_runs(state) or not any(p.status == RUNNING and counting(p.consumer) for p in state.procs):
+        if not clock_runs(state) or not any(map(ticks, state.procs)):
             return []
-        procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0])
-                      if p.status == RUNNING and counting(p.consumer) else p for p in state.procs)
+        procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0]) if ticks(p) else p
+                      for p in state.procs)
         return [(Action("tick", -1, None), State(state.group, procs, state.faults_left))]
 
     def timer_successors(self, state: State) -> list:
@@ -435,10 +435,8 @@ class System:
         upgrade's bounces (free) and, within the budget, join, leave, crash, restart and pause."""
         out = self.upgrade_successors(state) if self.stages else []
         for s, p in enumerate(state.procs):
-            if p.status == PAUSED:
-                out.append((Action("resume", s, None), _with_proc(state, s, p._replace(status=RUNNING), 0)))
-            if state.faults_left > 0:
-                out.extend((a, _with_proc(state, s, q, 1)) for a, q in self._faults(s, p))
+            out.extend((a, _with_proc(state, s, q, cost))
+                       for a, q, cost in self.slot_environment(s, p) if cost <= state.faults_left)
         if state.faults_left > 0:
             out.extend(self._kip345_faults(state))
         if state.faults_left > 0 and CREATE_TOPIC in self.faults and between_rounds(state) and not any(
@@ -546,6 +544,14 @@ class System:
                 return [(Action(BOUNCE, s, None), _with_proc(state, s, self.start(s, p), 0))]
         return []
 
+    def slot_environment(self, s: int, p: Proc) -> list:
+        """The environment's steps that act on slot ``s`` alone, read from its process
+        ``p`` alone: ``[(Action, Proc', faults spent), ...]``, its resume (free) if
+        paused, then its faults (one each, taken only while the budget lasts)."""
+        out = [(Action("resume", s, None), p._replace(status=RUNNING), 0)] if p.status == PAUSED else []
+        out.extend((a, q, 1) for a, q in self._faults(s, p))
+        return out
+
     def _faults(self, s: int, p: Proc) -> list:
         """Slot ``s``'s faults as ``[(Action, Proc'), ...]``: join, leave, crash,
         restart, pause, as enabled and applicable to its process."""
@@ -591,6 +597,11 @@ def between_rounds(state: State) -> bool:
     """The group is Stable and nothing is in flight: where ticks pass (R38) and the
     leader may bounce (R39)."""
     return state.group.phase == Phase.STABLE and not any(p.requests or p.responses for p in state.procs)
+
+
+def ticks(p: Proc) -> bool:
+    """Whether a tick changes process ``p``: it runs and a timer of its counts down (R38)."""
+    return p.status == RUNNING and counting(p.consumer)
 
 
 def clock_runs(state: State) -> bool:

@@ -6,6 +6,7 @@ import pytest
 
 from conftest import run_cli
 from rebalance.checker.engines.explore import explore
+from rebalance.checker.properties import applicable
 from rebalance.checker.refinement import Refinement, action_name
 from rebalance.checker.system import System
 from rebalance.model.config import GroupConfig
@@ -200,7 +201,6 @@ def test_a_stale_grant_in_flight_to_a_kept_static_member_refines(rebalance_check
 def test_a_second_exploration_of_the_same_system_gets_fresh_id_caches():
     # the refinement check keys its caches by the engine's interned ids (checker/engines/steps.py); a
     # second exploration interns states in another order, so ids from the first must not be reused
-    from rebalance.checker.properties import applicable
     system = small_system()
     props = [p for p in applicable(system) if p.name == "refinement"]
     later = system.successors(system.successors(system.initial())[-1][1])[-1][1]  # ids handed out in another order

@@ -28,13 +28,13 @@ computed by ``System`` on the State and interned. Handlers are the model's, call
 from __future__ import annotations
 
 from ..system import (
-    CREATE_TOPIC, FAILOVER, PAUSED, REMOVE, RUNNING, Action, State, System, _overlapping, _released, _with_proc,
-    stutters,
+    CREATE_TOPIC, FAILOVER, REMOVE, RUNNING, Action, State, System, _overlapping, _released, _with_proc, stutters,
+    ticks,
 )
 from .interning import Interner, _intern
 
 from rebalance.model.coordinator import armed_timers
-from rebalance.model.member import MemberPhase, counting
+from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import OffsetCommit, slot_of
 
 
@@ -122,7 +122,7 @@ class Expander:
             steps = (*[None if x is None else (x[0], interner.proc_id(x[1])) for x in (reply,)], heartbeat,
                      *[None if x is None else (x[0], interner.proc_id(x[1])) for x in (scheduled, commit)],
                      tuple(streams))
-        hit = self._slots[pid << 9 | s] = (delivery, speaker, steps, p.status == RUNNING and counting(c))
+        hit = self._slots[pid << 9 | s] = (delivery, speaker, steps, ticks(p))
         return hit
 
     def _speaks(self, gid: int, s: int, pid: int, speaker: int) -> frozenset:
@@ -143,14 +143,11 @@ class Expander:
         return hit
 
     def _environment(self, s: int, pid: int) -> tuple:
-        """Slot ``s``'s environment steps from its process ``pid`` alone, in
-        ``System.fault_successors``'s order: ``((Action, proc id after, faults spent),
-        ...)``, its resume (free) and then its faults."""
-        system, interner = self.system, self.interner
-        p = interner.procs[pid]
-        out = [(Action("resume", s, None), interner.proc_id(p._replace(status=RUNNING)), 0)] if p.status == PAUSED else []
-        out.extend((a, interner.proc_id(q), 1) for a, q in system._faults(s, p))
-        hit = self._env[pid << 9 | s] = tuple(out)
+        """``System.slot_environment`` on ids: ``((Action, proc id after, faults
+        spent), ...)``."""
+        proc_id = self.interner.proc_id
+        hit = self._env[pid << 9 | s] = tuple((a, proc_id(q), cost)
+                                              for a, q, cost in self.system.slot_environment(s, self.interner.procs[pid]))
         return hit
 
     def successors(self, ids: tuple, state: State) -> list:

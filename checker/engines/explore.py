@@ -289,7 +289,7 @@ def explore(system: System, properties, initial: State | None = None,
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
                 for name, why in stepping.check(s, ids, action, raw):
-                    record((t, 1), name, why, i, step_checks, last=(action, interner.state(raw)))
+                    found.append(((t, 1), name, why, i, (action, interner.state(raw))))
                     stepping.drop(name)
                 if graph is not None:
                     marks.append(stepping.marks(s, ids, action, raw))
@@ -384,14 +384,11 @@ def _projections(projection, store: _Store, interner: Interner) -> np.ndarray:
     seen: list = []
     of_group = np.array([_intern(keys, seen, group(g)) for g in interner.groups], np.int64)
     of_proc = np.array([_intern(keys, seen, proc(p)) for p in interner.procs], np.int64)
-    columns = [np.frombuffer(c, _COLUMN[c.typecode]) for c in store.columns]
+    columns = [np.frombuffer(c, c.typecode) for c in store.columns]  # numpy reads array's type codes
     out = of_group[columns[0]]
     for c in columns[1:]:
         out = np.unique(out * len(seen) + of_proc[c], return_inverse=True)[1].reshape(-1)
     return out
-
-
-_COLUMN = {"H": np.uint16, "i": np.int32}
 
 
 def _settle(system, canonical, path_to, found: list, violations: list, stop_on) -> bool:

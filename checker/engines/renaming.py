@@ -203,9 +203,7 @@ class Renamer:
         1, 2, ... in order (module docstring); ``faults_left`` kept. A state and its
         canonical form have the same behaviour up to that renaming. The very
         ``state`` object is returned when it is canonical already."""
-        names = self._names
-        keys = (state.group, *enumerate(state.procs))
-        signature = tuple([names[k] if k in names else self._part_names(k) for k in keys])
+        signature = tuple(map(self._part_names, (state.group, *enumerate(state.procs))))
         plan = self._plan_of(signature)
         if plan is None:
             return state
@@ -215,11 +213,14 @@ class Renamer:
         return State(self._rename(state.group, renaming, _group, names), procs, state.faults_left)
 
     def _part_names(self, key) -> int:
-        if type(key) is not tuple:
-            hit = self._names_of(_group, key)
-        else:
-            hit = self._names_of(_slot_proc, key) if key[1].epoch else -1  # no connection, no names
-        self._names[key] = hit
+        """The name-set id of a part (by value): a Group, or ``(slot, Proc)``."""
+        hit = self._names.get(key)
+        if hit is None:
+            if type(key) is not tuple:
+                hit = self._names_of(_group, key)
+            else:
+                hit = self._names_of(_slot_proc, key) if key[1].epoch else -1  # no connection, no names
+            self._names[key] = hit
         return hit
 
     def _rename(self, part, plan: int, walk, names: _Names):

@@ -391,6 +391,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         frontier = [(0, init_ids)]
     for name, record in sorted(mesh.allgather(found)[home].items()):
         violations[name] = record
+        stepping.drop(name)
     stop = any(n in job.stop_on for n in violations)
     distinct, transitions, depth, pending = 1, 0, 0, 1
     kinds: Counter = Counter()
@@ -427,10 +428,9 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                     continue
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
-                for name, why in stepping.check(s, ids, action, raw):
-                    if name not in violations and name not in found:
-                        found[name] = ((rank, idx, 1), why, rank, idx)
-                        stepping.drop(name)
+                for name, why in stepping.check(s, ids, action, raw):  # violated ones are dropped
+                    found[name] = ((rank, idx, 1), why, rank, idx)
+                    stepping.drop(name)
                 pos = seen.get(c)
                 if pos is None:
                     pos = seen[c] = len(cands)
