@@ -17,7 +17,6 @@ than the states they abstract.
 """
 from __future__ import annotations
 
-from typing import Callable
 
 from rebalance.model.protocol import Error, SyncGroupResponse, epoch_of, slot_of
 from rebalance.spec import actions as spec
@@ -150,57 +149,73 @@ class Refinement:
         Inv, else why not. (Inv of a state is checked when its first successor is:
         that covers the initial state and, one step later, every other.)"""
         if state is not self._last:  # a state's successors are checked one after another
-            why = self._enter(state, self.parts(state))
+            self._last, self._last_parts = state, self.parts(state)
+            why = self._invariant_of(self._last_parts)
             if why:
                 return why
-        return self._verdict(self._last_parts, self.parts(nxt, state, self._last_parts), action)
+        after = self.parts(nxt, state, self._last_parts)
+        return self._verdict(self._last_parts, after, action) or self._invariant_of(after)
 
-    def on_ids(self, interner) -> Callable:
-        """``step_ids`` for the ids of ``interner``: the caches keyed by ids start
-        afresh for an interner other than the last one (another exploration)."""
+    def on_ids(self, interner) -> Refinement:
+        """This check for the ids of ``interner``, in two parts: ``step_ids`` on every
+        transition, ``invariant_ids`` once on every state reached. The caches keyed by
+        ids start afresh for an interner other than the last one (another exploration)."""
         if interner is not self._interner:
             self._interner, self._by_pid, self._by_gid, self._last = interner, {}, {}, None
-        return self.step_ids
+        return self
 
     def step_ids(self, ids: tuple, action: Action, raw: tuple) -> str | None:
-        """``step`` on interned ids (checker/engines/interning.py): from the state with
-        ids ``ids`` to the one with ids ``raw``, no value hashed."""
+        """``step`` on interned ids (checker/engines/interning.py), but for Inv (the
+        engines ask ``invariant_ids`` of each state once): from the state with ids
+        ``ids`` to the one with ids ``raw``, no value hashed. A member's own step
+        whose ids change in its slot alone is keyed by that slot's and the group's
+        parts without the other slots' being looked up."""
+        slot = action.slot
+        label, local = self._label(action)
+        if local and raw[0] == ids[0] and raw[1:slot + 1] == ids[1:slot + 1] and raw[slot + 2:-1] == ids[slot + 2:-1]:
+            by_pid = self._by_pid
+            before, after = by_pid.get(ids[slot + 1]), by_pid.get(raw[slot + 1])
+            if after is None:
+                after = by_pid[raw[slot + 1]] = self._proc(self._interner.procs[raw[slot + 1]])
+            group = self._by_gid.get(ids[0])
+            if before is not None and group is not None:
+                hit = self._steps.get(_local_key(label, slot, group, before, after), 0)
+                if hit != 0:
+                    return hit
         if ids is not self._last:
-            why = self._enter(ids, self.parts_of_ids(ids))
-            if why:
-                return why
+            self._last, self._last_parts = ids, self.parts_of_ids(ids)
         return self._verdict(self._last_parts, self.parts_of_ids(raw), action)
 
-    def _enter(self, state, parts: tuple) -> str | None:
-        """Remember ``state`` (a State or its ids) and its ``parts`` as the one whose
-        successors are checked next; Inv of it, checked here once."""
-        self._last, self._last_parts = state, parts
-        return self._invariant_of(parts)
+    def invariant_ids(self, ids: tuple) -> str | None:
+        """None if the state with interned ids ``ids`` satisfies the spec's inductive
+        invariant (spec/actions.py ``Inv``), else which clause fails."""
+        return self._invariant_of(self.parts_of_ids(ids))
 
-    def _verdict(self, before: tuple, after: tuple, action: Action) -> str | None:
-        """The step's verdict from the part ids of the states before and after it."""
-        slot = action.slot
+    def _label(self, action: Action) -> tuple:
+        """``(label id, whether its spec action is local)`` of the action's kind and detail type."""
         label = self._labels.get((action.kind, type(action.detail)))
         if label is None:
             label = self._labels[(action.kind, type(action.detail))] = (
                 len(self._labels), spec.ACTIONS[action_name(action)].local)
-        # keys are single ints (ids of at most 32 bits packed): cheap to hash and small to keep
-        if label[1] and before[0] == after[0] and before[1:slot + 1] == after[1:slot + 1] and \
+        return label
+
+    def _verdict(self, before: tuple, after: tuple, action: Action) -> str | None:
+        """The step's verdict from the part ids of the states before and after it."""
+        slot = action.slot
+        label, local = self._label(action)
+        if local and before[0] == after[0] and before[1:slot + 1] == after[1:slot + 1] and \
                 before[slot + 2:] == after[slot + 2:]:
             # a member's own step (the group's part and every other slot's unchanged): its verdict
             # depends on the group and its own slot only
-            key = label[0] | 128 | (slot + 1) << 8 | before[0] << 24 | before[slot + 1] << 56 | after[slot + 1] << 88
+            key = _local_key(label, slot, before[0], before[slot + 1], after[slot + 1])
         else:
-            key = label[0] | (slot + 1) << 8 | self._view_id(before) << 24 | self._view_id(after) << 56
+            key = label | (slot + 1) << 8 | self._view_id(before) << 24 | self._view_id(after) << 56
         hit = self._steps.get(key, 0)
-        if hit == 0:  # the key decides the action's verdict, not Inv of the whole next state
+        if hit == 0:
             name = action_name(action)
             why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
             hit = self._steps[key] = why and f"{action.kind} {name} is not the spec's action {name}: {why}"
-        if hit:
-            return hit
-        hit = self._invariant.get(after, 0)
-        return hit if hit != 0 else self._invariant_of(after)
+        return hit
 
     def _view_id(self, ids: tuple) -> int:
         """A dense id for a state's abstraction (its tuple of part ids)."""
@@ -230,6 +245,15 @@ def refinement(system: System, state: State, action: Action, nxt: State):
     return checker(system).step(state, action, nxt)
 
 
-# ``refinement`` on the interned ids of the states (checker/engines/steps.py): ``(ids, Action,
-# successor ids) -> None | str``, the ids the system's interner's (``System.interner``)
-refinement.on_ids = lambda system: checker(system).on_ids(system.interner)
+# on the interned ids of the states (checker/engines/steps.py), the ids the system's interner's
+# (``System.interner``): the step's spec action on every transition, ``(ids, Action, successor
+# ids) -> None | str``, and Inv on the state it reaches, ``(ids) -> None | str``, asked once per state
+refinement.on_ids = lambda system: checker(system).on_ids(system.interner).step_ids
+refinement.on_arrival = lambda system: checker(system).on_ids(system.interner).invariant_ids
+
+
+def _local_key(label: int, slot: int, group: int, before: int, after: int) -> int:
+    """The verdict cache's key of a member's own step: its label, its slot, the group's
+    part and the slot's parts before and after (ids of at most 32 bits packed in one
+    int: cheap to hash and small to keep)."""
+    return label | 128 | (slot + 1) << 8 | group << 24 | before << 56 | after << 88

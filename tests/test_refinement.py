@@ -6,6 +6,7 @@ import pytest
 
 from conftest import run_cli
 from rebalance.checker.engines.explore import explore
+from rebalance.checker.engines.interning import Interner
 from rebalance.checker.properties import applicable
 from rebalance.checker.refinement import Refinement, action_name
 from rebalance.checker.system import System
@@ -87,9 +88,15 @@ def test_cached_verdicts_equal_direct_evaluation(protocol):
 
     explore(system, [Recorder])
     assert len(steps) > 400
+    interner = Interner()
+    by_ids = r.on_ids(interner)
     for s, a, n in steps:
         direct = spec.evaluate(action_name(a), r.view(s), r.view(n), a.slot)
-        assert (r.step(s, a, n) is None) == (direct is None and spec.invariant_failure(r.view(n)) is None)
+        holds = spec.invariant_failure(r.view(n)) is None
+        assert (r.step(s, a, n) is None) == (direct is None and holds)
+        # the engines' parts on ids: the step's spec action, and Inv once on the state it reaches
+        assert (by_ids.step_ids(interner.ids(s), a, interner.ids(n)) is None) == (direct is None)
+        assert (by_ids.invariant_ids(interner.ids(n)) is None) == holds
 
 
 def test_the_initial_state_satisfies_init_and_the_invariant():

@@ -220,6 +220,7 @@ def explore(system: System, properties, initial: State | None = None,
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
     live_props = [p for p in properties if p.kind == "liveness"]
+    place = {p.name: i for i, p in enumerate(properties)}
     marking = marks_of(live_props)
     graph = Graph() if live_props else None  # every transition, the environment's too
     interner = system.interner = Interner()
@@ -232,7 +233,7 @@ def explore(system: System, properties, initial: State | None = None,
     visited.resolve(np.array([hash(init_ids)], np.int64), 0)
     kinds = dict.fromkeys(ACTION_KINDS, 0)
     violations: list = []
-    stepping = Steps(system, interner, step_checks, covers, marking)
+    stepping = Steps(system, interner, state_checks, step_checks, covers, marking)
     transitions = 0
     depth = 0
     lo, hi = 0, 1  # the frontier: states lo .. hi - 1
@@ -243,18 +244,15 @@ def explore(system: System, properties, initial: State | None = None,
 
     found: list = []  # this level's violations: (order key, name, why, state index, last step)
 
-    def record(key, name, why, i, checks, last=None):
+    def record(key, name, why, i, last=None):
         found.append((key, name, why, i, last))
-        checks[:] = [c for c in checks if c[0] != name]
 
-    for name, check in tuple(state_checks):
-        why = check(system, init)
-        if why:
-            record((0, 0), name, why, 0, state_checks)
+    for part, name, why in stepping.invalid(init_ids, init):
+        record((0, part), name, why, 0)
     successors = Expander(system, interner).successors
     canonical_ids = Renamer().canonical_ids  # its own caches, keyed by ids: dropped with the expansion's
     class_id = graph.class_id if graph is not None else None
-    stop = _settle(system, canonical, path_to, found, violations, stop_on)
+    stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
     while lo < hi and not stop:
         if max_depth is not None and depth >= max_depth:
             limit = f"max_depth {max_depth}"
@@ -289,29 +287,27 @@ def explore(system: System, properties, initial: State | None = None,
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
                 for name, why in stepping.check(s, ids, action, raw):
-                    found.append(((t, 1), name, why, i, (action, interner.state(raw))))
-                    stepping.drop(name)
+                    record((t, 1), name, why, i, (action, interner.state(raw)))
+                    stepping.drop(name, transitions_only=True)  # a new state may break it first (_settle)
                 if graph is not None:
                     marks.append(stepping.marks(s, ids, action, raw))
             if not moved:
                 for name, check in list(quiescent):
                     why = check(system, s)
                     if why:
-                        record((len(cands), -1), name, why, i, quiescent)
+                        record((len(cands), -1), name, why, i)
+                        quiescent.remove((name, check))
         dst, fresh = visited.resolve(np.fromiter(map(hash, cands), np.int64, len(cands)), len(store))
         for k in fresh.tolist():
             c = cands[k]
             store.add(c, sources[k], indices[k])
-            if state_checks:
-                x = interner.state(c)
-                for name, check in tuple(state_checks):
-                    why = check(system, x)
-                    if why:
-                        record((k, 0), name, why, len(store) - 1, state_checks)
+            for part, name, why in stepping.invalid(c):
+                record((k, part), name, why, len(store) - 1)
+                stepping.drop(name)
         if graph is not None:
             graph.extend(sources, dst, classes, marks)
         del cands
-        stop = _settle(system, canonical, path_to, found, violations, stop_on)
+        stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
         if limit:
             break
         lo, hi = hi, len(store)
@@ -391,13 +387,20 @@ def _projections(projection, store: _Store, interner: Interner) -> np.ndarray:
     return out
 
 
-def _settle(system, canonical, path_to, found: list, violations: list, stop_on) -> bool:
-    """Turn a level's violations, in the order a sequential search meets them (by
-    transition: a new state's invariants, then the step's checks; a state's
-    quiescence after its successors), into Violations with their shortest paths;
-    returns whether one stops the run."""
+def _settle(system, canonical, path_to, found: list, violations: list, stop_on, stepping: Steps,
+            place: dict) -> bool:
+    """Turn a level's violations, the first of each property in the order a
+    sequential search meets them (by transition: the new state's invariants, then
+    the step's checks; a state's quiescence after its successors; at the same
+    place, in the order of the properties, ``place``: name -> position), into
+    Violations with their shortest paths; ``stepping`` checks those properties no
+    more. Returns whether one stops the run."""
     stop = False
-    for _, name, why, i, last in sorted(found, key=lambda f: f[0]):
+    first: dict = {}
+    for f in sorted(found, key=lambda f: (f[0], place[f[1]])):
+        first.setdefault(f[1], f)
+    for _, name, why, i, last in first.values():
+        stepping.drop(name)
         path = path_to(i)
         if last is not None:
             path.append(last)

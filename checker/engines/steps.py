@@ -1,11 +1,17 @@
-"""What the engines check on each transition, on interned ids (issue 17,
-"refinement on ids"): the step properties (``Property.step``), the covers not
-reached yet and the liveness marks (explore.py ``marks_of``).
+"""What the engines check on each state and transition, on interned ids (issue 17,
+"refinement on ids"): on each state reached, the invariants (``Property.invariant``)
+and the parts of step properties that read only the state a step reaches; on
+each transition, the step properties (``Property.step``), the covers not reached
+yet and the liveness marks (explore.py ``marks_of``).
 
 A transition is ``(state, its ids, action, successor ids)``, the successor not
 yet renamed (checker/engines/interning.py, expansion.py). Most checks never need
 the successor as a State, so it is built only for those that do:
 
+* a step function with an ``on_arrival`` attribute, ``(System) -> ((ids) ->
+  None | str)``, has that part checked once per state reached, as if on the step
+  that first reached it, and not on the transitions (the spec's inductive
+  invariant, checker/refinement.py: a state reached again was checked already);
 * a step function with an ``on_ids`` attribute, ``(System) -> ((ids, Action,
   successor ids) -> None | str)``, is called on the ids (the refinement check,
   checker/refinement.py, whose caches are keyed by them);
@@ -21,13 +27,16 @@ from .interning import Interner
 
 
 class Steps:
-    """The per-transition checks of one exploration. ``checks``: ``[(name, step
-    function)]`` (a violated one is ``drop``ped); ``covers``: the covers to look
-    for (``reached`` collects the names of those met); ``marking``:
-    ``[(bit, Property)]`` (explore.py ``marks_of``)."""
+    """The per-state and per-transition checks of one exploration. ``invariants``:
+    ``[(name, state check)]``; ``checks``: ``[(name, step function)]``; a violated
+    property is ``drop``ped. ``covers``: the covers to look for (``reached``
+    collects the names of those met); ``marking``: ``[(bit, Property)]``
+    (explore.py ``marks_of``)."""
 
-    def __init__(self, system: System, interner: Interner, checks, covers=(), marking=()):
+    def __init__(self, system: System, interner: Interner, invariants, checks, covers=(), marking=()):
         self.system, self.interner = system, interner
+        self.invariants = list(invariants)
+        self.arrivals = [(name, fn.on_arrival(system)) for name, fn in checks if hasattr(fn, "on_arrival")]
         self.checks = [self._bound(name, fn) for name, fn in checks]
         self.pending = list(covers)
         self.reached: list = []
@@ -40,9 +49,32 @@ class Steps:
             return name, fn.on_ids(self.system), None
         return name, fn, {} if getattr(fn, "on_groups", False) else False
 
-    def drop(self, name: str) -> None:
-        """Stop checking step property ``name`` (it has its counterexample)."""
+    def drop(self, name: str, transitions_only: bool = False) -> None:
+        """Stop checking property ``name`` (it has its counterexample); with
+        ``transitions_only``, only on transitions (a state reached in the same level
+        may still break it first)."""
+        if not transitions_only:
+            self.invariants = [c for c in self.invariants if c[0] != name]
+            self.arrivals = [c for c in self.arrivals if c[0] != name]
         self.checks = [c for c in self.checks if c[0] != name]
+
+    def invalid(self, ids: tuple, state: State | None = None) -> list:
+        """``[(part, name, reason)]``: what the state with ids ``ids`` (``state``, built
+        from them if not given), newly reached, breaks: part 0, an invariant; part 1,
+        a step property's part checked on arrival (its place in the order a
+        sequential search meets violations: the step that first reached it)."""
+        out = []
+        for name, on_ids in self.arrivals:
+            why = on_ids(ids)
+            if why:
+                out.append((1, name, why))
+        for name, fn in self.invariants:
+            if state is None:
+                state = self.interner.state(ids)
+            why = fn(self.system, state)
+            if why:
+                out.append((0, name, why))
+        return out
 
     def check(self, s: State, ids: tuple, action: Action, raw: tuple) -> list:
         """``[(name, reason)]``: the step checks that the transition from ``s`` (ids

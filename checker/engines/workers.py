@@ -341,11 +341,12 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     canonical, canonical_ids = renamer.canonical, renamer.canonical_ids
     successors = Expander(system, interner).successors  # the local engine's id-level successors
     props, covers = _checks(job.names)
+    place = {p.name: i for i, p in enumerate(props)}
     state_checks = [(p.name, p.invariant) for p in props if p.invariant]
     step_checks = [(p.name, p.step) for p in props if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in props if p.kind == "quiescent"]
     live_props = [p for p in props if p.kind == "liveness"]
-    stepping = Steps(system, interner, step_checks, covers, marks_of(live_props))
+    stepping = Steps(system, interner, state_checks, step_checks, covers, marks_of(live_props))
     goal_checks = [p.goal for p in live_props if p.goal]
     churn = next((p.lasso for p in live_props if p.lasso), None)
     guard = Guard(job.max_seconds, job.max_memory_mb)
@@ -361,16 +362,13 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     classes: dict = {}  # fairness class -> code
     class_keys: list = []  # code -> fairness class
 
-    def own(rank: int, s: State, key: int, found: dict) -> None:
+    def own(rank: int, ids: tuple, s: State, key: int, found: dict) -> None:
         ranks.append(rank)
         parents.append(key >> IDX_BITS if key >= 0 else -1)
         steps.append(key & IDX_MASK if key >= 0 else -1)
-        order = (key >> IDX_BITS, key & IDX_MASK, 0) if key >= 0 else (-1, -1, 0)
-        for name, check in state_checks:
-            if name not in violations:
-                why = check(system, s)
-                if why:
-                    _first(found, name, (order, why, rank, None))
+        at = (key >> IDX_BITS, key & IDX_MASK) if key >= 0 else (-1, -1)
+        for part, name, why in stepping.invalid(ids, s):
+            _first(found, name, ((*at, part), why, rank, None))
         if with_graph:
             goals.extend([0 if g(system, s) else 1 for g in goal_checks])
             if churn is not None:
@@ -387,9 +385,9 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     frontier = []
     if home == me:
         visited.resolve(fp0, 0)
-        own(0, init, -1, found)
+        own(0, init_ids, init, -1, found)
         frontier = [(0, init_ids)]
-    for name, record in sorted(mesh.allgather(found)[home].items()):
+    for name, record in sorted(mesh.allgather(found)[home].items(), key=lambda x: place[x[0]]):
         violations[name] = record
         stepping.drop(name)
     stop = any(n in job.stop_on for n in violations)
@@ -430,7 +428,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                     moved = True
                 for name, why in stepping.check(s, ids, action, raw):  # violated ones are dropped
                     found[name] = ((rank, idx, 1), why, rank, idx)
-                    stepping.drop(name)
+                    stepping.drop(name, transitions_only=True)  # a new state may break it first
                 pos = seen.get(c)
                 if pos is None:
                     pos = seen[c] = len(cands)
@@ -484,7 +482,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         nxt = []
         for rank, key, row in zip(below.tolist(), new_keys.tolist(), all_rows[new].tolist()):
             ids = tuple(row)
-            own(rank, interner.state(ids), key, found)
+            own(rank, ids, interner.state(ids), key, found)
             nxt.append((rank, ids))
         frontier = nxt
         del all_rows, new
@@ -502,7 +500,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                           np.array(e_cls, np.uint16), np.array(e_marks, np.uint8)))
         records = [(r, name) for summary in summaries for name, r in summary[4].items()]
         records += [(r, name) for found_here in mesh.allgather(found) for name, r in found_here.items()]
-        for r, name in sorted(records, key=lambda x: (x[0][0], x[1])):
+        for r, name in sorted(records, key=lambda x: (x[0][0], place[x[1]])):  # ties: in the properties' order
             violations.setdefault(name, r)
         pending = sum(len(summary[0]) for summary in summaries)
         for summary in summaries:
