@@ -51,8 +51,8 @@ class Refinement:
         self._parts: list = []      # id -> part
         self._steps: dict = {}      # step key -> verdict
         self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
-        self._invariant: dict = {}
         self._views: dict = {}  # part ids of a state -> view id
+        self._invariant: list = []  # view id -> Inv's verdict (None or why not), 0 until known
         self._last = self._last_parts = None
         self._interner = None  # the engine's (checker/engines/interning.py) that the two below key by
         self._by_pid: dict = {}  # interned Proc id -> part id
@@ -222,13 +222,16 @@ class Refinement:
         hit = self._views.get(ids)
         if hit is None:
             hit = self._views[ids] = len(self._views)
+            self._invariant.append(0)
         return hit
 
     def _invariant_of(self, ids: tuple) -> str | None:
-        hit = self._invariant.get(ids, 0)
+        """Inv's verdict on the abstraction with part ids ``ids``, cached by its view id."""
+        view = self._view_id(ids)
+        hit = self._invariant[view]
         if hit == 0:
             bad = spec.invariant_failure(self.assemble(ids))
-            hit = self._invariant[ids] = bad and f"the inductive invariant's clause '{bad}' fails"
+            hit = self._invariant[view] = bad and f"the inductive invariant's clause '{bad}' fails"
         return hit
 
 

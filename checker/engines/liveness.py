@@ -84,47 +84,83 @@ def _np(x, dtype) -> np.ndarray:
 def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     """CSR adjacency over states where ``keep[i]``, through edges whose class is
     ``usable[class]``: (offsets, targets, edge ids) as int32 memoryviews, each
-    state's edges in the order added. The edges are filtered a chunk at a time
-    (``_CHUNK``), so the temporaries stay a few MB however large the graph."""
+    state's edges in the order added. The edges are read a chunk at a time
+    (``_CHUNK``) into arrays of their final size, so that no temporary is as large
+    as the graph."""
     src, dst = _np(g.src, np.int32), _np(g.dst, np.int32)
     kept = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
     usable = np.array(usable, bool)
     cls = _np(g.cls, _CLS[g.cls.typecode])
-    ids = np.concatenate([np.empty(0, np.int32)] + [
-        (np.flatnonzero(kept[src[k:k + _CHUNK]] & kept[dst[k:k + _CHUNK]] & usable[cls[k:k + _CHUNK]]) + k
-         ).astype(np.int32) for k in range(0, len(src), _CHUNK)])
-    if len(ids) and np.any(src[ids[1:]] < src[ids[:-1]]):  # the local engine adds them by source already
+    chunks = range(0, len(src), _CHUNK)
+    use = np.empty(len(src), bool)
+    ordered = True  # whether the edges are added by source (both engines do), so the kept ones are too
+    for k in chunks:
+        s = src[k:k + _CHUNK + 1]
+        ordered = ordered and not np.any(s[1:] < s[:-1])
+        use[k:k + _CHUNK] = kept[s[:_CHUNK]] & kept[dst[k:k + _CHUNK]] & usable[cls[k:k + _CHUNK]]
+    ids = np.empty(int(np.count_nonzero(use)), np.int32)
+    counts = np.zeros(n, np.int32)
+    at = 0
+    for k in chunks:
+        here = np.flatnonzero(use[k:k + _CHUNK]) + k
+        ids[at:at + len(here)] = here
+        at += len(here)
+        if ordered and len(here):  # a chunk's sources are a range: counted within it
+            lo = int(src[here[0]])
+            counts[lo:lo + int(src[here[-1]]) - lo + 1] += np.bincount(src[here] - lo).astype(np.int32)
+    del use
+    if not ordered:
         ids = ids[np.argsort(src[ids], kind="stable")].astype(np.int32)
+        counts = np.bincount(src[ids], minlength=n).astype(np.int32)
     offsets = np.zeros(n + 1, np.int32)
-    np.cumsum(np.bincount(src[ids], minlength=n), out=offsets[1:])
+    np.cumsum(counts, out=offsets[1:])
     # memoryviews of the numpy arrays: indexed as fast as array.array, without a copy
     return memoryview(offsets), memoryview(dst[ids]), memoryview(ids)
 
 
-_CHUNK = 1 << 16  # edges per chunk of the liveness graph's whole-graph numpy passes
+_CHUNK = 1 << 16  # edges (states in _blocks) per chunk of the liveness graph's whole-graph numpy passes
 _CLS = {"B": np.uint8, "H": np.uint16}
 
 
-def _acyclic(n: int, offsets, targets, keep, rounds: int = 200) -> bool:
+def _acyclic(n: int, offsets, targets, keep, rounds: int = 200, copy_out: float = 0.25) -> bool:
     """Whether the states where ``keep[i]`` lie on no cycle of the adjacency (no
     non-trivial strongly connected component, no self-loop), found in numpy by
     trimming: a state with no incoming or no outgoing edge among the remaining
     ones is on no cycle and goes, round after round. False when something
     remains, or after ``rounds`` rounds: then ``_sccs`` decides, in its own
     order, so the components searched and the lasso found are the same either
-    way. (The main job's graph, once faults stop, trims to nothing in 54 rounds,
-    some 0.35 CPU-s against Tarjan's 0.85 in Python.)"""
+    way. The first rounds read the adjacency a block of states at a time; once the
+    edges between remaining states are a fraction ``copy_out`` of all, they are copied out
+    and each round keeps only its survivors' edges, so the rounds cost what
+    remains, and no temporary is as large as the graph. (The main job's graph,
+    once faults stop, trims to nothing in 53 rounds, its edges about a tenth
+    fewer each round.)"""
     off, tg = np.frombuffer(offsets, np.int32), np.frombuffer(targets, np.int32)
-    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(off))
     alive = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
-    step = _CHUNK * 4
+    edges = None  # once copied out: (sources, targets) of the edges between remaining states
     for _ in range(rounds):
         has_out, has_in = np.zeros(n, bool), np.zeros(n, bool)
-        for k in range(0, len(src), step):  # a chunk of edges at a time: the temporaries stay small
-            s, t = src[k:k + step], tg[k:k + step]
+        if edges is None:
+            between = 0
+            for s, t in _blocks(n, off, tg):
+                e = alive[s] & alive[t]
+                has_out[s[e]] = True
+                has_in[t[e]] = True
+                between += int(np.count_nonzero(e))
+            if between <= len(tg) * copy_out:
+                edges = np.empty(between, np.int32), np.empty(between, np.int32)
+                at = 0
+                for s, t in _blocks(n, off, tg):
+                    e = alive[s] & alive[t]
+                    k = int(np.count_nonzero(e))
+                    edges[0][at:at + k], edges[1][at:at + k] = s[e], t[e]
+                    at += k
+        else:
+            s, t = edges
             e = alive[s] & alive[t]
-            has_out[s[e]] = True
-            has_in[t[e]] = True
+            edges = s, t = s[e], t[e]
+            has_out[s] = True
+            has_in[t] = True
         left = alive & has_out & has_in
         if not left.any():
             return True
@@ -132,6 +168,13 @@ def _acyclic(n: int, offsets, targets, keep, rounds: int = 200) -> bool:
             return False
         alive = left
     return False
+
+
+def _blocks(n: int, off: np.ndarray, tg: np.ndarray):
+    """The adjacency's edges as (sources, targets) int32 arrays, ``_CHUNK`` states at a time."""
+    for v in range(0, n, _CHUNK):
+        w = min(v + _CHUNK, n)
+        yield np.repeat(np.arange(v, w, dtype=np.int32), np.diff(off[v:w + 1])), tg[off[v]:off[w]]
 
 
 def _sccs(n: int, offsets, targets, keep):

@@ -41,6 +41,7 @@ class Steps:
         self.pending = list(covers)
         self.reached: list = []
         self.marking = [self._bound(bit, p.step) for bit, p in marking]
+        self._kinds: dict = {}  # action kind -> code (the group memos' keys)
 
     def _bound(self, name, fn) -> tuple:
         """``(name, fn, memo)``: ``fn`` on ids, memo None; on groups, its memo dict;
@@ -97,15 +98,20 @@ class Steps:
     def _broken(self, entries: list, s: State, ids: tuple, action: Action, raw: tuple) -> list:
         """``[(name or bit, verdict)]`` of the ``entries`` (``_bound``) the transition sets."""
         out = []
+        groups = None  # the memo key: action kind's code, group ids before and after, in one int
         for key, fn, memo in entries:
             if memo is None:
                 why = fn(ids, action, raw)
             else:
-                why = memo.get((action.kind, ids[0], raw[0]), 0) if memo is not False else 0
+                why = 0
+                if memo is not False:
+                    if groups is None:
+                        groups = self._kinds.setdefault(action.kind, len(self._kinds)) | ids[0] << 8 | raw[0] << 40
+                    why = memo.get(groups, 0)
                 if why == 0:
                     why = fn(self.system, s, action, self.interner.state(raw))
                     if memo is not False:
-                        memo[(action.kind, ids[0], raw[0])] = why
+                        memo[groups] = why
             if why:
                 out.append((key, why))
         return out
