@@ -13,10 +13,11 @@ request delivered (``JoinGroup``, ``SyncGroup``, ...), the timer that fired
 The check runs on every transition, so it is memoised: views are built from
 per-process and per-group parts cached by value, and a step's verdict is cached
 by (action, acting slot, view before, view after), which recur far more often
-than the states they abstract.
+than the states they abstract. On the engines' interned ids (checker/engines/steps.py)
+the check comes in two parts: the step's spec action on every transition, and Inv
+once on every state reached (a state reached again was checked the first time).
 """
 from __future__ import annotations
-
 
 from rebalance.model.protocol import Error, SyncGroupResponse, epoch_of, slot_of
 from rebalance.spec import actions as spec
