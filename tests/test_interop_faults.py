@@ -103,7 +103,32 @@ def test_no_commit_fencing_is_caught_from_the_observed_log(tmp_path):
     """A coordinator that accepts a zombie's commit (--mutation no-commit-fencing):
     the new owner commits, the resumed zombie commits too, and both are acknowledged.
     kafka-python, whose zombie commits before it hears of its expulsion (librdkafka
-    times its own session out on resume and loses its partitions first)."""
+    times its own session out on resume and loses its partitions first). That order
+    is a race inside the client: when its heartbeat thread wins it, kafka-python
+    refuses the commit itself (CommitFailedError, nothing sent), and the run is tried
+    again, at most three times."""
+    for attempt in range(3):
+        server, group = _zombie_commits(tmp_path / f"attempt{attempt}")
+        zombie = [e for e in group.snapshot() if e["member"] == "A" and e["event"] == "commit"]
+        if zombie[0]["outcome"] == "ok":
+            break
+        assert zombie[0].get("error") == "CommitFailedError", zombie  # refused, by the client or the coordinator
+    else:
+        pytest.fail("the zombie's commit was refused in three runs: kafka-python heard of its expulsion first, "
+                    f"or the coordinator fenced it (its traces: {tmp_path})")
+    code, verdict = conform("clients", group.observed)
+    assert code == 1 and verdict["verdict"] == "divergent", verdict
+    assert verdict["divergence"]["rule"] == "exclusive_ownership" and verdict["divergence"]["record"]["member"] == "A"
+    # the broker's side of the same run: the zombie's commit accepted where the model fences it (R9)
+    code, verdict = conform("both", server.trace)
+    assert code == 1 and verdict["divergence"]["rule"] == "R9", verdict
+    assert verdict["divergence"]["record"]["api"] == "OffsetCommit"
+
+
+def _zombie_commits(tmp_path):
+    """One run of the zombie scenario (``test_no_commit_fencing_is_caught_from_the_observed_log``):
+    ``(Server, Group)``, both stopped."""
+    tmp_path.mkdir()
     server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", mutations=("no-commit-fencing",))
     group = Group(server, "g", TOPIC, PARTITIONS)
     try:
@@ -125,10 +150,4 @@ def test_no_commit_fencing_is_caught_from_the_observed_log(tmp_path):
     finally:
         group.stop_all()
         server.stop()
-    code, verdict = conform("clients", group.observed)
-    assert code == 1 and verdict["verdict"] == "divergent", verdict
-    assert verdict["divergence"]["rule"] == "exclusive_ownership" and verdict["divergence"]["record"]["member"] == "A"
-    # the broker's side of the same run: the zombie's commit accepted where the model fences it (R9)
-    code, verdict = conform("both", server.trace)
-    assert code == 1 and verdict["divergence"]["rule"] == "R9", verdict
-    assert verdict["divergence"]["record"]["api"] == "OffsetCommit"
+    return server, group
