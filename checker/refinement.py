@@ -120,17 +120,24 @@ class Refinement:
         """``parts`` of a state from its interned ids (checker/engines/interning.py
         ``Interner.ids``, of ``on_ids``'s interner): each part's id cached by its
         interned id, no value hashed."""
-        by_pid, by_gid = self._by_pid, self._by_gid
         try:
-            return (by_gid[ids[0]], *map(by_pid.__getitem__, ids[1:-1]))
+            return (self._by_gid[ids[0]], *map(self._by_pid.__getitem__, ids[1:-1]))
         except KeyError:  # a part first seen: its id computed once
-            interner = self._interner
-            if ids[0] not in by_gid:
-                by_gid[ids[0]] = self._group(interner.groups[ids[0]], len(ids) - 2)
-            for pid in ids[1:-1]:
-                if pid not in by_pid:
-                    by_pid[pid] = self._proc(interner.procs[pid])
-            return (by_gid[ids[0]], *map(by_pid.__getitem__, ids[1:-1]))
+            return (self._part_of_gid(ids[0], len(ids) - 2), *map(self._part_of_pid, ids[1:-1]))
+
+    def _part_of_gid(self, gid: int, slots: int) -> int:
+        """The part id of the group with interned id ``gid``, computed when first asked."""
+        hit = self._by_gid.get(gid)
+        if hit is None:
+            hit = self._by_gid[gid] = self._group(self._interner.groups[gid], slots)
+        return hit
+
+    def _part_of_pid(self, pid: int) -> int:
+        """The part id of the process with interned id ``pid``, computed when first asked."""
+        hit = self._by_pid.get(pid)
+        if hit is None:
+            hit = self._by_pid[pid] = self._proc(self._interner.procs[pid])
+        return hit
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
@@ -155,7 +162,7 @@ class Refinement:
             if why:
                 return why
         after = self.parts(nxt, state, self._last_parts)
-        return self._verdict(self._last_parts, after, action) or self._invariant_of(after)
+        return self._verdict(self._last_parts, after, action, self._label(action)) or self._invariant_of(after)
 
     def on_ids(self, interner) -> Refinement:
         """This check for the ids of ``interner``, in two parts: ``step_ids`` on every
@@ -172,20 +179,20 @@ class Refinement:
         whose ids change in its slot alone is keyed by that slot's and the group's
         parts without the other slots' being looked up."""
         slot = action.slot
-        label, local = self._label(action)
-        if local and raw[0] == ids[0] and raw[1:slot + 1] == ids[1:slot + 1] and raw[slot + 2:-1] == ids[slot + 2:-1]:
+        label = self._label(action)
+        if label[1] and raw[0] == ids[0] and raw[1:slot + 1] == ids[1:slot + 1] and \
+                raw[slot + 2:-1] == ids[slot + 2:-1]:
             by_pid = self._by_pid
-            before, after = by_pid.get(ids[slot + 1]), by_pid.get(raw[slot + 1])
-            if after is None:
-                after = by_pid[raw[slot + 1]] = self._proc(self._interner.procs[raw[slot + 1]])
-            group = self._by_gid.get(ids[0])
-            if before is not None and group is not None:
-                hit = self._steps.get(_local_key(label, slot, group, before, after), 0)
-                if hit != 0:
-                    return hit
+            group, before, after = self._by_gid.get(ids[0]), by_pid.get(ids[slot + 1]), by_pid.get(raw[slot + 1])
+            if group is None or before is None or after is None:  # a part first seen
+                group, before, after = (self._part_of_gid(ids[0], len(ids) - 2), self._part_of_pid(ids[slot + 1]),
+                                        self._part_of_pid(raw[slot + 1]))
+            hit = self._steps.get(_local_key(label[0], slot, group, before, after), 0)
+            if hit != 0:
+                return hit
         if ids is not self._last:
             self._last, self._last_parts = ids, self.parts_of_ids(ids)
-        return self._verdict(self._last_parts, self.parts_of_ids(raw), action)
+        return self._verdict(self._last_parts, self.parts_of_ids(raw), action, label)
 
     def invariant_ids(self, ids: tuple) -> str | None:
         """None if the state with interned ids ``ids`` satisfies the spec's inductive
@@ -200,10 +207,11 @@ class Refinement:
                 len(self._labels), spec.ACTIONS[action_name(action)].local)
         return label
 
-    def _verdict(self, before: tuple, after: tuple, action: Action) -> str | None:
-        """The step's verdict from the part ids of the states before and after it."""
+    def _verdict(self, before: tuple, after: tuple, action: Action, label: tuple) -> str | None:
+        """The step's verdict from the part ids of the states before and after it
+        (``label``: the action's ``_label``)."""
         slot = action.slot
-        label, local = self._label(action)
+        label, local = label
         if local and before[0] == after[0] and before[1:slot + 1] == after[1:slot + 1] and \
                 before[slot + 2:] == after[slot + 2:]:
             # a member's own step (the group's part and every other slot's unchanged): its verdict
