@@ -35,7 +35,6 @@ engine does (``explore.decide_liveness``) on the gathered graph.
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import marshal
 import multiprocessing
@@ -57,7 +56,8 @@ from .. import system as system_module
 from ..system import State, System
 from .expansion import Expander
 from .explore import (
-    UNFAIR_KINDS, Result, Violation, concrete, conclude, decide_liveness, fairness_class, marks_of, replay,
+    UNFAIR_KINDS, Result, Violation, concrete, conclude, cycles_uncollected, decide_liveness, fairness_class, marks_of,
+    replay,
 )
 from .guards import Guard
 from .interning import FingerprintSet, Interner, _intern, collision_probability
@@ -311,15 +311,10 @@ def _first(found: dict, name: str, record: tuple) -> None:
         found[name] = record
 
 
+@cycles_uncollected()
 def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
-    """``_explore`` with the cyclic garbage collector off: states are acyclic
-    tuples that reference counting frees, and the collector's passes over the
-    owner's tables cost about a tenth of its time."""
-    gc.disable()
-    try:
-        return _explore(job, mesh, report)
-    finally:
-        gc.enable()
+    """``_explore`` with the cyclic garbage collector off (explore.py ``cycles_uncollected``)."""
+    return _explore(job, mesh, report)
 
 
 def _owner_of(fps: np.ndarray, k: int) -> np.ndarray:
