@@ -158,14 +158,22 @@ class System:
 
     # -- memoised handlers -------------------------------------------------------
     def coord(self, group: Group, event) -> tuple:
+        """``coordinator_step``, memoised per (Group, event)."""
         key = (group, event)
         hit = self._coord.get(key)
         if hit is None:
-            g2, replies = coordinator.handle(self.cfg, group, event)
-            if FAILOVER in self.faults:  # R72: keep what a failover would load
-                g2 = failover.recorded(group, g2)
-            hit = self._coord[key] = (g2, replies)
+            hit = self._coord[key] = self.coordinator_step(group, event)
         return hit
+
+    def coordinator_step(self, group: Group, event) -> tuple:
+        """``(Group after, replies)``: the coordinator's handler (model/coordinator.py
+        ``handle``) on ``event``, with what a failover would load kept (R72). Not
+        memoised: for callers that cache it on keys of their own (the engines', on
+        interned ids, checker/engines/expansion.py), so that it is not kept twice."""
+        g2, replies = coordinator.handle(self.cfg, group, event)
+        if FAILOVER in self.faults:  # R72: keep what a failover would load
+            g2 = failover.recorded(group, g2)
+        return g2, replies
 
     def step_member(self, c: Consumer, event) -> tuple:
         key = (c, event)

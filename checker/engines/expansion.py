@@ -23,7 +23,9 @@ of who shared what, R41; a reply releasing another slot's ``shared``; a commit,
 offered only while another owner shares its partitions; Streams' steps; the
 clock; a fault while an overlap is shared; the faults that act on the group or
 every slot, KIP-345's and create-topic, and a rolling upgrade's bounces) are
-computed by ``System`` on the State and interned. Handlers are the model's, called through ``System``'s memos.
+computed by ``System`` on the State and interned. Handlers are the model's: the
+coordinator's through ``System.coordinator_step``, cached here on ids only (not in
+``System``'s memo too), the members' through ``System``'s memos.
 """
 from __future__ import annotations
 
@@ -82,14 +84,15 @@ class Expander:
     def _stutters(self, gid: int, eid: int) -> bool:
         """Whether heartbeat event ``eid`` is a stutter in group ``gid`` (``System.own_steps``)."""
         group = self.interner.groups[gid]
-        hit = self._stutter[gid << 32 | eid] = stutters(group, *self.system.coord(group, self._event_list[eid]))
+        after = self.system.coordinator_step(group, self._event_list[eid])
+        hit = self._stutter[gid << 32 | eid] = stutters(group, *after)
         return hit
 
     def _handle(self, gid: int, eid: int) -> tuple:
         """The coordinator in group ``gid`` handles event ``eid``: ``(group id after,
         routes)``."""
         group = self.interner.groups[gid]
-        g2, replies = self.system.coord(group, self._event_list[eid])
+        g2, replies = self.system.coordinator_step(group, self._event_list[eid])
         hit = self._handled[gid << 32 | eid] = (self.interner.group_id(g2), self._routes(replies))
         return hit
 
@@ -138,7 +141,7 @@ class Expander:
 
     def _fire(self, gid: int, k: int, action: Action) -> tuple:
         """Timer ``k`` of group ``gid`` fires: ``(group id after, routes)``."""
-        g2, replies = self.system.coord(self.interner.groups[gid], action.detail)
+        g2, replies = self.system.coordinator_step(self.interner.groups[gid], action.detail)
         hit = self._fired[gid << 8 | k] = (self.interner.group_id(g2), self._routes(replies))
         return hit
 
