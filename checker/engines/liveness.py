@@ -83,10 +83,13 @@ def _np(x, dtype) -> np.ndarray:
 
 def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     """CSR adjacency over states where ``keep[i]``, through edges whose class is
-    ``usable[class]``: (offsets, targets, edge ids) as int32 memoryviews, each
-    state's edges in the order added. The edges are read a chunk at a time
-    (``_CHUNK``) into arrays of their final size, so that no temporary is as large
-    as the graph."""
+    ``usable[class]``: ``(offsets, targets, edge_ids)``, offsets and targets int32
+    memoryviews, each state's edges in the order added; ``edge_ids()`` the edge id
+    (``Graph`` index) of each target position, an int32 memoryview, computed when
+    asked (only a search that meets a cycle does, so that the graph's largest array
+    is not held twice while the trimming pass runs). The edges are read a chunk at a
+    time (``_CHUNK``) into arrays of their final size, so that no temporary is as
+    large as the graph."""
     src, dst = _np(g.src, np.int32), _np(g.dst, np.int32)
     kept = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
     usable = np.array(usable, bool)
@@ -98,24 +101,33 @@ def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
         s = src[k:k + _CHUNK + 1]
         ordered = ordered and not np.any(s[1:] < s[:-1])
         use[k:k + _CHUNK] = kept[s[:_CHUNK]] & kept[dst[k:k + _CHUNK]] & usable[cls[k:k + _CHUNK]]
-    ids = np.empty(int(np.count_nonzero(use)), np.int32)
-    counts = np.zeros(n, np.int32)
-    at = 0
-    for k in chunks:
-        here = np.flatnonzero(use[k:k + _CHUNK]) + k
-        ids[at:at + len(here)] = here
-        at += len(here)
-        if ordered and len(here):  # a chunk's sources are a range: counted within it
-            lo = int(src[here[0]])
-            counts[lo:lo + int(src[here[-1]]) - lo + 1] += np.bincount(src[here] - lo).astype(np.int32)
-    del use
-    if not ordered:
+    if ordered:  # a chunk's sources are a range: counted within it
+        targets = np.empty(int(np.count_nonzero(use)), np.int32)
+        counts = np.zeros(n, np.int32)
+        at = 0
+        for k in chunks:
+            here = np.flatnonzero(use[k:k + _CHUNK]) + k
+            targets[at:at + len(here)] = dst[here]
+            at += len(here)
+            if len(here):
+                lo = int(src[here[0]])
+                counts[lo:lo + int(src[here[-1]]) - lo + 1] += np.bincount(src[here] - lo).astype(np.int32)
+        packed = np.packbits(use)
+
+        def edge_ids():
+            return memoryview(np.flatnonzero(np.unpackbits(packed, count=len(src))).astype(np.int32))
+    else:
+        ids = np.flatnonzero(use)
         ids = ids[np.argsort(src[ids], kind="stable")].astype(np.int32)
-        counts = np.bincount(src[ids], minlength=n).astype(np.int32)
+        targets, counts = dst[ids], np.bincount(src[ids], minlength=n).astype(np.int32)
+
+        def edge_ids():
+            return memoryview(ids)
+    del use
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
     # memoryviews of the numpy arrays: indexed as fast as array.array, without a copy
-    return memoryview(offsets), memoryview(dst[ids]), memoryview(ids)
+    return memoryview(offsets), memoryview(targets), edge_ids
 
 
 _CHUNK = 1 << 16  # edges (states in _blocks) per chunk of the liveness graph's whole-graph numpy passes
@@ -261,21 +273,35 @@ def _path_within(start: int, goal_edge_src: int, offsets, targets, members: _Mem
     raise AssertionError("state not reachable inside its component")
 
 
-def _enabled(n: int, g: Graph, fair_class: list) -> np.ndarray:
-    """State -> the fair classes enabled there, as a bitmask: row ``i`` holds
-    uint64 words, class ``c`` is bit ``c % 64`` of word ``c // 64``. The edges are
-    read a chunk at a time (``_CHUNK``): the temporaries stay a few MB."""
-    words = max(1, -(-len(fair_class) // 64))
-    enabled = np.zeros(n * words, np.uint64)
+def _fair_edges(g: Graph, fair_class: list):
+    """The edges of the fair classes (``fair_class[class]``), ``_CHUNK`` at a time:
+    (sources, class ids as int64) int arrays."""
     cls_all, src_all = _np(g.cls, _CLS[g.cls.typecode]), _np(g.src, np.int32)
     fair_of = np.array(fair_class, bool)
     for k in range(0, len(cls_all), _CHUNK):
         cls = cls_all[k:k + _CHUNK]
         fair = np.flatnonzero(fair_of[cls]) if len(fair_of) else np.empty(0, np.int64)
-        c = cls[fair].astype(np.int64)
-        np.bitwise_or.at(enabled, src_all[k:k + _CHUNK][fair] * words + (c >> 6),
-                         np.left_shift(np.uint64(1), (c & 63).astype(np.uint64)))
+        yield src_all[k:k + _CHUNK][fair], cls[fair].astype(np.int64)
+
+
+def _enabled(n: int, g: Graph, fair_class: list) -> np.ndarray:
+    """State -> the fair classes enabled there, as a bitmask: row ``i`` holds
+    uint64 words, class ``c`` is bit ``c % 64`` of word ``c // 64``. The edges are
+    read a chunk at a time (``_fair_edges``): the temporaries stay a few MB."""
+    words = max(1, -(-len(fair_class) // 64))
+    enabled = np.zeros(n * words, np.uint64)
+    for src, c in _fair_edges(g, fair_class):
+        np.bitwise_or.at(enabled, src * words + (c >> 6), np.left_shift(np.uint64(1), (c & 63).astype(np.uint64)))
     return enabled.reshape(n, words)
+
+
+def _any_enabled(n: int, g: Graph, fair_class: list) -> np.ndarray:
+    """State -> whether some fair class is enabled there (a bool array: ``_enabled``
+    without the classes, a byte a state)."""
+    out = np.zeros(n, bool)
+    for src, _ in _fair_edges(g, fair_class):
+        out[src] = True
+    return out
 
 
 def _classes(words) -> set:
@@ -302,12 +328,16 @@ def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = ""
     a fair cycle's reason adds."""
     usable = [not (excluded and excluded(key)) for key in g.names]
     fair_class = [usable[c] and fair(key) for c, key in enumerate(g.names)]
-    enabled = _enabled(n, g, fair_class)
-    stuck_here = np.flatnonzero(np.frombuffer(bytes(stuck), np.uint8).astype(bool) & ~enabled.any(axis=1)) if n else ()
+    stuck_here = np.flatnonzero(np.frombuffer(bytes(stuck), np.uint8).astype(bool)
+                                & ~_any_enabled(n, g, fair_class)) if n else ()
     if len(stuck_here):
         return int(stuck_here[0]), [], "no fair action is enabled here, so the system may stay forever"
-    offsets, targets, edges = _adjacency(n, g, keep, usable)
-    for comp in () if _acyclic(n, offsets, targets, keep) else _sccs(n, offsets, targets, keep):
+    offsets, targets, edge_ids = _adjacency(n, g, keep, usable)
+    if _acyclic(n, offsets, targets, keep):
+        return None
+    # a cycle remains: the edge ids and the classes enabled per state, built now (not held during the trimming)
+    edges, enabled = edge_ids(), _enabled(n, g, fair_class)
+    for comp in _sccs(n, offsets, targets, keep):
         members = _Members(n, comp)
         always = _common(enabled, comp)
         taken: dict = {}
