@@ -60,3 +60,26 @@ def test_store_columns_widen_from_uint16_to_int32_when_an_id_passes_65535():
     assert [c.typecode for c in store.columns] == ["i", "i", "i"]
     assert [store.row(i) for i in range(3)] == [(1, 2, 3, 2), (4, 70_000, 5, 1), (6, 7, 8, 0)]
     assert list(store.parents) == [-1, 0, 1] and list(store.steps) == [0, 3, 0]
+
+
+def test_projected_goal_is_the_goal_on_every_state(monkeypatch):
+    # a goal with a projection (eventual_balance's) is decided once per distinct projection, a chunk of
+    # states at a time: chunks of 97 states, so that projections recur across chunks, must give the goal
+    # evaluated on every explored state
+    from rebalance.checker.engines import explore as engine
+    monkeypatch.setattr(engine, "_PROJECTION_CHUNK", 97)
+    s = resolve({}, members=2, partitions=2, faults=["join", "leave", "crash"])
+    system = System(s.group, s.members, s.joiners, s.faults, s.budget)
+    props = applicable(system)
+    seen = {}
+
+    def decide(system, live_props, graph, goal_of, summaries_of, state_at, *rest, **kw):
+        p = next(p for p in live_props if hasattr(p.goal, "projection"))
+        seen["goal"] = goal_of(p)
+        seen["every"] = bytearray(0 if p.goal(system, state_at(i)) else 1 for i in range(len(seen["goal"])))
+        return []
+    monkeypatch.setattr(engine, "decide_liveness", decide)
+    r = explore(system, props)
+    assert len(seen["goal"]) == r.distinct_states > 97 * 10
+    assert 0 < sum(seen["goal"]) < len(seen["goal"])  # both verdicts occur
+    assert seen["goal"] == seen["every"]

@@ -21,6 +21,7 @@ import numpy as np
 from rebalance.model.protocol import slot_of
 
 from .expansion import Expander
+from .guards import release_free_heap
 from .interning import FingerprintSet, Interner, _intern, collision_probability
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
@@ -326,6 +327,7 @@ def explore(system: System, properties, initial: State | None = None,
         if graph is not None:
             graph.extend(sources, dst, classes, marks)
         del cands
+        release_free_heap()
         stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
         if limit:
             break
@@ -349,6 +351,7 @@ def explore(system: System, properties, initial: State | None = None,
     reached = stepping.reached
     del successors, canonical_ids, stepping
     system.refinement = None
+    release_free_heap()
     if live_props and limit is None and not stop:
         violations.extend(decide_liveness(
             system, live_props, graph,
@@ -369,7 +372,7 @@ def _goals(system, store: _Store, state_at, interner: Interner):
     goal holds), computed once per goal function (the properties without a goal
     reach it everywhere) and shared by the properties with the same goal. A goal
     with a ``projection`` (checker/properties.py ``projected``) is decided once per
-    distinct projection of the explored states, on the first state that has it."""
+    distinct projection of the explored states (``_projected_goal``)."""
     done: dict = {}
 
     def goal_of(p) -> bytearray:
@@ -379,10 +382,7 @@ def _goals(system, store: _Store, state_at, interner: Interner):
             if p.goal is None:
                 hit = bytearray(b"\x01") * n
             elif hasattr(p.goal, "projection"):
-                _, first, inverse = np.unique(_projections(p.goal.projection, store, interner),
-                                              return_index=True, return_inverse=True)
-                decided = np.array([0 if p.goal(system, state_at(int(i))) else 1 for i in first], np.uint8)
-                hit = bytearray(decided[inverse.reshape(-1)].tobytes())
+                hit = _projected_goal(system, p.goal, store, state_at, interner)
             else:
                 hit = bytearray(0 if p.goal(system, state_at(i)) else 1 for i in range(n))
             done[p.goal] = hit
@@ -390,19 +390,40 @@ def _goals(system, store: _Store, state_at, interner: Interner):
     return goal_of
 
 
-def _projections(projection, store: _Store, interner: Interner) -> np.ndarray:
-    """Each explored state's projection as an int64, equal for equal projections:
-    the parts' (the group's, then each slot's process's) projection ids, combined
-    column by column and renumbered densely after each so that they never overflow."""
-    group, proc = projection
+_PROJECTION_CHUNK = 1 << 16  # explored states per chunk of ``_projected_goal``
+
+
+def _projected_goal(system, goal, store: _Store, state_at, interner: Interner) -> bytearray:
+    """``goal``'s bytearray (as ``_goals``'s), decided once per distinct projection
+    on the first explored state that has it: a state's projection is the row of its
+    parts' (the group's, then each slot's process's) projection ids. The states are
+    read ``_PROJECTION_CHUNK`` at a time, each chunk's rows made unique in numpy,
+    so that no temporary is as large as the store."""
+    group, proc = goal.projection
     keys: dict = {}
     seen: list = []
-    of_group = np.array([_intern(keys, seen, group(g)) for g in interner.groups], np.int64)
-    of_proc = np.array([_intern(keys, seen, proc(p)) for p in interner.procs], np.int64)
+    of_group = np.array([_intern(keys, seen, group(g)) for g in interner.groups], np.int32)
+    of_proc = np.array([_intern(keys, seen, proc(p)) for p in interner.procs], np.int32)
     columns = [np.frombuffer(c, c.typecode) for c in store.columns]  # numpy reads array's type codes
-    out = of_group[columns[0]]
-    for c in columns[1:]:
-        out = np.unique(out * len(seen) + of_proc[c], return_inverse=True)[1].reshape(-1)
+    verdicts: dict = {}  # a projection's row (bytes) -> 1 if the goal holds there, else 0
+    n = len(store)
+    out = bytearray(n)
+    for lo in range(0, n, _PROJECTION_CHUNK):
+        hi = min(lo + _PROJECTION_CHUNK, n)
+        rows = np.empty((hi - lo, len(columns)), np.int32)
+        rows[:, 0] = of_group[columns[0][lo:hi]]
+        for k, c in enumerate(columns[1:], 1):
+            rows[:, k] = of_proc[c[lo:hi]]
+        # each row as one opaque value (its bytes), so that numpy sorts them as one column
+        uniq, first, inverse = np.unique(rows.view(np.dtype((np.void, rows.itemsize * len(columns)))).ravel(),
+                                         return_index=True, return_inverse=True)
+        decided = bytearray(len(uniq))
+        for j, (key, i) in enumerate(zip(uniq.tolist(), first.tolist())):
+            v = verdicts.get(key)
+            if v is None:
+                v = verdicts[key] = 0 if goal(system, state_at(lo + i)) else 1
+            decided[j] = v
+        out[lo:hi] = np.frombuffer(decided, np.uint8)[inverse.reshape(-1)].tobytes()
     return out
 
 

@@ -59,7 +59,7 @@ from .explore import (
     UNFAIR_KINDS, Result, Violation, concrete, conclude, cycles_uncollected, decide_liveness, fairness_class, marks_of,
     replay,
 )
-from .guards import Guard
+from .guards import Guard, release_free_heap
 from .interning import FingerprintSet, Interner, _intern, collision_probability
 from .liveness import Graph, _np
 from .renaming import Renamer
@@ -481,6 +481,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             nxt.append((rank, ids))
         frontier = nxt
         del all_rows, new
+        release_free_heap()
         if with_graph:  # every successor's rank, back to the owner that sent it
             got_rank = np.empty(len(all_keys), np.int32)
             got_rank[by_key] = _np(ranks, np.int32)[dst]
