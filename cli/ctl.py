@@ -11,9 +11,6 @@ import json
 
 import click
 
-from rebalance.impl.control import Unreachable, request
-from rebalance.impl.faults import FaultError
-
 EXIT_OK, EXIT_NO_EFFECT, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
@@ -39,6 +36,11 @@ def ctl(ctx, address, as_json):
 
 
 def _run(operation: str, args: dict | None = None, effect=None) -> None:
+    # imported here, not with the CLI: the wire library (kio) registers hypothesis strategies on import,
+    # which builds hypothesis's Unicode tables (200 MB, a .hypothesis folder in the working directory) on
+    # a machine's first run of any command
+    from rebalance.impl.control import Unreachable, request
+    from rebalance.impl.faults import FaultError
     ctx = click.get_current_context()
     address, as_json = ctx.obj
     try:

@@ -4,6 +4,8 @@ on stdout and the message on stderr, whether the command's own validation
 (ConfigError) or click's option parsing refused it; an incomplete run (exit 3)
 keeps its own JSON."""
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -36,3 +38,16 @@ def test_without_json_nothing_goes_to_stdout(tmp_path):
 def test_an_incomplete_run_keeps_its_json(rebalance_check):
     code, summary = rebalance_check("--max-states", "50")
     assert code == 3 and summary["verdict"] == "incomplete" and "error" not in summary
+
+
+def test_check_leaves_nothing_in_the_working_directory_but_its_outputs(tmp_path):
+    # the wire library (kio), imported by serve's and ctl's code, registers hypothesis strategies on import,
+    # and hypothesis then builds its Unicode tables into ./.hypothesis (200 MB at their peak): check must not
+    # import it
+    code, out, err = run_cli("check", "--members", "2", "--partitions", "2", "--faults", "join", "--max-faults", "1",
+                             "--out", "o", cwd=tmp_path)
+    assert code == 0, err
+    assert {p.name for p in tmp_path.iterdir()} <= {"o"}  # the counterexamples, if any
+    probe = "import sys; import rebalance.cli; print(sorted({'kio', 'hypothesis'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"
