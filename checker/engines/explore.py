@@ -306,11 +306,12 @@ def explore(system: System, properties, initial: State | None = None,
                     continue
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
-                for name, why in stepping.check(s, ids, action, raw):
+                broken, mark = stepping.check(s, ids, action, raw)
+                for name, why in broken:
                     record((t, 1), name, why, i, (action, interner.state(raw)))
                     stepping.drop(name, transitions_only=True)  # a new state may break it first (_settle)
                 if graph is not None:
-                    marks.append(stepping.marks(s, ids, action, raw))
+                    marks.append(mark)
             if not moved:
                 for name, check in list(quiescent):
                     why = check(system, s)

@@ -41,6 +41,7 @@ class Steps:
         self.pending = list(covers)
         self.reached: list = []
         self.marking = [self._bound(bit, p.step) for bit, p in marking]
+        self._entries = self.checks + self.marking  # one pass over both on each transition (``check``)
         self._kinds: dict = {}  # action kind -> code (the group memos' keys)
 
     def _bound(self, name, fn) -> tuple:
@@ -58,6 +59,7 @@ class Steps:
             self.invariants = [c for c in self.invariants if c[0] != name]
             self.arrivals = [c for c in self.arrivals if c[0] != name]
         self.checks = [c for c in self.checks if c[0] != name]
+        self._entries = self.checks + self.marking
 
     def invalid(self, ids: tuple, state: State | None = None) -> list:
         """``[(part, name, reason)]``: what the state with ids ``ids`` (``state``, built
@@ -77,23 +79,26 @@ class Steps:
                 out.append((0, name, why))
         return out
 
-    def check(self, s: State, ids: tuple, action: Action, raw: tuple) -> list:
-        """``[(name, reason)]``: the step checks that the transition from ``s`` (ids
-        ``ids``) by ``action`` to the successor with ids ``raw`` breaks. Covers it
+    def check(self, s: State, ids: tuple, action: Action, raw: tuple) -> tuple:
+        """``([(name, reason)], marks)``: the step checks that the transition from ``s``
+        (ids ``ids``) by ``action`` to the successor with ids ``raw`` breaks, and its
+        liveness marks (explore.py ``marks_of``), seen before the successor is
+        renamed: one pass over both, so a group memo's key is computed once. Covers it
         meets are added to ``reached``."""
-        out = self._broken(self.checks, s, ids, action, raw)
+        out = []
+        marks = 0
+        for key, why in self._broken(self._entries, s, ids, action, raw):
+            if type(key) is int:  # a mark's bit; a check's key is its name
+                marks |= key
+            else:
+                out.append((key, why))
         if self.pending:
             n = self.interner.state(raw)
             hit = [c for c in self.pending if c.reached(self.system, s, action, n)]
             if hit:
                 self.reached.extend(c.name for c in hit)
                 self.pending = [c for c in self.pending if c not in hit]
-        return out
-
-    def marks(self, s: State, ids: tuple, action: Action, raw: tuple) -> int:
-        """The liveness marks of the transition (explore.py ``marks_of``), seen
-        before the successor is renamed."""
-        return sum(bit for bit, _ in self._broken(self.marking, s, ids, action, raw))
+        return out, marks
 
     def _broken(self, entries: list, s: State, ids: tuple, action: Action, raw: tuple) -> list:
         """``[(name or bit, verdict)]`` of the ``entries`` (``_bound``) the transition sets."""

@@ -421,7 +421,8 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                     continue
                 if action.kind not in UNFAIR_KINDS:
                     moved = True
-                for name, why in stepping.check(s, ids, action, raw):  # violated ones are dropped
+                broken, mark = stepping.check(s, ids, action, raw)
+                for name, why in broken:  # violated ones are dropped
                     found[name] = ((rank, idx, 1), why, rank, idx)
                     stepping.drop(name, transitions_only=True)  # a new state may break it first
                 pos = seen.get(c)
@@ -432,7 +433,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                 if with_graph:
                     e_src.append(rank), e_idx.append(idx), e_pos.append(pos)
                     e_cls.append(_intern(classes, class_keys, fairness_class(action)))
-                    e_marks.append(stepping.marks(s, ids, action, raw))
+                    e_marks.append(mark)
             if not moved:
                 for name, check in quiescent:
                     if name not in violations and name not in found:
