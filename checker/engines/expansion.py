@@ -58,7 +58,6 @@ class Expander:
         self._routed: dict = {}     # proc id << 32 | reply id -> proc id
         self._reply_ids: dict = {}  # (connection, response) -> reply id
         self._replies: list = []    # reply id -> (connection, response)
-        self._route_values: dict = {}  # each ``_routes`` tuple, once
         self._timers: dict = {}     # group id -> ((member ids waited for, Action), ...)
         self._timer_values: dict = {}  # each (member ids waited for, Action), once: groups share them
         self._fired: dict = {}      # group id << 8 | timer index -> (group id after, routes)
@@ -68,11 +67,9 @@ class Expander:
         self._whole = bool(system.stages) or bool({REMOVE, FAILOVER, CREATE_TOPIC} & set(system.faults))
 
     def _routes(self, replies) -> tuple:
-        """``((slot, reply id), ...)`` for the coordinator's ``replies``, in order (each
-        such tuple once: steps share them)."""
-        routes = tuple((slot_of(conn), _intern(self._reply_ids, self._replies, (conn, response)))
-                       for conn, response in replies)
-        return routes
+        """``((slot, reply id), ...)`` for the coordinator's ``replies``, in order."""
+        return tuple((slot_of(conn), _intern(self._reply_ids, self._replies, (conn, response)))
+                     for conn, response in replies)
 
     def _route(self, pids: list, routes: tuple) -> None:
         """``System.route`` on proc ids: ``pids[slot]`` with each reply routed to it."""

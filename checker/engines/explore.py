@@ -54,7 +54,7 @@ def cycles_uncollected():
     after: an exploration makes no reference cycles (states are tuples of ids, the
     memos dicts of them, freed by reference counting; none were found in the main
     job with the collector saving all it finds), and the collector's passes over
-    ever larger memos cost a tenth of the main job's time."""
+    ever larger memos cost about 6% of the main job's CPU time."""
     was = gc.isenabled()
     gc.disable()
     try:
