@@ -37,8 +37,8 @@ def ctl(ctx, address, as_json):
 
 def _run(operation: str, args: dict | None = None, effect=None) -> None:
     # imported here, not with the CLI: the wire library (kio) registers hypothesis strategies on import,
-    # which builds hypothesis's Unicode tables (200 MB, a .hypothesis folder in the working directory) on
-    # a machine's first run of any command
+    # and hypothesis then builds its Unicode tables (200 MB at their peak) into ./.hypothesis in every
+    # new working directory, which `rebalance check` must not pay for
     from rebalance.impl.control import Unreachable, request
     from rebalance.impl.faults import FaultError
     ctx = click.get_current_context()
