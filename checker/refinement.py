@@ -55,6 +55,7 @@ class Refinement:
         self._views: dict = {}  # part ids of a state -> view id
         self._invariant: list = []  # view id -> Inv's verdict (None or why not), 0 until known
         self._last = self._last_parts = None
+        self._before, self._before_view = None, -1  # the last part ids a step left, and their view id
         self._interner = None  # the engine's (checker/engines/interning.py) that the two below key by
         self._by_pid: dict = {}  # interned Proc id -> part id
         self._by_gid: dict = {}  # interned Group id -> part id
@@ -218,7 +219,9 @@ class Refinement:
             # depends on the group and its own slot only
             key = _local_key(label, slot, before[0], before[slot + 1], after[slot + 1])
         else:
-            key = label | (slot + 1) << 8 | self._view_id(before) << 24 | self._view_id(after) << 56
+            if before is not self._before:  # a state's successors are checked one after another
+                self._before, self._before_view = before, self._view_id(before)
+            key = label | (slot + 1) << 8 | self._before_view << 24 | self._view_id(after) << 56
         hit = self._steps.get(key, 0)
         if hit == 0:
             name = action_name(action)

@@ -350,7 +350,7 @@ def explore(system: System, properties, initial: State | None = None,
     # liveness search and the counterexamples replay through System; the refinement check's caches go
     # too (pure memos, rebuilt if a counterexample's reason asks)
     reached = stepping.reached
-    del successors, canonical_ids, stepping
+    del successors, canonical_ids, stepping, visited
     system.refinement = None
     release_free_heap()
     if live_props and limit is None and not stop:

@@ -17,7 +17,7 @@ the successor as a State, so it is built only for those that do:
   checker/refinement.py, whose caches are keyed by them);
 * one marked ``on_groups`` (checker/properties.py) reads nothing but the action's
   kind and the two states' Groups, so its verdict is memoised per (action kind,
-  group id before, group id after);
+  group id before, group id after), one memo for all of them;
 * any other gets the two States.
 """
 from __future__ import annotations
@@ -37,19 +37,24 @@ class Steps:
         self.system, self.interner = system, interner
         self.invariants = list(invariants)
         self.arrivals = [(name, fn.on_arrival(system)) for name, fn in checks if hasattr(fn, "on_arrival")]
-        self.checks = [self._bound(name, fn) for name, fn in checks]
         self.pending = list(covers)
         self.reached: list = []
-        self.marking = [self._bound(bit, p.step) for bit, p in marking]
-        self._entries = self.checks + self.marking  # one pass over both on each transition (``check``)
-        self._kinds: dict = {}  # action kind -> code (the group memos' keys)
+        # the step checks, then the marks (a mark's key is its bit, a check's its name), by what they read
+        self._sort(list(checks) + [(bit, p.step) for bit, p in marking])
+        self._kinds: dict = {}  # action kind -> code (the group memo's keys)
 
-    def _bound(self, name, fn) -> tuple:
-        """``(name, fn, memo)``: ``fn`` on ids, memo None; on groups, its memo dict;
-        on States, memo False."""
-        if hasattr(fn, "on_ids"):
-            return name, fn.on_ids(self.system), None
-        return name, fn, {} if getattr(fn, "on_groups", False) else False
+    def _sort(self, entries: list) -> None:
+        """Split ``[(name or bit, step function)]`` by what each reads: on ids
+        (``on_ids``, bound to this system), on groups (``on_groups``: one memo for
+        them all, ``(kind code, group id before, group id after) -> ((name or bit,
+        verdict), ...)``, the ones set) and on States."""
+        self._entries = entries
+        self._on_ids = [(key, fn.on_ids(self.system)) for key, fn in entries if hasattr(fn, "on_ids")]
+        self._on_groups = [(key, fn) for key, fn in entries
+                           if not hasattr(fn, "on_ids") and getattr(fn, "on_groups", False)]
+        self._on_states = [(key, fn) for key, fn in entries
+                           if not hasattr(fn, "on_ids") and not getattr(fn, "on_groups", False)]
+        self._groups: dict = {}
 
     def drop(self, name: str, transitions_only: bool = False) -> None:
         """Stop checking property ``name`` (it has its counterexample); with
@@ -58,8 +63,8 @@ class Steps:
         if not transitions_only:
             self.invariants = [c for c in self.invariants if c[0] != name]
             self.arrivals = [c for c in self.arrivals if c[0] != name]
-        self.checks = [c for c in self.checks if c[0] != name]
-        self._entries = self.checks + self.marking
+        if any(key == name for key, _ in self._entries):
+            self._sort([c for c in self._entries if c[0] != name])
 
     def invalid(self, ids: tuple, state: State | None = None) -> list:
         """``[(part, name, reason)]``: what the state with ids ``ids`` (``state``, built
@@ -83,40 +88,42 @@ class Steps:
         """``([(name, reason)], marks)``: the step checks that the transition from ``s``
         (ids ``ids``) by ``action`` to the successor with ids ``raw`` breaks, and its
         liveness marks (explore.py ``marks_of``), seen before the successor is
-        renamed: one pass over both, so a group memo's key is computed once. Covers it
+        renamed: one pass over both, so that the group memo's key is computed once
+        and its entry holds the checks' and the marks' verdicts together. Covers it
         meets are added to ``reached``."""
         out = []
         marks = 0
-        for key, why in self._broken(self._entries, s, ids, action, raw):
-            if type(key) is int:  # a mark's bit; a check's key is its name
-                marks |= key
-            else:
+        for key, fn in self._on_ids:
+            why = fn(ids, action, raw)
+            if why:
                 out.append((key, why))
-        if self.pending:
+        n = None
+        if self._on_groups:
+            code = self._kinds.get(action.kind)
+            if code is None:
+                code = self._kinds[action.kind] = len(self._kinds)
+            key = code | ids[0] << 8 | raw[0] << 40
+            hit = self._groups.get(key)
+            if hit is None:
+                n = self.interner.state(raw)
+                hit = self._groups[key] = tuple((k, why) for k, fn in self._on_groups
+                                                for why in (fn(self.system, s, action, n),) if why)
+            if hit:
+                out.extend(hit)
+        if n is None and (self._on_states or self.pending):
             n = self.interner.state(raw)
+        for key, fn in self._on_states:
+            why = fn(self.system, s, action, n)
+            if why:
+                out.append((key, why))
+        if out:  # a mark's key is its bit, a check's its name
+            for key, _ in out:
+                if type(key) is int:
+                    marks |= key
+            out = [hit for hit in out if type(hit[0]) is not int]
+        if self.pending:
             hit = [c for c in self.pending if c.reached(self.system, s, action, n)]
             if hit:
                 self.reached.extend(c.name for c in hit)
                 self.pending = [c for c in self.pending if c not in hit]
         return out, marks
-
-    def _broken(self, entries: list, s: State, ids: tuple, action: Action, raw: tuple) -> list:
-        """``[(name or bit, verdict)]`` of the ``entries`` (``_bound``) the transition sets."""
-        out = []
-        groups = None  # the memo key: action kind's code, group ids before and after, in one int
-        for key, fn, memo in entries:
-            if memo is None:
-                why = fn(ids, action, raw)
-            else:
-                why = 0
-                if memo is not False:
-                    if groups is None:
-                        groups = self._kinds.setdefault(action.kind, len(self._kinds)) | ids[0] << 8 | raw[0] << 40
-                    why = memo.get(groups, 0)
-                if why == 0:
-                    why = fn(self.system, s, action, self.interner.state(raw))
-                    if memo is not False:
-                        memo[groups] = why
-            if why:
-                out.append((key, why))
-        return out
