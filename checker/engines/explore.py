@@ -195,6 +195,11 @@ class _Store:
     def row(self, i: int) -> tuple:
         return (*map(itemgetter(i), self.columns), self.faults[i])
 
+    def rows(self, lo: int, hi: int) -> list:
+        """``[row(i) for i in range(lo, hi)]``, read a column at a time."""
+        columns = [np.frombuffer(c, c.typecode)[lo:hi] for c in (*self.columns, self.faults)]
+        return list(map(tuple, np.stack(columns, axis=1).tolist()))
+
 
 @cycles_uncollected()
 def explore(system: System, properties, initial: State | None = None,
@@ -282,12 +287,11 @@ def explore(system: System, properties, initial: State | None = None,
         indices = array("H")  # its index among that state's successors
         classes: list = []  # the fairness class of each (Graph.class_id)
         marks = array("B")
-        for i in range(lo, hi):
+        for i, ids in enumerate(store.rows(lo, hi), lo):
             if guard is not None and not i & 255:
                 limit = guard.exceeded()
                 if limit:
                     break
-            ids = store.row(i)
             s = interner.state(ids)
             moved = False
             for idx, (action, raw) in enumerate(successors(ids, s)):
