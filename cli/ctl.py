@@ -36,9 +36,8 @@ def ctl(ctx, address, as_json):
 
 
 def _run(operation: str, args: dict | None = None, effect=None) -> None:
-    # imported here, not with the CLI: the wire library (kio) registers hypothesis strategies on import,
-    # and hypothesis then builds its Unicode tables (200 MB at their peak) into ./.hypothesis in every
-    # new working directory, which `rebalance check` must not pay for
+    # imported here, not with the CLI: `rebalance check` has no use for the wire library (kio, loaded by
+    # impl/__init__.py without hypothesis) and does not load it
     from rebalance.impl.control import Unreachable, request
     from rebalance.impl.faults import FaultError
     ctx = click.get_current_context()

@@ -41,9 +41,8 @@ def test_an_incomplete_run_keeps_its_json(rebalance_check):
 
 
 def test_check_leaves_nothing_in_the_working_directory_but_its_outputs(tmp_path):
-    # the wire library (kio), imported by serve's and ctl's code, registers hypothesis strategies on import,
-    # and hypothesis then builds its Unicode tables into ./.hypothesis (200 MB at their peak): check must not
-    # import it
+    # check loads neither the wire library (kio, serve's and ctl's) nor hypothesis, whose Unicode tables
+    # (200 MB at their peak) would go into ./.hypothesis
     code, out, err = run_cli("check", "--members", "2", "--partitions", "2", "--faults", "join", "--max-faults", "1",
                              "--out", "o", cwd=tmp_path)
     assert code == 0, err
@@ -51,3 +50,14 @@ def test_check_leaves_nothing_in_the_working_directory_but_its_outputs(tmp_path)
     probe = "import sys; import rebalance.cli; print(sorted({'kio', 'hypothesis'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True).stdout.strip() == "[]"
+
+
+def test_serve_and_member_load_the_wire_library_without_hypothesis(tmp_path):
+    # impl/__init__.py: kio registers hypothesis strategies whenever hypothesis is importable, and hypothesis
+    # then builds its Unicode tables (200 MB at their peak, a second) into ./.hypothesis; a coordinator's or a
+    # member's process loads kio as if hypothesis were absent, and hypothesis still imports afterwards
+    probe = ("import sys; import rebalance.impl.coordinator, rebalance.impl.member, rebalance.impl.proxy; "
+             "loaded = 'hypothesis' in sys.modules; import hypothesis.strategies; print(loaded)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.strip() == "False"
+    assert not (tmp_path / ".hypothesis").exists()
