@@ -7,10 +7,7 @@ from rebalance.checker.engines.liveness import Graph, _acyclic, _adjacency, find
 
 
 def graph(edges):
-    g = Graph()
-    for i, j, key in edges:
-        g.add(i, j, key)
-    return g
+    return Graph.of(edges)
 
 
 def fair_all(key):
@@ -83,7 +80,7 @@ def test_the_witness_cycle_is_itself_fair():
     # the witness must pass through 2, where x is not enabled
     g = graph([(0, 1, "a"), (1, 0, "b"), (1, 2, "c"), (2, 0, "d"), (0, 3, "x"), (1, 3, "x")])
     stem, cycle, _ = find_lasso(4, g, bytearray([0, 0, 0, 1]), fair_all)
-    assert 2 in {g.src[k] for k in cycle}
+    assert 2 in {g.source(k) for k in cycle}
 
 
 @settings(max_examples=300, deadline=None)
@@ -100,7 +97,7 @@ def test_the_trimming_pre_pass_finds_a_cycle_exactly_when_one_exists(case):
     kept = nx.DiGraph()
     kept.add_edges_from((i, j) for i, j, key in edges if key == "a" and keep[i] and keep[j])
     expected = nx.is_directed_acyclic_graph(kept)
-    # the engines add a state's edges together, in source order; _adjacency sorts any other order
+    # the engines add a state's edges together, in source order; Graph.of sorts any other order
     for order in (sorted(edges, key=lambda e: e[0]), edges):
         g = graph(order)
         offsets, targets, _ = _adjacency(n, g, bytearray(keep), [key == "a" for key in g.names])

@@ -83,7 +83,7 @@ class _Quotient:
         self.system = system
         self.identify = identify
         self.ids: dict = {}
-        self.graph = Graph()
+        self.edges: list = []  # (source node, destination node, class key), in the order found
         self.seen: set = set()
         self.forms: dict = {}
         self.parent: dict = {}
@@ -101,7 +101,7 @@ class _Quotient:
         e = (src, dst, key)
         if e not in self.seen:
             self.seen.add(e)
-            self.graph.add(*e)
+            self.edges.append(e)
 
     def reach(self, src: int, key: tuple, state: State) -> None:
         """An edge from ``src`` to the shape of ``state`` (a state with every
@@ -157,8 +157,10 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair, 
     rep: dict = {}
     for i in range(len(node_of) - 1, -1, -1):
         rep[node_of[i]] = i  # the first state of each shape
-    for k in range(len(graph.src)):
-        q.edge(node_of[graph.src[k]], node_of[graph.dst[k]], graph.names[graph.cls[k]])
+    ends = memoryview(graph.offsets(len(node_of)))
+    for i in range(len(node_of)):
+        for k in range(ends[i], ends[i + 1]):
+            q.edge(node_of[i], node_of[graph.dst[k]], graph.names[graph.cls[k]])
     for i, (_, _, bounces) in enumerate(summaries):
         for key, n in bounces:
             q.reach(node_of[i], key, n)
@@ -175,28 +177,30 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair, 
     def form_of(node: int) -> State:
         return q.forms[node] if node in q.forms else shape(state_at(rep[node]))
 
-    p, (start, cycle, why) = found
+    p, (start, cycle, why), g = found
     path = _stem(system, q, rep, start, stem_of, form_of)
     loop_start = len(path) - 1
     for e in cycle:
-        path.append(_step(system, path[-1][1], q.graph.names[q.graph.cls[e]], form_of(q.graph.dst[e])))
+        path.append(_step(system, path[-1][1], g.names[g.cls[e]], form_of(g.dst[e])))
     return _violation(system, name, p, path, loop_start, bool(cycle), why)
 
 
 def _lasso(system, q: _Quotient, fair) -> tuple | None:
-    """``(partition, find_lasso's answer)`` for the first partition with a lasso in
-    the quotient so far, or None. A node not expanded yet counts as a goal: its
-    edges are not all known, so no cycle may pass through it."""
+    """``(partition, find_lasso's answer, the quotient's Graph it is about)`` for
+    the first partition with a lasso in the quotient so far, or None. A node not
+    expanded yet counts as a goal: its edges are not all known, so no cycle may
+    pass through it."""
     def fair_q(key):
         return not environmental(key) and fair(key)
 
     n = len(q.served)
     pending = set(q.frontier)
+    graph = Graph.of(q.edges)
     for p in range(system.cfg.num_partitions):
         goal = bytearray(1 if q.served[x] >> p & 1 or x in pending else 0 for x in range(n))
-        lasso = find_lasso(n, q.graph, goal, fair_q, required=lambda key: key[0] == "tick")
+        lasso = find_lasso(n, graph, goal, fair_q, required=lambda key: key[0] == "tick")
         if lasso is not None:
-            return p, lasso
+            return p, lasso, graph
     return None
 
 

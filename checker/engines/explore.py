@@ -113,7 +113,7 @@ def lasso_violation(system, name: str, lasso, graph, stem: list, state_at, canon
     path = list(stem)
     loop_start = len(path) - 1
     for k in cycle:
-        src, dst = state_at(graph.src[k]), state_at(graph.dst[k])
+        src, dst = state_at(graph.source(k)), state_at(graph.dst[k])
         key = graph.names[graph.cls[k]]
         action = next(a for a, n in system.successors(src)
                       if fairness_class(a) == key and canonical(n) == dst)

@@ -33,23 +33,44 @@ incomplete, never holds: the caller does not call these then.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections import deque
+from operator import itemgetter
 
 import numpy as np
 
 
 class Graph:
-    """Transitions as parallel compact arrays: ``src[k] -> dst[k]`` (int32 state
-    indices) of fairness class ``cls[k]`` (uint8, a 16-bit array past 256 classes)
-    with the bits ``marks[k]`` (uint8, 0: none): 10 bytes a transition."""
+    """Transitions grouped by source state, as compact arrays: state ``i``'s edges
+    are ``ends[i - 1] .. ends[i] - 1`` (``ends``: int32, ``ends[-1]`` is 0), in the
+    order added, edge ``k`` to state ``dst[k]`` (int32) of fairness class ``cls[k]``
+    (uint8, a 16-bit array past 256 classes) with the bits ``marks[k]`` (uint8, 0:
+    none): 6 bytes a transition and 4 a state. Edges are added by source state
+    (both engines expand states in index order); ``of`` sorts any other order.
+    Raises ValueError for an edge from a state before the last one added."""
 
     def __init__(self):
-        self.src = array("i")
+        self.ends = array("i")  # the states up to the last with an edge
         self.dst = array("i")
         self.cls = array("B")
         self.marks = array("B")
         self.classes: dict = {}  # class key -> id
         self.names: list = []
+
+    @classmethod
+    def of(cls, edges) -> Graph:
+        """A graph of ``[(source, destination, class key[, mark]), ...]`` in any order:
+        each state's edges in the order given, the classes numbered in the order
+        first given (as if added one by one)."""
+        g = cls()
+        for e in edges:
+            g.class_id(e[2])
+        for e in sorted(edges, key=itemgetter(0)):
+            g.add(*e)
+        return g
+
+    def __len__(self) -> int:
+        return len(self.dst)
 
     def class_id(self, key) -> int:
         c = self.classes.get(key)
@@ -61,19 +82,52 @@ class Graph:
         return c
 
     def add(self, i: int, j: int, key, mark: int = 0) -> None:
-        c = self.class_id(key)
-        self.src.append(i)
+        ends = self.ends
+        if i < len(ends) - 1:
+            raise ValueError("Graph: edges are added by source state (Graph.of sorts them)")
+        while len(ends) <= i:
+            ends.append(len(self.dst))
+        ends[i] += 1
         self.dst.append(j)
-        self.cls.append(c)
+        self.cls.append(self.class_id(key))
         self.marks.append(mark)
 
     def extend(self, src, dst, classes, marks) -> None:
-        """Add transitions in bulk: parallel sequences of sources, destinations (any
-        int sequence or numpy int32 array), class ids (``class_id``) and marks."""
-        self.src.extend(src)
+        """Add transitions in bulk: parallel sequences of sources (non-decreasing,
+        none before the last source added), destinations (any int sequence or
+        numpy int32 array), class ids (``class_id``) and marks."""
+        src = np.asarray(src, np.int64)
+        if len(src):
+            first = max(len(self.ends) - 1, 0)  # the last state with edges may get more
+            if src[0] < first or np.any(src[1:] < src[:-1]):
+                raise ValueError("Graph: edges are added by source state (Graph.of sorts them)")
+            ends = len(self.dst) + np.cumsum(np.bincount(src - first)).astype(np.int32)
+            del self.ends[first:]
+            self.ends.frombytes(ends.tobytes())
         self.dst.frombytes(memoryview(dst).cast("B") if hasattr(dst, "dtype") else array("i", dst).tobytes())
         self.cls.extend(classes)
         self.marks.extend(marks)
+
+    def source(self, k: int) -> int:
+        """The source state of edge ``k``."""
+        return bisect_right(self.ends, k)
+
+    def sources(self, lo: int, hi: int) -> np.ndarray:
+        """The source states of edges ``lo .. hi - 1`` (int32)."""
+        if hi <= lo:
+            return np.empty(0, np.int32)
+        first, last = bisect_right(self.ends, lo), bisect_right(self.ends, hi - 1)
+        bounds = np.clip(_np(self.ends, np.int32)[first:last + 1], lo, hi)  # where each state's edges end
+        return np.repeat(np.arange(first, last + 1, dtype=np.int32), np.diff(bounds, prepend=lo))
+
+    def offsets(self, n: int) -> np.ndarray:
+        """``n + 1`` int32 CSR offsets over states ``0 .. n - 1``: state ``i``'s edges are
+        ``offsets[i] .. offsets[i + 1] - 1``."""
+        out = np.full(n + 1, len(self.dst), np.int32)
+        out[0] = 0
+        ends = _np(self.ends, np.int32)[:n]
+        out[1:len(ends) + 1] = ends
+        return out
 
 
 def _np(x, dtype) -> np.ndarray:
@@ -90,40 +144,30 @@ def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     is not held twice while the trimming pass runs). The edges are read a chunk at a
     time (``_CHUNK``) into arrays of their final size, so that no temporary is as
     large as the graph."""
-    src, dst = _np(g.src, np.int32), _np(g.dst, np.int32)
+    dst = _np(g.dst, np.int32)
     kept = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
     usable = np.array(usable, bool)
     cls = _np(g.cls, _CLS[g.cls.typecode])
-    chunks = range(0, len(src), _CHUNK)
-    use = np.empty(len(src), bool)
-    ordered = True  # whether the edges are added by source (both engines do), so the kept ones are too
-    for k in chunks:
-        s = src[k:k + _CHUNK + 1]
-        ordered = ordered and not np.any(s[1:] < s[:-1])
-        use[k:k + _CHUNK] = kept[s[:_CHUNK]] & kept[dst[k:k + _CHUNK]] & usable[cls[k:k + _CHUNK]]
-    if ordered:  # a chunk's sources are a range: counted within it
-        targets = np.empty(int(np.count_nonzero(use)), np.int32)
-        counts = np.zeros(n, np.int32)
-        at = 0
-        for k in chunks:
-            here = np.flatnonzero(use[k:k + _CHUNK]) + k
-            targets[at:at + len(here)] = dst[here]
-            at += len(here)
-            if len(here):
-                lo = int(src[here[0]])
-                counts[lo:lo + int(src[here[-1]]) - lo + 1] += np.bincount(src[here] - lo).astype(np.int32)
-        packed = np.packbits(use)
-
-        def edge_ids():
-            return memoryview(np.flatnonzero(np.unpackbits(packed, count=len(src))).astype(np.int32))
-    else:
-        ids = np.flatnonzero(use)
-        ids = ids[np.argsort(src[ids], kind="stable")].astype(np.int32)
-        targets, counts = dst[ids], np.bincount(src[ids], minlength=n).astype(np.int32)
-
-        def edge_ids():
-            return memoryview(ids)
+    chunks = [(k, min(k + _CHUNK, len(dst))) for k in range(0, len(dst), _CHUNK)]
+    use = np.empty(len(dst), bool)
+    for k, end in chunks:
+        use[k:end] = kept[g.sources(k, end)] & kept[dst[k:end]] & usable[cls[k:end]]
+    targets = np.empty(int(np.count_nonzero(use)), np.int32)
+    counts = np.zeros(n, np.int32)
+    at = 0
+    for k, end in chunks:  # a chunk's sources are a range: counted within it
+        here = np.flatnonzero(use[k:end])
+        targets[at:at + len(here)] = dst[here + k]
+        at += len(here)
+        if len(here):
+            src = g.sources(k, end)[here]
+            lo = int(src[0])
+            counts[lo:int(src[-1]) + 1] += np.bincount(src - lo).astype(np.int32)
+    packed = np.packbits(use)
     del use
+
+    def edge_ids():
+        return memoryview(np.flatnonzero(np.unpackbits(packed, count=len(dst))).astype(np.int32))
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
     # memoryviews of the numpy arrays: indexed as fast as array.array, without a copy
@@ -276,12 +320,12 @@ def _path_within(start: int, goal_edge_src: int, offsets, targets, members: _Mem
 def _fair_edges(g: Graph, fair_class: list):
     """The edges of the fair classes (``fair_class[class]``), ``_CHUNK`` at a time:
     (sources, class ids as int64) int arrays."""
-    cls_all, src_all = _np(g.cls, _CLS[g.cls.typecode]), _np(g.src, np.int32)
+    cls_all = _np(g.cls, _CLS[g.cls.typecode])
     fair_of = np.array(fair_class, bool)
     for k in range(0, len(cls_all), _CHUNK):
         cls = cls_all[k:k + _CHUNK]
         fair = np.flatnonzero(fair_of[cls]) if len(fair_of) else np.empty(0, np.int64)
-        yield src_all[k:k + _CHUNK][fair], cls[fair].astype(np.int64)
+        yield g.sources(k, k + len(cls))[fair], cls[fair].astype(np.int64)
 
 
 def _enabled(n: int, g: Graph, fair_class: list) -> np.ndarray:
@@ -364,7 +408,7 @@ def _fair_cycle(comp, members, need, taken, enabled, offsets, targets, edges, g)
     need = list(need)
     while True:
         cycle = _through(start, need, comp, members, offsets, targets, edges)
-        visited = [g.src[k] for k in cycle] or [start]
+        visited = [g.source(k) for k in cycle] or [start]
         on = _common(enabled, visited)
         missing = sorted(on - {g.cls[k] for k in cycle})
         if not missing:
