@@ -4,6 +4,8 @@ that led to it, so a counterexample is rebuilt by replaying those indices from t
 initial state; it must be the very shortest trace a plain breadth-first search
 with the states themselves finds."""
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rebalance.checker.engines.explore import explore
 from rebalance.checker.engines.interning import FingerprintSet, collision_probability
@@ -50,6 +52,25 @@ def test_fingerprint_set_resolves_a_level_in_first_generated_order():
     dst, fresh = fps.resolve(np.array([5, 7, 3, 5, 9], np.int64), 1)
     assert dst.tolist() == [1, 0, 2, 1, 3] and fresh.tolist() == [0, 2, 4]
     assert collision_probability(10, 10) == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.sampled_from([-2**63, -1, 0, 2**63 - 1,
+                                                                                   -2**60, 2**60, 7 << 59])),
+                         max_size=40), max_size=6))
+def test_fingerprint_set_is_a_dict_from_fingerprint_to_first_index(levels):
+    # the set is split into runs by a fingerprint's top bits: every level must resolve as a plain dict
+    # that numbers new fingerprints in the order first generated, wherever they fall
+    fps, oracle = FingerprintSet(), {}
+    for level in levels:
+        base = len(oracle)
+        dst, fresh = fps.resolve(np.array(level, np.int64), base)
+        expected_fresh = [k for k, x in enumerate(level) if x not in oracle and x not in level[:k]]
+        for k in expected_fresh:
+            oracle[level[k]] = len(oracle)
+        assert fresh.tolist() == expected_fresh
+        assert dst.tolist() == [oracle[x] for x in level]
+        assert len(fps) == len(oracle)
 
 
 def test_store_columns_widen_from_uint16_to_int32_when_an_id_passes_65535():

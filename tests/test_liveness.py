@@ -1,8 +1,12 @@
 """The weak-fairness lasso search on small hand-made graphs."""
+import itertools
+
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rebalance.checker.engines import liveness
 from rebalance.checker.engines.liveness import Graph, _acyclic, _adjacency, find_lasso, find_recurrence
 
 
@@ -98,7 +102,17 @@ def test_the_trimming_pre_pass_finds_a_cycle_exactly_when_one_exists(case):
     kept.add_edges_from((i, j) for i, j, key in edges if key == "a" and keep[i] and keep[j])
     expected = nx.is_directed_acyclic_graph(kept)
     # the engines add a state's edges together, in source order; Graph.of sorts any other order
-    for order in (sorted(edges, key=lambda e: e[0]), edges):
+    # edges read a few at a time (chunk boundaries inside a state's edges) and all at once
+    for order, chunk in itertools.product((sorted(edges, key=lambda e: e[0]), edges), (3, liveness._CHUNK)):
         g = graph(order)
-        offsets, targets, _ = _adjacency(n, g, bytearray(keep), [key == "a" for key in g.names])
-        assert [_acyclic(n, offsets, targets, bytearray(keep), copy_out=c) for c in (0, 0.25, 1)] == [expected] * 3
+        usable = [key == "a" for key in g.names]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(liveness, "_CHUNK", chunk)
+            assert [_acyclic(n, g, bytearray(keep), usable, copy_out=c) for c in (0, 0.25, 1)] == [expected] * 3
+            # the adjacency a search builds when a cycle may remain: each kept state's usable edges to kept
+            # states, in the order added
+            offsets, targets, edge_ids = _adjacency(n, g, bytearray(keep), usable)
+            by_source = sorted(edges, key=lambda e: e[0])
+            assert [list(targets[offsets[i]:offsets[i + 1]]) for i in range(n)] == [
+                [j for i2, j, key in by_source if i2 == i and key == "a" and keep[i] and keep[j]] for i in range(n)]
+            assert [g.dst[k] for k in edge_ids()] == list(targets)

@@ -60,32 +60,51 @@ def _intern(ids: dict, values: list, v) -> int:
 
 
 class FingerprintSet:
-    """The visited set: ``fingerprint -> state index`` for 64-bit fingerprints, as two
-    sorted numpy arrays (8 + 4 bytes a state), looked up and extended a whole
-    breadth-first level at once (``resolve``)."""
+    """The visited set: ``fingerprint -> state index`` for 64-bit fingerprints, looked
+    up and extended a whole breadth-first level at once (``resolve``). It is split
+    by a fingerprint's top ``BITS`` bits into ``2 ** BITS`` runs, each two sorted
+    numpy arrays (8 + 4 bytes a state): a level's new fingerprints are inserted
+    run by run, so an insertion copies one run, not the whole set (a copy of the
+    whole set at every level was 12 bytes a state of transient peak)."""
+
+    BITS = 4
 
     def __init__(self):
-        self.keys = np.empty(0, np.int64)
-        self.index = np.empty(0, np.int32)
+        runs = 1 << self.BITS
+        self.keys = [np.empty(0, np.int64) for _ in range(runs)]
+        self.index = [np.empty(0, np.int32) for _ in range(runs)]
+        # the smallest fingerprint of runs 1 .. runs - 1, in signed order (run r holds the top bits r - runs / 2)
+        self._bounds = (np.arange(1, runs, dtype=np.int64) - runs // 2) << (64 - self.BITS)
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return sum(map(len, self.keys))
 
     def resolve(self, fps: np.ndarray, base: int) -> tuple:
-        """For one level's candidate fingerprints ``fps`` (in the order generated):
-        ``(index of each candidate's state, positions of the candidates that are new
-        states, in the order first generated)``; the new states get the indices
-        ``base``, ``base + 1``, ... in that order and are added to the set."""
+        """For one level's candidate fingerprints ``fps`` (int64, in the order
+        generated): ``(index of each candidate's state, positions of the candidates
+        that are new states, in the order first generated)``; the new states get
+        the indices ``base``, ``base + 1``, ... in that order and are added to the set."""
         uniq, first, inverse = np.unique(fps, return_index=True, return_inverse=True)
-        pos = np.searchsorted(self.keys, uniq)
-        clipped = np.minimum(pos, max(len(self.keys) - 1, 0))
-        found = (pos < len(self.keys)) & (self.keys[clipped] == uniq) if len(self.keys) else np.zeros(len(uniq), bool)
-        of_uniq = np.where(found, self.index[clipped] if len(self.keys) else 0, -1).astype(np.int32)
-        fresh = np.flatnonzero(~found)
+        cuts = np.searchsorted(uniq, self._bounds).tolist()
+        spans = list(zip([0, *cuts], [*cuts, len(uniq)]))  # run r's candidates: uniq[lo:hi]
+        of_uniq = np.full(len(uniq), -1, np.int32)
+        pos = np.empty(len(uniq), np.int64)  # where each would go in its run
+        for (lo, hi), keys, index in zip(spans, self.keys, self.index):
+            if lo == hi:
+                continue
+            at = pos[lo:hi] = np.searchsorted(keys, uniq[lo:hi])
+            if len(keys):
+                clipped = np.minimum(at, len(keys) - 1)
+                of_uniq[lo:hi] = np.where(keys[clipped] == uniq[lo:hi], index[clipped], -1)
+        fresh = np.flatnonzero(of_uniq < 0)
         order = fresh[np.argsort(first[fresh], kind="stable")]  # new states in the order first generated
         of_uniq[order] = np.arange(base, base + len(order), dtype=np.int32)
-        self.keys = np.insert(self.keys, pos[fresh], uniq[fresh])
-        self.index = np.insert(self.index, pos[fresh], of_uniq[fresh])
+        ends = np.searchsorted(fresh, [hi for _, hi in spans]).tolist()
+        for r, (f_lo, f_hi) in enumerate(zip([0, *ends[:-1]], ends)):
+            if f_lo < f_hi:
+                new = fresh[f_lo:f_hi]
+                self.keys[r] = np.insert(self.keys[r], pos[new], uniq[new])
+                self.index[r] = np.insert(self.index[r], pos[new], of_uniq[new])
         return of_uniq[inverse.reshape(-1)], first[order]
 
 

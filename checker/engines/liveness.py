@@ -174,43 +174,47 @@ def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     return memoryview(offsets), memoryview(targets), edge_ids
 
 
-_CHUNK = 1 << 16  # edges (states in _blocks) per chunk of the liveness graph's whole-graph numpy passes
+_CHUNK = 1 << 16  # edges per chunk of the liveness graph's whole-graph numpy passes
 _CLS = {"B": np.uint8, "H": np.uint16}
 
 
-def _acyclic(n: int, offsets, targets, keep, rounds: int = 200, copy_out: float = 0.25) -> bool:
-    """Whether the states where ``keep[i]`` lie on no cycle of the adjacency (no
-    non-trivial strongly connected component, no self-loop), found in numpy by
-    trimming: a state with no incoming or no outgoing edge among the remaining
-    ones is on no cycle and goes, round after round. False when something
-    remains, or after ``rounds`` rounds: then ``_sccs`` decides, in its own
-    order, so the components searched and the lasso found are the same either
-    way. The first rounds read the adjacency a block of states at a time; once the
-    edges between remaining states are a fraction ``copy_out`` of all, they are copied out
-    and each round keeps only its survivors' edges, so the rounds cost what
-    remains, and no temporary is as large as the graph. (The main job's graph,
-    once faults stop, trims to nothing in 53 rounds, its edges about a tenth
-    fewer each round.)"""
-    off, tg = np.frombuffer(offsets, np.int32), np.frombuffer(targets, np.int32)
+def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float = 0.25) -> bool:
+    """Whether the states where ``keep[i]`` lie on no cycle through the edges whose
+    class is ``usable[class]`` (no non-trivial strongly connected component, no
+    self-loop), found in numpy by trimming: a state with no incoming or no outgoing
+    edge among the remaining ones is on no cycle and goes, round after round. False
+    when something remains, or after ``rounds`` rounds: then ``_sccs`` decides, in
+    its own order, so the components searched and the lasso found are the same
+    either way. It reads the graph's own arrays (no adjacency is built for it: a
+    search builds one, ``_adjacency``, only when a cycle may remain), ``_CHUNK``
+    edges at a time; once the edges between remaining states are a fraction
+    ``copy_out`` of all, they are copied out and each round keeps only its
+    survivors' edges, so the rounds cost what remains, and no temporary is as large
+    as the graph. (The main job's graph, once faults stop, trims to nothing in 53
+    rounds, its edges about a tenth fewer each round.)"""
     alive = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
-    edges = None  # once copied out: (sources, targets) of the edges between remaining states
+    usable = np.array(usable, bool)
+    dst, cls = _np(g.dst, np.int32), _np(g.cls, _CLS[g.cls.typecode])
+
+    def chunks():  # the usable edges between states still alive: (sources, targets), a chunk at a time
+        for k in range(0, len(dst), _CHUNK):
+            s, t = g.sources(k, min(k + _CHUNK, len(dst))), dst[k:k + _CHUNK]
+            e = alive[s] & alive[t] & usable[cls[k:k + _CHUNK]]
+            yield s[e], t[e]
+
+    edges = None  # once copied out: (sources, targets) of the usable edges between remaining states
     for _ in range(rounds):
         has_out, has_in = np.zeros(n, bool), np.zeros(n, bool)
         if edges is None:
             between = 0
-            for s, t in _blocks(n, off, tg):
-                e = alive[s] & alive[t]
-                has_out[s[e]] = True
-                has_in[t[e]] = True
-                between += int(np.count_nonzero(e))
-            if between <= len(tg) * copy_out:
-                edges = np.empty(between, np.int32), np.empty(between, np.int32)
-                at = 0
-                for s, t in _blocks(n, off, tg):
-                    e = alive[s] & alive[t]
-                    k = int(np.count_nonzero(e))
-                    edges[0][at:at + k], edges[1][at:at + k] = s[e], t[e]
-                    at += k
+            for s, t in chunks():
+                has_out[s] = True
+                has_in[t] = True
+                between += len(s)
+            if between <= len(dst) * copy_out:
+                parts = [(np.empty(0, np.int32), np.empty(0, np.int32)), *chunks()]
+                edges = np.concatenate([s for s, _ in parts]), np.concatenate([t for _, t in parts])
+                del parts
         else:
             s, t = edges
             e = alive[s] & alive[t]
@@ -224,13 +228,6 @@ def _acyclic(n: int, offsets, targets, keep, rounds: int = 200, copy_out: float 
             return False
         alive = left
     return False
-
-
-def _blocks(n: int, off: np.ndarray, tg: np.ndarray):
-    """The adjacency's edges as (sources, targets) int32 arrays, ``_CHUNK`` states at a time."""
-    for v in range(0, n, _CHUNK):
-        w = min(v + _CHUNK, n)
-        yield np.repeat(np.arange(v, w, dtype=np.int32), np.diff(off[v:w + 1])), tg[off[v]:off[w]]
 
 
 def _sccs(n: int, offsets, targets, keep):
@@ -376,9 +373,9 @@ def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = ""
                                 & ~_any_enabled(n, g, fair_class)) if n else ()
     if len(stuck_here):
         return int(stuck_here[0]), [], "no fair action is enabled here, so the system may stay forever"
-    offsets, targets, edge_ids = _adjacency(n, g, keep, usable)
-    if _acyclic(n, offsets, targets, keep):
+    if _acyclic(n, g, keep, usable):
         return None
+    offsets, targets, edge_ids = _adjacency(n, g, keep, usable)
     # a cycle remains: the edge ids and the classes enabled per state, built now (not held during the trimming)
     edges, enabled = edge_ids(), _enabled(n, g, fair_class)
     for comp in _sccs(n, offsets, targets, keep):
