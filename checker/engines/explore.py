@@ -274,6 +274,7 @@ def explore(system: System, properties, initial: State | None = None,
 
     for part, name, why in stepping.invalid(init_ids, init):
         record((0, part), name, why, 0)
+    frontier = [interner.state(init_ids)]  # the frontier's States, built once: checked on arrival, then expanded
     successors = Expander(system, interner).successors
     canonical_ids = Renamer().canonical_ids  # its own caches, keyed by ids: dropped with the expansion's
     class_id = graph.class_id if graph is not None else None
@@ -287,12 +288,11 @@ def explore(system: System, properties, initial: State | None = None,
         indices = array("H")  # its index among that state's successors
         classes: list = []  # the fairness class of each (Graph.class_id)
         marks = array("B")
-        for i, ids in enumerate(store.rows(lo, hi), lo):
+        for i, ids, s in zip(range(lo, hi), store.rows(lo, hi), frontier):
             if guard is not None and not i & 255:
                 limit = guard.exceeded()
                 if limit:
                     break
-            s = interner.state(ids)
             moved = False
             for idx, (action, raw) in enumerate(successors(ids, s)):
                 transitions += 1
@@ -323,10 +323,12 @@ def explore(system: System, properties, initial: State | None = None,
                         record((len(cands), -1), name, why, i)
                         quiescent.remove((name, check))
         dst, fresh = visited.resolve(np.fromiter(map(hash, cands), np.int64, len(cands)), len(store))
+        frontier = []
         for k in fresh.tolist():
             c = cands[k]
             store.add(c, sources[k], indices[k])
-            for part, name, why in stepping.invalid(c):
+            frontier.append(interner.state(c))
+            for part, name, why in stepping.invalid(c, frontier[-1]):
                 record((k, part), name, why, len(store) - 1)
                 stepping.drop(name)
         if graph is not None:
