@@ -69,9 +69,6 @@ class Graph:
             g.add(*e)
         return g
 
-    def __len__(self) -> int:
-        return len(self.dst)
-
     def class_id(self, key) -> int:
         c = self.classes.get(key)
         if c is None:
@@ -375,8 +372,9 @@ def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = ""
         return int(stuck_here[0]), [], "no fair action is enabled here, so the system may stay forever"
     if _acyclic(n, g, keep, usable):
         return None
+    # a cycle may remain: the adjacency of the usable edges, their edge ids and the classes enabled per
+    # state, built only now (none of them is held while the graph is trimmed)
     offsets, targets, edge_ids = _adjacency(n, g, keep, usable)
-    # a cycle remains: the edge ids and the classes enabled per state, built now (not held during the trimming)
     edges, enabled = edge_ids(), _enabled(n, g, fair_class)
     for comp in _sccs(n, offsets, targets, keep):
         members = _Members(n, comp)
