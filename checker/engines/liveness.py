@@ -208,10 +208,12 @@ def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float 
                 has_out[s] = True
                 has_in[t] = True
                 between += len(s)
-            if between <= len(dst) * copy_out:
-                parts = [(np.empty(0, np.int32), np.empty(0, np.int32)), *chunks()]
-                edges = np.concatenate([s for s, _ in parts]), np.concatenate([t for _, t in parts])
-                del parts
+            if between <= len(dst) * copy_out:  # filled in place: no second copy of them while copying
+                edges = np.empty(between, np.int32), np.empty(between, np.int32)
+                at = 0
+                for s, t in chunks():
+                    edges[0][at:at + len(s)], edges[1][at:at + len(s)] = s, t
+                    at += len(s)
         else:
             s, t = edges
             e = alive[s] & alive[t]
