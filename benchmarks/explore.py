@@ -7,8 +7,8 @@ liveness analysis, which keeps the transition graph) and for safety alone.
 It measures, in the same run and back to back, a commit from before the interned
 representation (``--before``, default 4b3b32c: main before issue 17's successors
 on ids) and this working tree, on the same configuration, and prints both: CPU
-figures move with the machine (the same commit has measured 15.5 CPU-s on one
-machine and 38 on another), so only figures taken together compare. The earlier
+figures move with the machine (commit 4b3b32c has measured 28 CPU-s on one
+machine and 62.5 on another), so only figures taken together compare. The earlier
 commit runs from a temporary git worktree, imported through its own
 pyproject's package-dir mapping; each run is a fresh process, so that its peak
 RSS growth is its own.
@@ -109,10 +109,14 @@ def main() -> None:
     with (checkout(args.before) if args.before != "none" else _nothing()) as root:
         for label, one in (("full check", "full"), ("safety only", "safety")):
             print(label)
-            if root:
-                print(line(f"before ({args.before})", run(args.config, one, root)), flush=True)
+            before = run(args.config, one, root) if root else None
+            if before:
+                print(line(f"before ({args.before})", before), flush=True)
             m = run(args.config, one, None)
             print(line("now", m))
+            if before:
+                print(f"  now / before: {before['cpu_seconds'] / m['cpu_seconds']:.2f}x the distinct states per "
+                      f"CPU-second, {m['rss_growth'] / before['rss_growth']:.2f}x the bytes per distinct state")
             print(f"  fingerprint collision probability (TLC's optimistic estimate): {m['collision_probability']:.1e}")
             if label == "full check":
                 rate, per_state = m["distinct_states"] / m["cpu_seconds"], m["rss_growth"] / m["distinct_states"]
