@@ -115,4 +115,4 @@ def test_the_trimming_pre_pass_finds_a_cycle_exactly_when_one_exists(case):
             by_source = sorted(edges, key=lambda e: e[0])
             assert [list(targets[offsets[i]:offsets[i + 1]]) for i in range(n)] == [
                 [j for i2, j, key in by_source if i2 == i and key == "a" and keep[i] and keep[j]] for i in range(n)]
-            assert [g.dst[k] for k in edge_ids()] == list(targets)
+            assert [g.dst[k] for k in edge_ids] == list(targets)

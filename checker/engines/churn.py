@@ -157,9 +157,9 @@ def search(system, name: str, graph: Graph, summaries, state_at, stem_of, fair, 
     rep: dict = {}
     for i in range(len(node_of) - 1, -1, -1):
         rep[node_of[i]] = i  # the first state of each shape
-    ends = memoryview(graph.offsets(len(node_of)))
+    offsets = memoryview(graph.offsets(len(node_of)))
     for i in range(len(node_of)):
-        for k in range(ends[i], ends[i + 1]):
+        for k in range(offsets[i], offsets[i + 1]):
             q.edge(node_of[i], node_of[graph.dst[k]], graph.names[graph.cls[k]])
     for i, (_, _, bounces) in enumerate(summaries):
         for key, n in bounces:

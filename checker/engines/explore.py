@@ -274,7 +274,7 @@ def explore(system: System, properties, initial: State | None = None,
 
     for part, name, why in stepping.invalid(init_ids, init):
         record((0, part), name, why, 0)
-    frontier = [interner.state(init_ids)]  # the frontier's States, built once: checked on arrival, then expanded
+    frontier = [init]  # the frontier's States, built once: checked on arrival, then expanded
     successors = Expander(system, interner).successors
     canonical_ids = Renamer().canonical_ids  # its own caches, keyed by ids: dropped with the expansion's
     class_id = graph.class_id if graph is not None else None
@@ -288,7 +288,7 @@ def explore(system: System, properties, initial: State | None = None,
         indices = array("H")  # its index among that state's successors
         classes: list = []  # the fairness class of each (Graph.class_id)
         marks = array("B")
-        for i, ids, s in zip(range(lo, hi), store.rows(lo, hi), frontier):
+        for i, ids, s in zip(range(lo, hi), store.rows(lo, hi), frontier, strict=True):
             if guard is not None and not i & 255:
                 limit = guard.exceeded()
                 if limit:

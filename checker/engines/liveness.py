@@ -42,7 +42,7 @@ import numpy as np
 
 class Graph:
     """Transitions grouped by source state, as compact arrays: state ``i``'s edges
-    are ``ends[i - 1] .. ends[i] - 1`` (``ends``: int32, ``ends[-1]`` is 0), in the
+    are ``ends[i - 1] .. ends[i] - 1`` (``ends``: int32; state 0's from edge 0), in the
     order added, edge ``k`` to state ``dst[k]`` (int32) of fairness class ``cls[k]``
     (uint8, a 16-bit array past 256 classes) with the bits ``marks[k]`` (uint8, 0:
     none): 6 bytes a transition and 4 a state. Edges are added by source state
@@ -63,6 +63,7 @@ class Graph:
         each state's edges in the order given, the classes numbered in the order
         first given (as if added one by one)."""
         g = cls()
+        edges = list(edges)
         for e in edges:
             g.class_id(e[2])
         for e in sorted(edges, key=itemgetter(0)):
@@ -134,41 +135,39 @@ def _np(x, dtype) -> np.ndarray:
 
 def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     """CSR adjacency over states where ``keep[i]``, through edges whose class is
-    ``usable[class]``: ``(offsets, targets, edge_ids)``, offsets and targets int32
-    memoryviews, each state's edges in the order added; ``edge_ids()`` the edge id
-    (``Graph`` index) of each target position, an int32 memoryview, computed when
-    asked (only a search that meets a cycle does, so that the graph's largest array
-    is not held twice while the trimming pass runs). The edges are read a chunk at a
-    time (``_CHUNK``) into arrays of their final size, so that no temporary is as
-    large as the graph."""
-    dst = _np(g.dst, np.int32)
+    ``usable[class]``: ``(offsets, targets, edge_ids)``, int32 memoryviews, each
+    state's edges in the order added, ``edge_ids[p]`` the edge id (``Graph`` index)
+    of target position ``p``. The edges are read twice a chunk at a time
+    (``_usable``), to count them and to fill arrays of their final size, so that
+    no temporary is as large as the graph."""
     kept = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
     usable = np.array(usable, bool)
-    cls = _np(g.cls, _CLS[g.cls.typecode])
-    chunks = [(k, min(k + _CHUNK, len(dst))) for k in range(0, len(dst), _CHUNK)]
-    use = np.empty(len(dst), bool)
-    for k, end in chunks:
-        use[k:end] = kept[g.sources(k, end)] & kept[dst[k:end]] & usable[cls[k:end]]
-    targets = np.empty(int(np.count_nonzero(use)), np.int32)
+    total = sum(int(np.count_nonzero(use)) for *_, use in _usable(g, kept, usable))
+    targets, edge_ids = np.empty(total, np.int32), np.empty(total, np.int32)
     counts = np.zeros(n, np.int32)
     at = 0
-    for k, end in chunks:  # a chunk's sources are a range: counted within it
-        here = np.flatnonzero(use[k:end])
-        targets[at:at + len(here)] = dst[here + k]
+    for k, src, dst, use in _usable(g, kept, usable):  # a chunk's sources are a range: counted within it
+        here = np.flatnonzero(use)
+        targets[at:at + len(here)], edge_ids[at:at + len(here)] = dst[here], here + k
         at += len(here)
         if len(here):
-            src = g.sources(k, end)[here]
+            src = src[here]
             lo = int(src[0])
             counts[lo:int(src[-1]) + 1] += np.bincount(src - lo).astype(np.int32)
-    packed = np.packbits(use)
-    del use
-
-    def edge_ids():
-        return memoryview(np.flatnonzero(np.unpackbits(packed, count=len(dst))).astype(np.int32))
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(counts, out=offsets[1:])
     # memoryviews of the numpy arrays: indexed as fast as array.array, without a copy
-    return memoryview(offsets), memoryview(targets), edge_ids
+    return memoryview(offsets), memoryview(targets), memoryview(edge_ids)
+
+
+def _usable(g: Graph, alive: np.ndarray, usable: np.ndarray):
+    """The graph's edges ``_CHUNK`` at a time: ``(first edge id, sources, targets,
+    use)``, int arrays and the mask of the edges between states ``alive`` (bool per
+    state) whose class is ``usable`` (bool per class id)."""
+    dst, cls = _np(g.dst, np.int32), _np(g.cls, _CLS[g.cls.typecode])
+    for k in range(0, len(dst), _CHUNK):
+        src, to = g.sources(k, min(k + _CHUNK, len(dst))), dst[k:k + _CHUNK]
+        yield k, src, to, alive[src] & alive[to] & usable[cls[k:k + _CHUNK]]
 
 
 _CHUNK = 1 << 16  # edges per chunk of the liveness graph's whole-graph numpy passes
@@ -191,12 +190,9 @@ def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float 
     rounds, its edges about a tenth fewer each round.)"""
     alive = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
     usable = np.array(usable, bool)
-    dst, cls = _np(g.dst, np.int32), _np(g.cls, _CLS[g.cls.typecode])
 
     def chunks():  # the usable edges between states still alive: (sources, targets), a chunk at a time
-        for k in range(0, len(dst), _CHUNK):
-            s, t = g.sources(k, min(k + _CHUNK, len(dst))), dst[k:k + _CHUNK]
-            e = alive[s] & alive[t] & usable[cls[k:k + _CHUNK]]
+        for _, s, t, e in _usable(g, alive, usable):
             yield s[e], t[e]
 
     edges = None  # once copied out: (sources, targets) of the usable edges between remaining states
@@ -208,7 +204,7 @@ def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float 
                 has_out[s] = True
                 has_in[t] = True
                 between += len(s)
-            if between <= len(dst) * copy_out:  # filled in place: no second copy of them while copying
+            if between <= len(g.dst) * copy_out:  # filled in place: no second copy of them while copying
                 edges = np.empty(between, np.int32), np.empty(between, np.int32)
                 at = 0
                 for s, t in chunks():
@@ -376,8 +372,8 @@ def _search(n: int, g: Graph, fair, excluded, stuck, keep, wanted, why: str = ""
         return None
     # a cycle may remain: the adjacency of the usable edges, their edge ids and the classes enabled per
     # state, built only now (none of them is held while the graph is trimmed)
-    offsets, targets, edge_ids = _adjacency(n, g, keep, usable)
-    edges, enabled = edge_ids(), _enabled(n, g, fair_class)
+    offsets, targets, edges = _adjacency(n, g, keep, usable)
+    enabled = _enabled(n, g, fair_class)
     for comp in _sccs(n, offsets, targets, keep):
         members = _Members(n, comp)
         always = _common(enabled, comp)
