@@ -63,7 +63,7 @@ class Graph:
         each state's edges in the order given, the classes numbered in the order
         first given (as if added one by one)."""
         g = cls()
-        edges = list(edges)
+        edges = edges if isinstance(edges, (list, tuple)) else list(edges)  # read twice: no copy of a sequence
         for e in edges:
             g.class_id(e[2])
         for e in sorted(edges, key=itemgetter(0)):
