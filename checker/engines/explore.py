@@ -390,7 +390,6 @@ def _goals(system, store: _Store, state_at, interner: Interner):
                 hit = bytearray(b"\x01") * n
             elif hasattr(p.goal, "projection"):
                 hit = _projected_goal(system, p.goal, store, state_at, interner)
-                release_free_heap()  # its chunks' numpy temporaries, about 12 MB on the main job
             else:
                 hit = bytearray(0 if p.goal(system, state_at(i)) else 1 for i in range(n))
             done[p.goal] = hit
@@ -432,6 +431,7 @@ def _projected_goal(system, goal, store: _Store, state_at, interner: Interner) -
                 v = verdicts[key] = 0 if goal(system, state_at(lo + i)) else 1
             decided[j] = v
         out[lo:hi] = np.frombuffer(decided, np.uint8)[inverse.reshape(-1)].tobytes()
+    release_free_heap()  # the chunks' numpy temporaries, about 12 MB on the main job
     return out
 
 
