@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import tomllib
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +111,7 @@ def main() -> None:
         print(json.dumps(measure(args.config, args.one == "full")))
         return
     print(f"configuration: {args.config}")
-    with (checkout(args.before) if args.before != "none" else _nothing()) as root:
+    with (checkout(args.before) if args.before != "none" else nullcontext()) as root:
         for label, one in (("full check", "full"), ("safety only", "safety")):
             print(label)
             before = run(args.config, one, root) if root else None
@@ -128,11 +128,6 @@ def main() -> None:
                 rate, per_state = figures(m)
                 print(f"  issue 17 target: >= {TARGET[0]:,} states per CPU-second, <= {TARGET[1]} bytes per state: "
                       f"{'met' if rate >= TARGET[0] and per_state <= TARGET[1] else 'not met'}", flush=True)
-
-
-@contextmanager
-def _nothing():
-    yield None
 
 
 if __name__ == "__main__":
