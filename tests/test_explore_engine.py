@@ -104,3 +104,15 @@ def test_projected_goal_is_the_goal_on_every_state(monkeypatch):
     assert len(seen["goal"]) == r.distinct_states > 97 * 10
     assert 0 < sum(seen["goal"]) < len(seen["goal"])  # both verdicts occur
     assert seen["goal"] == seen["every"]
+
+
+def test_paths_read_off_the_liveness_graph_are_the_parent_links_paths():
+    # a full check keeps no parent links: its counterexamples' paths come off the liveness graph
+    # (Graph.tree_path); they must be the very paths a safety-only run's parent links give
+    s = resolve({}, members=2, partitions=3, faults=["join", "leave", "crash"], mutations=("assign-before-revoke",))
+    system = System(s.group, s.members, s.joiners, s.faults, s.budget)
+    props = applicable(system)
+    runs = [explore(system, ps, covers=applicable_covers(system))
+            for ps in (props, [p for p in props if p.kind != "liveness"])]
+    paths = [{v.property: v.path for v in r.violations if v.loop_start is None} for r in runs]
+    assert paths[0] and paths[0] == paths[1]

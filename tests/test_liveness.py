@@ -116,3 +116,27 @@ def test_the_trimming_pre_pass_finds_a_cycle_exactly_when_one_exists(case):
             assert [list(targets[offsets[i]:offsets[i + 1]]) for i in range(n)] == [
                 [j for i2, j, key in by_source if i2 == i and key == "a" and keep[i] and keep[j]] for i in range(n)]
             assert [g.dst[k] for k in edge_ids] == list(targets)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 30).flatmap(lambda n: st.lists(
+    st.lists(st.integers(0, n - 1), max_size=5), min_size=n, max_size=n)))
+def test_tree_path_is_the_breadth_first_searchs_parent_links(succ):
+    # a breadth-first search over successor lists (states numbered in the order first reached, every
+    # transition kept in the order generated, as explore.py adds them): the path tree_path reads off the
+    # graph is the one the search's own parent links give
+    number, order, parent = {0: 0}, [0], {0: None}
+    g = Graph()
+    for v in order:  # grows as states are reached
+        for idx, w in enumerate(succ[v]):
+            if w not in number:
+                number[w] = len(order)
+                order.append(w)
+                parent[number[w]] = (number[v], idx)
+            g.add(number[v], number[w], "a")
+    for i in range(len(order)):
+        chain, at = [], i
+        while parent[at] is not None:
+            at, idx = parent[at]
+            chain.append(idx)
+        assert g.tree_path(i) == chain[::-1]

@@ -21,7 +21,7 @@ import numpy as np
 from rebalance.model.protocol import slot_of
 
 from .expansion import Expander
-from .guards import release_free_heap
+from .guards import map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, _intern, collision_probability
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
@@ -166,18 +166,20 @@ class _Store:
     """The explored states, compactly: one column per part of the interned id tuple
     (checker/engines/interning.py), uint16 while the ids fit (the main job's do:
     some 5,000 Groups and Procs) and int32 past that, and a uint8 column of faults
-    left, so state ``i`` is ``row(i)``; the parent's index (int32) and the
-    successor's index among its parent's successors (uint16) of each."""
+    left, so state ``i`` is ``row(i)``. With ``links``, the parent's index (int32)
+    and the successor's index among its parent's successors (uint16) of each;
+    without, ``parents`` and ``steps`` are None (a run that keeps the liveness
+    graph reads them off it, ``Graph.tree_path``)."""
 
-    def __init__(self, init_ids: tuple):
+    def __init__(self, init_ids: tuple, links: bool = True):
         self.columns = [array("H") for _ in init_ids[:-1]]
         self.faults = array("B")
-        self.parents = array("i")
-        self.steps = array("H")
+        self.parents = array("i") if links else None
+        self.steps = array("H") if links else None
         self.add(init_ids, -1, 0)
 
     def __len__(self) -> int:
-        return len(self.parents)
+        return len(self.faults)
 
     def add(self, ids: tuple, parent: int, step: int) -> None:
         try:
@@ -186,11 +188,12 @@ class _Store:
         except OverflowError:  # an id past 65,535: every column widens to int32, once
             self.columns = [array("i", column) for column in self.columns]
             for column, x in zip(self.columns, ids):
-                if len(column) == len(self.parents):
+                if len(column) == len(self.faults):
                     column.append(x)
         self.faults.append(ids[-1])
-        self.parents.append(parent)
-        self.steps.append(step)
+        if self.parents is not None:
+            self.parents.append(parent)
+            self.steps.append(step)
 
     def row(self, i: int) -> tuple:
         return (*map(itemgetter(i), self.columns), self.faults[i])
@@ -219,9 +222,10 @@ def explore(system: System, properties, initial: State | None = None,
     A state is kept as its interned id tuple (checker/engines/interning.py) in
     int32 columns; the visited set holds 64-bit fingerprints of those tuples
     (``FingerprintSet``, the collision odds in ``Result.collision_probability``);
-    a state's parent is an int32 index and the successor index that led from it,
-    and the path to a state is rebuilt by replaying those indices from the
-    initial state.
+    a state's parent is an int32 index and the successor index that led from it
+    (read off the liveness graph when the run keeps one: the first edge into a
+    state, ``Graph.tree_path``), and the path to a state is rebuilt by replaying
+    those indices from the initial state.
 
     Exploration goes level by level (breadth first). A violated property is
     recorded with its shortest counterexample and no longer checked; if its name is
@@ -241,6 +245,7 @@ def explore(system: System, properties, initial: State | None = None,
     (incomplete, its counts those reached).
     """
     t0 = time.perf_counter()
+    map_large_blocks()
     state_checks = [(p.name, p.invariant) for p in properties if p.invariant]
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
@@ -253,7 +258,7 @@ def explore(system: System, properties, initial: State | None = None,
     canonical = renamer.canonical
     init = canonical(system.initial() if initial is None else initial)
     init_ids = interner.ids(init)
-    store = _Store(init_ids)
+    store = _Store(init_ids, links=graph is None)
     visited = FingerprintSet()
     visited.resolve(np.array([hash(init_ids)], np.int64), 0)
     kinds = dict.fromkeys(ACTION_KINDS, 0)
@@ -265,7 +270,8 @@ def explore(system: System, properties, initial: State | None = None,
     limit = None
 
     def path_to(i):
-        return replay(system, canonical, init, _chain(store.parents, store.steps, i))
+        return replay(system, canonical, init,
+                      _chain(store.parents, store.steps, i) if graph is None else graph.tree_path(i))
 
     found: list = []  # this level's violations: (order key, name, why, state index, last step)
 

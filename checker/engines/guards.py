@@ -38,17 +38,35 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)  # glibc's; absent elsewhere
+_LIBC = ctypes.CDLL(None)
+_MALLOC_TRIM = getattr(_LIBC, "malloc_trim", None)  # glibc's; absent elsewhere
+_MALLOPT = getattr(_LIBC, "mallopt", None)
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+MMAP_THRESHOLD = 128 * 1024  # bytes: glibc's own initial threshold
+
+
+def map_large_blocks() -> None:
+    """Serve every C heap block of ``MMAP_THRESHOLD`` bytes or more from a mapping of
+    its own, handed back to the system when it is freed (glibc ``mallopt``
+    ``M_MMAP_THRESHOLD``; a no-op without glibc). Process-wide; the engines call it
+    as a run starts. Left to itself, glibc raises the threshold each time such a
+    block is freed (up to 32 MB), so the engines' later numpy arrays come from the
+    heap, where freed ones stay resident until a trim: the main job's liveness
+    analysis kept about 9 MB of its chunks' temporaries (peak RSS growth 147 -> 141
+    bytes per state, no measurable CPU cost). Fixing it fixes the heap's trim
+    threshold too (glibc mallopt(3))."""
+    if _MALLOPT is not None:
+        _MALLOPT(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 def release_free_heap() -> None:
     """Hand the C heap's free pages back to the system (glibc ``malloc_trim``; a
     no-op without glibc). The engines call it at the end of each breadth-first
     level and before the liveness analysis: the visited set and each level's
-    candidates are numpy arrays allocated afresh every level, and glibc's dynamic
-    mmap threshold soon serves arrays of that size from the heap, whose freed
-    copies stay resident otherwise (the main job's peak RSS about 12 MB lower, at
-    no measurable CPU cost)."""
+    candidates are numpy arrays allocated afresh every level, and the many blocks
+    below ``map_large_blocks``'s threshold that a level frees leave free pages
+    inside the heap, which stay resident otherwise (the main job's peak RSS about
+    3 MB lower with the threshold fixed, 12 MB without; no measurable CPU cost)."""
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
 

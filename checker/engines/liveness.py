@@ -118,6 +118,25 @@ class Graph:
         bounds = np.clip(_np(self.ends, np.int32)[first:last + 1], lo, hi)  # where each state's edges end
         return np.repeat(np.arange(first, last + 1, dtype=np.int32), np.diff(bounds, prepend=lo))
 
+    def tree_path(self, i: int) -> list:
+        """The successor indices from state 0 to state ``i`` by the first edge into each
+        state on the way: for a graph of a breadth-first exploration (every
+        transition kept, each state's in the order generated, states numbered in
+        the order first reached) the path by which each was first reached, so that
+        the exploration keeps no parent links of its own (explore.py). Raises
+        ValueError if no edge leads into a state on the way, or the first one comes
+        from a state numbered after it (not a breadth-first graph)."""
+        dst = _np(self.dst, np.int32)
+        chain = []
+        while i > 0:
+            k = int(np.argmax(dst == i))
+            src = self.source(k)
+            if dst[k] != i or src >= i:
+                raise ValueError(f"Graph: state {i} is not reached first from a state before it")
+            chain.append(k - (self.ends[src - 1] if src else 0))
+            i = src
+        return chain[::-1]
+
     def offsets(self, n: int) -> np.ndarray:
         """``n + 1`` int32 CSR offsets over states ``0 .. n - 1``: state ``i``'s edges are
         ``offsets[i] .. offsets[i + 1] - 1``."""

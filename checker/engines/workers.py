@@ -59,7 +59,7 @@ from .explore import (
     UNFAIR_KINDS, Result, Violation, concrete, conclude, cycles_uncollected, decide_liveness, fairness_class, marks_of,
     replay,
 )
-from .guards import Guard, release_free_heap
+from .guards import Guard, map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, _intern, collision_probability
 from .liveness import Graph, _np
 from .renaming import Renamer
@@ -313,7 +313,9 @@ def _first(found: dict, name: str, record: tuple) -> None:
 
 @cycles_uncollected()
 def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
-    """``_explore`` with the cyclic garbage collector off (explore.py ``cycles_uncollected``)."""
+    """``_explore`` with the cyclic garbage collector off (explore.py ``cycles_uncollected``) and
+    large blocks mapped (guards.py ``map_large_blocks``)."""
+    map_large_blocks()
     return _explore(job, mesh, report)
 
 
