@@ -76,7 +76,7 @@ def test_a_marked_step_on_a_fair_cycle_is_a_storm():
     # the storm needs its marked step: a cycle that can avoid it is not a storm
     g.add(1, 1, "c")
     found = find_recurrence(2, g, goal, lambda key: key != "b", mark=1)
-    assert found is None or any(g.marks[k] for k in found[1])
+    assert found is None or any(g.mark(k) for k in found[1])
 
 
 def test_the_witness_cycle_is_itself_fair():
@@ -140,3 +140,18 @@ def test_tree_path_is_the_breadth_first_searchs_parent_links(succ):
             at, idx = parent[at]
             chain.append(idx)
         assert g.tree_path(i) == chain[::-1]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 9), st.sampled_from([0, 0, 0, 1, 2, 3])), max_size=6), max_size=8))
+def test_marks_kept_sparsely_are_each_edges_own(levels):
+    # marks are kept for the marked edges only (their ids and bits): every edge's mark(k) must be the mark
+    # it was added with, whether edges come one by one (add) or a level at a time (extend)
+    one, bulk, given_marks = Graph(), Graph(), []
+    for i, level in enumerate(levels):
+        for j, m in level:
+            one.add(i, j, "a", m)
+            given_marks.append(m)
+        bulk.extend([i] * len(level), [j for j, _ in level], [bulk.class_id("a")] * len(level), [m for _, m in level])
+    assert [one.mark(k) for k in range(len(given_marks))] == given_marks
+    assert [bulk.mark(k) for k in range(len(given_marks))] == given_marks

@@ -486,7 +486,7 @@ class _Summaries:
 
 def marks_of(live_props) -> list:
     """``[(bit, property)]``: the mark each liveness property with a step part sets
-    on a transition (``Graph.marks``), in the properties' order."""
+    on a transition (``Graph.mark``), in the properties' order."""
     return [(1 << b, p) for b, p in enumerate(p for p in live_props if p.step)]
 
 

@@ -33,7 +33,7 @@ incomplete, never holds: the caller does not call these then.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import deque
 from operator import itemgetter
 
@@ -44,8 +44,10 @@ class Graph:
     """Transitions grouped by source state, as compact arrays: state ``i``'s edges
     are ``ends[i - 1] .. ends[i] - 1`` (``ends``: int32; state 0's from edge 0), in the
     order added, edge ``k`` to state ``dst[k]`` (int32) of fairness class ``cls[k]``
-    (uint8, a 16-bit array past 256 classes) with the bits ``marks[k]`` (uint8, 0:
-    none): 6 bytes a transition and 4 a state. Edges are added by source state
+    (uint8, a 16-bit array past 256 classes) with the bits ``mark(k)`` (0: none;
+    the marked edges' ids, int32 ascending, in ``marked`` and their bits, uint8, in
+    ``mark_bits``: about one edge in a hundred is marked on the main job): 5 bytes a
+    transition, 5 more a marked one, and 4 a state. Edges are added by source state
     (both engines expand states in index order); ``of`` sorts any other order.
     Raises ValueError for an edge from a state before the last one added."""
 
@@ -53,7 +55,8 @@ class Graph:
         self.ends = array("i")  # the states up to the last with an edge
         self.dst = array("i")
         self.cls = array("B")
-        self.marks = array("B")
+        self.marked = array("i")
+        self.mark_bits = array("B")
         self.classes: dict = {}  # class key -> id
         self.names: list = []
 
@@ -88,13 +91,19 @@ class Graph:
         ends[i] += 1
         self.dst.append(j)
         self.cls.append(self.class_id(key))
-        self.marks.append(mark)
+        if mark:
+            self.marked.append(len(self.dst) - 1)
+            self.mark_bits.append(mark)
 
     def extend(self, src, dst, classes, marks) -> None:
         """Add transitions in bulk: parallel sequences of sources (non-decreasing,
         none before the last source added), destinations (any int sequence or
         numpy int32 array), class ids (``class_id``) and marks."""
         src = np.asarray(src, np.int64)
+        marks = np.asarray(marks, np.uint8)
+        at = np.flatnonzero(marks)
+        self.marked.frombytes((at + len(self.dst)).astype(np.int32).tobytes())
+        self.mark_bits.frombytes(marks[at].tobytes())
         if len(src):
             first = max(len(self.ends) - 1, 0)  # the last state with edges may get more
             if src[0] < first or np.any(src[1:] < src[:-1]):
@@ -104,7 +113,11 @@ class Graph:
             self.ends.frombytes(ends.tobytes())
         self.dst.frombytes(memoryview(dst).cast("B") if hasattr(dst, "dtype") else array("i", dst).tobytes())
         self.cls.extend(classes)
-        self.marks.extend(marks)
+
+    def mark(self, k: int) -> int:
+        """The bits edge ``k`` is marked with (0: none)."""
+        j = bisect_left(self.marked, k)
+        return self.mark_bits[j] if j < len(self.marked) and self.marked[j] == k else 0
 
     def source(self, k: int) -> int:
         """The source state of edge ``k``."""
@@ -476,13 +489,13 @@ def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tu
 
 def find_recurrence(n: int, g: Graph, goal, fair, mark: int = 0, excluded=None) -> tuple | None:
     """Look for a fair path that is outside the goal, or takes a step marked
-    ``mark`` (a bit of ``Graph.marks``), infinitely often: ◇□(goal, and no marked
+    ``mark`` (a bit of ``Graph.mark``), infinitely often: ◇□(goal, and no marked
     step) fails. Arguments and answer as ``find_lasso``'s; a stuttering lasso
     stops in a non-goal state."""
     def wanted(comp, members, offsets, targets, edges):
         for v in sorted(comp):
             for p in range(offsets[v], offsets[v + 1]):
-                if targets[p] in members and (not goal[v] or g.marks[edges[p]] & mark):
+                if targets[p] in members and (not goal[v] or g.mark(edges[p]) & mark):
                     return [p]
         return None
 
