@@ -21,9 +21,9 @@ def test_max_seconds_stops_with_the_figures_reached(rebalance_check):
 
 
 def test_max_memory_stops_with_the_figures_reached(rebalance_check):
-    # the main job's exploration passes 100 MB (about 140 MB at its end, some 57 MB of it the CLI's start)
-    code, s = rebalance_check("--members", "3", "--partitions", "4", "--max-memory", "100")
-    assert code == 3 and s["limit"] == "max_memory 100 MB" and s["peak_rss_mb"] > 95
+    # the main job's exploration passes 80 MB (its peak 98 MB on 2026-11-26, the CLI's start included)
+    code, s = rebalance_check("--members", "3", "--partitions", "4", "--max-memory", "80")
+    assert code == 3 and s["limit"] == "max_memory 80 MB" and s["peak_rss_mb"] > 75
     assert s["distinct_states"] > 1000
 
 

@@ -2,6 +2,7 @@
 import itertools
 
 import networkx as nx
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -124,22 +125,33 @@ def test_the_trimming_pre_pass_finds_a_cycle_exactly_when_one_exists(case):
 def test_tree_path_is_the_breadth_first_searchs_parent_links(succ):
     # a breadth-first search over successor lists (states numbered in the order first reached, every
     # transition kept in the order generated, as explore.py adds them): the path tree_path reads off the
-    # graph is the one the search's own parent links give
+    # graph is the one the search's own parent links give, whether the graph keeps its destinations in
+    # memory or spills them to a file (read in chunks of 3, so that a state's edges straddle them), and a
+    # spilled graph loaded back is the in-memory one
     number, order, parent = {0: 0}, [0], {0: None}
-    g = Graph()
+    g, spilled = Graph(), Graph(spill=True)
     for v in order:  # grows as states are reached
         for idx, w in enumerate(succ[v]):
             if w not in number:
                 number[w] = len(order)
                 order.append(w)
                 parent[number[w]] = (number[v], idx)
-            g.add(number[v], number[w], "a")
-    for i in range(len(order)):
-        chain, at = [], i
-        while parent[at] is not None:
-            at, idx = parent[at]
-            chain.append(idx)
-        assert g.tree_path(i) == chain[::-1]
+        out = [number[w] for w in succ[v]]
+        g.extend([number[v]] * len(out), out, [g.class_id("a")] * len(out), [1] * len(out))
+        spilled.extend([number[v]] * len(out), np.array(out, np.int32), [spilled.class_id("a")] * len(out),
+                       [1] * len(out))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(liveness, "_LOAD", 3)
+        for i in range(len(order)):
+            chain, at = [], i
+            while parent[at] is not None:
+                at, idx = parent[at]
+                chain.append(idx)
+            assert g.tree_path(i) == spilled.tree_path(i) == chain[::-1]
+        assert len(spilled.dst) == 0
+        spilled.load()
+    assert (spilled.dst, spilled.ends, spilled.cls, spilled.marked) == (g.dst, g.ends, g.cls, g.marked)
+    assert [spilled.tree_path(i) for i in range(len(order))] == [g.tree_path(i) for i in range(len(order))]
 
 
 @settings(max_examples=100, deadline=None)

@@ -252,7 +252,7 @@ def explore(system: System, properties, initial: State | None = None,
     live_props = [p for p in properties if p.kind == "liveness"]
     place = {p.name: i for i, p in enumerate(properties)}
     marking = marks_of(live_props)
-    graph = Graph() if live_props else None  # every transition, the environment's too
+    graph = Graph(spill=True) if live_props else None  # every transition, the environment's too
     interner = system.interner = Interner()
     renamer = Renamer()
     canonical = renamer.canonical
@@ -366,6 +366,7 @@ def explore(system: System, properties, initial: State | None = None,
     system.refinement = None
     release_free_heap()
     if live_props and limit is None and not stop:
+        graph.load()  # only now, the memos gone
         violations.extend(decide_liveness(
             system, live_props, graph,
             _goals(system, store, state_at, interner),
