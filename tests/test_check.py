@@ -134,6 +134,7 @@ def test_without_timer_fairness_eventual_balance_fails_by_stuttering(rebalance_c
     assert code == 0 and {p["name"]: p["status"] for p in s["properties"]}["eventual_balance"] == "holds"
 
 
+@pytest.mark.slow  # about 30-60 s: the default suite stays under 20 minutes
 def test_deferred_holds_and_every_cover_is_reached(rebalance_check):
     code, s = rebalance_check("--protocol", "deferred", "--members", "3", "--partitions", "4",
                          "--faults", "join,leave,crash,restart")
@@ -184,6 +185,7 @@ def test_deferred_holds_where_revoking_rounds_back_off(rebalance_check):
     assert {c["name"]: c["reached"] for c in s["covers"]}["revocation_backed_off"]
 
 
+@pytest.mark.slow  # about 30-60 s: the default suite stays under 20 minutes
 def test_incremental_holds(rebalance_check):
     code, s = rebalance_check("--protocol", "incremental", "--members", "3", "--partitions", "4", "--faults", "join,leave")
     assert code == 0 and s["verdict"] == "holds"

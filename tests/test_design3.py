@@ -13,6 +13,7 @@ def _cover(s, name):
     return next((c["reached"] for c in s["covers"] if c["name"] == name), None)
 
 
+@pytest.mark.slow  # about 30-60 s: the default suite stays under 20 minutes
 @pytest.mark.spec("R34")
 def test_incremental_moves_capped_where_cooperative_cannot(rebalance_check, tmp_path):
     code, inc = rebalance_check(CONFIG)

@@ -126,6 +126,7 @@ def test_a_lasso_carries_its_loop_and_replays(counterexamples):
     assert renamer.canonical(states[trace["loop"]]) == renamer.canonical(states[-1])
 
 
+@pytest.mark.slow  # about 30-60 s: the default suite stays under 20 minutes
 def test_vectors_itf_replays_against_the_coordinator(tmp_path):
     out = tmp_path / "v"
     code, stdout, stderr = run_cli("vectors", "--out", out, "--itf", "--json")

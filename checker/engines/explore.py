@@ -176,32 +176,34 @@ class _Store:
         self.faults = array("B")
         self.parents = array("i") if links else None
         self.steps = array("H") if links else None
-        self.add(init_ids, -1, 0)
+        self.extend(np.array([init_ids]), np.array([-1]), np.array([0]))
 
     def __len__(self) -> int:
         return len(self.faults)
 
-    def add(self, ids: tuple, parent: int, step: int) -> None:
-        try:
-            for column, x in zip(self.columns, ids):
-                column.append(x)
-        except OverflowError:  # an id past 65,535: every column widens to int32, once
+    def extend(self, rows: np.ndarray, parents: np.ndarray, steps: np.ndarray) -> None:
+        """Append states: ``rows`` an (n, parts + 1) int array of id tuples, with
+        each one's parent index and successor index (kept only with ``links``).
+        An id past 65,535 widens every column to int32, once."""
+        if len(rows) and self.columns[0].typecode == "H" and rows[:, :-1].max() > 0xFFFF:
             self.columns = [array("i", column) for column in self.columns]
-            for column, x in zip(self.columns, ids):
-                if len(column) == len(self.faults):
-                    column.append(x)
-        self.faults.append(ids[-1])
+        for j, column in enumerate(self.columns):
+            column.frombytes(rows[:, j].astype(column.typecode).tobytes())
+        self.faults.frombytes(rows[:, -1].astype(np.uint8).tobytes())
         if self.parents is not None:
-            self.parents.append(parent)
-            self.steps.append(step)
+            self.parents.frombytes(np.asarray(parents, np.int32).tobytes())
+            self.steps.frombytes(np.asarray(steps, np.uint16).tobytes())
 
     def row(self, i: int) -> tuple:
         return (*map(itemgetter(i), self.columns), self.faults[i])
 
-    def rows(self, lo: int, hi: int) -> list:
-        """``[row(i) for i in range(lo, hi)]``, read a column at a time."""
-        columns = [np.frombuffer(c, c.typecode)[lo:hi] for c in (*self.columns, self.faults)]
-        return list(map(tuple, np.stack(columns, axis=1).tolist()))
+    def rows(self, lo: int, hi: int, chunk: int = 4096):
+        """``row(i)`` for ``i`` in ``range(lo, hi)``, read a column at a time, ``chunk``
+        rows at once (a whole level's tuples are not all alive together)."""
+        for a in range(lo, hi, chunk):
+            b = min(a + chunk, hi)
+            columns = [np.frombuffer(c, c.typecode)[a:b] for c in (*self.columns, self.faults)]
+            yield from map(tuple, np.stack(columns, axis=1).tolist())
 
 
 @cycles_uncollected()
@@ -258,6 +260,7 @@ def explore(system: System, properties, initial: State | None = None,
     canonical = renamer.canonical
     init = canonical(system.initial() if initial is None else initial)
     init_ids = interner.ids(init)
+    width = len(init_ids)
     store = _Store(init_ids, links=graph is None)
     visited = FingerprintSet()
     visited.resolve(np.array([hash(init_ids)], np.int64), 0)
@@ -289,7 +292,11 @@ def explore(system: System, properties, initial: State | None = None,
         if max_depth is not None and depth >= max_depth:
             limit = f"max_depth {max_depth}"
             break
-        cands: list = []  # every transition's canonical successor (its id tuple), in the order generated
+        # every transition's canonical successor: its fingerprint and its id tuple (``width`` ints, in a
+        # flat array: a level of tuples kept alive would leave their freed blocks behind in pymalloc's
+        # pools, some 4 MB on the main job), in the order generated
+        fps = array("q")
+        flat = array("i")
         sources = array("i")  # the state each came from
         indices = array("H")  # its index among that state's successors
         classes: list = []  # the fairness class of each (Graph.class_id)
@@ -304,8 +311,9 @@ def explore(system: System, properties, initial: State | None = None,
                 transitions += 1
                 kinds[action.kind] += 1
                 c = canonical_ids(raw, interner)
-                t = len(cands)
-                cands.append(c)
+                t = len(fps)
+                fps.append(hash(c))
+                flat.extend(c)
                 sources.append(i)
                 indices.append(idx)
                 if graph is not None:
@@ -326,20 +334,21 @@ def explore(system: System, properties, initial: State | None = None,
                 for name, check in list(quiescent):
                     why = check(system, s)
                     if why:
-                        record((len(cands), -1), name, why, i)
+                        record((len(fps), -1), name, why, i)
                         quiescent.remove((name, check))
-        dst, fresh = visited.resolve(np.fromiter(map(hash, cands), np.int64, len(cands)), len(store))
+        base = len(store)
+        dst, fresh = visited.resolve(np.frombuffer(fps, np.int64), base)
+        rows = np.frombuffer(flat, np.int32).reshape(-1, width)[fresh]
+        store.extend(rows, np.frombuffer(sources, np.int32)[fresh], np.frombuffer(indices, np.uint16)[fresh])
         frontier = []
-        for k in fresh.tolist():
-            c = cands[k]
-            store.add(c, sources[k], indices[k])
+        for n, (k, c) in enumerate(zip(fresh.tolist(), map(tuple, rows.tolist())), base):
             frontier.append(interner.state(c))
             for part, name, why in stepping.invalid(c, frontier[-1]):
-                record((k, part), name, why, len(store) - 1)
+                record((k, part), name, why, n)
                 stepping.drop(name)
         if graph is not None:
             graph.extend(sources, dst, classes, marks)
-        del cands
+        del fps, flat, rows
         release_free_heap()
         stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
         if limit:
@@ -404,7 +413,7 @@ def _goals(system, store: _Store, state_at, interner: Interner):
     return goal_of
 
 
-_PROJECTION_CHUNK = 1 << 16  # explored states per chunk of ``_projected_goal``
+_PROJECTION_CHUNK = 1 << 14  # explored states per chunk of ``_projected_goal``
 
 
 def _projected_goal(system, goal, store: _Store, state_at, interner: Interner) -> bytearray:

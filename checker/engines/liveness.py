@@ -53,16 +53,17 @@ class Graph:
     (both engines expand states in index order); ``of`` sorts any other order.
     Raises ValueError for an edge from a state before the last one added.
 
-    With ``spill``, the destinations go to an unnamed temporary file as they are
-    added (TLC's DiskGraph): ``dst`` stays empty until ``load`` reads them back,
-    which the local engine does once its exploration's memos are freed, so that
-    they are not in memory together (the main job: 5.8 MB of 1,456,382 edges).
-    ``tree_path`` reads them from either."""
+    With ``spill``, the destinations and classes go to unnamed temporary files as
+    they are added (TLC's DiskGraph): ``dst`` and ``cls`` stay empty until ``load``
+    reads them back, which the local engine does once its exploration's memos are
+    freed, so that they are not in memory together (the main job: 7.3 MB of
+    1,456,382 edges). ``tree_path`` reads the destinations from either."""
 
     def __init__(self, spill: bool = False):
         self.ends = array("i")  # the states up to the last with an edge
         self.dst = array("i")
-        self._spilled = tempfile.TemporaryFile(buffering=0) if spill else None  # not loaded yet; unbuffered: pread
+        # (destinations, classes as uint16) not loaded yet; unbuffered: pread
+        self._spilled = (tempfile.TemporaryFile(buffering=0), tempfile.TemporaryFile()) if spill else None
         self.cls = array("B")
         self.marked = array("i")
         self.mark_bits = array("B")
@@ -98,18 +99,20 @@ class Graph:
         while len(ends) <= i:
             ends.append(self.edges)
         ends[i] += 1
-        self._put(array("i", [j]).tobytes())
-        self.cls.append(self.class_id(key))
+        self._put(array("i", [j]).tobytes(), [self.class_id(key)])
         if mark:
             self.marked.append(ends[i] - 1)
             self.mark_bits.append(mark)
 
-    def _put(self, dst) -> None:
-        """Append destinations (int32 bytes) to ``dst`` or to the spill file."""
+    def _put(self, dst, classes) -> None:
+        """Append destinations (int32 bytes) and their class ids to ``dst`` and ``cls``
+        or to the spill files."""
         if self._spilled is not None:
-            self._spilled.write(dst)
+            self._spilled[0].write(dst)
+            self._spilled[1].write(np.asarray(classes, np.uint16).tobytes())
         else:
             self.dst.frombytes(dst)
+            self.cls.extend(classes)
 
     @property
     def edges(self) -> int:
@@ -117,14 +120,17 @@ class Graph:
         return self.ends[-1] if self.ends else 0
 
     def load(self) -> None:
-        """Read the spilled destinations back into ``dst`` (a no-op if none were
-        spilled), ``_LOAD`` at a time, and drop the file."""
-        f, self._spilled = self._spilled, None
-        if f is not None:
-            with f:
+        """Read the spilled destinations and classes back into ``dst`` and ``cls`` (a
+        no-op if none were spilled), ``_LOAD`` at a time, and drop the files."""
+        spilled, self._spilled = self._spilled, None
+        if spilled is not None:
+            with spilled[0] as f, spilled[1] as c:
                 f.seek(0)
+                c.seek(0)
                 for lo in range(0, self.edges, _LOAD):
-                    self.dst.fromfile(f, min(_LOAD, self.edges - lo))
+                    n = min(_LOAD, self.edges - lo)
+                    self.dst.fromfile(f, n)
+                    self.cls.frombytes(np.frombuffer(c.read(2 * n), np.uint16).astype(self.cls.typecode).tobytes())
 
     def _into(self, i: int) -> int:
         """The first edge into state ``i``, read ``_LOAD`` destinations at a time from
@@ -132,7 +138,7 @@ class Graph:
         for lo in range(0, self.edges, _LOAD):
             n = min(_LOAD, self.edges - lo)
             if self._spilled is not None:
-                chunk = np.frombuffer(os.pread(self._spilled.fileno(), 4 * n, 4 * lo), np.int32)
+                chunk = np.frombuffer(os.pread(self._spilled[0].fileno(), 4 * n, 4 * lo), np.int32)
             else:
                 chunk = _np(self.dst, np.int32)[lo:lo + n]
             hit = np.flatnonzero(chunk == i)
@@ -156,8 +162,7 @@ class Graph:
             ends = self.edges + np.cumsum(np.bincount(src - first)).astype(np.int32)
             del self.ends[first:]
             self.ends.frombytes(ends.tobytes())
-        self._put(memoryview(dst).cast("B") if hasattr(dst, "dtype") else array("i", dst).tobytes())
-        self.cls.extend(classes)
+        self._put(memoryview(dst).cast("B") if hasattr(dst, "dtype") else array("i", dst).tobytes(), classes)
 
     def mark(self, k: int) -> int:
         """The bits edge ``k`` is marked with (0: none)."""
@@ -251,7 +256,7 @@ _CHUNK = 1 << 16  # edges per chunk of the liveness graph's whole-graph numpy pa
 _CLS = {"B": np.uint8, "H": np.uint16}
 
 
-def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float = 0.25) -> bool:
+def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float = 0.1) -> bool:
     """Whether the states where ``keep[i]`` lie on no cycle through the edges whose
     class is ``usable[class]`` (no non-trivial strongly connected component, no
     self-loop), found in numpy by trimming: a state with no incoming or no outgoing
