@@ -50,7 +50,13 @@ class Refinement:
         self._group_ids: dict = {}  # Group -> part id
         self._part_ids: dict = {}   # part -> id
         self._parts: list = []      # id -> part
-        self._steps: dict = {}      # step key -> verdict
+        # the verdict cache, by step key (``_local_key``, ``_verdict``): the keys of the steps that satisfy
+        # their spec action (the main job: 61,856, every one), and the others' reasons
+        self._passed: set = set()
+        self._failed: dict = {}
+        # the bits a part id and a view id take in a step key: 12 and 18 keep a key within two 30-bit
+        # digits of a Python int (32 bytes); widened by 8 (the cache starts afresh) when an id outgrows them
+        self._part_bits, self._view_bits = 12, 18
         self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
         self._views: dict = {}  # part ids of a state -> view id
         self._invariant: list = []  # view id -> Inv's verdict (None or why not), 0 until known
@@ -99,7 +105,14 @@ class Refinement:
         if hit is None:
             hit = self._part_ids[part] = len(self._parts)
             self._parts.append(part)
+            if hit >> self._part_bits:
+                self._part_bits += 8
+                self._forget_verdicts()
         return hit
+
+    def _forget_verdicts(self) -> None:
+        """Empty the verdict cache: its keys' layout changes."""
+        self._passed, self._failed = set(), {}
 
     def parts(self, state: State, base: State | None = None, base_parts: tuple = ()) -> tuple:
         """The abstraction's raw material as a flat tuple of part ids: the group's,
@@ -188,8 +201,11 @@ class Refinement:
             if group is None or before is None or after is None:  # a part first seen
                 group, before, after = (self._part_of_gid(ids[0], len(ids) - 2), self._part_of_pid(ids[slot + 1]),
                                         self._part_of_pid(raw[slot + 1]))
-            hit = self._steps.get(_local_key(label[0], slot, group, before, after), 0)
-            if hit != 0:
+            key = _local_key(label[0], slot, group, before, after, self._part_bits)
+            if key in self._passed:
+                return None
+            hit = self._failed.get(key)
+            if hit is not None:
                 return hit
         if ids is not self._last:
             self._last, self._last_parts = ids, self.parts_of_ids(ids)
@@ -217,16 +233,22 @@ class Refinement:
                 before[slot + 2:] == after[slot + 2:]:
             # a member's own step (the group's part and every other slot's unchanged): its verdict
             # depends on the group and its own slot only
-            key = _local_key(label, slot, before[0], before[slot + 1], after[slot + 1])
+            key = _local_key(label, slot, before[0], before[slot + 1], after[slot + 1], self._part_bits)
         else:
             if before is not self._before:  # a state's successors are checked one after another
                 self._before, self._before_view = before, self._view_id(before)
-            key = label | (slot + 1) << 8 | self._before_view << 24 | self._view_id(after) << 56
-        hit = self._steps.get(key, 0)
-        if hit == 0:
+            after_view = self._view_id(after)  # first: a new view id may widen the layout
+            key = label | (slot + 1) << 8 | (self._before_view << self._view_bits | after_view) << 24
+        if key in self._passed:
+            return None
+        hit = self._failed.get(key)
+        if hit is None:
             name = action_name(action)
             why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
-            hit = self._steps[key] = why and f"{action.kind} {name} is not the spec's action {name}: {why}"
+            if why:
+                hit = self._failed[key] = f"{action.kind} {name} is not the spec's action {name}: {why}"
+            else:
+                self._passed.add(key)
         return hit
 
     def _view_id(self, ids: tuple) -> int:
@@ -235,6 +257,9 @@ class Refinement:
         if hit is None:
             hit = self._views[ids] = len(self._views)
             self._invariant.append(0)
+            if hit >> self._view_bits:
+                self._view_bits += 8
+                self._forget_verdicts()
         return hit
 
     def _invariant_of(self, ids: tuple) -> str | None:
@@ -267,8 +292,9 @@ refinement.on_ids = lambda system: checker(system).on_ids(system.interner).step_
 refinement.on_arrival = lambda system: checker(system).on_ids(system.interner).invariant_ids
 
 
-def _local_key(label: int, slot: int, group: int, before: int, after: int) -> int:
-    """The verdict cache's key of a member's own step: its label, its slot, the group's
-    part and the slot's parts before and after (ids of at most 32 bits packed in one
-    int: cheap to hash and small to keep)."""
-    return label | 128 | (slot + 1) << 8 | group << 24 | before << 56 | after << 88
+def _local_key(label: int, slot: int, group: int, before: int, after: int, bits: int) -> int:
+    """The verdict cache's key of a member's own step: its label (7 bits), its slot (16
+    bits), the group's part and the slot's parts before and after (``bits`` each),
+    packed in one int: cheap to hash and small to keep. Bit 7 tells it from the key
+    of any other step (``Refinement._verdict``)."""
+    return label | 128 | (slot + 1) << 8 | ((group << bits | before) << bits | after) << 24

@@ -3,12 +3,14 @@ and its states satisfy the spec's inductive invariant; a wrong spec action is ca
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from rebalance.checker.engines.explore import explore
 from rebalance.checker.engines.interning import Interner
 from rebalance.checker.properties import applicable
-from rebalance.checker.refinement import Refinement, action_name
+from rebalance.checker.refinement import Refinement, _local_key, action_name
 from rebalance.checker.system import System
 from rebalance.model.config import GroupConfig
 from rebalance.model.member import MemberPhase
@@ -97,6 +99,44 @@ def test_cached_verdicts_equal_direct_evaluation(protocol):
         # the engines' parts on ids: the step's spec action, and Inv once on the state it reaches
         assert (by_ids.step_ids(interner.ids(s), a, interner.ids(n)) is None) == (direct is None)
         assert (by_ids.invariant_ids(interner.ids(n)) is None) == holds
+
+
+def test_verdicts_stay_right_when_the_cache_keys_widen():
+    # a step key packs part and view ids in fields of a few bits, widened (the cache emptied) when an id
+    # outgrows them: from 1-bit fields, widened again and again, every verdict must still be the spec's,
+    # on a wrong spec that fails some steps (a key that mixed two steps up would carry a verdict across)
+    system = small_system(spec_mutations={"late-sync-grants-nothing"})
+    steps = []
+
+    class Recorder:
+        name, kind, applies, check, lasso, invariant, goal = "direct", "invariant", None, None, None, None, None
+
+        @staticmethod
+        def step(system_, s, a, n):
+            steps.append((s, a, n))
+            return None
+
+    explore(system, [Recorder])
+    r = Refinement(system)
+    r._part_bits = r._view_bits = 1
+    interner = Interner()
+    by_ids = r.on_ids(interner)
+    verdicts = []
+    for s, a, n in steps:
+        direct = spec.evaluate(action_name(a), r.view(s), r.view(n), a.slot, system.spec_mutations)
+        verdicts.append(direct is None)
+        assert (by_ids.step_ids(interner.ids(s), a, interner.ids(n)) is None) == (direct is None)
+    assert r._part_bits > 1 and r._view_bits > 1 and True in verdicts and False in verdicts
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 20).flatmap(lambda bits: st.tuples(st.just(bits), st.lists(st.tuples(
+    st.integers(0, 127), st.integers(0, 300), *[st.integers(0, (1 << bits) - 1)] * 3), min_size=2, max_size=20))))
+def test_a_local_step_key_tells_every_step_apart(case):
+    # a member's own step is keyed by its label, slot and three part ids packed in one int: no two steps
+    # may share a key, or one's verdict would be taken for the other's
+    bits, steps = case
+    assert len({_local_key(*step, bits) for step in steps}) == len(set(steps))
 
 
 def test_the_initial_state_satisfies_init_and_the_invariant():

@@ -53,17 +53,20 @@ class Graph:
     (both engines expand states in index order); ``of`` sorts any other order.
     Raises ValueError for an edge from a state before the last one added.
 
-    With ``spill``, the destinations and classes go to unnamed temporary files as
-    they are added (TLC's DiskGraph): ``dst`` and ``cls`` stay empty until ``load``
-    reads them back, which the local engine does once its exploration's memos are
-    freed, so that they are not in memory together (the main job: 7.3 MB of
-    1,456,382 edges). ``tree_path`` reads the destinations from either."""
+    With ``spill``, the destinations, classes and ends go to unnamed temporary files
+    as they are added (TLC's DiskGraph): ``dst`` and ``cls`` stay empty, and ``ends``
+    holds only the last state's end, until ``load`` reads them back, which the local
+    engine does once its exploration's memos are freed, so that they are not in
+    memory together (the main job: 9.3 MB of 1,456,382 edges and 492,020 states).
+    ``tree_path`` and ``source`` read them from either."""
 
     def __init__(self, spill: bool = False):
         self.ends = array("i")  # the states up to the last with an edge
         self.dst = array("i")
-        # (destinations, classes as uint16) not loaded yet; unbuffered: pread
-        self._spilled = (tempfile.TemporaryFile(buffering=0), tempfile.TemporaryFile()) if spill else None
+        # (destinations, classes as uint16, ends) not loaded yet; unbuffered: pread
+        self._spilled = (tempfile.TemporaryFile(buffering=0), tempfile.TemporaryFile(),
+                         tempfile.TemporaryFile(buffering=0)) if spill else None
+        self._flushed = 0  # the ends in the spill file: ``ends`` holds those after them
         self.cls = array("B")
         self.marked = array("i")
         self.mark_bits = array("B")
@@ -93,16 +96,7 @@ class Graph:
         return c
 
     def add(self, i: int, j: int, key, mark: int = 0) -> None:
-        ends = self.ends
-        if i < len(ends) - 1:
-            raise ValueError("Graph: edges are added by source state (Graph.of sorts them)")
-        while len(ends) <= i:
-            ends.append(self.edges)
-        ends[i] += 1
-        self._put(array("i", [j]).tobytes(), [self.class_id(key)])
-        if mark:
-            self.marked.append(ends[i] - 1)
-            self.mark_bits.append(mark)
+        self.extend([i], [j], [self.class_id(key)], [mark])
 
     def _put(self, dst, classes) -> None:
         """Append destinations (int32 bytes) and their class ids to ``dst`` and ``cls``
@@ -120,17 +114,23 @@ class Graph:
         return self.ends[-1] if self.ends else 0
 
     def load(self) -> None:
-        """Read the spilled destinations and classes back into ``dst`` and ``cls`` (a
-        no-op if none were spilled), ``_LOAD`` at a time, and drop the files."""
+        """Read the spilled destinations, classes and ends back into ``dst``, ``cls``
+        and ``ends`` (a no-op if none were spilled), ``_LOAD`` at a time, and drop the
+        files."""
         spilled, self._spilled = self._spilled, None
         if spilled is not None:
-            with spilled[0] as f, spilled[1] as c:
-                f.seek(0)
-                c.seek(0)
+            with spilled[0] as f, spilled[1] as c, spilled[2] as e:
+                for x in spilled:
+                    x.seek(0)
                 for lo in range(0, self.edges, _LOAD):
                     n = min(_LOAD, self.edges - lo)
                     self.dst.fromfile(f, n)
                     self.cls.frombytes(np.frombuffer(c.read(2 * n), np.uint16).astype(self.cls.typecode).tobytes())
+                tail, self.ends = self.ends, array("i")
+                for lo in range(0, self._flushed, _LOAD):
+                    self.ends.fromfile(e, min(_LOAD, self._flushed - lo))
+                self.ends.extend(tail)
+                self._flushed = 0
 
     def _into(self, i: int) -> int:
         """The first edge into state ``i``, read ``_LOAD`` destinations at a time from
@@ -156,12 +156,16 @@ class Graph:
         self.marked.frombytes((at + self.edges).astype(np.int32).tobytes())
         self.mark_bits.frombytes(marks[at].tobytes())
         if len(src):
-            first = max(len(self.ends) - 1, 0)  # the last state with edges may get more
+            first = max(self._flushed + len(self.ends) - 1, 0)  # the last state with edges may get more
             if src[0] < first or np.any(src[1:] < src[:-1]):
                 raise ValueError("Graph: edges are added by source state (Graph.of sorts them)")
             ends = self.edges + np.cumsum(np.bincount(src - first)).astype(np.int32)
-            del self.ends[first:]
+            del self.ends[first - self._flushed:]
             self.ends.frombytes(ends.tobytes())
+            if self._spilled is not None and len(self.ends) > 1:  # all but the last, which may still grow
+                self._spilled[2].write(memoryview(self.ends).cast("B")[:-self.ends.itemsize])
+                self._flushed += len(self.ends) - 1
+                del self.ends[:-1]
         self._put(memoryview(dst).cast("B") if hasattr(dst, "dtype") else array("i", dst).tobytes(), classes)
 
     def mark(self, k: int) -> int:
@@ -170,8 +174,23 @@ class Graph:
         return self.mark_bits[j] if j < len(self.marked) and self.marked[j] == k else 0
 
     def source(self, k: int) -> int:
-        """The source state of edge ``k``."""
-        return bisect_right(self.ends, k)
+        """The source state of edge ``k``: the ends up to it counted, ``_LOAD`` at a
+        time in the spill file."""
+        before = 0
+        for lo in range(0, self._flushed, _LOAD):
+            n = min(_LOAD, self._flushed - lo)
+            chunk = np.frombuffer(os.pread(self._spilled[2].fileno(), 4 * n, 4 * lo), np.int32)
+            up_to = int(np.searchsorted(chunk, k, "right"))
+            before += up_to
+            if up_to < n:
+                return before
+        return before + bisect_right(self.ends, k)
+
+    def _end(self, j: int) -> int:
+        """``ends[j]``, from the spill file if it is there."""
+        if j >= self._flushed:
+            return self.ends[j - self._flushed]
+        return int(np.frombuffer(os.pread(self._spilled[2].fileno(), 4, 4 * j), np.int32)[0])
 
     def sources(self, lo: int, hi: int) -> np.ndarray:
         """The source states of edges ``lo .. hi - 1`` (int32)."""
@@ -195,7 +214,7 @@ class Graph:
             src = self.source(k)
             if k < 0 or src >= i:
                 raise ValueError(f"Graph: state {i} is not reached first from a state before it")
-            chain.append(k - (self.ends[src - 1] if src else 0))
+            chain.append(k - (self._end(src - 1) if src else 0))
             i = src
         return chain[::-1]
 
@@ -252,7 +271,7 @@ def _usable(g: Graph, alive: np.ndarray, usable: np.ndarray):
 
 
 _LOAD = 1 << 18  # destinations per read of a spilled graph (1 MB)
-_CHUNK = 1 << 16  # edges per chunk of the liveness graph's whole-graph numpy passes
+_CHUNK = 1 << 14  # edges per chunk of the liveness graph's whole-graph numpy passes
 _CLS = {"B": np.uint8, "H": np.uint16}
 
 
@@ -278,8 +297,10 @@ def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float 
             yield s[e], t[e]
 
     edges = None  # once copied out: (sources, targets) of the usable edges between remaining states
+    has_out, has_in = np.empty(n, bool), np.empty(n, bool)  # each round's, reused: no n-sized temporaries
     for _ in range(rounds):
-        has_out, has_in = np.zeros(n, bool), np.zeros(n, bool)
+        has_out.fill(False)
+        has_in.fill(False)
         if edges is None:
             between = 0
             for s, t in chunks():
@@ -298,12 +319,12 @@ def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float 
             edges = s, t = s[e], t[e]
             has_out[s] = True
             has_in[t] = True
-        left = alive & has_out & has_in
+        left = np.logical_and(np.logical_and(has_out, has_in, out=has_out), alive, out=has_out)
         if not left.any():
             return True
         if np.array_equal(left, alive):
             return False
-        alive = left
+        alive, has_out = left, alive  # the old alive is the next round's buffer
     return False
 
 
