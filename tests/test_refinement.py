@@ -73,11 +73,8 @@ def test_every_transition_label_names_a_spec_action():
     assert {"JoinGroup", "SyncGroup", "SyncGroupResponse", "Crash"} <= seen
 
 
-@pytest.mark.parametrize("protocol", ["eager", "cooperative"])
-def test_cached_verdicts_equal_direct_evaluation(protocol):
-    # the cache key of a member's own step (its slot, the group, an unchanged frame) is sound
-    system = small_system(protocol)
-    r = Refinement(system)
+def explored_steps(system) -> list:
+    """Every transition of ``system``'s exploration: ``[(State, Action, State)]``."""
     steps = []
 
     class Recorder:
@@ -89,6 +86,15 @@ def test_cached_verdicts_equal_direct_evaluation(protocol):
             return None
 
     explore(system, [Recorder])
+    return steps
+
+
+@pytest.mark.parametrize("protocol", ["eager", "cooperative"])
+def test_cached_verdicts_equal_direct_evaluation(protocol):
+    # the cache key of a member's own step (its slot, the group, an unchanged frame) is sound
+    system = small_system(protocol)
+    r = Refinement(system)
+    steps = explored_steps(system)
     assert len(steps) > 400
     interner = Interner()
     by_ids = r.on_ids(interner)
@@ -106,17 +112,7 @@ def test_verdicts_stay_right_when_the_cache_keys_widen():
     # outgrows them: from 1-bit fields, widened again and again, every verdict must still be the spec's,
     # on a wrong spec that fails some steps (a key that mixed two steps up would carry a verdict across)
     system = small_system(spec_mutations={"late-sync-grants-nothing"})
-    steps = []
-
-    class Recorder:
-        name, kind, applies, check, lasso, invariant, goal = "direct", "invariant", None, None, None, None, None
-
-        @staticmethod
-        def step(system_, s, a, n):
-            steps.append((s, a, n))
-            return None
-
-    explore(system, [Recorder])
+    steps = explored_steps(system)
     r = Refinement(system)
     r._part_bits = r._view_bits = 1
     interner = Interner()
