@@ -73,15 +73,17 @@ def test_fingerprint_set_is_a_dict_from_fingerprint_to_first_index(levels):
         assert len(fps) == len(oracle)
 
 
-def test_store_columns_widen_from_uint16_to_int32_when_an_id_passes_65535():
+def test_store_columns_widen_when_an_id_passes_65535_or_faults_left_255():
     from rebalance.checker.engines.explore import _Store
     store = _Store((1, 2, 3, 2))
     store.extend(np.array([(4, 9, 5, 1)]), [0], [3])
     store.extend(np.array([(4, 70_000, 5, 1), (6, 7, 8, 0)]), [1, 2], [0, 3])  # 70,000 does not fit 16 bits
-    assert [c.typecode for c in store.columns] == ["i", "i", "i"]
-    assert [store.row(i) for i in range(4)] == [(1, 2, 3, 2), (4, 9, 5, 1), (4, 70_000, 5, 1), (6, 7, 8, 0)]
-    assert list(store.rows(1, 4, chunk=2)) == [store.row(i) for i in range(1, 4)]
-    assert list(store.parents) == [-1, 0, 1, 2] and list(store.steps) == [0, 3, 0, 3]
+    assert [c.typecode for c in store.columns] == ["i", "i", "i"] and store.faults.typecode == "B"
+    store.extend(np.array([(1, 1, 1, 300)]), [3], [0])  # 300 faults left do not fit 8 bits
+    rows = [(1, 2, 3, 2), (4, 9, 5, 1), (4, 70_000, 5, 1), (6, 7, 8, 0), (1, 1, 1, 300)]
+    assert [store.row(i) for i in range(5)] == rows
+    assert list(store.rows(1, 5, chunk=2)) == rows[1:]
+    assert list(store.parents) == [-1, 0, 1, 2, 3] and list(store.steps) == [0, 3, 0, 3, 0]
 
 
 def test_projected_goal_is_the_goal_on_every_state(monkeypatch):

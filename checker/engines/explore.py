@@ -184,12 +184,14 @@ class _Store:
     def extend(self, rows: np.ndarray, parents: np.ndarray, steps: np.ndarray) -> None:
         """Append states: ``rows`` an (n, parts + 1) int array of id tuples, with
         each one's parent index and successor index (kept only with ``links``).
-        An id past 65,535 widens every column to int32, once."""
+        An id past 65,535 widens every id column to int32, once; faults left past
+        255, the faults column."""
         if len(rows) and self.columns[0].typecode == "H" and rows[:, :-1].max() > 0xFFFF:
             self.columns = [array("i", column) for column in self.columns]
-        for j, column in enumerate(self.columns):
+        if len(rows) and self.faults.typecode == "B" and rows[:, -1].max() > 0xFF:
+            self.faults = array("i", self.faults)
+        for j, column in enumerate((*self.columns, self.faults)):
             column.frombytes(rows[:, j].astype(column.typecode).tobytes())
-        self.faults.frombytes(rows[:, -1].astype(np.uint8).tobytes())
         if self.parents is not None:
             self.parents.frombytes(np.asarray(parents, np.int32).tobytes())
             self.steps.frombytes(np.asarray(steps, np.uint16).tobytes())
@@ -202,8 +204,9 @@ class _Store:
         rows at once (a whole level's tuples are not all alive together)."""
         for a in range(lo, hi, chunk):
             b = min(a + chunk, hi)
-            columns = [np.frombuffer(c, c.typecode)[a:b] for c in (*self.columns, self.faults)]
-            yield from map(tuple, np.stack(columns, axis=1).tolist())
+            # a copy: no view of the columns outlives the statement (an array with one cannot grow)
+            rows = np.stack([np.frombuffer(c, c.typecode)[a:b] for c in (*self.columns, self.faults)], axis=1)
+            yield from map(tuple, rows.tolist())
 
 
 @cycles_uncollected()
