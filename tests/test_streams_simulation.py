@@ -101,6 +101,7 @@ def test_after_a_leader_crash_during_scaling_the_load_can_stay_skewed():
     assert not simulate("cooperative", 3, 6, script("leader_crash", rng, 3), rng).censored
 
 
+@pytest.mark.slow  # about 36 s: the default suite stays under 20 minutes
 def test_simulate_streams_writes_its_table(tmp_path):
     out = tmp_path / "streams"
     code, stdout, stderr = run_cli("simulate", "--streams", "--out", out, "--runs", "20", "--sizes", "3x6",
