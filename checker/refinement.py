@@ -105,14 +105,16 @@ class Refinement:
         if hit is None:
             hit = self._part_ids[part] = len(self._parts)
             self._parts.append(part)
-            if hit >> self._part_bits:
-                self._part_bits += 8
-                self._forget_verdicts()
+            self._part_bits = self._room(hit, self._part_bits)
         return hit
 
-    def _forget_verdicts(self) -> None:
-        """Empty the verdict cache: its keys' layout changes."""
-        self._passed, self._failed = set(), {}
+    def _room(self, new_id: int, bits: int) -> int:
+        """The bits a key field needs for ids up to ``new_id``: ``bits``, or 8 more when
+        it does not fit, the verdict cache then emptied (its keys' layout changes)."""
+        if new_id >> bits:
+            self._passed, self._failed = set(), {}
+            return bits + 8
+        return bits
 
     def parts(self, state: State, base: State | None = None, base_parts: tuple = ()) -> tuple:
         """The abstraction's raw material as a flat tuple of part ids: the group's,
@@ -257,9 +259,7 @@ class Refinement:
         if hit is None:
             hit = self._views[ids] = len(self._views)
             self._invariant.append(0)
-            if hit >> self._view_bits:
-                self._view_bits += 8
-                self._forget_verdicts()
+            self._view_bits = self._room(hit, self._view_bits)
         return hit
 
     def _invariant_of(self, ids: tuple) -> str | None:

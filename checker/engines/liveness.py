@@ -138,7 +138,7 @@ class Graph:
         for lo in range(0, self.edges, _LOAD):
             n = min(_LOAD, self.edges - lo)
             if self._spilled is not None:
-                chunk = np.frombuffer(os.pread(self._spilled[0].fileno(), 4 * n, 4 * lo), np.int32)
+                chunk = _pread(self._spilled[0], lo, n)
             else:
                 chunk = _np(self.dst, np.int32)[lo:lo + n]
             hit = np.flatnonzero(chunk == i)
@@ -179,7 +179,7 @@ class Graph:
         before = 0
         for lo in range(0, self._flushed, _LOAD):
             n = min(_LOAD, self._flushed - lo)
-            chunk = np.frombuffer(os.pread(self._spilled[2].fileno(), 4 * n, 4 * lo), np.int32)
+            chunk = _pread(self._spilled[2], lo, n)
             up_to = int(np.searchsorted(chunk, k, "right"))
             before += up_to
             if up_to < n:
@@ -190,7 +190,7 @@ class Graph:
         """``ends[j]``, from the spill file if it is there."""
         if j >= self._flushed:
             return self.ends[j - self._flushed]
-        return int(np.frombuffer(os.pread(self._spilled[2].fileno(), 4, 4 * j), np.int32)[0])
+        return int(_pread(self._spilled[2], j, 1)[0])
 
     def sources(self, lo: int, hi: int) -> np.ndarray:
         """The source states of edges ``lo .. hi - 1`` (int32)."""
@@ -226,6 +226,12 @@ class Graph:
         ends = _np(self.ends, np.int32)[:n]
         out[1:len(ends) + 1] = ends
         return out
+
+
+def _pread(f, lo: int, n: int) -> np.ndarray:
+    """Entries ``lo .. lo + n - 1`` of a spill file of int32s (unbuffered, so what was
+    written is there to read)."""
+    return np.frombuffer(os.pread(f.fileno(), 4 * n, 4 * lo), np.int32)
 
 
 def _np(x, dtype) -> np.ndarray:
