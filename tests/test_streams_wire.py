@@ -133,9 +133,9 @@ def streams_group(tmp_path, *args, graceful: bool = True):
     try:
         members += [Member(server, f"S{i}", *args) for i in (1, 2, 3)]
 
-        def settled():
+        def settled():  # every member runs some: S3 may join after S1 and S2 took all eight
             active = [m.now[0] for m in members]
-            return (sum(map(len, active)) == TASKS == len(frozenset().union(*active))
+            return (all(active) and sum(map(len, active)) == TASKS == len(frozenset().union(*active))
                     and not any(m.now[1] for m in members))
         wait_for(settled, 60, "S1, S2 and S3 to share the tasks")
         members.server = server
