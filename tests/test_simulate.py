@@ -117,6 +117,7 @@ def test_ticks_follow_the_configured_tick():
     assert 3 * 15 <= coarse.unavailable_ticks <= 3 * 15 + 1
 
 
+@pytest.mark.slow  # Spark local mode end to end, about 60 s
 def test_simulate_writes_parquet_table_and_plots(tmp_path):
     out = tmp_path / "results"
     code, stdout, stderr = run_cli("simulate", "--out", out, "--runs", "24", "--sizes", "3x12",
@@ -138,6 +139,7 @@ def test_simulate_writes_parquet_table_and_plots(tmp_path):
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left behind
 
 
+@pytest.mark.slow  # Spark local mode end to end, about 55 s
 def test_censored_runs_are_counted_not_averaged(tmp_path):
     # 1 ms after the last stop the LeaveGroup (dynamic) is still on the wire and a
     # static member waits for session.timeout.ms: no run can be quiet yet
