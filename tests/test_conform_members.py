@@ -113,12 +113,9 @@ def member_process(server: Server, name: str, *mutations) -> subprocess.Popen:
 
 
 def joins(server: Server, client: str) -> list:
-    """The JoinGroup requests ``client`` sent, as serve recorded them so far (serve
-    may be writing a record as the trace is read: a last line without its newline
-    is not complete yet)."""
-    complete = server.trace.read_text().rpartition("\n")[0]
-    records = [json.loads(line) for line in complete.splitlines()[1:]]
-    return [r["body"] for r in records if r["type"] == "request" and r["api"] == "JoinGroup"
+    """The JoinGroup requests ``client`` sent, as serve recorded them so far (its
+    complete records, ``Server.records``)."""
+    return [r["body"] for r in server.records()[1:] if r["type"] == "request" and r["api"] == "JoinGroup"
             and r["client_id"] == client]
 
 

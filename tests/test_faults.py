@@ -122,8 +122,10 @@ def test_bad_fault_input_is_refused_by_name(cluster):
 
 
 def test_ctl_against_a_serve_subprocess(tmp_path):
+    # a minute's session and rebalance timeouts: five `rebalance ctl` processes run between the steps, and an
+    # injected heartbeat error does not reach the group (its session goes on running down)
     with Cluster({"t": 4}, subprocess=True) as cluster:
-        client, mid, generation = stable_member(cluster.port)
+        client, mid, generation = stable_member(cluster.port, 60_000)
         ctl = ("ctl", "--control", cluster.control_address, "--json")
         code, out, err = run_cli(*ctl, "inject", "Heartbeat", "--error", "REBALANCE_IN_PROGRESS", "--count", "1")
         assert code == 0 and json.loads(out)["error"] == "REBALANCE_IN_PROGRESS", err
@@ -131,8 +133,8 @@ def test_ctl_against_a_serve_subprocess(tmp_path):
         code, out, _ = run_cli(*ctl, "status")
         assert code == 0 and json.loads(out)["groups"]["g"]["state"] == "Stable"
         joiner = Client(cluster.port, "joiner")  # a second member, held at the JoinGroup barrier (R4)
-        jid = joiner.join("g").member_id
-        held = threading.Thread(target=lambda: joiner.join("g", jid), daemon=True)
+        jid = joiner.join("g", timeout_ms=60_000).member_id
+        held = threading.Thread(target=lambda: joiner.join("g", jid, 60_000), daemon=True)
         held.start()
         time.sleep(0.3)
         code, out, err = run_cli(*ctl, "expire", "g", jid)  # a barrier keeps it (R11): done, without effect, 1

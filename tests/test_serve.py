@@ -35,8 +35,9 @@ class Client:
             data += chunk
         return data
 
-    def join(self, group: str, member_id: str = ""):
-        return self.call(Api.JOIN_GROUP, 9, group_id=group, session_timeout=10_000, rebalance_timeout=10_000,
+    def join(self, group: str, member_id: str = "", timeout_ms: int = 10_000):
+        """JoinGroup v9 with ``timeout_ms`` as both session and rebalance timeout."""
+        return self.call(Api.JOIN_GROUP, 9, group_id=group, session_timeout=timeout_ms, rebalance_timeout=timeout_ms,
                          member_id=member_id, group_instance_id=None, protocol_type="consumer",
                          protocols=[{"name": "range", "metadata": b"meta"}], reason=None)
 
@@ -48,12 +49,13 @@ def server(tmp_path):
     s.stop()
 
 
-def stable_member(port: int):
-    """A lone member, joined (after MEMBER_ID_REQUIRED) and synced: (client, member_id, generation)."""
+def stable_member(port: int, timeout_ms: int = 10_000):
+    """A lone member, joined (after MEMBER_ID_REQUIRED, its session and rebalance
+    timeouts ``timeout_ms``) and synced: (client, member_id, generation)."""
     c = Client(port, "lone")
-    r = c.join("g")
+    r = c.join("g", timeout_ms=timeout_ms)
     assert r.error_code == 79  # MEMBER_ID_REQUIRED (R36)
-    r = c.join("g", r.member_id)
+    r = c.join("g", r.member_id, timeout_ms)
     assert r.error_code == 0 and r.leader == r.member_id and r.protocol_name == "range"
     s = c.call(Api.SYNC_GROUP, 5, group_id="g", generation_id=r.generation_id, member_id=r.member_id,
                group_instance_id=None, protocol_type="consumer", protocol_name="range",

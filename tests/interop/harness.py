@@ -62,8 +62,9 @@ class Server:
              "--group-min-session-timeout-ms", str(self.MIN_SESSION_MS),
              *(f"--mutation={m}" for m in self.mutations), *self.args],
             stderr=subprocess.PIPE, text=True)
+        mark = len(self.log)  # after a restart, this process's own line, not the last one's
         threading.Thread(target=lambda: [self.log.append(line) for line in self.proc.stderr], daemon=True).start()
-        wait_for(lambda: any("listening on" in line for line in self.log), 30, "the coordinator to listen")
+        wait_for(lambda: any("listening on" in line for line in self.log[mark:]), 30, "the coordinator to listen")
 
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -82,11 +83,15 @@ class Server:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def records(self) -> list:
+        """The trace's records written so far, its header first (serve may be writing
+        one as the trace is read: a last line without its newline is not complete yet)."""
+        return [json.loads(line) for line in self.trace.read_text().rpartition("\n")[0].splitlines()]
+
     def generations(self) -> list:
         """Generations of the successful JoinGroup responses in the trace, in order."""
-        records = [json.loads(line) for line in self.trace.read_text().splitlines()]
-        return [r["body"]["generation_id"] for r in records
-                if r["type"] == "response" and r["api"] == "JoinGroup" and r["body"]["error"] == "NONE"]
+        return [r["body"]["generation_id"] for r in self.records()
+                if r.get("type") == "response" and r["api"] == "JoinGroup" and r["body"]["error"] == "NONE"]
 
 
 def conform(side: str, *paths) -> tuple:
