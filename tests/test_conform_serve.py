@@ -90,10 +90,13 @@ def test_a_group_that_expired_and_formed_again_conforms(tmp_path):
                     args=("--offsets-retention-ms", 1, "--offsets-retention-check-interval-ms", 300))
     try:
         async def run():
-            for _ in range(2):
+            for k in range(1, 3):
                 members = await form_group(f"127.0.0.1:{server.port}", "A")
                 await members[0].close()  # LeaveGroup: Empty
-                await asyncio.sleep(1.0)  # a retention check removes it
+                end = time.monotonic() + 30  # until a retention check removes it
+                while sum(r.get("type") == "expire" for r in server.records()) < k:
+                    assert time.monotonic() < end, "timed out after 30 s waiting for the group to expire"
+                    await asyncio.sleep(0.1)
         asyncio.run(run())
     finally:
         server.stop()

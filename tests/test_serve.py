@@ -128,12 +128,13 @@ def test_a_second_member_rebalances_the_group_and_fencing_holds(server):
     b = Client(server.port, "other")
     b_id = b.join("g").member_id
     result = {}
-    threading.Thread(target=lambda: result.update(b=b.join("g", b_id))).start()  # held at the barrier
+    held = threading.Thread(target=lambda: result.update(b=b.join("g", b_id)))  # held at the barrier
+    held.start()
     time.sleep(0.3)
     hb = a.call(Api.HEARTBEAT, 4, group_id="g", generation_id=generation, member_id=a_id, group_instance_id=None)
     assert hb.error_code == 27  # REBALANCE_IN_PROGRESS: A finds the rebalance through its heartbeat (R10)
     r = a.join("g", a_id)
-    time.sleep(0.3)
+    held.join(10)  # B's JoinGroup response, sent as the barrier fell
     assert r.generation_id == result["b"].generation_id == generation + 1
     assert {m.member_id for m in r.members} == {a_id, b_id}
     stale = a.call(Api.OFFSET_COMMIT, 8, group_id="g", generation_id_or_member_epoch=generation, member_id=a_id,

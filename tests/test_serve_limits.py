@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from interop.harness import Server
+from interop.harness import Server, wait_for
 from rebalance.impl.broker import Cluster
 from rebalance.impl.coordinator import Coordinator
 from rebalance.impl.store import Store
@@ -205,7 +205,8 @@ def test_a_connection_idle_for_connections_max_idle_ms_is_closed(tmp_path):
             assert busy.call(Api.API_VERSIONS, 0).error_code == 0
             time.sleep(0.05)
         assert closed(idle.sock, timeout=1)
-        assert any("idle for connections.max.idle.ms (1000)" in line for line in server.log)
+        wait_for(lambda: any("idle for connections.max.idle.ms (1000)" in line for line in server.log), 10,
+                 "serve to log why it closed the connection")
     finally:
         server.stop()
 
@@ -243,7 +244,9 @@ def test_groups_pending_member_ids_instance_ids_and_client_slots_are_freed_after
             return sorted(r[0] for r in con.execute(f"SELECT group_id FROM {table}"))
 
     async def main():
-        limits = Limits(offsets_retention_ms=1_500, offsets_retention_check_interval_ms=100)
+        # the flood's pending ids live 3 s, g's offsets 6 s after it is Empty: the 30 joins are all counted
+        # before the first expires, and the flood's groups are gone well before g, even on a loaded machine
+        limits = Limits(offsets_retention_ms=6_000, offsets_retention_check_interval_ms=100)
         server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(str(db)), Recorder(None, "serve"), 0,
                              session_bounds=SessionBounds(100, 60_000), limits=limits)
         await server.start()
@@ -260,7 +263,7 @@ def test_groups_pending_member_ids_instance_ids_and_client_slots_are_freed_after
             def flood():
                 for i in range(30):
                     f = Client(port, f"flood-{i}")
-                    r = f.call(Api.JOIN_GROUP, 9, group_id=f"flood-{i}", session_timeout=300, rebalance_timeout=300,
+                    r = f.call(Api.JOIN_GROUP, 9, group_id=f"flood-{i}", session_timeout=3000, rebalance_timeout=3000,
                                member_id="", group_instance_id=None, protocol_type="consumer",
                                protocols=[{"name": "range", "metadata": b"m"}], reason=None)
                     assert r.error_code == 79  # MEMBER_ID_REQUIRED
@@ -274,9 +277,16 @@ def test_groups_pending_member_ids_instance_ids_and_client_slots_are_freed_after
             stored = rows("groups")
             await asyncio.to_thread(c.call, Api.LEAVE_GROUP, 3, group_id="g",
                                     members=[{"member_id": mid, "group_instance_id": None}])
-            await asyncio.sleep(0.8)  # the pending ids expire (300 ms), the next check removes their groups
+            async def until(done, what):
+                end = time.monotonic() + 30
+                while not done():
+                    assert time.monotonic() < end, f"timed out after 30 s waiting for {what}"
+                    await asyncio.sleep(0.05)
+            # the pending ids expire (3 s), the next check removes their groups and frees their client slots
+            await until(lambda: len(server.groups) <= 1 and len(server.slots) <= 1, "the flood's groups and slots to go")
             middle = sorted(server.groups), len(server.slots), rows("offsets")
-            await asyncio.sleep(1.5)  # g has been Empty for the retention
+            # Empty for the retention, g goes with its row and offsets (written by the store's own task)
+            await until(lambda: not server.groups and not rows("groups") and not rows("offsets"), "g to go")
             return pending, slots, instances, stored, middle, sorted(server.groups), rows("groups"), rows("offsets")
         finally:
             await server.close()
