@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from interop.harness import REBALANCE, Group, Server, wait_for
+from interop.harness import REBALANCE, Group, Server, wait_for, wait_until
 from rebalance.checker.conform import members
 from rebalance.checker.conform.emit import emit
 from rebalance.checker.conform.trace import Trace, parse, read
@@ -19,15 +19,6 @@ from rebalance.impl.member import MemberRuntime
 from test_findings import departs_as_recorded
 
 TOPIC, PARTITIONS = "t", 4
-
-
-async def wait_until(predicate, what: str, timeout: float = 15):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def join(bootstrap: str, name: str, **kw) -> MemberRuntime:
@@ -115,8 +106,7 @@ def member_process(server: Server, name: str, *mutations) -> subprocess.Popen:
 def joins(server: Server, client: str) -> list:
     """The JoinGroup requests ``client`` sent, as serve recorded them so far (its
     complete records, ``Server.records``)."""
-    return [r["body"] for r in server.records()[1:] if r["type"] == "request" and r["api"] == "JoinGroup"
-            and r["client_id"] == client]
+    return [r["body"] for r in server.records("request") if r["api"] == "JoinGroup" and r["client_id"] == client]
 
 
 @pytest.mark.spec("R15")

@@ -7,9 +7,7 @@ import struct
 import threading
 import time
 
-import pytest
-
-from interop.harness import Server, wait_for
+from interop.harness import Server, wait_for, wait_until
 from rebalance.impl.broker import Cluster
 from rebalance.impl.coordinator import Coordinator
 from rebalance.impl.store import Store
@@ -277,16 +275,12 @@ def test_groups_pending_member_ids_instance_ids_and_client_slots_are_freed_after
             stored = rows("groups")
             await asyncio.to_thread(c.call, Api.LEAVE_GROUP, 3, group_id="g",
                                     members=[{"member_id": mid, "group_instance_id": None}])
-            async def until(done, what):
-                end = time.monotonic() + 30
-                while not done():
-                    assert time.monotonic() < end, f"timed out after 30 s waiting for {what}"
-                    await asyncio.sleep(0.05)
             # the pending ids expire (3 s), the next check removes their groups and frees their client slots
-            await until(lambda: len(server.groups) <= 1 and len(server.slots) <= 1, "the flood's groups and slots to go")
+            await wait_until(lambda: len(server.groups) <= 1 and len(server.slots) <= 1,
+                             "the flood's groups and slots to go", 30)
             middle = sorted(server.groups), len(server.slots), rows("offsets")
             # Empty for the retention, g goes with its row and offsets (written by the store's own task)
-            await until(lambda: not server.groups and not rows("groups") and not rows("offsets"), "g to go")
+            await wait_until(lambda: not server.groups and not rows("groups") and not rows("offsets"), "g to go", 30)
             return pending, slots, instances, stored, middle, sorted(server.groups), rows("groups"), rows("offsets")
         finally:
             await server.close()

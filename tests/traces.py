@@ -85,12 +85,10 @@ async def form_group(bootstrap: str, names, trace_dir: Path | None = None) -> li
 def restart_serve(server) -> None:
     """kill -9 the coordinator and start it again on its store and trace, until it
     has written its ``restart`` record (R37; AssertionError after 30 s)."""
-    def restarts():
-        return sum(r.get("type") == "restart" for r in server.records())
-    before = restarts()
+    before = len(server.records("restart"))
     server.kill9()
     server.start()
-    wait_for(lambda: restarts() > before, 30, "the restart record")
+    wait_for(lambda: len(server.records("restart")) > before, 30, "the restart record")
 
 
 async def hang_up(members) -> None:

@@ -8,6 +8,7 @@ clients``, and rebuilds ownership from them (wall-clock ms of one machine).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -37,6 +38,16 @@ def wait_for(predicate, timeout: float, what: str):
         if value:
             return value
         time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+async def wait_until(predicate, what: str, timeout: float = 15):
+    """``wait_for`` inside an event loop: polls every 50 ms without blocking it."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
@@ -83,15 +94,17 @@ class Server:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def records(self) -> list:
-        """The trace's records written so far, its header first (serve may be writing
-        one as the trace is read: a last line without its newline is not complete yet)."""
-        return [json.loads(line) for line in self.trace.read_text().rpartition("\n")[0].splitlines()]
+    def records(self, kind: str | None = None) -> list:
+        """The trace's records written so far, its header first, or only those of type
+        ``kind`` (serve may be writing one as the trace is read: a last line without
+        its newline is not complete yet)."""
+        records = [json.loads(line) for line in self.trace.read_text().rpartition("\n")[0].splitlines()]
+        return records if kind is None else [r for r in records if r["type"] == kind]
 
     def generations(self) -> list:
         """Generations of the successful JoinGroup responses in the trace, in order."""
-        return [r["body"]["generation_id"] for r in self.records()
-                if r.get("type") == "response" and r["api"] == "JoinGroup" and r["body"]["error"] == "NONE"]
+        return [r["body"]["generation_id"] for r in self.records("response")
+                if r["api"] == "JoinGroup" and r["body"]["error"] == "NONE"]
 
 
 def conform(side: str, *paths) -> tuple:
