@@ -19,10 +19,13 @@ once on every state reached (a state reached again was checked the first time).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from rebalance.model.protocol import Error, SyncGroupResponse, epoch_of, slot_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import View
 
+from .engines.interning import IntMap, _intern, grown
 from .system import PAUSED, RUNNING, Action, State, System
 
 _NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0)
@@ -43,6 +46,8 @@ def action_name(action: Action) -> str:
 class Refinement:
     """The refinement check for one system (its caches are the system's)."""
 
+    row_part_bits = 16  # a part id's field in ``step_rows``'s packed keys; past it, steps are keyed by ``_verdict``
+
     def __init__(self, system: System):
         self.system = system
         self.mutations = system.spec_mutations
@@ -62,9 +67,13 @@ class Refinement:
         self._invariant: list = []  # view id -> Inv's verdict (None or why not), 0 until known
         self._last = self._last_parts = None
         self._before, self._before_view = None, -1  # the last part ids a step left, and their view id
-        self._interner = None  # the engine's (checker/engines/interning.py) that the two below key by
-        self._by_pid: dict = {}  # interned Proc id -> part id
-        self._by_gid: dict = {}  # interned Group id -> part id
+        self._interner = None  # the engine's (checker/engines/interning.py) that the two below index by
+        self._gid_parts = np.empty(0, np.int64)  # interned Group id -> part id (-1: not known yet)
+        self._pid_parts = np.empty(0, np.int64)  # interned Proc id -> part id (-1: not known yet)
+        # the engines' verdicts by packed step key (``step_rows``): an index into _reasons, 0 if it holds
+        self._local_verdicts, self._view_verdicts = IntMap(), IntMap()
+        self._reasons: list = [None]
+        self._reason_ids: dict = {}
 
     def _proc(self, p) -> int:
         """The id of a process's part: (live, member id, generation, owned, granting, grant)."""
@@ -132,28 +141,31 @@ class Refinement:
                 *[pid if p is q or (p.consumer is q.consumer and p.responses is q.responses and p.status == q.status)
                   else proc(p) for p, q, pid in zip(procs, base.procs, base_parts[1:])])
 
-    def parts_of_ids(self, ids: tuple) -> tuple:
-        """``parts`` of a state from its interned ids (checker/engines/interning.py
-        ``Interner.ids``, of ``on_ids``'s interner): each part's id cached by its
-        interned id, no value hashed."""
-        try:
-            return (self._by_gid[ids[0]], *map(self._by_pid.__getitem__, ids[1:-1]))
-        except KeyError:  # a part first seen: its id computed once
-            return (self._part_of_gid(ids[0], len(ids) - 2), *map(self._part_of_pid, ids[1:-1]))
+    def _part_rows(self, rows: np.ndarray) -> np.ndarray:
+        """``parts`` of a batch of states from their interned id rows ((T, w) int64,
+        ``Interner.ids``): a (T, w - 1) int64 matrix of part ids, each part's computed
+        once per interned id, when first asked."""
+        interner, slots = self._interner, rows.shape[1] - 2
+        self._gid_parts = grown(self._gid_parts, len(interner.groups), -1)
+        self._pid_parts = grown(self._pid_parts, len(interner.procs), -1)
+        out = np.empty((len(rows), slots + 1), np.int64)
+        out[:, 0] = self._gid_parts[rows[:, 0]]
+        out[:, 1:] = self._pid_parts[rows[:, 1:-1]]
+        if (out < 0).any():  # parts first seen
+            for gid in np.unique(rows[out[:, 0] < 0, 0]).tolist():
+                self._gid_parts[gid] = self._group(interner.groups[gid], slots)
+            for pid in np.unique(rows[:, 1:-1][out[:, 1:] < 0]).tolist():
+                self._pid_parts[pid] = self._proc(interner.procs[pid])
+            out[:, 0] = self._gid_parts[rows[:, 0]]
+            out[:, 1:] = self._pid_parts[rows[:, 1:-1]]
+        return out
 
-    def _part_of_gid(self, gid: int, slots: int) -> int:
-        """The part id of the group with interned id ``gid``, computed when first asked."""
-        hit = self._by_gid.get(gid)
-        if hit is None:
-            hit = self._by_gid[gid] = self._group(self._interner.groups[gid], slots)
-        return hit
-
-    def _part_of_pid(self, pid: int) -> int:
-        """The part id of the process with interned id ``pid``, computed when first asked."""
-        hit = self._by_pid.get(pid)
-        if hit is None:
-            hit = self._by_pid[pid] = self._proc(self._interner.procs[pid])
-        return hit
+    def _view_rows(self, parts: np.ndarray) -> np.ndarray:
+        """The view id (``_view_id``) of each row of a part-id matrix."""
+        if not len(parts):
+            return np.empty(0, np.int64)
+        unique, inverse = np.unique(parts, axis=0, return_inverse=True)
+        return np.array(list(map(self._view_id, map(tuple, unique.tolist()))), np.int64)[inverse.reshape(-1)]
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
@@ -180,43 +192,63 @@ class Refinement:
         after = self.parts(nxt, state, self._last_parts)
         return self._verdict(self._last_parts, after, action, self._label(action)) or self._invariant_of(after)
 
-    def on_ids(self, interner) -> Refinement:
-        """This check for the ids of ``interner``, in two parts: ``step_ids`` on every
-        transition, ``invariant_ids`` once on every state reached. The caches keyed by
-        ids start afresh for an interner other than the last one (another exploration)."""
+    def on_rows(self, interner) -> Refinement:
+        """This check for the id rows of ``interner``'s states, in two parts:
+        ``step_rows`` on every transition, ``invariant_rows`` once on every state
+        reached. The tables indexed by ids start afresh for an interner other than
+        the last one (another exploration)."""
         if interner is not self._interner:
-            self._interner, self._by_pid, self._by_gid, self._last = interner, {}, {}, None
+            self._interner, self._last = interner, None
+            self._gid_parts, self._pid_parts = np.empty(0, np.int64), np.empty(0, np.int64)
         return self
 
-    def step_ids(self, ids: tuple, action: Action, raw: tuple) -> str | None:
-        """``step`` on interned ids (checker/engines/interning.py), but for Inv (the
-        engines ask ``invariant_ids`` of each state once): from the state with ids
-        ``ids`` to the one with ids ``raw``, no value hashed. A member's own step
-        whose ids change in its slot alone is keyed by that slot's and the group's
-        parts without the other slots' being looked up."""
-        slot = action.slot
-        label = self._label(action)
-        if label[1] and raw[0] == ids[0] and raw[1:slot + 1] == ids[1:slot + 1] and \
-                raw[slot + 2:-1] == ids[slot + 2:-1]:
-            by_pid = self._by_pid
-            group, before, after = self._by_gid.get(ids[0]), by_pid.get(ids[slot + 1]), by_pid.get(raw[slot + 1])
-            if group is None or before is None or after is None:  # a part first seen
-                group, before, after = (self._part_of_gid(ids[0], len(ids) - 2), self._part_of_pid(ids[slot + 1]),
-                                        self._part_of_pid(raw[slot + 1]))
-            key = _local_key(label[0], slot, group, before, after, self._part_bits)
-            if key in self._passed:
-                return None
-            hit = self._failed.get(key)
-            if hit is not None:
-                return hit
-        if ids is not self._last:
-            self._last, self._last_parts = ids, self.parts_of_ids(ids)
-        return self._verdict(self._last_parts, self.parts_of_ids(raw), action, label)
+    def step_rows(self, before: np.ndarray, after: np.ndarray, aid: np.ndarray, actions: list) -> list:
+        """``step`` on a batch of transitions, but for Inv (the engines ask
+        ``invariant_rows`` of each state once): from the states with id rows
+        ``before`` to those with ``after`` ((T, w) int64, ``Interner.ids``), by
+        ``actions[aid[t]]``. Returns ``[(t, why)]`` for the steps that are not their
+        spec action. A member's own step (the group's part and every other slot's
+        unchanged) is keyed by its label, slot, the group's part and its slot's parts
+        before and after, any other by its label, slot and the two views; each key's
+        verdict is computed once (``_verdict``'s keys, packed in 64 bits)."""
+        labels = list(map(self._label, actions))
+        label = np.array([x for x, _ in labels], np.int64)[aid]
+        slot = np.array([a.slot for a in actions], np.int64)[aid]
+        pb, pa = self._part_rows(before), self._part_rows(after)
+        own = np.where(slot >= 0, slot + 1, -1)  # the acting slot's column (none: -1)
+        elsewhere = ((pb != pa) & (np.arange(pb.shape[1]) != own[:, None])).any(axis=1)
+        local = np.array([x for _, x in labels], bool)[aid] & ~elsewhere
+        verdict = np.zeros(len(aid), np.int64)
+        if len(aid) and (max(pb.max(), pa.max()) >> self.row_part_bits or (slot + 1).max() >> 8 or label.max() >> 7):
+            for t in range(len(aid)):  # ids past the packed fields: keyed as ``_verdict`` keys them
+                a = actions[aid[t]]
+                why = self._verdict(tuple(pb[t].tolist()), tuple(pa[t].tolist()), a, self._label(a))
+                verdict[t] = self._reason_id(why)
+        else:
+            def decide(rows, firsts):
+                return [self._reason_id(self._evaluate(tuple(pb[t].tolist()), tuple(pa[t].tolist()), actions[aid[t]]))
+                        for t in (rows[f] for f in firsts)]
+            on = np.flatnonzero(local)
+            col = slot[on] + 1  # the group's column for a step of no slot, as `_verdict` keys it
+            keys = label[on] | (slot[on] + 1) << 7 | pb[on, 0] << 15 | pb[on, col] << 31 | pa[on, col] << 47
+            verdict[on] = self._local_verdicts.resolve(keys, lambda _, firsts: decide(on, firsts))
+            off = np.flatnonzero(~local)
+            views = self._view_rows(np.concatenate([pb[off], pa[off]]))
+            if len(views) and views.max() >> 24:
+                raise OverflowError("more than 2**24 distinct views: past the step key's view fields")
+            keys = label[off] | (slot[off] + 1) << 7 | views[:len(off)] << 15 | views[len(off):] << 39
+            verdict[off] = self._view_verdicts.resolve(keys, lambda _, firsts: decide(off, firsts))
+        return [(t, self._reasons[v]) for t, v in zip(np.flatnonzero(verdict).tolist(), verdict[verdict > 0].tolist())]
 
-    def invariant_ids(self, ids: tuple) -> str | None:
-        """None if the state with interned ids ``ids`` satisfies the spec's inductive
-        invariant (spec/actions.py ``Inv``), else which clause fails."""
-        return self._invariant_of(self.parts_of_ids(ids))
+    def invariant_rows(self, rows: np.ndarray) -> list:
+        """``[(i, which clause fails)]`` for the states with id rows ``rows`` ((m, w)
+        int64) that break the spec's inductive invariant (spec/actions.py ``Inv``)."""
+        parts = self._part_rows(rows)
+        if not len(parts):
+            return []
+        unique, inverse = np.unique(parts, axis=0, return_inverse=True)
+        verdicts = list(map(self._invariant_of, map(tuple, unique.tolist())))
+        return [(i, verdicts[k]) for i, k in enumerate(inverse.reshape(-1).tolist()) if verdicts[k]]
 
     def _label(self, action: Action) -> tuple:
         """``(label id, whether its spec action is local)`` of the action's kind and detail type."""
@@ -245,13 +277,23 @@ class Refinement:
             return None
         hit = self._failed.get(key)
         if hit is None:
-            name = action_name(action)
-            why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
-            if why:
-                hit = self._failed[key] = f"{action.kind} {name} is not the spec's action {name}: {why}"
+            hit = self._evaluate(before, after, action)
+            if hit:
+                self._failed[key] = hit
             else:
                 self._passed.add(key)
         return hit
+
+    def _evaluate(self, before: tuple, after: tuple, action: Action) -> str | None:
+        """The step's verdict from the part ids of the states before and after it, evaluated
+        by the spec (spec/actions.py ``evaluate``), uncached."""
+        name = action_name(action)
+        why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
+        return why and f"{action.kind} {name} is not the spec's action {name}: {why}"
+
+    def _reason_id(self, why: str | None) -> int:
+        """0 for a step that holds, else the index of its reason in ``_reasons``."""
+        return 0 if why is None else _intern(self._reason_ids, self._reasons, why)
 
     def _view_id(self, ids: tuple) -> int:
         """A dense id for a state's abstraction (its tuple of part ids)."""
@@ -285,11 +327,11 @@ def refinement(system: System, state: State, action: Action, nxt: State):
     return checker(system).step(state, action, nxt)
 
 
-# on the interned ids of the states (checker/engines/steps.py), the ids the system's interner's
-# (``System.interner``): the step's spec action on every transition, ``(ids, Action, successor
-# ids) -> None | str``, and Inv on the state it reaches, ``(ids) -> None | str``, asked once per state
-refinement.on_ids = lambda system: checker(system).on_ids(system.interner).step_ids
-refinement.on_arrival = lambda system: checker(system).on_ids(system.interner).invariant_ids
+# on batches of interned id rows (checker/engines/steps.py), the ids the system's interner's
+# (``System.interner``): the step's spec action on every transition, ``step_rows``, and Inv on the
+# state it reaches, ``invariant_rows``, asked once per state
+refinement.on_rows = lambda system: checker(system).on_rows(system.interner).step_rows
+refinement.on_arrival = lambda system: checker(system).on_rows(system.interner).invariant_rows
 
 
 def _local_key(label: int, slot: int, group: int, before: int, after: int, bits: int) -> int:

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.mutations import REGISTRY
-from rebalance.model.protocol import Callback, Error, SyncGroupResponse, mask_of, member_name
+from rebalance.model.protocol import Callback, Error, SyncGroupResponse, member_name
 
 from .engines.explore import UNFAIR_KINDS
 from .engines.walks import Checks

@@ -82,7 +82,7 @@ def test_store_columns_widen_when_an_id_passes_65535_or_faults_left_255():
     store.extend(np.array([(1, 1, 1, 300)]), [3], [0])  # 300 faults left do not fit 8 bits
     rows = [(1, 2, 3, 2), (4, 9, 5, 1), (4, 70_000, 5, 1), (6, 7, 8, 0), (1, 1, 1, 300)]
     assert [store.row(i) for i in range(5)] == rows
-    assert list(store.rows(1, 5, chunk=2)) == rows[1:]
+    assert store.matrix(1, 5).tolist() == [list(r) for r in rows[1:]]
     assert list(store.parents) == [-1, 0, 1, 2, 3] and list(store.steps) == [0, 3, 0, 3, 0]
 
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from rebalance.model.protocol import slot_of
 
-from .expansion import Expander
 from .guards import map_large_blocks, release_free_heap
-from .interning import FingerprintSet, Interner, _intern, collision_probability
+from .interning import FingerprintSet, Interner, _intern, collision_probability, fold
+from .level import BATCH, Level
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
 from .steps import Steps
@@ -199,14 +199,10 @@ class _Store:
     def row(self, i: int) -> tuple:
         return (*map(itemgetter(i), self.columns), self.faults[i])
 
-    def rows(self, lo: int, hi: int, chunk: int = 4096):
-        """``row(i)`` for ``i`` in ``range(lo, hi)``, read a column at a time, ``chunk``
-        rows at once (a whole level's tuples are not all alive together)."""
-        for a in range(lo, hi, chunk):
-            b = min(a + chunk, hi)
-            # a copy: no view of the columns outlives the statement (an array with one cannot grow)
-            rows = np.stack([np.frombuffer(c, c.typecode)[a:b] for c in (*self.columns, self.faults)], axis=1)
-            yield from map(tuple, rows.tolist())
+    def matrix(self, lo: int, hi: int) -> np.ndarray:
+        """States ``lo`` .. ``hi - 1`` as an (hi - lo, parts + 1) int64 matrix of id rows."""
+        return np.stack([np.frombuffer(c, c.typecode)[lo:hi] for c in (*self.columns, self.faults)],
+                        axis=1).astype(np.int64)
 
 
 @cycles_uncollected()
@@ -246,7 +242,7 @@ def explore(system: System, properties, initial: State | None = None,
     "liveness") are decided after a complete exploration (``decide_liveness``)
     under weak fairness of the system's action classes for which ``fair(class
     key)`` is true (default: all). ``guard`` (checker/engines/guards.py Guard), if given, is
-    asked every 256 expanded states: a limit it names stops the run at once
+    asked before every ``BATCH`` expanded states: a limit it names stops the run at once
     (incomplete, its counts those reached).
     """
     t0 = time.perf_counter()
@@ -266,8 +262,8 @@ def explore(system: System, properties, initial: State | None = None,
     width = len(init_ids)
     store = _Store(init_ids, links=graph is None)
     visited = FingerprintSet()
-    visited.resolve(np.array([hash(init_ids)], np.int64), 0)
-    kinds = dict.fromkeys(ACTION_KINDS, 0)
+    visited.resolve(fold(np.array([init_ids], np.int64)), 0)
+    kinds: Counter = Counter()  # action kind -> transitions of that kind
     violations: list = []
     stepping = Steps(system, interner, state_checks, step_checks, covers, marking)
     transitions = 0
@@ -284,73 +280,61 @@ def explore(system: System, properties, initial: State | None = None,
     def record(key, name, why, i, last=None):
         found.append((key, name, why, i, last))
 
-    for part, name, why in stepping.invalid(init_ids, init):
+    for _, part, name, why in stepping.invalid(np.array([init_ids], np.int64), [init]):
         record((0, part), name, why, 0)
     frontier = [init]  # the frontier's States, built once: checked on arrival, then expanded
-    successors = Expander(system, interner).successors
-    canonical_ids = Renamer().canonical_ids  # its own caches, keyed by ids: dropped with the expansion's
-    class_id = graph.class_id if graph is not None else None
+    level = Level(system, interner, stepping, UNFAIR_KINDS, fairness_class, graph.class_id if graph is not None else None)
     stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
     while lo < hi and not stop:
         if max_depth is not None and depth >= max_depth:
             limit = f"max_depth {max_depth}"
             break
-        # every transition's canonical successor: its fingerprint and its id tuple (``width`` ints, in a
-        # flat array: a level of tuples kept alive would leave their freed blocks behind in pymalloc's
-        # pools, some 4 MB on the main job), in the order generated
-        fps = array("q")
-        flat = array("i")
-        sources = array("i")  # the state each came from
-        indices = array("H")  # its index among that state's successors
-        classes: list = []  # the fairness class of each (Graph.class_id)
-        marks = array("B")
-        for i, ids, s in zip(range(lo, hi), store.rows(lo, hi), frontier, strict=True):
-            if guard is not None and not i & 255:
+        # every transition's canonical successor: its fingerprint and its id row, in the order
+        # generated, a batch of states at a time (checker/engines/level.py)
+        fps, rows, sources, indices, classes, marks = [], [], [], [], [], []
+        at = 0  # transitions so far in this level
+        for b_lo in range(lo, hi, BATCH):
+            if guard is not None:
                 limit = guard.exceeded()
                 if limit:
                     break
-            moved = False
-            for idx, (action, raw) in enumerate(successors(ids, s)):
-                transitions += 1
-                kinds[action.kind] += 1
-                c = canonical_ids(raw, interner)
-                t = len(fps)
-                fps.append(hash(c))
-                flat.extend(c)
-                sources.append(i)
-                indices.append(idx)
-                if graph is not None:
-                    classes.append(class_id(fairness_class(action)))
-                if c == ids:  # a stutter
-                    if graph is not None:
-                        marks.append(0)
-                    continue
-                if action.kind not in UNFAIR_KINDS:
-                    moved = True
-                broken, mark = stepping.check(s, ids, action, raw)
-                for name, why in broken:
-                    record((t, 1), name, why, i, (action, interner.state(raw)))
-                    stepping.drop(name, transitions_only=True)  # a new state may break it first (_settle)
-                if graph is not None:
-                    marks.append(mark)
-            if not moved:
-                for name, check in list(quiescent):
-                    why = check(system, s)
-                    if why:
-                        record((len(fps), -1), name, why, i)
-                        quiescent.remove((name, check))
+            b_hi = min(b_lo + BATCH, hi)
+            batch = level.expand(store.matrix(b_lo, b_hi), frontier[b_lo - lo:b_hi - lo])
+            transitions += len(batch.actions)
+            kinds.update(batch.kinds)
+            fps.append(fold(batch.canonical))
+            rows.append(batch.canonical.astype(np.int32))
+            sources.append(batch.src + b_lo)
+            indices.append(batch.index)
+            classes.append(batch.classes)
+            marks.append(np.where(batch.stutter, 0, batch.marks))
+            for t, name, why in batch.broken:
+                record((at + t, 1), name, why, b_lo + int(batch.src[t]),
+                       (batch.actions[t], interner.state(tuple(batch.raw[t].tolist()))))
+            if quiescent:
+                ends = np.cumsum(np.bincount(batch.src, minlength=b_hi - b_lo))
+                for j in np.flatnonzero(~batch.moved).tolist():
+                    s = frontier[b_lo - lo + j]
+                    for name, check in list(quiescent):
+                        why = check(system, s)
+                        if why:
+                            record((at + int(ends[j]), -1), name, why, b_lo + j)
+                            quiescent.remove((name, check))
+            at += len(batch.actions)
+        fps = np.concatenate(fps) if fps else np.empty(0, np.int64)
+        flat = np.concatenate(rows) if rows else np.empty((0, width), np.int32)
+        sources = np.concatenate(sources) if sources else np.empty(0, np.int64)
+        indices = np.concatenate(indices) if indices else np.empty(0, np.int64)
         base = len(store)
-        dst, fresh = visited.resolve(np.frombuffer(fps, np.int64), base)
-        rows = np.frombuffer(flat, np.int32).reshape(-1, width)[fresh]
-        store.extend(rows, np.frombuffer(sources, np.int32)[fresh], np.frombuffer(indices, np.uint16)[fresh])
-        frontier = []
-        for n, (k, c) in enumerate(zip(fresh.tolist(), map(tuple, rows.tolist())), base):
-            frontier.append(interner.state(c))
-            for part, name, why in stepping.invalid(c, frontier[-1]):
-                record((k, part), name, why, n)
-                stepping.drop(name)
+        dst, fresh = visited.resolve(fps, base)
+        rows = flat[fresh]
+        store.extend(rows, sources[fresh], indices[fresh])
+        frontier = [interner.state(c) for c in map(tuple, rows.tolist())]
+        for j, part, name, why in stepping.invalid(rows.astype(np.int64), frontier):
+            record((int(fresh[j]), part), name, why, base + j)
+            stepping.drop(name)
         if graph is not None:
-            graph.extend(sources, dst, classes, marks)
+            graph.extend(sources, dst, np.concatenate(classes), np.concatenate(marks))
         del fps, flat, rows
         release_free_heap()
         stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
@@ -374,7 +358,7 @@ def explore(system: System, properties, initial: State | None = None,
     # liveness search and the counterexamples replay through System; the refinement check's caches go
     # too (pure memos, rebuilt if a counterexample's reason asks)
     reached = stepping.reached
-    del successors, canonical_ids, stepping, visited
+    del level, stepping, visited
     system.refinement = None
     release_free_heap()
     if live_props and limit is None and not stop:
@@ -386,7 +370,7 @@ def explore(system: System, properties, initial: State | None = None,
             lambda i: concrete(system, canonical, path_to(i)), path_to, canonical, fair,
             identify=lambda form: interner.ids(form)))
 
-    fired = Counter({k: v for k, v in kinds.items() if v})
+    fired = Counter({k: kinds[k] for k in ACTION_KINDS if kinds[k]})  # in a fixed order
     result = conclude(properties, violations, limit, stop, len(store), transitions, depth, t0, fired,
                       {c.name: c.name in reached for c in covers})
     result.collision_probability = collision_probability(len(store), transitions + 1)

@@ -115,3 +115,66 @@ def collision_probability(distinct: int, generated: int) -> float:
     fingerprint equals one of the ``distinct`` seen: ``distinct * (generated -
     distinct) / 2**64`` (tlc2.tool.TLC, reportSuccess)."""
     return distinct * max(generated - distinct, 0) / 2.0 ** 64
+
+
+class IntMap:
+    """An int64 -> int64 memo held as two sorted numpy arrays (16 bytes an entry),
+    asked a batch of keys at a time: the engines' per-transition memos on packed
+    ids (checker/engines/level.py), where a dict lookup per transition would be
+    the cost to save."""
+
+    def __init__(self):
+        self.keys = np.empty(0, np.int64)
+        self.values = np.empty(0, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def resolve(self, keys: np.ndarray, compute) -> np.ndarray:
+        """The value of each of ``keys`` (int64, any order, repeats allowed); the keys
+        not known yet are computed once each, ``compute(distinct new keys ascending,
+        the position in ``keys`` of each one's first occurrence) -> their values``
+        (lists), and kept."""
+        values = np.empty(len(keys), np.int64)
+        if len(self.keys):
+            at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+            known = self.keys[at] == keys
+            values[known] = self.values[at[known]]
+        else:
+            known = np.zeros(len(keys), bool)
+        if not known.all():
+            where = np.flatnonzero(~known)
+            missing = keys[where]
+            new, first = np.unique(missing, return_index=True)
+            got = np.array(compute(new.tolist(), where[first].tolist()), np.int64)
+            values[~known] = got[np.searchsorted(new, missing)]
+            pos = np.searchsorted(self.keys, new)
+            self.keys = np.insert(self.keys, pos, new)
+            self.values = np.insert(self.values, pos, got)
+        return values
+
+
+def grown(table: np.ndarray, n: int, fill: int) -> np.ndarray:
+    """A dense int64 table indexed by interned id, extended with ``fill`` to length
+    ``n`` (``table`` itself if long enough)."""
+    return table if len(table) >= n else np.concatenate([table, np.full(n - len(table), fill, np.int64)])
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 (wrapping arithmetic)."""
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def fold(columns: np.ndarray) -> np.ndarray:
+    """Each row of an int64 matrix to one signed 64-bit fingerprint, the columns
+    folded in with SplitMix64 in numpy's wrapping uint64 arithmetic: the same on
+    every machine, unlike Python's salted ``hash()``."""
+    h = np.full(len(columns), 0x9E3779B97F4A7C15, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for col in columns.T.astype(np.uint64):
+            h = _mix(h ^ col)
+    return h.view(np.int64)

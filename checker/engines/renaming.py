@@ -18,6 +18,8 @@ a lasso is unbounded). The result is a State of the same types.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from rebalance.model.coordinator import Group, MemberMetadata
 from rebalance.model.member import Consumer
 from rebalance.model.streams import StreamsMemory
@@ -27,6 +29,9 @@ from rebalance.model.protocol import (
 )
 
 from ..system import Proc, State
+from .interning import IntMap, grown
+
+_UNKNOWN = -2  # a name-set table's entry not computed yet
 
 
 class _Names:
@@ -169,9 +174,10 @@ class Renamer:
     kind is returned as it is, found by a union of the parts' cached name sets;
     only the others are renamed, part by part, each renamed part cached under
     its renaming. Every engine builds one (the Spark executors too), so both
-    intern the same canonical states. ``canonical_ids`` does the same on
-    interned ids (checker/engines/interning.py): its caches are keyed by ids,
-    the parts' values are never hashed and no State is built."""
+    intern the same canonical states. ``canonical_rows`` does the same on
+    interned ids (checker/engines/interning.py), a batch of states at once: its
+    caches are keyed by ids, the parts' values are never hashed and no State is
+    built."""
 
     def __init__(self):
         self._names: dict = {}    # part (by value) -> id of its name sets
@@ -180,9 +186,12 @@ class Renamer:
         self._plans: dict = {}    # the name-set ids of a state's parts -> None (canonical) or its renaming
         self._renamings: dict = {}  # the names of a state to rename -> its renaming, shared by all such states
         self._renamed: dict = {}  # (part, plan number) -> the part renamed
-        self._group_names: list = []  # group id -> id of its name sets (None: not seen yet)
-        self._proc_names: list = []   # per client slot: proc id -> id of its name sets, -1 without a connection
-        self._renamed_groups: dict = {}  # plan number << 32 | group id -> the renamed group's id
+        self._plan_names: list = []  # plan number -> its _Names
+        # on interned ids (``canonical_rows``): group id -> id of its name sets (_UNKNOWN: not seen yet);
+        # per client slot, proc id -> id of its name sets, -1 without a connection
+        self._group_names = np.empty(0, np.int64)
+        self._proc_names: list = []
+        self._renamed_groups = IntMap()  # plan number << 32 | group id -> the renamed group's id
         self._renamed_procs: list = []   # per client slot: plan number << 32 | proc id -> the renamed proc's id
 
     def _names_of(self, walk, part) -> int:
@@ -231,51 +240,60 @@ class Renamer:
             hit = self._renamed[key] = walk(part, names)
         return hit
 
-    def canonical_ids(self, raw: tuple, interner) -> tuple:
-        """``canonical`` on interned ids: the id tuple (``Interner.ids``) of the
-        canonical form of the state ``raw`` stands for, ``raw`` itself when that
-        state is canonical already."""
-        columns = self._proc_names
-        try:
-            signature = (self._group_names[raw[0]], *map(list.__getitem__, columns, raw[1:-1]))
-        except IndexError:
-            signature = (None,)
-        plan = self._plans.get(signature, 0)
-        if plan == 0:
-            signature = self._signature(raw, interner)
-            plan = self._plan_of(signature)
-        if plan is None:
-            return raw
-        renaming, names = plan
-        base = renaming << 32  # ids below 2**32
-        gid = self._renamed_groups.get(base | raw[0])
-        if gid is None:
-            gid = self._renamed_groups[base | raw[0]] = interner.group_id(_group(interner.groups[raw[0]], names))
-        out = [gid]
-        for slot, (column, pid) in enumerate(zip(self._renamed_procs, raw[1:-1])):
-            hit = column.get(base | pid)
-            if hit is None:
-                p = interner.procs[pid]
-                hit = column[base | pid] = interner.proc_id(_proc(slot, p, names)) if p.epoch else pid
-            out.append(hit)
-        out.append(raw[-1])
-        return tuple(out)
+    def canonical_rows(self, rows: np.ndarray, interner) -> np.ndarray:
+        """``canonical`` on interned ids, a batch at once: ``rows`` an (n, parts + 1)
+        int64 array of id tuples (``Interner.ids``: group id, proc id per client slot,
+        faults left); returns a new array, each row standing for a state not yet
+        canonical replaced by the ids of its canonical form. A state's plan is found
+        by its parts' name-set ids (one table per kind, indexed by interned id), and
+        each renamed part by (plan number, id): no value is hashed on a hit."""
+        signatures = self._signatures(rows, interner)
+        unique, inverse = np.unique(signatures, axis=0, return_inverse=True)
+        numbers = np.array([-1 if plan is None else plan[0]
+                            for plan in map(self._plan_of, map(tuple, unique.tolist()))], np.int64)
+        plan = numbers[inverse.reshape(-1)]
+        out = rows.copy()
+        todo = np.flatnonzero(plan >= 0)
+        if not len(todo):
+            return out
+        base = plan[todo] << 32  # ids below 2**32
+        groups, procs, names = interner.groups, interner.procs, self._plan_names
 
-    def _signature(self, raw: tuple, interner) -> tuple:
-        """The name-set ids of ``raw``'s parts, each computed once (``canonical_ids``'s slow path)."""
-        groups, columns = self._group_names, self._proc_names
-        while len(columns) < len(raw) - 2:
-            columns.append([])
-            self._renamed_procs.append({})
-        for table, top in ((groups, len(interner.groups)), *[(c, len(interner.procs)) for c in columns]):
-            table.extend([None] * (top - len(table)))
-        if groups[raw[0]] is None:
-            groups[raw[0]] = self._names_of(_group, interner.groups[raw[0]])
-        for slot, pid in enumerate(raw[1:-1]):
-            if columns[slot][pid] is None:
-                p = interner.procs[pid]
-                columns[slot][pid] = self._names_of(_slot_proc, (slot, p)) if p.epoch else -1
-        return (groups[raw[0]], *[column[pid] for column, pid in zip(columns, raw[1:-1])])
+        def renamed_groups(keys, _):
+            return [interner.group_id(_group(groups[k & 0xFFFFFFFF], names[k >> 32])) for k in keys]
+        out[todo, 0] = self._renamed_groups.resolve(base | rows[todo, 0], renamed_groups)
+        for slot, renamed in enumerate(self._renamed_procs, 1):
+            def renamed_procs(keys, _, slot=slot - 1):
+                return [interner.proc_id(_proc(slot, p, names[k >> 32])) if p.epoch else k & 0xFFFFFFFF
+                        for k in keys for p in (procs[k & 0xFFFFFFFF],)]
+            out[todo, slot] = renamed.resolve(base | rows[todo, slot], renamed_procs)
+        return out
+
+    def _signatures(self, rows: np.ndarray, interner) -> np.ndarray:
+        """The name-set ids of ``rows``' parts (an int64 array of ``rows``' shape but
+        for faults left), each part's computed once, when first asked."""
+        slots = rows.shape[1] - 2
+        while len(self._renamed_procs) < slots:
+            self._renamed_procs.append(IntMap())
+            self._proc_names.append(np.empty(0, np.int64))
+        self._group_names = grown(self._group_names, len(interner.groups), _UNKNOWN)
+        tables = [self._group_names]
+        for slot in range(slots):
+            self._proc_names[slot] = grown(self._proc_names[slot], len(interner.procs), _UNKNOWN)
+            tables.append(self._proc_names[slot])
+        out = np.empty((len(rows), slots + 1), np.int64)
+        for k, table in enumerate(tables):
+            column = rows[:, k]
+            names = out[:, k] = table[column]
+            for i in np.unique(column[names == _UNKNOWN]).tolist():
+                if k == 0:
+                    table[i] = self._names_of(_group, interner.groups[i])
+                else:
+                    p = interner.procs[i]
+                    table[i] = self._names_of(_slot_proc, (k - 1, p)) if p.epoch else -1  # no connection, no names
+            if (names == _UNKNOWN).any():
+                out[:, k] = table[column]
+        return out
 
     def _plan(self, signature: tuple):
         """None if the parts with these name sets (ids) make a canonical state, else
@@ -299,6 +317,7 @@ class Renamer:
             names.generations, names.serials, names.epochs = gens, serials, epochs
             names.freeze()
             plan = self._renamings[key] = len(self._renamings), names  # the plan's number keys the parts it renames
+            self._plan_names.append(names)
         return plan
 
 

@@ -1,29 +1,36 @@
-"""What the engines check on each state and transition, on interned ids (issue 17,
-"refinement on ids"): on each state reached, the invariants (``Property.invariant``)
-and the parts of step properties that read only the state a step reaches; on
-each transition, the step properties (``Property.step``), the covers not reached
-yet and the liveness marks (explore.py ``marks_of``).
+"""What the engines check on each state and transition, on batches of interned
+id rows (issue 17, "refinement on ids"): on each state reached, the invariants
+(``Property.invariant``) and the parts of step properties that read only the
+state a step reaches; on each transition, the step properties
+(``Property.step``), the covers not reached yet and the liveness marks
+(explore.py ``marks_of``).
 
-A transition is ``(state, its ids, action, successor ids)``, the successor not
-yet renamed (checker/engines/interning.py, expansion.py). Most checks never need
-the successor as a State, so it is built only for those that do:
+A batch of transitions is the id rows of the states they leave and reach, the
+latter not yet renamed (checker/engines/interning.py, level.py), with their
+Actions. Most checks never need a successor as a State, so it is built only for
+those that do:
 
-* a step function with an ``on_arrival`` attribute, ``(System) -> ((ids) ->
-  None | str)``, has that part checked once per state reached, as if on the step
-  that first reached it, and not on the transitions (the spec's inductive
-  invariant, checker/refinement.py: a state reached again was checked already);
-* a step function with an ``on_ids`` attribute, ``(System) -> ((ids, Action,
-  successor ids) -> None | str)``, is called on the ids (the refinement check,
-  checker/refinement.py, whose caches are keyed by them);
+* a step function with an ``on_arrival`` attribute, ``(System) -> ((rows) ->
+  [(row index, reason)])``, has that part checked once per state reached, as if
+  on the step that first reached it, and not on the transitions (the spec's
+  inductive invariant, checker/refinement.py: a state reached again was checked
+  already);
+* a step function with an ``on_rows`` attribute, ``(System) -> ((rows before,
+  rows after, action index per row, Actions) -> [(row index, reason)])``, is
+  called on the batch (the refinement check, checker/refinement.py, whose memos
+  are keyed by ids);
 * one marked ``on_groups`` (checker/properties.py) reads nothing but the action's
   kind and the two states' Groups, so its verdict is memoised per (action kind,
-  group id before, group id after), one memo for all of them;
+  group id before, group id after), one memo for all of them, asked a batch at
+  once;
 * any other gets the two States.
 """
 from __future__ import annotations
 
-from ..system import Action, State, System
-from .interning import Interner
+import numpy as np
+
+from ..system import System
+from .interning import IntMap, Interner
 
 
 class Steps:
@@ -44,17 +51,19 @@ class Steps:
         self._kinds: dict = {}  # action kind -> code (the group memo's keys)
 
     def _sort(self, entries: list) -> None:
-        """Split ``[(name or bit, step function)]`` by what each reads: on ids
-        (``on_ids``, bound to this system), on groups (``on_groups``: one memo for
-        them all, ``(kind code, group id before, group id after) -> ((name or bit,
-        verdict), ...)``, the ones set) and on States."""
+        """Split ``[(name or bit, step function)]`` by what each reads: on id rows
+        (``on_rows``, bound to this system), on groups (``on_groups``: one memo for
+        them all, ``kind code | group id before << 8 | group id after << 36`` -> an
+        index into ``_group_hits``, each ``((name or bit, verdict), ...)``, the ones
+        set, | its marks << 32 | whether a check is broken << 40) and on States."""
         self._entries = entries
-        self._on_ids = [(key, fn.on_ids(self.system)) for key, fn in entries if hasattr(fn, "on_ids")]
+        self._on_rows = [(key, fn.on_rows(self.system)) for key, fn in entries if hasattr(fn, "on_rows")]
         self._on_groups = [(key, fn) for key, fn in entries
-                           if not hasattr(fn, "on_ids") and getattr(fn, "on_groups", False)]
+                           if not hasattr(fn, "on_rows") and getattr(fn, "on_groups", False)]
         self._on_states = [(key, fn) for key, fn in entries
-                           if not hasattr(fn, "on_ids") and not getattr(fn, "on_groups", False)]
-        self._groups: dict = {}
+                           if not hasattr(fn, "on_rows") and not getattr(fn, "on_groups", False)]
+        self._groups = IntMap()
+        self._group_hits: list = []
 
     def drop(self, name: str, transitions_only: bool = False) -> None:
         """Stop checking property ``name`` (it has its counterexample); with
@@ -66,64 +75,75 @@ class Steps:
         if any(key == name for key, _ in self._entries):
             self._sort([c for c in self._entries if c[0] != name])
 
-    def invalid(self, ids: tuple, state: State | None = None) -> list:
-        """``[(part, name, reason)]``: what the state with ids ``ids`` (``state``, built
-        from them if not given), newly reached, breaks: part 0, an invariant; part 1,
-        a step property's part checked on arrival (its place in the order a
+    def invalid(self, rows: np.ndarray, states: list) -> list:
+        """``[(i, part, name, reason)]``: what the newly reached states with id rows
+        ``rows`` ((m, w) int64) and States ``states`` break: part 0, an invariant;
+        part 1, a step property's part checked on arrival (its place in the order a
         sequential search meets violations: the step that first reached it)."""
         out = []
-        for name, on_ids in self.arrivals:
-            why = on_ids(ids)
-            if why:
-                out.append((1, name, why))
+        for name, on_rows in self.arrivals:
+            out.extend((i, 1, name, why) for i, why in on_rows(rows))
+        system = self.system
         for name, fn in self.invariants:
-            if state is None:
-                state = self.interner.state(ids)
-            why = fn(self.system, state)
-            if why:
-                out.append((0, name, why))
+            out.extend((i, 0, name, why) for i, s in enumerate(states) for why in (fn(system, s),) if why)
         return out
 
-    def check(self, s: State, ids: tuple, action: Action, raw: tuple) -> tuple:
-        """``([(name, reason)], marks)``: the step checks that the transition from ``s``
-        (ids ``ids``) by ``action`` to the successor with ids ``raw`` breaks, and its
-        liveness marks (explore.py ``marks_of``), seen before the successor is
-        renamed: one pass over both, so that the group memo's key is computed once
-        and its entry holds the checks' and the marks' verdicts together. Covers it
-        meets are added to ``reached``."""
-        out = []
-        marks = 0
-        for key, fn in self._on_ids:
-            why = fn(ids, action, raw)
-            if why:
-                out.append((key, why))
-        n = None
-        if self._on_groups:
-            code = self._kinds.get(action.kind)
-            if code is None:
-                code = self._kinds[action.kind] = len(self._kinds)
-            key = code | ids[0] << 8 | raw[0] << 40
-            hit = self._groups.get(key)
-            if hit is None:
-                n = self.interner.state(raw)
-                hit = self._groups[key] = tuple((k, why) for k, fn in self._on_groups
-                                                for why in (fn(self.system, s, action, n),) if why)
-            if hit:
-                out.extend(hit)
-        if n is None and (self._on_states or self.pending):
-            n = self.interner.state(raw)
-        for key, fn in self._on_states:
-            why = fn(self.system, s, action, n)
-            if why:
-                out.append((key, why))
-        if out:  # a mark's key is its bit, a check's its name
-            for key, _ in out:
-                if type(key) is int:
-                    marks |= key
-            out = [hit for hit in out if type(hit[0]) is not int]
-        if self.pending:
-            hit = [c for c in self.pending if c.reached(self.system, s, action, n)]
-            if hit:
-                self.reached.extend(c.name for c in hit)
-                self.pending = [c for c in self.pending if c not in hit]
-        return out, marks
+    def check(self, states: list, before: np.ndarray, after: np.ndarray, src: np.ndarray, aid: np.ndarray,
+              actions: list) -> tuple:
+        """``(marks, broken)`` of a batch of T transitions, seen before their successors
+        are renamed: transition ``t`` goes from ``states[src[t]]`` (id row
+        ``before[t]``) by ``actions[aid[t]]`` to the successor with id row
+        ``after[t]``. ``marks``: (T,) uint8, each one's liveness marks (explore.py
+        ``marks_of``); ``broken``: ``[(t, name, reason)]``, the first transition to
+        break each step check (then ``drop``ped on transitions). Covers met are
+        added to ``reached``."""
+        hits = []  # (t, name or bit, verdict)
+        for key, fn in self._on_rows:
+            hits.extend((t, key, why) for t, why in fn(before, after, aid, actions))
+        marks = np.zeros(len(aid), np.uint8)
+        if self._on_groups and len(aid):
+            kinds = self._kinds
+            codes = np.array([kinds.setdefault(a.kind, len(kinds)) for a in actions], np.int64)[aid]
+            if max(before[:, 0].max(), after[:, 0].max()) >> 28:
+                raise OverflowError("more than 2**28 groups: past the group memo's key fields")
+
+            def decide(_, firsts):
+                out = []
+                for t in firsts:
+                    s, a, n = states[src[t]], actions[aid[t]], self.interner.state(tuple(after[t].tolist()))
+                    hit = tuple((k, why) for k, fn in self._on_groups for why in (fn(self.system, s, a, n),) if why)
+                    bits = sum(k for k, _ in hit if type(k) is int)
+                    broken = any(type(k) is not int for k, _ in hit)
+                    out.append(len(self._group_hits) | bits << 32 | broken << 40)
+                    self._group_hits.append(hit)
+                return out
+            entry = self._groups.resolve(codes | before[:, 0] << 8 | after[:, 0] << 36, decide)
+            marks |= (entry >> 32 & 0xFF).astype(np.uint8)
+            for t in np.flatnonzero(entry >> 40).tolist():
+                hits.extend((t, k, why) for k, why in self._group_hits[entry[t] & 0xFFFFFFFF] if type(k) is not int)
+        if self._on_states or self.pending:
+            self._on_each(states, after, src, aid, actions, hits)
+        first: dict = {}
+        for t, key, why in sorted(hits, key=lambda h: h[0]):
+            if type(key) is int:
+                marks[t] |= key
+            elif key not in first:
+                first[key] = (t, key, why)
+        for name in first:
+            self.drop(name, transitions_only=True)  # a new state may break it first
+        return marks, list(first.values())
+
+    def _on_each(self, states, after, src, aid, actions, hits: list) -> None:
+        """The checks on States, and the covers not reached yet, transition by transition."""
+        system = self.system
+        for t, (i, k) in enumerate(zip(src.tolist(), aid.tolist())):
+            s, a, n = states[i], actions[k], self.interner.state(tuple(after[t].tolist()))
+            for key, fn in self._on_states:
+                why = fn(system, s, a, n)
+                if why:
+                    hits.append((t, key, why))
+            if self.pending:
+                met = [c for c in self.pending if c.reached(system, s, a, n)]
+                if met:
+                    self.reached.extend(c.name for c in met)
+                    self.pending = [c for c in self.pending if c not in met]

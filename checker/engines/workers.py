@@ -54,15 +54,15 @@ from rebalance.model import assignors, coordinator, member, protocol
 
 from .. import system as system_module
 from ..system import State, System
-from .expansion import Expander
 from .explore import (
     UNFAIR_KINDS, Result, Violation, concrete, conclude, cycles_uncollected, decide_liveness, fairness_class, marks_of,
     replay,
 )
 from .guards import Guard, map_large_blocks, release_free_heap
-from .interning import FingerprintSet, Interner, _intern, collision_probability
+from .interning import FingerprintSet, Interner, _intern, collision_probability, fold
 from .liveness import Graph, _np
 from .renaming import Renamer
+from .level import BATCH, Level
 from .steps import Steps
 
 
@@ -116,26 +116,6 @@ def _stable_key(blob: bytes) -> int:
     BLAKE2b over its encoding (marshal version 2 of ``_flat``: no back-references,
     so equal values give equal bytes whatever their object identity)."""
     return int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), "little", signed=True)
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser on uint64 (wrapping arithmetic)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def fold(columns: np.ndarray) -> np.ndarray:
-    """Each row of an int64 matrix of stable keys (group's, each slot's Proc's, faults
-    left) to one signed 64-bit fingerprint, with numpy's wrapping uint64 arithmetic:
-    the same on every machine, unlike Python's salted ``hash()``."""
-    h = np.full(len(columns), 0x9E3779B97F4A7C15, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for col in columns.T.astype(np.uint64):
-            h = _mix(h ^ col)
-    return h.view(np.int64)
 
 
 class Components:
@@ -319,6 +299,11 @@ def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
     return _explore(job, mesh, report)
 
 
+def _cat(parts: list, dtype) -> np.ndarray:
+    """The arrays ``parts`` end to end, as ``dtype`` (empty if there are none)."""
+    return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
+
+
 def _owner_of(fps: np.ndarray, k: int) -> np.ndarray:
     """The owner of each fingerprint: its unsigned value modulo ``k``."""
     return (fps.view(np.uint64) % np.uint64(k)).astype(np.int64)
@@ -334,9 +319,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     summaries."""
     system = System(*job.spec)
     interner = system.interner = Interner()  # the local engine's successor path: ids, renaming and refinement by id
-    renamer = Renamer()
-    canonical, canonical_ids = renamer.canonical, renamer.canonical_ids
-    successors = Expander(system, interner).successors  # the local engine's id-level successors
+    canonical = Renamer().canonical
     props, covers = _checks(job.names)
     place = {p.name: i for i, p in enumerate(props)}
     state_checks = [(p.name, p.invariant) for p in props if p.invariant]
@@ -359,18 +342,25 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     classes: dict = {}  # fairness class -> code
     class_keys: list = []  # code -> fairness class
 
-    def own(rank: int, ids: tuple, s: State, key: int, found: dict) -> None:
-        ranks.append(rank)
-        parents.append(key >> IDX_BITS if key >= 0 else -1)
-        steps.append(key & IDX_MASK if key >= 0 else -1)
-        at = (key >> IDX_BITS, key & IDX_MASK) if key >= 0 else (-1, -1)
-        for part, name, why in stepping.invalid(ids, s):
-            _first(found, name, ((*at, part), why, rank, None))
+    def own(new_ranks: list, rows: np.ndarray, keys: list, found: dict) -> list:
+        """Take the new states with these ranks, id rows and discovery keys (-1: the
+        initial state's); returns their States."""
+        states = [interner.state(ids) for ids in map(tuple, rows.tolist())]
+        for rank, key in zip(new_ranks, keys):
+            ranks.append(rank)
+            parents.append(key >> IDX_BITS if key >= 0 else -1)
+            steps.append(key & IDX_MASK if key >= 0 else -1)
+        for j, part, name, why in stepping.invalid(rows, states):
+            key = keys[j]
+            at = (key >> IDX_BITS, key & IDX_MASK) if key >= 0 else (-1, -1)
+            _first(found, name, ((*at, part), why, new_ranks[j], None))
         if with_graph:
-            goals.extend([0 if g(system, s) else 1 for g in goal_checks])
-            if churn is not None:
-                form, served, bounces = churn.summary(system, s)
-                churn_rows.append((None if form is None else components.fingerprint(form), served, bounces))
+            for s in states:
+                goals.extend([0 if g(system, s) else 1 for g in goal_checks])
+                if churn is not None:
+                    form, served, bounces = churn.summary(system, s)
+                    churn_rows.append((None if form is None else components.fingerprint(form), served, bounces))
+        return states
 
     violations: dict = {}  # property -> (order, reason, rank, successor index or None)
     init = canonical(system.initial())
@@ -379,11 +369,13 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     fp0 = components.stable(np.array([init_ids], np.int64))
     home = int(_owner_of(fp0, k)[0])
     found: dict = {}
-    frontier = []
+    level = Level(system, interner, stepping, UNFAIR_KINDS, fairness_class,
+                  (lambda key: _intern(classes, class_keys, key)) if with_graph else None)
+    frontier = (np.empty(0, np.int64), np.empty((0, width), np.int64), [])  # ranks, id rows, States
     if home == me:
         visited.resolve(fp0, 0)
-        own(0, init_ids, init, -1, found)
-        frontier = [(0, init_ids)]
+        init_row = np.array([init_ids], np.int64)
+        frontier = (np.zeros(1, np.int64), init_row, own([0], init_row, [-1], found))
     for name, record in sorted(mesh.allgather(found)[home].items(), key=lambda x: place[x[0]]):
         violations[name] = record
         stepping.drop(name)
@@ -396,59 +388,56 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         if job.max_depth is not None and depth >= job.max_depth:
             limit = f"max_depth {job.max_depth}"
             break
-        seen: dict = {}  # this level's distinct successors (id rows) -> place in cands
-        cands: list = []
-        cand_keys = array("q")  # each one's first discovery: parent rank << IDX_BITS | successor index
-        e_src, e_idx, e_pos, e_cls, e_marks = array("i"), array("i"), array("i"), array("H"), array("B")
         found = {}
         fired: Counter = Counter()
         covered = stepping.reached = []  # the covers this owner met on this level
         moves = 0
         hit_limit = None
-        for n_done, (rank, ids) in enumerate(frontier):
-            if not n_done & 255:
-                hit_limit = guard.exceeded()
-                if hit_limit:
-                    break
-            s = interner.state(ids)
-            moved = False
-            for idx, (action, raw) in enumerate(successors(ids, s)):
-                moves += 1
-                fired[action.kind] += 1
-                c = canonical_ids(raw, interner)
-                if c == ids:  # a stutter
-                    if with_graph:
-                        e_src.append(rank), e_idx.append(idx), e_pos.append(-1)
-                        e_cls.append(_intern(classes, class_keys, fairness_class(action))), e_marks.append(0)
-                    continue
-                if action.kind not in UNFAIR_KINDS:
-                    moved = True
-                broken, mark = stepping.check(s, ids, action, raw)
-                for name, why in broken:  # violated ones are dropped
-                    found[name] = ((rank, idx, 1), why, rank, idx)
-                    stepping.drop(name, transitions_only=True)  # a new state may break it first
-                pos = seen.get(c)
-                if pos is None:
-                    pos = seen[c] = len(cands)
-                    cands.append(c)
-                    cand_keys.append(rank << IDX_BITS | idx)
-                if with_graph:
-                    e_src.append(rank), e_idx.append(idx), e_pos.append(pos)
-                    e_cls.append(_intern(classes, class_keys, fairness_class(action)))
-                    e_marks.append(mark)
-            if not moved:
+        f_ranks, f_rows, f_states = frontier
+        c_rows, c_keys, level_edges = [], [], []  # successors to other states: canonical rows, keys; the edges
+        for lo in range(0, len(f_ranks), BATCH):
+            hit_limit = guard.exceeded()
+            if hit_limit:
+                break
+            states = f_states[lo:lo + BATCH]
+            batch = level.expand(f_rows[lo:lo + BATCH], states)
+            moves += len(batch.actions)
+            fired.update(batch.kinds)
+            rank = f_ranks[lo:lo + BATCH][batch.src]
+            for t, name, why in batch.broken:  # violated ones are dropped
+                found[name] = ((int(rank[t]), int(batch.index[t]), 1), why, int(rank[t]), int(batch.index[t]))
+            for j in np.flatnonzero(~batch.moved).tolist():
                 for name, check in quiescent:
                     if name not in violations and name not in found:
-                        why = check(system, s)
+                        why = check(system, states[j])
                         if why:
-                            found[name] = ((rank, QUIESCENT, 1), why, rank, None)
-        del seen
-        rows = np.array(cands, np.int64).reshape(len(cands), width)
-        del cands
+                            r = int(f_ranks[lo + j])
+                            found[name] = ((r, QUIESCENT, 1), why, r, None)
+            live = ~batch.stutter
+            c_rows.append(batch.canonical[live])
+            c_keys.append(rank[live] << IDX_BITS | batch.index[live])
+            if with_graph:
+                level_edges.append((rank, batch.index, live, batch.classes, batch.marks))
+        # this level's distinct successors, in the order first generated, each with its first discovery's key
+        all_rows = np.concatenate(c_rows) if c_rows else np.empty((0, width), np.int64)
+        _, first, inverse = np.unique(all_rows, axis=0, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        cand_of = np.empty(len(order), np.int64)  # a distinct successor's place in this level's candidates
+        cand_of[order] = np.arange(len(order))
+        rows = all_rows[first[order]]
+        keys = np.concatenate(c_keys)[first[order]] if c_keys else np.empty(0, np.int64)
+        e_src, e_idx, e_pos, e_cls, e_marks = [], [], [], [], []
+        at = 0
+        for rank, index, live, cls, marks in level_edges:
+            pos = np.full(len(rank), -1, np.int64)
+            pos[live] = cand_of[inverse.reshape(-1)[at:at + int(live.sum())]]
+            at += int(live.sum())
+            e_src.append(rank), e_idx.append(index), e_pos.append(pos), e_cls.append(cls)
+            e_marks.append(np.where(live, marks, 0))
+        del all_rows, c_rows
         fps = components.stable(rows)
         by_dest = np.argsort(_owner_of(fps, k), kind="stable")
         bounds = np.searchsorted(_owner_of(fps, k)[by_dest], np.arange(k + 1))
-        keys = np.array(cand_keys, np.int64)
         out = []
         for j in range(k):
             sel = by_dest[bounds[j]:bounds[j + 1]]
@@ -477,12 +466,8 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             if j != me:
                 below += np.searchsorted(other[0], new_keys)
         found = {}
-        nxt = []
-        for rank, key, row in zip(below.tolist(), new_keys.tolist(), all_rows[new].tolist()):
-            ids = tuple(row)
-            own(rank, ids, interner.state(ids), key, found)
-            nxt.append((rank, ids))
-        frontier = nxt
+        new_rows = all_rows[new]
+        frontier = (below, new_rows, own(below.tolist(), new_rows, new_keys.tolist(), found))
         del all_rows, new
         release_free_heap()
         if with_graph:  # every successor's rank, back to the owner that sent it
@@ -494,9 +479,9 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             cand_rank = np.empty(len(keys), np.int32)
             for j, r in enumerate(back):
                 cand_rank[by_dest[bounds[j]:bounds[j + 1]]] = r if j == me else np.frombuffer(r, np.int32)
-            src, pos = np.array(e_src, np.int32), np.array(e_pos, np.int32)
-            edges.append((src, np.array(e_idx, np.int32), np.where(pos >= 0, cand_rank[pos], src),
-                          np.array(e_cls, np.uint16), np.array(e_marks, np.uint8)))
+            src, pos = _cat(e_src, np.int32), _cat(e_pos, np.int32)
+            edges.append((src, _cat(e_idx, np.int32), np.where(pos >= 0, cand_rank[pos], src),
+                          _cat(e_cls, np.uint16), _cat(e_marks, np.uint8)))
         records = [(r, name) for summary in summaries for name, r in summary[4].items()]
         records += [(r, name) for found_here in mesh.allgather(found) for name, r in found_here.items()]
         for r, name in sorted(records, key=lambda x: (x[0][0], place[x[1]])):  # ties: in the properties' order
