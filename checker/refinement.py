@@ -25,7 +25,7 @@ from rebalance.model.protocol import Error, SyncGroupResponse, epoch_of, slot_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import View
 
-from .engines.interning import IntMap, _intern, grown
+from .engines.interning import IntMap, _intern, grown, row_keys
 from .system import PAUSED, RUNNING, Action, State, System
 
 _NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0)
@@ -164,8 +164,8 @@ class Refinement:
         """The view id (``_view_id``) of each row of a part-id matrix."""
         if not len(parts):
             return np.empty(0, np.int64)
-        unique, inverse = np.unique(parts, axis=0, return_inverse=True)
-        return np.array(list(map(self._view_id, map(tuple, unique.tolist()))), np.int64)[inverse.reshape(-1)]
+        _, first, inverse = np.unique(row_keys(parts), return_index=True, return_inverse=True)
+        return np.array(list(map(self._view_id, map(tuple, parts[first].tolist()))), np.int64)[inverse.reshape(-1)]
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
@@ -244,11 +244,11 @@ class Refinement:
         """``[(i, which clause fails)]`` for the states with id rows ``rows`` ((m, w)
         int64) that break the spec's inductive invariant (spec/actions.py ``Inv``)."""
         parts = self._part_rows(rows)
-        if not len(parts):
-            return []
-        unique, inverse = np.unique(parts, axis=0, return_inverse=True)
-        verdicts = list(map(self._invariant_of, map(tuple, unique.tolist())))
-        return [(i, verdicts[k]) for i, k in enumerate(inverse.reshape(-1).tolist()) if verdicts[k]]
+        _, first, inverse = np.unique(row_keys(parts), return_index=True, return_inverse=True)
+        verdicts = list(map(self._invariant_of, map(tuple, parts[first].tolist())))
+        bad = np.array([v is not None for v in verdicts], bool)
+        return [(i, verdicts[k]) for i in np.flatnonzero(bad[inverse.reshape(-1)]).tolist()
+                for k in (inverse.reshape(-1)[i],)]
 
     def _label(self, action: Action) -> tuple:
         """``(label id, whether its spec action is local)`` of the action's kind and detail type."""

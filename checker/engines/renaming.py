@@ -29,7 +29,7 @@ from rebalance.model.protocol import (
 )
 
 from ..system import Proc, State
-from .interning import IntMap, grown
+from .interning import IntMap, grown, row_keys
 
 _UNKNOWN = -2  # a name-set table's entry not computed yet
 
@@ -248,9 +248,9 @@ class Renamer:
         by its parts' name-set ids (one table per kind, indexed by interned id), and
         each renamed part by (plan number, id): no value is hashed on a hit."""
         signatures = self._signatures(rows, interner)
-        unique, inverse = np.unique(signatures, axis=0, return_inverse=True)
+        _, first, inverse = np.unique(row_keys(signatures), return_index=True, return_inverse=True)
         numbers = np.array([-1 if plan is None else plan[0]
-                            for plan in map(self._plan_of, map(tuple, unique.tolist()))], np.int64)
+                            for plan in map(self._plan_of, map(tuple, signatures[first].tolist()))], np.int64)
         plan = numbers[inverse.reshape(-1)]
         out = rows.copy()
         todo = np.flatnonzero(plan >= 0)
