@@ -1,253 +1,417 @@
-"""``System.successors`` on interned ids (issue 17, "successor generation on ids").
+"""``System.successors`` on interned ids, a batch of states at once (issue 17,
+"successor generation on ids").
 
 A global state is ``(group id, proc id per client slot, faults left)``
-(checker/engines/interning.py). Most of its successors change the group and
-one or two slots, and what they change depends on those parts only, so they
-are cached on small int keys instead of being rebuilt as NamedTuples and hashed
-again:
+(checker/engines/interning.py); a batch of them is an int64 matrix of such id
+rows. Most successors change the group and one or two slots, and what they
+change depends on those parts only, so they are computed on the matrix with
+numpy from tables filled once per part:
 
-* per ``(group id, slot, proc id)``: the delivery of the slot's head request
-  (the group's id after it, the slot's process without the request, the
-  coordinator's replies as reply ids), the member ids the slot's process keeps
-  live (``System.speaks_for``) and the process's own steps
-  (``System.own_steps``: reply, heartbeat, ScheduledRebalanceTimeout, commit)
-  and its environment steps (a resume, the faults of ``System._faults``);
-* per ``(proc id, reply id)``: the process with that reply routed to it
-  (``System.routed``);
-* per group id: its armed timers, each with the group's id after it fires and
-  its replies.
+* per client slot, a table indexed by proc id (``_slot_row``): the delivery of the
+  slot's head request (its Action, the Receive event's id, the process without
+  the request), the speaker id of what ``System.speaks_for`` reads of the process,
+  the process's own steps (``System.local_steps``: reply, heartbeat,
+  ScheduledRebalanceTimeout, commit, each an Action id and the proc id after),
+  its Streams steps (counted; computed on the State), whether a tick counts its
+  timer down, its environment steps (``System.slot_environment``), what it owns
+  while live and whether it shares an overlap (R41);
+* per ``(group id, event id)``: the coordinator's step (``System.coordinator_step``),
+  the group's id after it and its replies as a route id; per ``(proc id, reply
+  id)``: the process with that reply routed to it (``System.routed``);
+* per ``(speaker id, group id)``: the member ids a slot keeps live; per group id
+  its armed timers, each with the group's id after it fires and its replies.
 
-The order of successors, and every successor, are ``System.successors``'s: the
-steps whose result depends on more than those parts (an OffsetCommit's record
-of who shared what, R41; a reply releasing another slot's ``shared``; a commit,
-offered only while another owner shares its partitions; Streams' steps; the
-clock; a fault while an overlap is shared; the faults that act on the group or
-every slot, KIP-345's and create-topic, and a rolling upgrade's bounces) are
-computed by ``System`` on the State and interned. Handlers are the model's: the
-coordinator's through ``System.coordinator_step``, cached here on ids only (not in
-``System``'s memo too), the members' through ``System``'s memos.
+A successor whose value depends on more than those parts is computed by
+``System`` on the State and interned, in its place: an OffsetCommit's record of
+who shared what (R41), a reply or a fault that may release another slot's
+overlap (``shared``), Streams' steps, the clock, and the faults that act on the
+group or every slot (KIP-345's, create-topic) or a rolling upgrade's bounces.
+The successors, and their order, are ``System.successors``'s.
 """
 from __future__ import annotations
 
-from array import array
+import numpy as np
 
 from ..system import (
-    CREATE_TOPIC, FAILOVER, REMOVE, RUNNING, Action, State, System, _overlapping, _released, _with_proc, stutters,
-    ticks,
+    CREATE_TOPIC, FAILOVER, PAUSED, REMOVE, RUNNING, Action, State, System, _overlapping, _released, _with_proc,
+    stutters, ticks,
 )
-from .interning import Interner, _intern
+from .interning import IntMap, Interner, _intern, row_keys
 
 from rebalance.model.coordinator import armed_timers
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import OffsetCommit, slot_of
 
+# a slot table's columns (``_slot_row``); an Action id or a count of -1 or 0: none
+(KNOWN, D_AID, D_EID, D_POP, D_COMMIT, SPEAKER, R_AID, R_PID, H_AID, H_PID, H_EID, S_AID, S_PID, C_AID, C_PID,
+ STREAMS, TICKS, E_START, E_LEN, OWNED, SHARED) = range(21)
+COLUMNS = 21
+# the blocks of a state's successors, in System.successors's order: per slot (``SLOT_BLOCKS`` each) its
+# delivery, reply, heartbeat, ScheduledRebalanceTimeout, commit and Streams steps; then the timers, the
+# tick and the environment's steps
+DELIVER, REPLY, HEARTBEAT, SCHEDULED, COMMIT_STEP, STREAMS_STEPS = range(6)
+SLOT_BLOCKS = 6
+# the successors recomputed on the State: an OffsetCommit's delivery, a reply and an environment step
+# where an overlap is shared
+FIX_COMMIT, FIX_REPLY, FIX_FAULT = range(3)
+OWNED_LIMIT = 1 << 62  # owned bitmasks past this are compared on the State
+
+
+class Successors:
+    """A batch's transitions (``Expander.rows``), in order: ``src`` (T,) int64, the
+    position of each one's state in the batch; ``aid`` (T,) its Action's id
+    (``Expander.actions``); ``raw`` (T, w) int64, the successor's id row, not
+    renamed."""
+
+    def __init__(self, src: np.ndarray, aid: np.ndarray, raw: np.ndarray):
+        self.src, self.aid, self.raw = src, aid, raw
+
+
+class _Parts:
+    """The transitions of a batch as they are made, block by block: arrays of source
+    position, block, index in block, Action id and id rows, and the rows to be
+    recomputed on States (``fix``: (entry index, FIX_..., slot))."""
+
+    def __init__(self, width: int):
+        self.src, self.block, self.sub, self.aid, self.rows = [], [], [], [], []
+        self.width = width
+        self.count = 0
+        self.fix: list = []
+
+    def add(self, src: np.ndarray, block, sub, aid: np.ndarray, rows: np.ndarray) -> int:
+        """Add ``len(src)`` transitions; returns the entry index of the first."""
+        at = self.count
+        n = len(src)
+        self.src.append(src)
+        self.block.append(np.broadcast_to(np.asarray(block, np.int64), (n,)))
+        self.sub.append(np.broadcast_to(np.asarray(sub, np.int64), (n,)))
+        self.aid.append(aid)
+        self.rows.append(rows)
+        self.count += n
+        return at
+
 
 class Expander:
-    """``successors(ids, state)``: ``[(Action, successor ids), ...]``, the ids of
-    ``System.successors(state)``'s successors (un-renamed), in its order. Its caches
-    are keyed by ``interner``'s ids, so it lives as long as that interner."""
+    """``rows(matrix, states)``: the successors of a batch of states, as
+    ``System.successors`` gives them (un-renamed). Its tables are keyed by
+    ``interner``'s ids, so it lives as long as that interner."""
 
     def __init__(self, system: System, interner: Interner):
         self.system, self.interner = system, interner
-        self._slots: dict = {}      # proc id << 9 | slot -> the process's part (``_slot``)
+        self.actions: list = []     # Action id -> Action
+        self._action_ids: dict = {}
         self._events: dict = {}     # (connection, request) -> event id
         self._event_list: list = []  # event id -> Receive event
-        self._stutter: dict = {}    # group id << 32 | heartbeat event id -> whether it is a stutter
-        self._handled: dict = {}    # group id << 32 | event id -> (group id after, routes, stutters)
-        self._speakers: dict = {}   # (slot, epoch, member id, joining) -> speaker id
+        self._speakers: dict = {}   # (slot, epoch, member id, joining) or None -> speaker id
+        self._speaker_of: list = []  # speaker id -> (slot, proc id) of a process it stands for
         self._member_sets: dict = {}  # each set of member ids -> its index in _member_list
         self._member_list: list = []
-        # per speaker id, by group id: 1 + the _member_list index of the member ids it keeps live (0: not
-        # known yet); a dense table, as most pairs are asked (main job: 29,413 of 16 x 5,283, 9 sets)
-        self._live: list = []
-        self._routed: dict = {}     # proc id << 32 | reply id -> proc id
         self._reply_ids: dict = {}  # (connection, response) -> reply id
-        self._route_values: dict = {}  # each routes tuple, once (main job: 1,013 among 18,146 group steps)
         self._replies: list = []    # reply id -> (connection, response)
-        self._timers: dict = {}     # group id -> ((member ids waited for, Action), ...)
-        self._timer_values: dict = {}  # each (member ids waited for, Action), once: groups share them
-        self._fired: dict = {}      # group id << 8 | timer index -> (group id after, routes)
-        self._env: dict = {}        # proc id << 9 | slot -> the slot's environment steps (``_environment``)
+        self._route_ids: dict = {}  # routes ((slot, reply id), ...) -> route id
+        self._routes: list = []     # route id -> routes
+        self._route_table = np.zeros((0, 1), np.int64)  # route id -> (length, slot, reply id, slot, ...)
+        self._handled = IntMap()    # group id << 32 | event id -> group id after << 32 | route id
+        self._stutter = IntMap()    # group id << 32 | heartbeat event id -> 1 if a stutter, else 0
+        self._routed = IntMap()     # proc id << 32 | reply id -> proc id
+        self._live = IntMap()       # speaker id << 32 | group id -> index of the member ids it keeps live
+        self._timers: dict = {}     # group id -> ((member ids waited for, Action id), ...)
+        self._fires: dict = {}      # (group id, member-set index per slot) -> bits of the timers that fire
+        self._fired = IntMap()      # group id << 8 | timer index -> group id after << 32 | route id
+        self._tables: list = []     # per slot: (procs, COLUMNS) int64 table (``_slot_row``)
+        self._env: list = [[], [], []]  # the environment's steps: Action ids, proc ids after, faults spent
+        self._env_arrays = (np.zeros(0, np.int64),) * 3
         # faults that act on the group or every slot (KIP-345's, create-topic) or a rolling upgrade's
         # bounces: the environment's steps are then System's, on the State
         self._whole = bool(system.stages) or bool({REMOVE, FAILOVER, CREATE_TOPIC} & set(system.faults))
 
-    def _routes(self, replies) -> tuple:
-        """``((slot, reply id), ...)`` for the coordinator's ``replies``, in order."""
+    def action_id(self, action: Action) -> int:
+        return _intern(self._action_ids, self.actions, action)
+
+    def _route_id(self, replies) -> int:
+        """The route id of the coordinator's ``replies``: ``((slot, reply id), ...)``, in order."""
         routes = tuple((slot_of(conn), _intern(self._reply_ids, self._replies, (conn, response)))
                        for conn, response in replies)
-        return self._route_values.setdefault(routes, routes)
+        return _intern(self._route_ids, self._routes, routes)
 
-    def _route(self, pids: list, routes: tuple) -> None:
-        """``System.route`` on proc ids: ``pids[slot]`` with each reply routed to it."""
-        cache = self._routed
-        for t, rid in routes:
-            key = pids[t] << 32 | rid
-            hit = cache.get(key)
-            if hit is None:
-                interner = self.interner
-                hit = cache[key] = interner.proc_id(System.routed(interner.procs[pids[t]], *self._replies[rid]))
-            pids[t] = hit
-
-    def _stutters(self, gid: int, eid: int) -> bool:
-        """Whether heartbeat event ``eid`` is a stutter in group ``gid`` (``System.own_steps``)."""
-        group = self.interner.groups[gid]
-        after = self.system.coordinator_step(group, self._event_list[eid])
-        hit = self._stutter[gid << 32 | eid] = stutters(group, *after)
-        return hit
-
-    def _handle(self, gid: int, eid: int) -> tuple:
-        """The coordinator in group ``gid`` handles event ``eid``: ``(group id after,
-        routes)``."""
-        group = self.interner.groups[gid]
-        g2, replies = self.system.coordinator_step(group, self._event_list[eid])
-        hit = self._handled[gid << 32 | eid] = (self.interner.group_id(g2), self._routes(replies))
-        return hit
-
-    def _slot(self, s: int, pid: int) -> tuple:
-        """What slot ``s``'s successors take from its process ``pid`` alone: ``(delivery,
-        speaker id, own steps, counts)``. Delivery: None or ``(Action, event id, proc id
-        without the request, the Receive event if an OffsetCommit)``; speaker id:
-        what ``System.speaks_for`` reads of the process; own steps: None (not
-        running) or ``(reply, heartbeat, scheduled, commit, streams steps)``, each
-        None or ``(Action, proc id)``, the heartbeat ``(Action, proc id, event id)``
-        (it stutters by the group, ``_handle``), the Streams steps ``((Action,
-        Proc), ...)``; counts: whether a tick counts its timer down (R38,
-        ``System.tick_successors``)."""
-        system, interner = self.system, self.interner
+    def _slot_row(self, s: int, pid: int) -> list:
+        """Slot ``s``'s table row for process ``pid`` (the module docstring; columns
+        ``KNOWN`` .. ``SHARED``)."""
+        system, interner, action_id = self.system, self.interner, self.action_id
         p = interner.procs[pid]
-        delivery = steps = None
+        row = [0] * COLUMNS
+        row[KNOWN] = 1
+        row[D_AID] = row[R_AID] = row[H_AID] = row[S_AID] = row[C_AID] = -1
         if p.requests:
             action, event, popped = system.delivery(s, p)
-            delivery = (action, _intern(self._events, self._event_list, event), interner.proc_id(popped),
-                        event if type(event.request) is OffsetCommit else None)
+            row[D_AID], row[D_EID], row[D_POP] = (action_id(action), _intern(self._events, self._event_list, event),
+                                                  interner.proc_id(popped))
+            row[D_COMMIT] = type(event.request) is OffsetCommit
         c = p.consumer
-        speaker = self._speakers.setdefault(
+        row[SPEAKER] = self._speakers.setdefault(
             (s, p.epoch, c.member_id, c.phase == MemberPhase.JOINING) if p.status == RUNNING else None,
             len(self._speakers))
-        if speaker == len(self._live):  # a new speaker: its row of the _live table
-            self._live.append(array("i"))
+        if row[SPEAKER] == len(self._speaker_of):  # a new speaker: a process it stands for
+            self._speaker_of.append((s, pid))
         if p.status == RUNNING:
             reply, heartbeat, scheduled, commit, *streams = system.local_steps(s, p)
-            if heartbeat is not None:
-                eid = _intern(self._events, self._event_list, system.heartbeat_event(s, p, heartbeat))
-                heartbeat = (heartbeat[0], interner.proc_id(heartbeat[1]), eid)
-            steps = (*[None if x is None else (x[0], interner.proc_id(x[1])) for x in (reply,)], heartbeat,
-                     *[None if x is None else (x[0], interner.proc_id(x[1])) for x in (scheduled, commit)],
-                     tuple(streams))
-        hit = self._slots[pid << 9 | s] = (delivery, speaker, steps, ticks(p))
-        return hit
-
-    def _speaks(self, gid: int, s: int, pid: int, speaker: int) -> frozenset:
-        """The member ids slot ``s``'s process ``pid`` (speaker id ``speaker``) keeps live in
-        group ``gid`` (``System.speaks_for``), entered in the ``_live`` table."""
-        live = System.speaks_for(self.interner.groups[gid], s, self.interner.procs[pid])
-        k = _intern(self._member_sets, self._member_list, live)
-        row = self._live[speaker]
-        if len(row) <= gid:  # grown to every group interned so far: few growths
-            row.frombytes(bytes(4 * (max(gid + 1, len(self.interner.groups)) - len(row))))
-        row[gid] = k + 1
-        return live
-
-    def _armed(self, gid: int) -> tuple:
-        """Group ``gid``'s armed timers: ``((member ids waited for, Action), ...)``."""
-        timers = self._timer_values
-        hit = self._timers[gid] = tuple(timers.setdefault(timer, timer) for timer in (
-            (waiting, Action("timer", -1, ev)) for ev, waiting in armed_timers(self.interner.groups[gid])))
-        return hit
-
-    def _fire(self, gid: int, k: int, action: Action) -> tuple:
-        """Timer ``k`` of group ``gid`` fires: ``(group id after, routes)``."""
-        g2, replies = self.system.coordinator_step(self.interner.groups[gid], action.detail)
-        hit = self._fired[gid << 8 | k] = (self.interner.group_id(g2), self._routes(replies))
-        return hit
-
-    def _environment(self, s: int, pid: int) -> tuple:
-        """``System.slot_environment`` on ids: ``((Action, proc id after, faults
-        spent), ...)``."""
-        proc_id = self.interner.proc_id
-        hit = self._env[pid << 9 | s] = tuple((a, proc_id(q), cost)
-                                              for a, q, cost in self.system.slot_environment(s, self.interner.procs[pid]))
-        return hit
-
-    def successors(self, ids: tuple, state: State) -> list:
-        """``[(Action, ids), ...]``: ``System.successors(state)`` on ids, ``ids`` being
-        ``state``'s (``Interner.ids``); the successors' ids un-renamed."""
-        system, interner = self.system, self.interner
-        gid, left, pids = ids[0], ids[-1], ids[1:-1]
-        procs = state.procs
-        out = []
-        live = set()
-        ticking = False  # whether a running member's timer counts down (``System.tick_successors``)
-        shared = any(q.shared for q in procs)  # an overlap (R41) that a step may end
-        slots = self._slots
-        handled, lives, member_list = self._handled, self._live, self._member_list
-        key = gid << 32
-        for s, pid in enumerate(pids):
-            delivery, speaker, steps, counts = slots.get(pid << 9 | s) or self._slot(s, pid)
-            ticking = ticking or counts
-            row = lives[speaker]
-            known = row[gid] if gid < len(row) else 0
-            speaks = member_list[known - 1] if known else self._speaks(gid, s, pid, speaker)
-            if speaks:
-                live |= speaks
-            if delivery is not None:
-                action, eid, popped, commit_event = delivery
-                g2, routes = handled.get(key | eid) or self._handle(gid, eid)
-                ps = list(pids)
-                ps[s] = popped
-                if routes:
-                    self._route(ps, routes)
-                raw = (g2, *ps, left)
-                if commit_event is not None:  # R41: the coordinator's decision recorded per sharing slot
-                    raw = interner.ids(system._committed(state, interner.state(raw), s, commit_event))
-                out.append((action, raw))
-            if steps is None:
-                continue
-            reply, heartbeat, scheduled, commit, streams = steps
-            if heartbeat is not None:
-                stutter = self._stutter.get(key | heartbeat[2])
-                if stutter if stutter is not None else self._stutters(gid, heartbeat[2]):
-                    heartbeat = None
-            if commit is not None and not _overlapping(procs, s):
-                commit = None
-            for step in (reply, heartbeat, scheduled, commit):
+            for step, a, q in ((reply, R_AID, R_PID), (heartbeat, H_AID, H_PID), (scheduled, S_AID, S_PID),
+                               (commit, C_AID, C_PID)):
                 if step is not None:
-                    if step is reply and shared:  # it may end another slot's overlap
-                        q = interner.procs[step[1]]
-                        n = State(state.group, _released(procs[:s] + (q,) + procs[s + 1:], s, q.consumer.owned), left)
-                        out.append((step[0], interner.ids(n, state, ids)))
-                    else:
-                        out.append((step[0], ids[:s + 1] + (step[1],) + ids[s + 2:]))
-            for a, q in streams:
-                out.append((a, interner.ids(_with_proc(state, s, q, 0), state, ids)))
-        armed = self._timers.get(gid)
-        if armed is None:
-            armed = self._armed(gid)
-        for k, (waiting, action) in enumerate(armed):
-            if live.isdisjoint(waiting):
-                g2, routes = self._fired.get(gid << 8 | k) or self._fire(gid, k, action)
-                ps = list(pids)
-                self._route(ps, routes)
-                out.append((action, (g2, *ps, left)))
-        if ticking:
-            for a, n in system.tick_successors(state):
-                out.append((a, interner.ids(n, state, ids)))
-        if self._whole:
-            for a, n in system.fault_successors(state):
-                out.append((a, interner.ids(n, state, ids)))
-            return out
+                    row[a], row[q] = action_id(step[0]), interner.proc_id(step[1])
+            if heartbeat is not None:
+                row[H_EID] = _intern(self._events, self._event_list, system.heartbeat_event(s, p, heartbeat))
+            row[STREAMS] = len(streams)
+        row[TICKS] = ticks(p)
         env = self._env
-        for s, pid in enumerate(pids):
-            steps = env.get(pid << 9 | s)
-            if steps is None:
-                steps = self._environment(s, pid)
-            for a, qid, cost in steps:
-                if cost > left:
-                    continue
-                if shared:
-                    n = _with_proc(state, s, interner.procs[qid], cost)
-                    out.append((a, interner.ids(n, state, ids)))
-                else:
-                    out.append((a, (*ids[:s + 1], qid, *ids[s + 2:-1], left - cost)))
+        row[E_START] = len(env[0])
+        for a, q, cost in system.slot_environment(s, p):
+            env[0].append(action_id(a))
+            env[1].append(interner.proc_id(q))
+            env[2].append(cost)
+        row[E_LEN] = len(env[0]) - row[E_START]
+        if p.status == RUNNING or p.status == PAUSED:
+            owned = p.consumer.owned
+            row[OWNED] = owned if owned < OWNED_LIMIT else -1
+        row[SHARED] = bool(p.shared)
+        return row
+
+    def _table(self, s: int, pids: np.ndarray) -> np.ndarray:
+        """Slot ``s``'s table rows for ``pids``, the ones not known yet filled first."""
+        while len(self._tables) <= s:
+            self._tables.append(np.zeros((0, COLUMNS), np.int64))
+        table = self._tables[s]
+        n = len(self.interner.procs)
+        if len(table) < n:
+            table = self._tables[s] = np.concatenate([table, np.zeros((max(n, 2 * len(table)) - len(table), COLUMNS),
+                                                                      np.int64)])
+        rows = table[pids]
+        unknown = rows[:, KNOWN] == 0
+        if unknown.any():
+            for pid in np.unique(pids[unknown]).tolist():
+                table[pid] = self._slot_row(s, pid)
+            if len(table) < len(self.interner.procs):  # the fills interned new processes
+                table = self._tables[s] = np.concatenate(
+                    [table, np.zeros((2 * len(self.interner.procs) - len(table), COLUMNS), np.int64)])
+            rows = table[pids]
+        return rows
+
+    def _route(self, out: np.ndarray, route: np.ndarray) -> None:
+        """``System.route`` on id rows: ``out``'s rows with the replies of route ids
+        ``route`` routed to their slots' processes, in order."""
+        if len(self._route_table) < len(self._routes):
+            longest = max(map(len, self._routes))
+            table = np.zeros((len(self._routes), 1 + 2 * longest), np.int64)
+            for r, routes in enumerate(self._routes):
+                table[r, 0] = len(routes)
+                for j, (t, rid) in enumerate(routes):
+                    table[r, 1 + 2 * j], table[r, 2 + 2 * j] = t, rid
+            self._route_table = table
+        entries = self._route_table[route]
+        interner, replies = self.interner, self._replies
+
+        def routed(keys, _):
+            return [interner.proc_id(System.routed(interner.procs[k >> 32], *replies[k & 0xFFFFFFFF])) for k in keys]
+        for j in range(int(entries[:, 0].max()) if len(entries) else 0):
+            on = np.flatnonzero(entries[:, 0] > j)
+            cols = 1 + entries[on, 1 + 2 * j]
+            out[on, cols] = self._routed.resolve(out[on, cols] << 32 | entries[on, 2 + 2 * j], routed)
+
+    def _coordinator(self, memo: IntMap, gids: np.ndarray, keys: np.ndarray, step) -> tuple:
+        """``(group ids after, route ids)`` of coordinator steps keyed by ``keys``
+        (``memo``'s), ``step(key) -> (Group after, replies)`` computing a new one."""
+        interner = self.interner
+
+        def compute(new, _):
+            return [interner.group_id(g2) << 32 | self._route_id(replies) for g2, replies in map(step, new)]
+        got = memo.resolve(keys, compute)
+        return got >> 32, got & 0xFFFFFFFF
+
+    def rows(self, matrix: np.ndarray, states: list) -> Successors:
+        """The successors of the states with id rows ``matrix`` ((m, w) int64) and
+        States ``states``, in the order of the states and, per state, in
+        ``System.successors``'s order."""
+        system, interner = self.system, self.interner
+        m, width = matrix.shape
+        slots = width - 2
+        gid, left = matrix[:, 0], matrix[:, -1]
+        tables = [self._table(s, matrix[:, 1 + s]) for s in range(slots)]
+        shared = np.zeros(m, bool)
+        for t in tables:
+            shared |= t[:, SHARED] == 1
+        owned = np.stack([t[:, OWNED] for t in tables], axis=1)
+        parts = _Parts(width)
+        groups, events = interner.groups, self._event_list
+        for s, t in enumerate(tables):
+            base = s * SLOT_BLOCKS
+            on = np.flatnonzero(t[:, D_AID] >= 0)  # a delivery
+            if len(on):
+                g2, route = self._coordinator(self._handled, gid[on], gid[on] << 32 | t[on, D_EID],
+                                              lambda k: system.coordinator_step(groups[k >> 32], events[k & 0xFFFFFFFF]))
+                out = matrix[on].copy()
+                out[:, 0] = g2
+                out[:, 1 + s] = t[on, D_POP]
+                self._route(out, route)
+                at = parts.add(on, base + DELIVER, 0, t[on, D_AID], out)
+                parts.fix.extend((at + j, FIX_COMMIT, s) for j in np.flatnonzero(t[on, D_COMMIT]).tolist())
+            for block, a_col, p_col in ((REPLY, R_AID, R_PID), (HEARTBEAT, H_AID, H_PID), (SCHEDULED, S_AID, S_PID),
+                                        (COMMIT_STEP, C_AID, C_PID)):
+                keep = t[:, a_col] >= 0
+                if block == HEARTBEAT and keep.any():  # not a heartbeat the coordinator answers NONE, changing nothing
+                    on = np.flatnonzero(keep)
+                    keep[on] = self._stutter.resolve(gid[on] << 32 | t[on, H_EID], self._stutters) == 0
+                elif block == COMMIT_STEP and keep.any():  # R41: only while another live owner shares its partitions
+                    on = np.flatnonzero(keep)
+                    keep[on] = self._overlapping(owned[on], s, [states[i] for i in on.tolist()])
+                on = np.flatnonzero(keep)
+                if len(on):
+                    out = matrix[on].copy()
+                    out[:, 1 + s] = t[on, p_col]
+                    at = parts.add(on, base + block, 0, t[on, a_col], out)
+                    if block == REPLY:  # it may end another slot's overlap
+                        parts.fix.extend((at + j, FIX_REPLY, s) for j in np.flatnonzero(shared[on]).tolist())
+            for i in np.flatnonzero(t[:, STREAMS]).tolist():
+                ids, state = tuple(matrix[i].tolist()), states[i]
+                steps = system.local_steps(s, state.procs[s])[4:]
+                self._python(parts, i, base + STREAMS_STEPS, [(a, interner.ids(_with_proc(state, s, q, 0), state, ids))
+                                                              for a, q in steps])
+        self._timer_rows(parts, matrix, tables, slots)
+        for i in np.flatnonzero(np.any(np.stack([t[:, TICKS] for t in tables], axis=1), axis=1)).tolist():
+            ids, state = tuple(matrix[i].tolist()), states[i]
+            self._python(parts, i, slots * SLOT_BLOCKS + 1,
+                         [(a, interner.ids(n, state, ids)) for a, n in system.tick_successors(state)])
+        env_block = slots * SLOT_BLOCKS + 2
+        if self._whole:
+            for i, state in enumerate(states):
+                ids = tuple(matrix[i].tolist())
+                self._python(parts, i, env_block,
+                             [(a, interner.ids(n, state, ids)) for a, n in system.fault_successors(state)])
+        else:
+            self._environment_rows(parts, matrix, tables, shared, env_block)
+        return self._assemble(parts, matrix, states)
+
+    def _stutters(self, keys: list, _) -> list:
+        """Whether each heartbeat event (``group id << 32 | event id``) is a stutter in its group."""
+        out = []
+        for k in keys:
+            group = self.interner.groups[k >> 32]
+            out.append(int(stutters(group, *self.system.coordinator_step(group, self._event_list[k & 0xFFFFFFFF]))))
         return out
+
+    @staticmethod
+    def _overlapping(owned: np.ndarray, s: int, states: list) -> np.ndarray:
+        """Whether slot ``s``'s running consumer owns a partition another live process
+        owns (``_overlapping``), per state (``owned``: each one's row of what each slot
+        owns while live); on the State where an owned mask is too wide."""
+        others = np.zeros(len(owned), np.int64)
+        for t in range(owned.shape[1]):
+            if t != s:
+                others |= np.where(owned[:, t] > 0, owned[:, t], 0)
+        out = (owned[:, s] & others) != 0
+        wide = np.flatnonzero((owned < 0).any(axis=1))
+        out[wide] = [_overlapping(states[i].procs, s) for i in wide.tolist()]
+        return out
+
+    def _timer_rows(self, parts: _Parts, matrix: np.ndarray, tables: list, slots: int) -> None:
+        """The armed coordinator timers that fire (R21: every member they wait for is
+        silent), per state in the order of ``armed_timers``."""
+        interner = self.interner
+        gid = matrix[:, 0]
+
+        def speaks(keys, _):
+            out = []
+            for k in keys:
+                s, pid = self._speaker_of[k >> 32]
+                live = System.speaks_for(interner.groups[k & 0xFFFFFFFF], s, interner.procs[pid])
+                out.append(_intern(self._member_sets, self._member_list, live))
+            return out
+        sets = np.empty((len(matrix), slots + 1), np.int64)
+        sets[:, 0] = gid
+        for s, t in enumerate(tables):
+            sets[:, 1 + s] = self._live.resolve(t[:, SPEAKER] << 32 | gid, speaks)
+        _, first, inverse = np.unique(row_keys(sets), return_index=True, return_inverse=True)
+        masks = np.array([self._fire_mask(tuple(row)) for row in sets[first].tolist()], np.int64)[inverse.reshape(-1)]
+        groups, block = interner.groups, slots * SLOT_BLOCKS
+        for k in range(int(masks.max()).bit_length() if len(masks) else 0):
+            on = np.flatnonzero(masks >> k & 1)
+            if not len(on):
+                continue
+            g = gid[on]
+            g2, route = self._coordinator(self._fired, g, g << 8 | k,
+                                          lambda key: self.system.coordinator_step(
+                                              groups[key >> 8], self.actions[self._timers[key >> 8][key & 0xFF][1]].detail))
+            out = matrix[on].copy()
+            out[:, 0] = g2
+            self._route(out, route)
+            parts.add(on, block, k, np.array([self._timers[x][k][1] for x in g.tolist()], np.int64), out)
+
+    def _fire_mask(self, key: tuple) -> int:
+        """Bits of the armed timers of group ``key[0]`` that fire when the slots keep
+        live the member sets ``key[1:]`` (indices)."""
+        hit = self._fires.get(key)
+        if hit is None:
+            gid = key[0]
+            armed = self._timers.get(gid)
+            if armed is None:
+                armed = self._timers[gid] = tuple(
+                    (waiting, self.action_id(Action("timer", -1, ev)))
+                    for ev, waiting in armed_timers(self.interner.groups[gid]))
+            live = set().union(*(self._member_list[k] for k in key[1:]))
+            hit = self._fires[key] = sum(1 << k for k, (waiting, _) in enumerate(armed) if live.isdisjoint(waiting))
+        return hit
+
+    def _environment_rows(self, parts: _Parts, matrix: np.ndarray, tables: list, shared: np.ndarray,
+                          block: int) -> None:
+        """Each slot's environment steps within the budget (``System.slot_environment``)."""
+        env = self._env
+        if len(self._env_arrays[0]) < len(env[0]):
+            self._env_arrays = tuple(np.array(column, np.int64) for column in env)
+        e_aid, e_qid, e_cost = self._env_arrays
+        left = matrix[:, -1]
+        for s, t in enumerate(tables):
+            lengths = t[:, E_LEN]
+            for j in range(int(lengths.max()) if len(lengths) else 0):
+                on = np.flatnonzero(lengths > j)
+                at = t[on, E_START] + j
+                cost = e_cost[at]
+                ok = cost <= left[on]
+                on, at, cost = on[ok], at[ok], cost[ok]
+                if not len(on):
+                    continue
+                out = matrix[on].copy()
+                out[:, 1 + s] = e_qid[at]
+                out[:, -1] -= cost
+                first = parts.add(on, block + s, j, e_aid[at], out)
+                parts.fix.extend((first + x, FIX_FAULT, s) for x in np.flatnonzero(shared[on]).tolist())
+
+    def _python(self, parts: _Parts, i: int, block: int, steps: list) -> None:
+        """Add state ``i``'s transitions ``[(Action, id tuple), ...]``, computed on its State."""
+        if steps:
+            parts.add(np.full(len(steps), i, np.int64), block, np.arange(len(steps)),
+                      np.array([self.action_id(a) for a, _ in steps], np.int64),
+                      np.array([ids for _, ids in steps], np.int64).reshape(len(steps), parts.width))
+
+    def _assemble(self, parts: _Parts, matrix: np.ndarray, states: list) -> Successors:
+        """The batch's transitions in order (by state, block, index in block), the
+        rows that depend on more than their parts recomputed on the States."""
+        if not parts.count:
+            return Successors(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, parts.width), np.int64))
+        src, block, sub = np.concatenate(parts.src), np.concatenate(parts.block), np.concatenate(parts.sub)
+        aid, rows = np.concatenate(parts.aid), np.concatenate(parts.rows)
+        system, interner = self.system, self.interner
+        for at, how, s in parts.fix:
+            i = int(src[at])
+            state, ids = states[i], tuple(matrix[i].tolist())
+            raw = tuple(rows[at].tolist())
+            if how == FIX_COMMIT:  # R41: the coordinator's decision recorded per sharing slot
+                event = self._event_list[self._tables[s][ids[1 + s], D_EID]]
+                n = system._committed(state, interner.state(raw), s, event)
+            elif how == FIX_REPLY:
+                q = interner.procs[raw[1 + s]]
+                procs = state.procs
+                n = State(state.group, _released(procs[:s] + (q,) + procs[s + 1:], s, q.consumer.owned), ids[-1])
+            else:  # a fault or resume while an overlap is shared
+                n = _with_proc(state, s, interner.procs[raw[1 + s]], ids[-1] - raw[-1])
+            rows[at] = interner.ids(n, state, ids)
+        order = np.lexsort((sub, block, src))
+        return Successors(src[order], aid[order], rows[order])

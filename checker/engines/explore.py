@@ -22,7 +22,7 @@ from rebalance.model.protocol import slot_of
 
 from .guards import map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, _intern, collision_probability, fold
-from .level import BATCH, Level
+from .level import BATCH, Level, cat
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
 from .steps import Steps
@@ -300,7 +300,7 @@ def explore(system: System, properties, initial: State | None = None,
                     break
             b_hi = min(b_lo + BATCH, hi)
             batch = level.expand(store.matrix(b_lo, b_hi), frontier[b_lo - lo:b_hi - lo])
-            transitions += len(batch.actions)
+            transitions += len(batch.src)
             kinds.update(batch.kinds)
             fps.append(fold(batch.canonical))
             rows.append(batch.canonical.astype(np.int32))
@@ -310,7 +310,7 @@ def explore(system: System, properties, initial: State | None = None,
             marks.append(np.where(batch.stutter, 0, batch.marks))
             for t, name, why in batch.broken:
                 record((at + t, 1), name, why, b_lo + int(batch.src[t]),
-                       (batch.actions[t], interner.state(tuple(batch.raw[t].tolist()))))
+                       (batch.actions[batch.aid[t]], interner.state(tuple(batch.raw[t].tolist()))))
             if quiescent:
                 ends = np.cumsum(np.bincount(batch.src, minlength=b_hi - b_lo))
                 for j in np.flatnonzero(~batch.moved).tolist():
@@ -320,11 +320,9 @@ def explore(system: System, properties, initial: State | None = None,
                         if why:
                             record((at + int(ends[j]), -1), name, why, b_lo + j)
                             quiescent.remove((name, check))
-            at += len(batch.actions)
-        fps = np.concatenate(fps) if fps else np.empty(0, np.int64)
-        flat = np.concatenate(rows) if rows else np.empty((0, width), np.int32)
-        sources = np.concatenate(sources) if sources else np.empty(0, np.int64)
-        indices = np.concatenate(indices) if indices else np.empty(0, np.int64)
+            at += len(batch.src)
+        fps, flat = cat(fps, np.int64), cat(rows, np.int32, (0, width))
+        sources, indices = cat(sources, np.int64), cat(indices, np.int64)
         base = len(store)
         dst, fresh = visited.resolve(fps, base)
         rows = flat[fresh]
@@ -334,7 +332,7 @@ def explore(system: System, properties, initial: State | None = None,
             record((int(fresh[j]), part), name, why, base + j)
             stepping.drop(name)
         if graph is not None:
-            graph.extend(sources, dst, np.concatenate(classes), np.concatenate(marks))
+            graph.extend(sources, dst, cat(classes, np.int64), cat(marks, np.uint8))
         del fps, flat, rows
         release_free_heap()
         stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)

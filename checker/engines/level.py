@@ -27,6 +27,11 @@ from .steps import Steps
 BATCH = 1024  # frontier states expanded at once
 
 
+def cat(parts: list, dtype, empty: tuple = (0,)) -> np.ndarray:
+    """The arrays ``parts`` end to end, as ``dtype``; of shape ``empty`` if there are none."""
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(empty, dtype)
+
+
 @dataclass
 class Batch:
     """The transitions out of a batch of frontier states, in the order the states
@@ -34,7 +39,8 @@ class Batch:
     transitions, ``m`` states, ``w`` the id tuple's width).
 
     ``src``: (T,) int64, the position of each one's state in the batch; ``index``:
-    (T,) its index among that state's successors; ``actions``: the T Actions;
+    (T,) its index among that state's successors; ``aid``: (T,) its Action's index
+    in ``actions``, the batch's distinct Actions;
     ``raw``: (T, w) int64, the successors' ids before renaming; ``canonical``: (T, w)
     after it; ``stutter``: (T,) bool, whether it leads back to its state;
     ``classes``: (T,) the fairness class ids (``class_id``), empty without;
@@ -46,6 +52,7 @@ class Batch:
 
     src: np.ndarray
     index: np.ndarray
+    aid: np.ndarray
     actions: list
     raw: np.ndarray
     canonical: np.ndarray
@@ -66,44 +73,23 @@ class Level:
     def __init__(self, system: System, interner: Interner, stepping: Steps, unfair: frozenset, fairness=None,
                  class_id=None):
         self.system, self.interner, self.stepping = system, interner, stepping
-        self.successors = Expander(system, interner).successors
+        self.expander = Expander(system, interner)
         self.renamer = Renamer()  # its own caches, keyed by ids
         self.unfair, self.fairness, self.class_id = unfair, fairness, class_id
 
     def expand(self, rows: np.ndarray, states: list) -> Batch:
         """The Batch of transitions out of the states with id rows ``rows`` ((m, w)
         int64) and States ``states`` (m of them)."""
-        successors = self.successors
-        width = rows.shape[1]
-        tuples = list(map(tuple, rows.tolist()))
-        counts = array("q")
-        actions: list = []
-        raws: list = []
-        for ids, s in zip(tuples, states):
-            out = successors(ids, s)
-            counts.append(len(out))
-            if out:
-                acts, succ = zip(*out)
-                actions.extend(acts)
-                raws.extend(succ)
-        counts_np = np.frombuffer(counts, np.int64)
-        total = len(actions)
-        src = np.repeat(np.arange(len(tuples)), counts_np)
-        starts = np.cumsum(counts_np) - counts_np
-        index = np.arange(total) - starts[src]
-        raw = np.fromiter(chain.from_iterable(raws), np.int64, total * width).reshape(total, width)
+        successors = self.expander.rows(rows, states)
+        src, raw = successors.src, successors.raw
+        total = len(src)
+        counts = np.bincount(src, minlength=len(states))
+        index = np.arange(total) - (np.cumsum(counts) - counts)[src]
+        used, aid = np.unique(successors.aid, return_inverse=True)
+        aid = aid.reshape(-1)
+        distinct = [self.expander.actions[k] for k in used.tolist()]
         canonical = self.renamer.canonical_rows(raw, self.interner)
         stutter = (canonical == rows[src]).all(axis=1)
-        memo: dict = {}  # an Action object's index in ``distinct``: a batch's Actions are alive, most the memos'
-        distinct: list = []
-
-        def number(a) -> int:
-            k = memo.get(id(a))
-            if k is None:
-                k = memo[id(a)] = len(distinct)
-                distinct.append(a)
-            return k
-        aid = np.fromiter(map(number, actions), np.int64, total)
         uses = np.bincount(aid, minlength=len(distinct)).tolist()
         kinds = Counter()
         for a, n in zip(distinct, uses):
@@ -112,10 +98,10 @@ class Level:
         if self.class_id is not None:
             classes = np.array([self.class_id(self.fairness(a)) for a in distinct], np.int64)[aid]
         own = np.array([a.kind not in self.unfair for a in distinct], bool)[aid] & ~stutter
-        moved = np.zeros(len(tuples), bool)
+        moved = np.zeros(len(states), bool)
         moved[src[own]] = True
         marks = np.zeros(total, np.uint8)
         live = np.flatnonzero(~stutter)
         marks[live], broken = self.stepping.check(states, rows[src[live]], raw[live], src[live], aid[live], distinct)
         broken = [(int(live[t]), name, why) for t, name, why in broken]
-        return Batch(src, index, actions, raw, canonical, stutter, classes, marks, broken, moved, kinds)
+        return Batch(src, index, aid, distinct, raw, canonical, stutter, classes, marks, broken, moved, kinds)

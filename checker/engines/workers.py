@@ -62,7 +62,7 @@ from .guards import Guard, map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, _intern, collision_probability, fold
 from .liveness import Graph, _np
 from .renaming import Renamer
-from .level import BATCH, Level
+from .level import BATCH, Level, cat
 from .steps import Steps
 
 
@@ -299,11 +299,6 @@ def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
     return _explore(job, mesh, report)
 
 
-def _cat(parts: list, dtype) -> np.ndarray:
-    """The arrays ``parts`` end to end, as ``dtype`` (empty if there are none)."""
-    return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
-
-
 def _owner_of(fps: np.ndarray, k: int) -> np.ndarray:
     """The owner of each fingerprint: its unsigned value modulo ``k``."""
     return (fps.view(np.uint64) % np.uint64(k)).astype(np.int64)
@@ -401,7 +396,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                 break
             states = f_states[lo:lo + BATCH]
             batch = level.expand(f_rows[lo:lo + BATCH], states)
-            moves += len(batch.actions)
+            moves += len(batch.src)
             fired.update(batch.kinds)
             rank = f_ranks[lo:lo + BATCH][batch.src]
             for t, name, why in batch.broken:  # violated ones are dropped
@@ -479,9 +474,9 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             cand_rank = np.empty(len(keys), np.int32)
             for j, r in enumerate(back):
                 cand_rank[by_dest[bounds[j]:bounds[j + 1]]] = r if j == me else np.frombuffer(r, np.int32)
-            src, pos = _cat(e_src, np.int32), _cat(e_pos, np.int32)
-            edges.append((src, _cat(e_idx, np.int32), np.where(pos >= 0, cand_rank[pos], src),
-                          _cat(e_cls, np.uint16), _cat(e_marks, np.uint8)))
+            src, pos = cat(e_src, np.int32), cat(e_pos, np.int32)
+            edges.append((src, cat(e_idx, np.int32), np.where(pos >= 0, cand_rank[pos], src),
+                          cat(e_cls, np.uint16), cat(e_marks, np.uint8)))
         records = [(r, name) for summary in summaries for name, r in summary[4].items()]
         records += [(r, name) for found_here in mesh.allgather(found) for name, r in found_here.items()]
         for r, name in sorted(records, key=lambda x: (x[0][0], place[x[1]])):  # ties: in the properties' order
