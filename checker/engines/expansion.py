@@ -234,7 +234,7 @@ class Expander:
         system, interner = self.system, self.interner
         m, width = matrix.shape
         slots = width - 2
-        gid, left = matrix[:, 0], matrix[:, -1]
+        gid = matrix[:, 0]
         tables = [self._table(s, matrix[:, 1 + s]) for s in range(slots)]
         shared = np.zeros(m, bool)
         for t in tables:

@@ -11,10 +11,8 @@ not seen yet is computed in Python.
 """
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
