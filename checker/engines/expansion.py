@@ -33,10 +33,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..system import (
-    CREATE_TOPIC, FAILOVER, PAUSED, REMOVE, RUNNING, Action, State, System, _overlapping, _released, _with_proc,
+    CREATE_TOPIC, FAILOVER, PAUSED, REMOVE, RUNNING, Action, System, _overlapping, _released, _with_proc,
     stutters, ticks,
 )
-from .interning import IntMap, Interner, _intern, row_keys
+from .interning import IntMap, Interner, _intern, grown, row_keys
 
 from rebalance.model.coordinator import armed_timers
 from rebalance.model.member import MemberPhase
@@ -51,9 +51,6 @@ COLUMNS = 21
 # tick and the environment's steps
 DELIVER, REPLY, HEARTBEAT, SCHEDULED, COMMIT_STEP, STREAMS_STEPS = range(6)
 SLOT_BLOCKS = 6
-# the successors recomputed on the State: an OffsetCommit's delivery, a reply and an environment step
-# where an overlap is shared
-FIX_COMMIT, FIX_REPLY, FIX_FAULT = range(3)
 OWNED_LIMIT = 1 << 62  # owned bitmasks past this are compared on the State
 
 
@@ -70,13 +67,14 @@ class Successors:
 class _Parts:
     """The transitions of a batch as they are made, block by block: arrays of source
     position, block, index in block, Action id and id rows, and the rows to be
-    recomputed on States (``fix``: (entry index, FIX_..., slot))."""
+    recomputed on States (``commits``: (entry index, slot) of an OffsetCommit's
+    delivery)."""
 
     def __init__(self, width: int):
         self.src, self.block, self.sub, self.aid, self.rows = [], [], [], [], []
         self.width = width
         self.count = 0
-        self.fix: list = []
+        self.commits: list = []
 
     def add(self, src: np.ndarray, block, sub, aid: np.ndarray, rows: np.ndarray) -> int:
         """Add ``len(src)`` transitions; returns the entry index of the first."""
@@ -114,6 +112,8 @@ class Expander:
         self._handled = IntMap()    # group id << 32 | event id -> group id after << 32 | route id
         self._stutter = IntMap()    # group id << 32 | heartbeat event id -> 1 if a stutter, else 0
         self._routed = IntMap()     # proc id << 32 | reply id -> proc id
+        self._released = IntMap()   # proc id << 35 | slot << 28 | that slot's proc id -> proc id (``_release``)
+        self._sharing = np.zeros(0, np.int64)  # proc id -> 1 if it shares an overlap, 0 if not, -1 not known yet
         self._live = IntMap()       # speaker id << 32 | group id -> index of the member ids it keeps live
         self._timers: dict = {}     # group id -> ((member ids waited for, Action id), ...)
         self._fires: dict = {}      # (group id, member-set index per slot) -> bits of the timers that fire
@@ -253,7 +253,7 @@ class Expander:
                 out[:, 1 + s] = t[on, D_POP]
                 self._route(out, route)
                 at = parts.add(on, base + DELIVER, 0, t[on, D_AID], out)
-                parts.fix.extend((at + j, FIX_COMMIT, s) for j in np.flatnonzero(t[on, D_COMMIT]).tolist())
+                parts.commits.extend((at + j, s) for j in np.flatnonzero(t[on, D_COMMIT]).tolist())
             for block, a_col, p_col in ((REPLY, R_AID, R_PID), (HEARTBEAT, H_AID, H_PID), (SCHEDULED, S_AID, S_PID),
                                         (COMMIT_STEP, C_AID, C_PID)):
                 keep = t[:, a_col] >= 0
@@ -267,9 +267,9 @@ class Expander:
                 if len(on):
                     out = matrix[on].copy()
                     out[:, 1 + s] = t[on, p_col]
-                    at = parts.add(on, base + block, 0, t[on, a_col], out)
                     if block == REPLY:  # it may end another slot's overlap
-                        parts.fix.extend((at + j, FIX_REPLY, s) for j in np.flatnonzero(shared[on]).tolist())
+                        self._release(out, s, shared[on])
+                    parts.add(on, base + block, 0, t[on, a_col], out)
             for i in np.flatnonzero(t[:, STREAMS]).tolist():
                 ids, state = tuple(matrix[i].tolist()), states[i]
                 steps = system.local_steps(s, state.procs[s])[4:]
@@ -381,8 +381,39 @@ class Expander:
                 out = matrix[on].copy()
                 out[:, 1 + s] = e_qid[at]
                 out[:, -1] -= cost
-                first = parts.add(on, block + s, j, e_aid[at], out)
-                parts.fix.extend((first + x, FIX_FAULT, s) for x in np.flatnonzero(shared[on]).tolist())
+                self._release(out, s, shared[on])
+                parts.add(on, block + s, j, e_aid[at], out)
+
+    def _release(self, out: np.ndarray, s: int, shared: np.ndarray) -> None:
+        """``_released`` on id rows: in ``out``'s rows where ``shared`` (an overlap is
+        shared, R41), every process that shares with slot ``s`` what slot ``s``'s new
+        process no longer owns forgets it; memoised per (proc id, slot, slot ``s``'s
+        proc id)."""
+        on = np.flatnonzero(shared)
+        if not len(on):
+            return
+        procs, proc_id = self.interner.procs, self.interner.proc_id
+
+        def released(keys, _):
+            out = []
+            for k in keys:
+                p, q = procs[k >> 35], procs[k & 0xFFFFFFF]
+                r = _released((p,), s, q.consumer.owned if q.consumer else 0)[0]
+                out.append(k >> 35 if r is p else proc_id(r))
+            return out
+        mine = out[on, 1 + s]
+        if mine.max() >> 28 or out[on, 1:-1].max() >> 28:
+            raise OverflowError("more than 2**28 processes: past the release memo's key fields")
+        self._sharing = grown(self._sharing, len(procs), -1)
+        for t in range(out.shape[1] - 2):
+            pid = out[on, 1 + t]
+            flags = self._sharing[pid]
+            for k in np.unique(pid[flags < 0]).tolist():
+                self._sharing[k] = bool(procs[k].shared)
+            sharing = np.flatnonzero(self._sharing[pid] == 1)  # a process sharing an overlap
+            if len(sharing):
+                rows = on[sharing]
+                out[rows, 1 + t] = self._released.resolve(pid[sharing] << 35 | s << 28 | mine[sharing], released)
 
     def _python(self, parts: _Parts, i: int, block: int, steps: list) -> None:
         """Add state ``i``'s transitions ``[(Action, id tuple), ...]``, computed on its State."""
@@ -399,19 +430,11 @@ class Expander:
         src, block, sub = np.concatenate(parts.src), np.concatenate(parts.block), np.concatenate(parts.sub)
         aid, rows = np.concatenate(parts.aid), np.concatenate(parts.rows)
         system, interner = self.system, self.interner
-        for at, how, s in parts.fix:
+        for at, s in parts.commits:  # R41: the coordinator's decision recorded per sharing slot
             i = int(src[at])
             state, ids = states[i], tuple(matrix[i].tolist())
-            raw = tuple(rows[at].tolist())
-            if how == FIX_COMMIT:  # R41: the coordinator's decision recorded per sharing slot
-                event = self._event_list[self._tables[s][ids[1 + s], D_EID]]
-                n = system._committed(state, interner.state(raw), s, event)
-            elif how == FIX_REPLY:
-                q = interner.procs[raw[1 + s]]
-                procs = state.procs
-                n = State(state.group, _released(procs[:s] + (q,) + procs[s + 1:], s, q.consumer.owned), ids[-1])
-            else:  # a fault or resume while an overlap is shared
-                n = _with_proc(state, s, interner.procs[raw[1 + s]], ids[-1] - raw[-1])
-            rows[at] = interner.ids(n, state, ids)
+            event = self._event_list[self._tables[s][ids[1 + s], D_EID]]
+            rows[at] = interner.ids(system._committed(state, interner.state(tuple(rows[at].tolist())), s, event),
+                                    state, ids)
         order = np.lexsort((sub, block, src))
         return Successors(src[order], aid[order], rows[order])

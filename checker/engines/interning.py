@@ -118,17 +118,18 @@ def collision_probability(distinct: int, generated: int) -> float:
 
 
 class IntMap:
-    """An int64 -> int64 memo held as two sorted numpy arrays (16 bytes an entry),
-    asked a batch of keys at a time: the engines' per-transition memos on packed
-    ids (checker/engines/level.py), where a dict lookup per transition would be
-    the cost to save."""
+    """An int64 -> int64 memo held as sorted numpy arrays (16 bytes an entry), asked a
+    batch of keys at a time: the engines' per-transition memos on packed ids
+    (checker/engines/level.py, expansion.py), where a dict lookup per transition
+    would be the cost to save. New entries go to a small sorted run, merged into
+    the main one once it holds an eighth as many, so that an insertion copies the
+    small run, not every entry."""
 
     def __init__(self):
-        self.keys = np.empty(0, np.int64)
-        self.values = np.empty(0, np.int64)
+        self.runs = [(np.empty(0, np.int64), np.empty(0, np.int64))] * 2  # (keys, values): main, recent
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return sum(len(keys) for keys, _ in self.runs)
 
     def resolve(self, keys: np.ndarray, compute) -> np.ndarray:
         """The value of each of ``keys`` (int64, any order, repeats allowed); the keys
@@ -136,21 +137,29 @@ class IntMap:
         the position in ``keys`` of each one's first occurrence) -> their values``
         (lists), and kept."""
         values = np.empty(len(keys), np.int64)
-        if len(self.keys):
-            at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-            known = self.keys[at] == keys
-            values[known] = self.values[at[known]]
-        else:
-            known = np.zeros(len(keys), bool)
+        known = np.zeros(len(keys), bool)
+        for run_keys, run_values in self.runs:
+            if len(run_keys):
+                at = np.minimum(np.searchsorted(run_keys, keys), len(run_keys) - 1)
+                hit = run_keys[at] == keys
+                values[hit] = run_values[at[hit]]
+                known |= hit
         if not known.all():
             where = np.flatnonzero(~known)
             missing = keys[where]
             new, first = np.unique(missing, return_index=True)
             got = np.array(compute(new.tolist(), where[first].tolist()), np.int64)
-            values[~known] = got[np.searchsorted(new, missing)]
-            pos = np.searchsorted(self.keys, new)
-            self.keys = np.insert(self.keys, pos, new)
-            self.values = np.insert(self.values, pos, got)
+            values[where] = got[np.searchsorted(new, missing)]
+            (main_keys, main_values), (recent_keys, recent_values) = self.runs
+            pos = np.searchsorted(recent_keys, new)
+            recent = np.insert(recent_keys, pos, new), np.insert(recent_values, pos, got)
+            if len(recent[0]) * 8 > len(main_keys):
+                merged_keys = np.concatenate([main_keys, recent[0]])
+                order = np.argsort(merged_keys, kind="stable")
+                self.runs = [(merged_keys[order], np.concatenate([main_values, recent[1]])[order]),
+                             (np.empty(0, np.int64), np.empty(0, np.int64))]
+            else:
+                self.runs = [self.runs[0], recent]
         return values
 
 
