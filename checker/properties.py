@@ -86,6 +86,24 @@ def _held_twice(state: State) -> bool:
     return False
 
 
+def projected(group, proc):
+    """Mark a state check whose verdict reads nothing of a state but ``group(its
+    Group)`` and ``proc(each Proc)``, in slot order: the engines then decide it once
+    per distinct projection (checker/engines/steps.py ``Projection``: the
+    invariants on arrival, explore.py ``_goals`` the liveness goals)."""
+    def mark(check):
+        check.projection = (group, proc)
+        return check
+    return mark
+
+
+def _owning(p):
+    """What of a process the exclusivity checks read: its consumer's member id and
+    owned partitions while it processes (running or paused, ``processing``), else None."""
+    return (p.consumer.member_id, p.consumer.owned) if p.status == RUNNING or p.status == PAUSED else None
+
+
+@projected(lambda g: None, lambda p: (p.shared, p.consumer and p.consumer.member_id) if p.shared else None)
 def exclusive_ownership(system: System, state: State):
     """No partition for which the coordinator accepted OffsetCommits from two
     processes while both owned it (R9, R41; the guarantee generation fencing
@@ -104,6 +122,7 @@ def exclusive_ownership(system: System, state: State):
     return None
 
 
+@projected(lambda g: None, _owning)
 def exclusive_processing(system: System, state: State):
     """No partition owned by two running or paused processes (breaks with zombies)."""
     if not _held_twice(state):
@@ -111,6 +130,8 @@ def exclusive_processing(system: System, state: State):
     return _overlap(system, [(c.member_id, c.owned) for c in processing(state) if c.owned])
 
 
+@projected(lambda g: None, lambda p: (p.consumer.leader, p.consumer.phase, p.consumer.generation,
+                                      p.consumer.member_id) if p.status == RUNNING or p.status == PAUSED else None)
 def single_leader(system: System, state: State):
     """At most one member believes it leads each generation (R5)."""
     leaders = {}
@@ -155,6 +176,8 @@ def rebalanced(system: System, state: State, action, nxt: State):
     return None
 
 
+@projected(lambda g: tuple((m.member_id, m.assignment.partitions) for m in g.members)
+           if g.phase == Phase.STABLE else None, _owning)
 def revoke_before_assign(system: System, state: State):
     """In a Stable group no member is assigned a partition another group member still
     owns (R23; seed 000, Design I)."""
@@ -190,16 +213,6 @@ def moves_within_allowance(system: System, state: State, action, nxt: State):
             return (f"generation {group.generation} moves {_names(system.cfg, moved & pool)} of {kind}, more than "
                     f"the {allowed} max_moves = {system.cfg.max_moves} pays for at {cost} a move")
     return None
-
-
-def projected(group, proc):
-    """Mark a state check whose verdict reads nothing of a state but ``group(its
-    Group)`` and ``proc(each Proc)``, in slot order: the engines then decide it once
-    per distinct projection (checker/engines/explore.py ``_goals``)."""
-    def mark(check):
-        check.projection = (group, proc)
-        return check
-    return mark
 
 
 @projected(lambda g: g.phase, lambda p: p.consumer if p.status == RUNNING else None)

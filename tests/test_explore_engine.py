@@ -4,6 +4,7 @@ that led to it, so a counterexample is rebuilt by replaying those indices from t
 initial state; it must be the very shortest trace a plain breadth-first search
 with the states themselves finds."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -119,3 +120,88 @@ def test_paths_read_off_the_liveness_graph_are_the_parent_links_paths():
             for ps in (props, [p for p in props if p.kind != "liveness"])]
     paths = [{v.property: v.path for v in r.violations if v.loop_start is None} for r in runs]
     assert paths[0] and paths[0] == paths[1]
+
+
+def _explored(system, limit: int = 3000) -> list:
+    """Up to ``limit`` canonical states of ``system``, breadth first."""
+    from rebalance.checker.engines.renaming import Renamer
+    canonical = Renamer().canonical
+    init = canonical(system.initial())
+    seen, queue = {init}, [init]
+    for s in queue:
+        if len(seen) >= limit:
+            break
+        for _, n in system.successors(s):
+            c = canonical(n)
+            if c not in seen:
+                seen.add(c)
+                queue.append(c)
+    return list(seen)
+
+
+PROJECTED = ("exclusive_ownership", "exclusive_processing", "single_leader", "revoke_before_assign")
+
+
+@pytest.mark.parametrize("mutation", [None, "assign-before-revoke"])
+def test_projected_invariants_decide_as_on_every_state(mutation):
+    # an invariant with a projection is decided once per distinct projection of the states reached
+    # (Projection): its verdict must be the invariant's own on every state, violations included
+    from rebalance.checker.engines.interning import Interner, LazyStates
+    from rebalance.checker.engines.steps import Projection
+    s = resolve({}, members=2, partitions=2, faults=["join", "leave", "crash", "pause"],
+                mutations=(mutation,) if mutation else ())
+    system = System(s.group, s.members, s.joiners, s.faults, s.budget)
+    checks = {p.name: p.check for p in applicable(system) if p.name in PROJECTED}
+    assert set(checks) == set(PROJECTED) and all(hasattr(c, "projection") for c in checks.values())
+    states = _explored(system, 8000)
+    interner = Interner()
+    rows = np.array([interner.ids(st) for st in states], np.int64)
+    broken = set()
+    for name, check in checks.items():
+        projection = Projection(system, check, interner)
+        for lo in range(0, len(rows), 500):  # in batches, as the engines ask: projections recur across them
+            verdicts, of_row = projection.decide(rows[lo:lo + 500], LazyStates(interner, rows[lo:lo + 500]).__getitem__)
+            for i, k in enumerate(of_row.tolist()):
+                assert verdicts[k] == check(system, states[lo + i])
+                if verdicts[k]:
+                    broken.add(name)
+    assert "exclusive_processing" in broken  # pause makes zombies
+    assert ("revoke_before_assign" in broken) == (mutation is not None)
+
+
+def test_a_projection_that_hides_what_its_check_reads_is_caught(monkeypatch):
+    # the comparison above must fail for a projection that leaves out a field the check reads:
+    # exclusive_processing without what each member owns
+    from rebalance.checker import properties
+    monkeypatch.setattr(properties.exclusive_processing, "projection", (
+        lambda g: None, lambda p: p.consumer.member_id if p.consumer else None))
+    with pytest.raises(AssertionError):
+        test_projected_invariants_decide_as_on_every_state(None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(-3, 2 ** 40), min_size=3, max_size=3), min_size=1, max_size=40))
+def test_row_keys_are_equal_exactly_when_rows_are(rows):
+    # packed when the columns' ranges fit 63 bits, ranks of distinct rows when they do not (2**40 * 3)
+    from rebalance.checker.engines.interning import row_keys
+    matrix = np.array(rows, np.int64)
+    keys = row_keys(matrix).tolist()
+    for i in range(len(rows)):
+        for j in range(len(rows)):
+            assert (keys[i] == keys[j]) == (rows[i] == rows[j])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 300), max_size=60), min_size=1, max_size=12))
+def test_int_map_computes_each_key_once_and_returns_it(batches):
+    # across batches, with the small run merged into the main one as it grows
+    from rebalance.checker.engines.interning import IntMap
+    memo, computed = IntMap(), []
+
+    def compute(keys, firsts):
+        computed.extend(keys)
+        return [k * 7 + 1 for k in keys]
+    for batch in batches:
+        keys = np.array(batch, np.int64)
+        assert memo.resolve(keys, compute).tolist() == [k * 7 + 1 for k in batch]
+    assert sorted(computed) == sorted({k for b in batches for k in b}) and len(memo) == len(computed)

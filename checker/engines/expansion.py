@@ -199,10 +199,13 @@ class Expander:
     def _route(self, out: np.ndarray, route: np.ndarray) -> None:
         """``System.route`` on id rows: ``out``'s rows with the replies of route ids
         ``route`` routed to their slots' processes, in order."""
-        if len(self._route_table) < len(self._routes):
-            longest = max(map(len, self._routes))
-            table = np.zeros((len(self._routes), 1 + 2 * longest), np.int64)
-            for r, routes in enumerate(self._routes):
+        done = len(self._route_table)
+        if done < len(self._routes):  # the routes new since: their rows appended, the table widened if need be
+            new = self._routes[done:]
+            width = max(self._route_table.shape[1], 1 + 2 * max(map(len, new)))
+            table = np.zeros((len(self._routes), width), np.int64)
+            table[:done, :self._route_table.shape[1]] = self._route_table
+            for r, routes in enumerate(new, done):
                 table[r, 0] = len(routes)
                 for j, (t, rid) in enumerate(routes):
                     table[r, 1 + 2 * j], table[r, 2 + 2 * j] = t, rid
@@ -262,7 +265,7 @@ class Expander:
                     keep[on] = self._stutter.resolve(gid[on] << 32 | t[on, H_EID], self._stutters) == 0
                 elif block == COMMIT_STEP and keep.any():  # R41: only while another live owner shares its partitions
                     on = np.flatnonzero(keep)
-                    keep[on] = self._overlapping(owned[on], s, [states[i] for i in on.tolist()])
+                    keep[on] = self._overlapping(owned[on], s, lambda j, on=on: states[int(on[j])])
                 on = np.flatnonzero(keep)
                 if len(on):
                     out = matrix[on].copy()
@@ -299,17 +302,18 @@ class Expander:
         return out
 
     @staticmethod
-    def _overlapping(owned: np.ndarray, s: int, states: list) -> np.ndarray:
+    def _overlapping(owned: np.ndarray, s: int, state_of) -> np.ndarray:
         """Whether slot ``s``'s running consumer owns a partition another live process
         owns (``_overlapping``), per state (``owned``: each one's row of what each slot
-        owns while live); on the State where an owned mask is too wide."""
+        owns while live); on the State, ``state_of(row)``, where an owned mask is too
+        wide."""
         others = np.zeros(len(owned), np.int64)
         for t in range(owned.shape[1]):
             if t != s:
                 others |= np.where(owned[:, t] > 0, owned[:, t], 0)
         out = (owned[:, s] & others) != 0
         wide = np.flatnonzero((owned < 0).any(axis=1))
-        out[wide] = [_overlapping(states[i].procs, s) for i in wide.tolist()]
+        out[wide] = [_overlapping(state_of(i).procs, s) for i in wide.tolist()]
         return out
 
     def _timer_rows(self, parts: _Parts, matrix: np.ndarray, tables: list, slots: int) -> None:
@@ -364,8 +368,10 @@ class Expander:
                           block: int) -> None:
         """Each slot's environment steps within the budget (``System.slot_environment``)."""
         env = self._env
-        if len(self._env_arrays[0]) < len(env[0]):
-            self._env_arrays = tuple(np.array(column, np.int64) for column in env)
+        done = len(self._env_arrays[0])
+        if done < len(env[0]):  # the steps new since appended
+            self._env_arrays = tuple(np.concatenate([a, np.array(column[done:], np.int64)])
+                                     for a, column in zip(self._env_arrays, env))
         e_aid, e_qid, e_cost = self._env_arrays
         left = matrix[:, -1]
         for s, t in enumerate(tables):

@@ -21,11 +21,11 @@ import numpy as np
 from rebalance.model.protocol import slot_of
 
 from .guards import map_large_blocks, release_free_heap
-from .interning import FingerprintSet, Interner, _intern, collision_probability, fold
+from .interning import FingerprintSet, Interner, LazyStates, collision_probability, fold
 from .level import BATCH, Level, cat
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
-from .steps import Steps
+from .steps import Projection, Steps
 from ..system import ACTION_KINDS, BOUNCE, COMMIT, ENVIRONMENT, Action, State, System
 
 
@@ -282,7 +282,6 @@ def explore(system: System, properties, initial: State | None = None,
 
     for _, part, name, why in stepping.invalid(np.array([init_ids], np.int64), [init]):
         record((0, part), name, why, 0)
-    frontier = [init]  # the frontier's States, built once: checked on arrival, then expanded
     level = Level(system, interner, stepping, UNFAIR_KINDS, fairness_class, graph.class_id if graph is not None else None)
     stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
     while lo < hi and not stop:
@@ -299,7 +298,8 @@ def explore(system: System, properties, initial: State | None = None,
                 if limit:
                     break
             b_hi = min(b_lo + BATCH, hi)
-            batch = level.expand(store.matrix(b_lo, b_hi), frontier[b_lo - lo:b_hi - lo])
+            states = LazyStates(interner, store.matrix(b_lo, b_hi))
+            batch = level.expand(states.rows, states)
             transitions += len(batch.src)
             kinds.update(batch.kinds)
             fps.append(fold(batch.canonical))
@@ -314,7 +314,7 @@ def explore(system: System, properties, initial: State | None = None,
             if quiescent:
                 ends = np.cumsum(np.bincount(batch.src, minlength=b_hi - b_lo))
                 for j in np.flatnonzero(~batch.moved).tolist():
-                    s = frontier[b_lo - lo + j]
+                    s = states[j]
                     for name, check in list(quiescent):
                         why = check(system, s)
                         if why:
@@ -327,8 +327,8 @@ def explore(system: System, properties, initial: State | None = None,
         dst, fresh = visited.resolve(fps, base)
         rows = flat[fresh]
         store.extend(rows, sources[fresh], indices[fresh])
-        frontier = [interner.state(c) for c in map(tuple, rows.tolist())]
-        for j, part, name, why in stepping.invalid(rows.astype(np.int64), frontier):
+        new = rows.astype(np.int64)
+        for j, part, name, why in stepping.invalid(new, LazyStates(interner, new)):
             record((int(fresh[j]), part), name, why, base + j)
             stepping.drop(name)
         if graph is not None:
@@ -403,36 +403,17 @@ _PROJECTION_CHUNK = 1 << 14  # explored states per chunk of ``_projected_goal``
 
 def _projected_goal(system, goal, store: _Store, state_at, interner: Interner) -> bytearray:
     """``goal``'s bytearray (as ``_goals``'s), decided once per distinct projection
-    on the first explored state that has it: a state's projection is the row of its
-    parts' (the group's, then each slot's process's) projection ids. The states are
-    read ``_PROJECTION_CHUNK`` at a time, each chunk's rows made unique in numpy,
-    so that no temporary is as large as the store."""
-    group, proc = goal.projection
-    keys: dict = {}
-    seen: list = []
-    of_group = np.array([_intern(keys, seen, group(g)) for g in interner.groups], np.int32)
-    of_proc = np.array([_intern(keys, seen, proc(p)) for p in interner.procs], np.int32)
-    columns = [np.frombuffer(c, c.typecode) for c in store.columns]  # numpy reads array's type codes
-    verdicts: dict = {}  # a projection's row (bytes) -> 1 if the goal holds there, else 0
+    (checker/engines/steps.py ``Projection``) on the first explored state that has
+    it, the states read ``_PROJECTION_CHUNK`` at a time."""
+    projection = Projection(system, goal, interner)
     n = len(store)
     out = bytearray(n)
     for lo in range(0, n, _PROJECTION_CHUNK):
         hi = min(lo + _PROJECTION_CHUNK, n)
-        rows = np.empty((hi - lo, len(columns)), np.int32)
-        rows[:, 0] = of_group[columns[0][lo:hi]]
-        for k, c in enumerate(columns[1:], 1):
-            rows[:, k] = of_proc[c[lo:hi]]
-        # each row as one opaque value (its bytes), so that numpy sorts them as one column
-        uniq, first, inverse = np.unique(rows.view(np.dtype((np.void, rows.itemsize * len(columns)))).ravel(),
-                                         return_index=True, return_inverse=True)
-        decided = bytearray(len(uniq))
-        for j, (key, i) in enumerate(zip(uniq.tolist(), first.tolist())):
-            v = verdicts.get(key)
-            if v is None:
-                v = verdicts[key] = 0 if goal(system, state_at(lo + i)) else 1
-            decided[j] = v
-        out[lo:hi] = np.frombuffer(decided, np.uint8)[inverse.reshape(-1)].tobytes()
-    release_free_heap()  # the chunks' numpy temporaries, about 12 MB on the main job
+        verdicts, of_row = projection.decide(store.matrix(lo, hi), lambda i, lo=lo: state_at(lo + i))
+        holds = np.array([0 if v else 1 for v in verdicts], np.uint8)
+        out[lo:hi] = holds[of_row].tobytes()
+    release_free_heap()  # the chunks' numpy temporaries
     return out
 
 

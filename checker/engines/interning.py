@@ -50,6 +50,24 @@ class Interner:
         return State(self.groups[ids[0]], tuple(map(self.procs.__getitem__, ids[1:-1])), ids[-1])
 
 
+class LazyStates:
+    """The States of a matrix of id rows ((m, w) int64, ``Interner.ids``), each built
+    when first asked for (``Interner.state``): most of a batch's are never needed
+    as values."""
+
+    def __init__(self, interner: Interner, rows: np.ndarray):
+        self.interner, self.rows, self.built = interner, rows, {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> State:
+        s = self.built.get(i)
+        if s is None:
+            s = self.built[i] = self.interner.state(tuple(self.rows[i].tolist()))
+        return s
+
+
 def _intern(ids: dict, values: list, v) -> int:
     """``v``'s dense id in ``ids`` (value -> id), appended to ``values`` when new."""
     i = ids.get(v)

@@ -22,7 +22,7 @@ from .interning import Interner
 from .renaming import Renamer
 from .steps import Steps
 
-BATCH = 1024  # frontier states expanded at once
+BATCH = 2048  # frontier states expanded at once
 
 
 def cat(parts: list, dtype, empty: tuple = (0,)) -> np.ndarray:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..system import System
-from .interning import IntMap, Interner
+from .interning import IntMap, Interner, _intern, grown, row_keys
 
 
 class Steps:
@@ -49,6 +49,7 @@ class Steps:
         # the step checks, then the marks (a mark's key is its bit, a check's its name), by what they read
         self._sort(list(checks) + [(bit, p.step) for bit, p in marking])
         self._kinds: dict = {}  # action kind -> code (the group memo's keys)
+        self._projections: dict = {}  # projected invariant -> its Projection
 
     def _sort(self, entries: list) -> None:
         """Split ``[(name or bit, step function)]`` by what each reads: on id rows
@@ -75,9 +76,10 @@ class Steps:
         if any(key == name for key, _ in self._entries):
             self._sort([c for c in self._entries if c[0] != name])
 
-    def invalid(self, rows: np.ndarray, states: list) -> list:
+    def invalid(self, rows: np.ndarray, states) -> list:
         """``[(i, part, name, reason)]``: what the newly reached states with id rows
-        ``rows`` ((m, w) int64) and States ``states`` break: part 0, an invariant;
+        ``rows`` ((m, w) int64) and States ``states[i]`` break: part 0, an
+        invariant (a ``projected`` one decided once per projection, ``Projection``);
         part 1, a step property's part checked on arrival (its place in the order a
         sequential search meets violations: the step that first reached it)."""
         out = []
@@ -85,7 +87,14 @@ class Steps:
             out.extend((i, 1, name, why) for i, why in on_rows(rows))
         system = self.system
         for name, fn in self.invariants:
-            out.extend((i, 0, name, why) for i, s in enumerate(states) for why in (fn(system, s),) if why)
+            if hasattr(fn, "projection"):
+                projection = self._projections.get(fn)
+                if projection is None:
+                    projection = self._projections[fn] = Projection(system, fn, self.interner)
+                verdicts, of_row = projection.decide(rows, states.__getitem__)
+                out.extend((i, 0, name, verdicts[k]) for i, k in enumerate(of_row.tolist()) if verdicts[k])
+            else:
+                out.extend((i, 0, name, why) for i in range(len(rows)) for why in (fn(system, states[i]),) if why)
         return out
 
     def check(self, states: list, before: np.ndarray, after: np.ndarray, src: np.ndarray, aid: np.ndarray,
@@ -147,3 +156,47 @@ class Steps:
                 if met:
                     self.reached.extend(c.name for c in met)
                     self.pending = [c for c in self.pending if c not in met]
+
+
+class Projection:
+    """A ``projected`` check (checker/properties.py) decided once per distinct
+    projection of the states it is asked about: a state's projection is the row of
+    its parts' projection ids (the group's, then each slot's process's), each
+    part's computed once per interned id."""
+
+    def __init__(self, system: System, check, interner: Interner):
+        self.system, self.check, self.interner = system, check, interner
+        self.group, self.proc = check.projection
+        self._ids: dict = {}  # projection value -> id
+        self._values: list = []
+        self._of_group = np.empty(0, np.int64)  # group id -> projection id (-1: not known yet)
+        self._of_proc = np.empty(0, np.int64)   # proc id -> projection id (-1: not known yet)
+        self._verdicts: dict = {}  # a row of projection ids -> the check's verdict there
+
+    def _rows(self, rows: np.ndarray) -> np.ndarray:
+        """The projection ids of ``rows``' parts ((m, w - 1) int64)."""
+        interner = self.interner
+        self._of_group = grown(self._of_group, len(interner.groups), -1)
+        self._of_proc = grown(self._of_proc, len(interner.procs), -1)
+        for table, column, values, part in ((self._of_group, rows[:, :1], interner.groups, self.group),
+                                            (self._of_proc, rows[:, 1:-1], interner.procs, self.proc)):
+            ids = table[column]
+            for i in np.unique(column[ids < 0]).tolist():
+                table[i] = _intern(self._ids, self._values, part(values[i]))
+        out = np.empty((len(rows), rows.shape[1] - 1), np.int64)
+        out[:, 0] = self._of_group[rows[:, 0]]
+        out[:, 1:] = self._of_proc[rows[:, 1:-1]]
+        return out
+
+    def decide(self, rows: np.ndarray, state_of) -> tuple:
+        """``(verdicts, index of each row's)``: the check's verdicts (None where it
+        holds) on the distinct projections of the states with id rows ``rows``
+        ((m, w) int64), each computed on the first such state, ``state_of(i)``."""
+        projected = self._rows(rows)
+        _, first, inverse = np.unique(row_keys(projected), return_index=True, return_inverse=True)
+        verdicts = []
+        for key, i in zip(map(tuple, projected[first].tolist()), first.tolist()):
+            if key not in self._verdicts:
+                self._verdicts[key] = self.check(self.system, state_of(i))
+            verdicts.append(self._verdicts[key])
+        return verdicts, inverse.reshape(-1)
