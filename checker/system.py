@@ -145,6 +145,12 @@ class System:
         self.stages = upgrade.stages(cfg)  # R79: the rolling upgrade's assignor lists, () if none
         self.refinement = None  # checker/refinement.py's checker and caches, built on first use
 
+    def forget(self) -> None:
+        """Drop the memoised handlers' results and the refinement check's caches (pure
+        memos: what is asked again is computed again), as an exploration ends."""
+        self._coord, self._member, self._local, self._timers = {}, {}, {}, {}
+        self.refinement = None
+
     @property
     def spec(self) -> tuple:
         """The constructor's arguments: ``System(*system.spec)`` builds an equal system

@@ -43,9 +43,9 @@ from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import OffsetCommit, slot_of
 
 # a slot table's columns (``_slot_row``); an Action id or a count of -1 or 0: none
-(KNOWN, D_AID, D_EID, D_POP, D_COMMIT, SPEAKER, R_AID, R_PID, H_AID, H_PID, H_EID, S_AID, S_PID, C_AID, C_PID,
- STREAMS, TICKS, E_START, E_LEN, OWNED, SHARED) = range(21)
-COLUMNS = 21
+(D_AID, D_EID, D_POP, D_COMMIT, SPEAKER, R_AID, R_PID, H_AID, H_PID, H_EID, S_AID, S_PID, C_AID, C_PID,
+ STREAMS, TICKS, E_START, E_LEN, OWNED, SHARED) = range(20)
+COLUMNS = 20
 # the blocks of a state's successors, in System.successors's order: per slot (``SLOT_BLOCKS`` each) its
 # delivery, reply, heartbeat, ScheduledRebalanceTimeout, commit and Streams steps; then the timers, the
 # tick and the environment's steps
@@ -118,7 +118,7 @@ class Expander:
         self._timers: dict = {}     # group id -> ((member ids waited for, Action id), ...)
         self._fires: dict = {}      # (group id, member-set index per slot) -> bits of the timers that fire
         self._fired = IntMap()      # group id << 8 | timer index -> group id after << 32 | route id
-        self._tables: list = []     # per slot: (procs, COLUMNS) int64 table (``_slot_row``)
+        self._tables: list = []     # per slot: (proc id -> row index, (rows, COLUMNS) int64 rows, rows used)
         self._env: list = [[], [], []]  # the environment's steps: Action ids, proc ids after, faults spent
         self._env_arrays = (np.zeros(0, np.int64),) * 3
         # faults that act on the group or every slot (KIP-345's, create-topic) or a rolling upgrade's
@@ -136,11 +136,10 @@ class Expander:
 
     def _slot_row(self, s: int, pid: int) -> list:
         """Slot ``s``'s table row for process ``pid`` (the module docstring; columns
-        ``KNOWN`` .. ``SHARED``)."""
+        ``D_AID`` .. ``SHARED``)."""
         system, interner, action_id = self.system, self.interner, self.action_id
         p = interner.procs[pid]
         row = [0] * COLUMNS
-        row[KNOWN] = 1
         row[D_AID] = row[R_AID] = row[H_AID] = row[S_AID] = row[C_AID] = -1
         if p.requests:
             action, event, popped = system.delivery(s, p)
@@ -177,24 +176,26 @@ class Expander:
         return row
 
     def _table(self, s: int, pids: np.ndarray) -> np.ndarray:
-        """Slot ``s``'s table rows for ``pids``, the ones not known yet filled first."""
+        """Slot ``s``'s table rows for ``pids`` (a new array), the ones not known yet
+        filled first. A slot's rows are kept compactly, in the order first asked (a
+        process is seen in one slot or few), found through an index by proc id."""
         while len(self._tables) <= s:
-            self._tables.append(np.zeros((0, COLUMNS), np.int64))
-        table = self._tables[s]
-        n = len(self.interner.procs)
-        if len(table) < n:
-            table = self._tables[s] = np.concatenate([table, np.zeros((max(n, 2 * len(table)) - len(table), COLUMNS),
-                                                                      np.int64)])
-        rows = table[pids]
-        unknown = rows[:, KNOWN] == 0
-        if unknown.any():
-            for pid in np.unique(pids[unknown]).tolist():
-                table[pid] = self._slot_row(s, pid)
-            if len(table) < len(self.interner.procs):  # the fills interned new processes
-                table = self._tables[s] = np.concatenate(
-                    [table, np.zeros((2 * len(self.interner.procs) - len(table), COLUMNS), np.int64)])
-            rows = table[pids]
-        return rows
+            self._tables.append((np.zeros(0, np.int64), np.zeros((0, COLUMNS), np.int64), 0))
+        index, rows, count = self._tables[s]
+        index = grown(index, len(self.interner.procs), -1)
+        at = index[pids]
+        if (at < 0).any():
+            new = np.unique(pids[at < 0])
+            filled = [self._slot_row(s, pid) for pid in new.tolist()]  # may intern new processes
+            if count + len(new) > len(rows):
+                rows = np.concatenate([rows, np.zeros((len(new) + len(rows) // 4 + 16, COLUMNS), np.int64)])
+            rows[count:count + len(new)] = filled
+            index = grown(index, len(self.interner.procs), -1)
+            index[new] = np.arange(count, count + len(new))
+            count += len(new)
+            at = index[pids]
+        self._tables[s] = (index, rows, count)
+        return rows[at]
 
     def _route(self, out: np.ndarray, route: np.ndarray) -> None:
         """``System.route`` on id rows: ``out``'s rows with the replies of route ids
@@ -439,7 +440,7 @@ class Expander:
         for at, s in parts.commits:  # R41: the coordinator's decision recorded per sharing slot
             i = int(src[at])
             state, ids = states[i], tuple(matrix[i].tolist())
-            event = self._event_list[self._tables[s][ids[1 + s], D_EID]]
+            event = self._event_list[int(self._table(s, np.array([ids[1 + s]]))[0, D_EID])]
             rows[at] = interner.ids(system._committed(state, interner.state(tuple(rows[at].tolist())), s, event),
                                     state, ids)
         order = np.lexsort((sub, block, src))

@@ -304,9 +304,9 @@ def explore(system: System, properties, initial: State | None = None,
             kinds.update(batch.kinds)
             fps.append(fold(batch.canonical))
             rows.append(batch.canonical.astype(np.int32))
-            sources.append(batch.src + b_lo)
-            indices.append(batch.index)
-            classes.append(batch.classes)
+            sources.append((batch.src + b_lo).astype(np.int32))  # a level's columns are kept narrow
+            indices.append(batch.index.astype(np.uint16))
+            classes.append(batch.classes.astype(np.uint16))
             marks.append(np.where(batch.stutter, 0, batch.marks))
             for t, name, why in batch.broken:
                 record((at + t, 1), name, why, b_lo + int(batch.src[t]),
@@ -322,7 +322,7 @@ def explore(system: System, properties, initial: State | None = None,
                             quiescent.remove((name, check))
             at += len(batch.src)
         fps, flat = cat(fps, np.int64), cat(rows, np.int32, (0, width))
-        sources, indices = cat(sources, np.int64), cat(indices, np.int64)
+        sources, indices = cat(sources, np.int32), cat(indices, np.uint16)
         base = len(store)
         dst, fresh = visited.resolve(fps, base)
         rows = flat[fresh]
@@ -332,7 +332,7 @@ def explore(system: System, properties, initial: State | None = None,
             record((int(fresh[j]), part), name, why, base + j)
             stepping.drop(name)
         if graph is not None:
-            graph.extend(sources, dst, cat(classes, np.int64), cat(marks, np.uint8))
+            graph.extend(sources, dst, cat(classes, np.uint16), cat(marks, np.uint8))
         del fps, flat, rows
         release_free_heap()
         stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
@@ -353,11 +353,11 @@ def explore(system: System, properties, initial: State | None = None,
         return interner.state(store.row(i))
 
     # the expansion's caches (successors, renaming and checks by id) are not needed past here: the
-    # liveness search and the counterexamples replay through System; the refinement check's caches go
-    # too (pure memos, rebuilt if a counterexample's reason asks)
+    # liveness search and the counterexamples replay through System; the refinement check's caches and
+    # System's handler memos go too (pure memos, rebuilt if a replay or a counterexample's reason asks)
     reached = stepping.reached
     del level, stepping, visited
-    system.refinement = None
+    system.forget()
     release_free_heap()
     if live_props and limit is None and not stop:
         graph.load()  # only now, the memos gone

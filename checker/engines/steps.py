@@ -164,6 +164,8 @@ class Projection:
     its parts' projection ids (the group's, then each slot's process's), each
     part's computed once per interned id."""
 
+    key_bits = 63  # the bits of a packed key (``decide``)
+
     def __init__(self, system: System, check, interner: Interner):
         self.system, self.check, self.interner = system, check, interner
         self.group, self.proc = check.projection
@@ -172,6 +174,9 @@ class Projection:
         self._of_group = np.empty(0, np.int64)  # group id -> projection id (-1: not known yet)
         self._of_proc = np.empty(0, np.int64)   # proc id -> projection id (-1: not known yet)
         self._verdicts: dict = {}  # a row of projection ids -> the check's verdict there
+        self._packed = IntMap()  # the row packed in one int64 -> its verdict's index in _reasons
+        self._reasons: list = [None]
+        self._reason_ids: dict = {None: 0}
 
     def _rows(self, rows: np.ndarray) -> np.ndarray:
         """The projection ids of ``rows``' parts ((m, w - 1) int64)."""
@@ -190,9 +195,19 @@ class Projection:
 
     def decide(self, rows: np.ndarray, state_of) -> tuple:
         """``(verdicts, index of each row's)``: the check's verdicts (None where it
-        holds) on the distinct projections of the states with id rows ``rows``
-        ((m, w) int64), each computed on the first such state, ``state_of(i)``."""
+        holds) and, for each of the states with id rows ``rows`` ((m, w) int64), the
+        index of its own, each distinct projection's computed once, on the first
+        state that has it, ``state_of(i)``. While the projection ids fit, a
+        projection is keyed by them packed in one int64 (an IntMap entry, 16 bytes),
+        else by their tuple."""
         projected = self._rows(rows)
+        bits = self.key_bits // projected.shape[1]
+        if len(self._values) <= 1 << bits:
+            keys = np.zeros(len(projected), np.int64)
+            for column in projected.T:
+                keys = keys << bits | column
+            return self._reasons, self._packed.resolve(keys, lambda _, firsts: [
+                _intern(self._reason_ids, self._reasons, self.check(self.system, state_of(i))) for i in firsts])
         _, first, inverse = np.unique(row_keys(projected), return_index=True, return_inverse=True)
         verdicts = []
         for key, i in zip(map(tuple, projected[first].tolist()), first.tolist()):
