@@ -228,17 +228,17 @@ class Refinement:
             def decide(rows, firsts):
                 return [self._reason_id(self._evaluate(tuple(pb[t].tolist()), tuple(pa[t].tolist()), actions[aid[t]]))
                         for t in (rows[f] for f in firsts)]
-            on = np.flatnonzero(local)
+            on = local.nonzero()[0]
             col = slot[on] + 1  # the group's column for a step of no slot, as `_verdict` keys it
             keys = label[on] | (slot[on] + 1) << 7 | pb[on, 0] << 15 | pb[on, col] << 31 | pa[on, col] << 47
             verdict[on] = self._local_verdicts.resolve(keys, lambda _, firsts: decide(on, firsts))
-            off = np.flatnonzero(~local)
+            off = (~local).nonzero()[0]
             views = self._view_rows(np.concatenate([pb[off], pa[off]]))
             if len(views) and views.max() >> 24:
                 raise OverflowError("more than 2**24 distinct views: past the step key's view fields")
             keys = label[off] | (slot[off] + 1) << 7 | views[:len(off)] << 15 | views[len(off):] << 39
             verdict[off] = self._view_verdicts.resolve(keys, lambda _, firsts: decide(off, firsts))
-        return [(t, self._reasons[v]) for t, v in zip(np.flatnonzero(verdict).tolist(), verdict[verdict > 0].tolist())]
+        return [(t, self._reasons[v]) for t, v in zip(verdict.nonzero()[0].tolist(), verdict[verdict > 0].tolist())]
 
     def invariant_rows(self, rows: np.ndarray) -> list:
         """``[(i, which clause fails)]`` for the states with id rows ``rows`` ((m, w)
@@ -247,7 +247,7 @@ class Refinement:
         _, first, inverse = np.unique(row_keys(parts), return_index=True, return_inverse=True)
         verdicts = list(map(self._invariant_of, map(tuple, parts[first].tolist())))
         bad = np.array([v is not None for v in verdicts], bool)
-        return [(i, verdicts[k]) for i in np.flatnonzero(bad[inverse.reshape(-1)]).tolist()
+        return [(i, verdicts[k]) for i in (bad[inverse.reshape(-1)]).nonzero()[0].tolist()
                 for k in (inverse.reshape(-1)[i],)]
 
     def _label(self, action: Action) -> tuple:

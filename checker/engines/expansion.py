@@ -67,8 +67,8 @@ class Successors:
 class _Parts:
     """The transitions of a batch as they are made, block by block: arrays of source
     position, block, index in block, Action id and id rows, and the rows to be
-    recomputed on States (``commits``: (entry index, slot) of an OffsetCommit's
-    delivery)."""
+    recomputed on States (``commits``: (entry index, slot, event id) of an
+    OffsetCommit's delivery)."""
 
     def __init__(self, width: int):
         self.src, self.block, self.sub, self.aid, self.rows = [], [], [], [], []
@@ -217,7 +217,7 @@ class Expander:
         def routed(keys, _):
             return [interner.proc_id(System.routed(interner.procs[k >> 32], *replies[k & 0xFFFFFFFF])) for k in keys]
         for j in range(int(entries[:, 0].max()) if len(entries) else 0):
-            on = np.flatnonzero(entries[:, 0] > j)
+            on = (entries[:, 0] > j).nonzero()[0]
             cols = 1 + entries[on, 1 + 2 * j]
             out[on, cols] = self._routed.resolve(out[on, cols] << 32 | entries[on, 2 + 2 * j], routed)
 
@@ -248,7 +248,7 @@ class Expander:
         groups, events = interner.groups, self._event_list
         for s, t in enumerate(tables):
             base = s * SLOT_BLOCKS
-            on = np.flatnonzero(t[:, D_AID] >= 0)  # a delivery
+            on = (t[:, D_AID] >= 0).nonzero()[0]  # a delivery
             if len(on):
                 g2, route = self._coordinator(self._handled, gid[on], gid[on] << 32 | t[on, D_EID],
                                               lambda k: system.coordinator_step(groups[k >> 32], events[k & 0xFFFFFFFF]))
@@ -257,30 +257,31 @@ class Expander:
                 out[:, 1 + s] = t[on, D_POP]
                 self._route(out, route)
                 at = parts.add(on, base + DELIVER, 0, t[on, D_AID], out)
-                parts.commits.extend((at + j, s) for j in np.flatnonzero(t[on, D_COMMIT]).tolist())
+                commits = (t[on, D_COMMIT]).nonzero()[0]
+                parts.commits.extend(zip((at + commits).tolist(), [s] * len(commits), t[on[commits], D_EID].tolist()))
             for block, a_col, p_col in ((REPLY, R_AID, R_PID), (HEARTBEAT, H_AID, H_PID), (SCHEDULED, S_AID, S_PID),
                                         (COMMIT_STEP, C_AID, C_PID)):
                 keep = t[:, a_col] >= 0
                 if block == HEARTBEAT and keep.any():  # not a heartbeat the coordinator answers NONE, changing nothing
-                    on = np.flatnonzero(keep)
+                    on = keep.nonzero()[0]
                     keep[on] = self._stutter.resolve(gid[on] << 32 | t[on, H_EID], self._stutters) == 0
                 elif block == COMMIT_STEP and keep.any():  # R41: only while another live owner shares its partitions
-                    on = np.flatnonzero(keep)
+                    on = keep.nonzero()[0]
                     keep[on] = self._overlapping(owned[on], s, lambda j, on=on: states[int(on[j])])
-                on = np.flatnonzero(keep)
+                on = keep.nonzero()[0]
                 if len(on):
                     out = matrix[on].copy()
                     out[:, 1 + s] = t[on, p_col]
                     if block == REPLY:  # it may end another slot's overlap
                         self._release(out, s, shared[on])
                     parts.add(on, base + block, 0, t[on, a_col], out)
-            for i in np.flatnonzero(t[:, STREAMS]).tolist():
+            for i in (t[:, STREAMS]).nonzero()[0].tolist():
                 ids, state = tuple(matrix[i].tolist()), states[i]
                 steps = system.local_steps(s, state.procs[s])[4:]
                 self._python(parts, i, base + STREAMS_STEPS, [(a, interner.ids(_with_proc(state, s, q, 0), state, ids))
                                                               for a, q in steps])
         self._timer_rows(parts, matrix, tables, slots)
-        for i in np.flatnonzero(np.any(np.stack([t[:, TICKS] for t in tables], axis=1), axis=1)).tolist():
+        for i in (np.stack([t[:, TICKS] for t in tables], axis=1).any(axis=1)).nonzero()[0].tolist():
             ids, state = tuple(matrix[i].tolist()), states[i]
             self._python(parts, i, slots * SLOT_BLOCKS + 1,
                          [(a, interner.ids(n, state, ids)) for a, n in system.tick_successors(state)])
@@ -313,7 +314,7 @@ class Expander:
             if t != s:
                 others |= np.where(owned[:, t] > 0, owned[:, t], 0)
         out = (owned[:, s] & others) != 0
-        wide = np.flatnonzero((owned < 0).any(axis=1))
+        wide = ((owned < 0).any(axis=1)).nonzero()[0]
         out[wide] = [_overlapping(state_of(i).procs, s) for i in wide.tolist()]
         return out
 
@@ -338,7 +339,7 @@ class Expander:
         masks = np.array([self._fire_mask(tuple(row)) for row in sets[first].tolist()], np.int64)[inverse.reshape(-1)]
         groups, block = interner.groups, slots * SLOT_BLOCKS
         for k in range(int(masks.max()).bit_length() if len(masks) else 0):
-            on = np.flatnonzero(masks >> k & 1)
+            on = (masks >> k & 1).nonzero()[0]
             if not len(on):
                 continue
             g = gid[on]
@@ -378,7 +379,7 @@ class Expander:
         for s, t in enumerate(tables):
             lengths = t[:, E_LEN]
             for j in range(int(lengths.max()) if len(lengths) else 0):
-                on = np.flatnonzero(lengths > j)
+                on = (lengths > j).nonzero()[0]
                 at = t[on, E_START] + j
                 cost = e_cost[at]
                 ok = cost <= left[on]
@@ -396,7 +397,7 @@ class Expander:
         shared, R41), every process that shares with slot ``s`` what slot ``s``'s new
         process no longer owns forgets it; memoised per (proc id, slot, slot ``s``'s
         proc id)."""
-        on = np.flatnonzero(shared)
+        on = shared.nonzero()[0]
         if not len(on):
             return
         procs, proc_id = self.interner.procs, self.interner.proc_id
@@ -417,7 +418,7 @@ class Expander:
             flags = self._sharing[pid]
             for k in np.unique(pid[flags < 0]).tolist():
                 self._sharing[k] = bool(procs[k].shared)
-            sharing = np.flatnonzero(self._sharing[pid] == 1)  # a process sharing an overlap
+            sharing = (self._sharing[pid] == 1).nonzero()[0]  # a process sharing an overlap
             if len(sharing):
                 rows = on[sharing]
                 out[rows, 1 + t] = self._released.resolve(pid[sharing] << 35 | s << 28 | mine[sharing], released)
@@ -437,10 +438,10 @@ class Expander:
         src, block, sub = np.concatenate(parts.src), np.concatenate(parts.block), np.concatenate(parts.sub)
         aid, rows = np.concatenate(parts.aid), np.concatenate(parts.rows)
         system, interner = self.system, self.interner
-        for at, s in parts.commits:  # R41: the coordinator's decision recorded per sharing slot
+        for at, s, eid in parts.commits:  # R41: the coordinator's decision recorded per sharing slot
             i = int(src[at])
             state, ids = states[i], tuple(matrix[i].tolist())
-            event = self._event_list[int(self._table(s, np.array([ids[1 + s]]))[0, D_EID])]
+            event = self._event_list[eid]
             rows[at] = interner.ids(system._committed(state, interner.state(tuple(rows[at].tolist())), s, event),
                                     state, ids)
         order = np.lexsort((sub, block, src))

@@ -114,7 +114,7 @@ class FingerprintSet:
             if len(keys):
                 clipped = np.minimum(at, len(keys) - 1)
                 of_uniq[lo:hi] = np.where(keys[clipped] == uniq[lo:hi], index[clipped], -1)
-        fresh = np.flatnonzero(of_uniq < 0)
+        fresh = (of_uniq < 0).nonzero()[0]
         order = fresh[np.argsort(first[fresh], kind="stable")]  # new states in the order first generated
         of_uniq[order] = np.arange(base, base + len(order), dtype=np.int32)
         ends = np.searchsorted(fresh, [hi for _, hi in spans]).tolist()
@@ -158,22 +158,22 @@ class IntMap:
         known = np.zeros(len(keys), bool)
         for run_keys, run_values in self.runs:
             if len(run_keys):
-                at = np.minimum(np.searchsorted(run_keys, keys), len(run_keys) - 1)
+                at = np.minimum(run_keys.searchsorted(keys), len(run_keys) - 1)
                 hit = run_keys[at] == keys
                 values[hit] = run_values[at[hit]]
                 known |= hit
         if not known.all():
-            where = np.flatnonzero(~known)
+            where = (~known).nonzero()[0]
             missing = keys[where]
             new, first = np.unique(missing, return_index=True)
             got = np.array(compute(new.tolist(), where[first].tolist()), np.int64)
-            values[where] = got[np.searchsorted(new, missing)]
+            values[where] = got[new.searchsorted(missing)]
             (main_keys, main_values), (recent_keys, recent_values) = self.runs
-            pos = np.searchsorted(recent_keys, new)
+            pos = recent_keys.searchsorted(new)
             recent = np.insert(recent_keys, pos, new), np.insert(recent_values, pos, got)
             if len(recent[0]) * 8 > len(main_keys):
                 merged_keys = np.concatenate([main_keys, recent[0]])
-                order = np.argsort(merged_keys, kind="stable")
+                order = merged_keys.argsort(kind="stable")
                 self.runs = [(merged_keys[order], np.concatenate([main_values, recent[1]])[order]),
                              (np.empty(0, np.int64), np.empty(0, np.int64))]
             else:

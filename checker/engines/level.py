@@ -82,7 +82,7 @@ class Level:
         src, raw = successors.src, successors.raw
         total = len(src)
         counts = np.bincount(src, minlength=len(states))
-        index = np.arange(total) - (np.cumsum(counts) - counts)[src]
+        index = np.arange(total) - (counts.cumsum() - counts)[src]
         used, aid = np.unique(successors.aid, return_inverse=True)
         aid = aid.reshape(-1)
         distinct = [self.expander.actions[k] for k in used.tolist()]
@@ -99,7 +99,7 @@ class Level:
         moved = np.zeros(len(states), bool)
         moved[src[own]] = True
         marks = np.zeros(total, np.uint8)
-        live = np.flatnonzero(~stutter)
+        live = (~stutter).nonzero()[0]
         marks[live], broken = self.stepping.check(states, rows[src[live]], raw[live], src[live], aid[live], distinct)
         broken = [(int(live[t]), name, why) for t, name, why in broken]
         return Batch(src, index, aid, distinct, raw, canonical, stutter, classes, marks, broken, moved, kinds)

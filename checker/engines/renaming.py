@@ -253,7 +253,7 @@ class Renamer:
                             for plan in map(self._plan_of, map(tuple, signatures[first].tolist()))], np.int64)
         plan = numbers[inverse.reshape(-1)]
         out = rows.copy()
-        todo = np.flatnonzero(plan >= 0)
+        todo = (plan >= 0).nonzero()[0]
         if not len(todo):
             return out
         base = plan[todo] << 32  # ids below 2**32

@@ -128,7 +128,7 @@ class Steps:
                 return out
             entry = self._groups.resolve(codes | before[:, 0] << 8 | after[:, 0] << 36, decide)
             marks |= (entry >> 32 & 0xFF).astype(np.uint8)
-            for t in np.flatnonzero(entry >> 40).tolist():
+            for t in (entry >> 40).nonzero()[0].tolist():
                 hits.extend((t, k, why) for k, why in self._group_hits[entry[t] & 0xFFFFFFFF] if type(k) is not int)
         if self._on_states or self.pending:
             self._on_each(states, after, src, aid, actions, hits)
