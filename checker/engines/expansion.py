@@ -40,12 +40,12 @@ from .interning import IntMap, Interner, _intern, grown, row_keys
 
 from rebalance.model.coordinator import armed_timers
 from rebalance.model.member import MemberPhase
-from rebalance.model.protocol import OffsetCommit, slot_of
+from rebalance.model.protocol import Error, OffsetCommit, slot_of
 
 # a slot table's columns (``_slot_row``); an Action id or a count of -1 or 0: none
-(D_AID, D_EID, D_POP, D_COMMIT, SPEAKER, R_AID, R_PID, H_AID, H_PID, H_EID, S_AID, S_PID, C_AID, C_PID,
- STREAMS, TICKS, E_START, E_LEN, OWNED, SHARED) = range(20)
-COLUMNS = 20
+(D_AID, D_EID, D_POP, D_COMMIT, D_PARTS, SPEAKER, R_AID, R_PID, H_AID, H_PID, H_EID, S_AID, S_PID, C_AID,
+ C_PID, STREAMS, TICKS, E_START, E_LEN, OWNED, SHARED) = range(21)
+COLUMNS = 21
 # the blocks of a state's successors, in System.successors's order: per slot (``SLOT_BLOCKS`` each) its
 # delivery, reply, heartbeat, ScheduledRebalanceTimeout, commit and Streams steps; then the timers, the
 # tick and the environment's steps
@@ -109,6 +109,7 @@ class Expander:
         self._route_ids: dict = {}  # routes ((slot, reply id), ...) -> route id
         self._routes: list = []     # route id -> routes
         self._route_table = np.zeros((0, 1), np.int64)  # route id -> (length, slot, reply id, slot, ...)
+        self._accepts = np.zeros(0, bool)  # route id -> whether its first reply is NONE (``_recorded``)
         self._handled = IntMap()    # group id << 32 | event id -> group id after << 32 | route id
         self._stutter = IntMap()    # group id << 32 | heartbeat event id -> 1 if a stutter, else 0
         self._routed = IntMap()     # proc id << 32 | reply id -> proc id
@@ -145,7 +146,9 @@ class Expander:
             action, event, popped = system.delivery(s, p)
             row[D_AID], row[D_EID], row[D_POP] = (action_id(action), _intern(self._events, self._event_list, event),
                                                   interner.proc_id(popped))
-            row[D_COMMIT] = type(event.request) is OffsetCommit
+            if type(event.request) is OffsetCommit:
+                row[D_COMMIT] = 1
+                row[D_PARTS] = event.request.partitions if event.request.partitions < OWNED_LIMIT else -1
         c = p.consumer
         row[SPEAKER] = self._speakers.setdefault(
             (s, p.epoch, c.member_id, c.phase == MemberPhase.JOINING) if p.status == RUNNING else None,
@@ -257,7 +260,7 @@ class Expander:
                 out[:, 1 + s] = t[on, D_POP]
                 self._route(out, route)
                 at = parts.add(on, base + DELIVER, 0, t[on, D_AID], out)
-                commits = (t[on, D_COMMIT]).nonzero()[0]
+                commits = self._recorded(t[on], route, owned[on], s).nonzero()[0]
                 parts.commits.extend(zip((at + commits).tolist(), [s] * len(commits), t[on[commits], D_EID].tolist()))
             for block, a_col, p_col in ((REPLY, R_AID, R_PID), (HEARTBEAT, H_AID, H_PID), (SCHEDULED, S_AID, S_PID),
                                         (COMMIT_STEP, C_AID, C_PID)):
@@ -294,6 +297,27 @@ class Expander:
         else:
             self._environment_rows(parts, matrix, tables, shared, env_block)
         return self._assemble(parts, matrix, states)
+
+    def _recorded(self, t: np.ndarray, route: np.ndarray, owned: np.ndarray, s: int) -> np.ndarray:
+        """Which deliveries (slot ``s``'s table rows ``t``, the coordinator's route ids
+        ``route``, each state's row of what each slot owns while live) are an
+        OffsetCommit whose record of who shared what (``System._committed``, R41)
+        may change: one the coordinator accepted (its first reply NONE) of
+        partitions the committer owns and another live process owns too. The others
+        leave the state as the delivery does; these are recomputed on the State
+        (also where a mask is too wide to compare here)."""
+        done = len(self._accepts)
+        if done < len(self._routes):
+            self._accepts = np.concatenate([self._accepts, np.array(
+                [bool(r) and getattr(self._replies[r[0][1]][1], "error", None) == Error.NONE for r in self._routes[done:]],
+                bool)])
+        others = np.zeros(len(t), np.int64)
+        for u in range(owned.shape[1]):
+            if u != s:
+                others |= np.maximum(owned[:, u], 0)
+        shared = (t[:, D_PARTS] & np.maximum(owned[:, s], 0) & others) != 0
+        wide = (t[:, D_PARTS] < 0) | (owned < 0).any(axis=1)
+        return (t[:, D_COMMIT] == 1) & self._accepts[route] & (shared | wide)
 
     def _stutters(self, keys: list, _) -> list:
         """Whether each heartbeat event (``group id << 32 | event id``) is a stutter in its group."""
