@@ -2,9 +2,9 @@
 (issue 17, "≥ 40k states per CPU-second"): both engines' inner loop
 (checker/engines/explore.py, workers.py).
 
-A batch's successors come from ``Expander.successors`` (checker/engines/expansion.py)
-as id tuples; from there on the batch is a matrix of id rows, one per transition,
-and what each engine needs of a transition is computed on the whole matrix with
+A batch is a matrix of id rows, one per state; its successors
+(``Expander.rows``, checker/engines/expansion.py) another, one per transition, and
+what each engine needs of a transition is computed on the whole matrix with
 numpy: the canonical form (``Renamer.canonical_rows``), whether it is a stutter,
 its fairness class, and the step checks (``Steps.check``). Only what a memo has
 not seen yet is computed in Python.
