@@ -198,7 +198,7 @@ class Refinement:
         reached. The tables indexed by ids start afresh for an interner other than
         the last one (another exploration)."""
         if interner is not self._interner:
-            self._interner, self._last = interner, None
+            self._interner = interner
             self._gid_parts, self._pid_parts = np.empty(0, np.int64), np.empty(0, np.int64)
         return self
 

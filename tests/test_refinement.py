@@ -132,14 +132,12 @@ def test_verdicts_stay_right_when_the_cache_keys_widen(row_part_bits):
     r.row_part_bits = row_part_bits
     interner = Interner()
     failing = dict(r.on_rows(interner).step_rows(*rows_of(interner, steps)))
-    verdicts = []
     for t, (s, a, n) in enumerate(steps):
         direct = spec.evaluate(action_name(a), r.view(s), r.view(n), a.slot, system.spec_mutations)
-        verdicts.append(direct is None)
         assert (t not in failing) == (direct is None)
         if direct:
             assert failing[t].endswith(direct)
-    assert True in verdicts and False in verdicts
+    assert 0 < len(failing) < len(steps)  # the check passes some steps and fails others
     assert r._part_bits > 1 and r._view_bits > 1
 
 

@@ -224,7 +224,7 @@ class Expander:
             cols = 1 + entries[on, 1 + 2 * j]
             out[on, cols] = self._routed.resolve(out[on, cols] << 32 | entries[on, 2 + 2 * j], routed)
 
-    def _coordinator(self, memo: IntMap, gids: np.ndarray, keys: np.ndarray, step) -> tuple:
+    def _coordinator(self, memo: IntMap, keys: np.ndarray, step) -> tuple:
         """``(group ids after, route ids)`` of coordinator steps keyed by ``keys``
         (``memo``'s), ``step(key) -> (Group after, replies)`` computing a new one."""
         interner = self.interner
@@ -253,7 +253,7 @@ class Expander:
             base = s * SLOT_BLOCKS
             on = (t[:, D_AID] >= 0).nonzero()[0]  # a delivery
             if len(on):
-                g2, route = self._coordinator(self._handled, gid[on], gid[on] << 32 | t[on, D_EID],
+                g2, route = self._coordinator(self._handled, gid[on] << 32 | t[on, D_EID],
                                               lambda k: system.coordinator_step(groups[k >> 32], events[k & 0xFFFFFFFF]))
                 out = matrix[on].copy()
                 out[:, 0] = g2
@@ -311,11 +311,7 @@ class Expander:
             self._accepts = np.concatenate([self._accepts, np.array(
                 [bool(r) and getattr(self._replies[r[0][1]][1], "error", None) == Error.NONE for r in self._routes[done:]],
                 bool)])
-        others = np.zeros(len(t), np.int64)
-        for u in range(owned.shape[1]):
-            if u != s:
-                others |= np.maximum(owned[:, u], 0)
-        shared = (t[:, D_PARTS] & np.maximum(owned[:, s], 0) & others) != 0
+        shared = (t[:, D_PARTS] & np.maximum(owned[:, s], 0) & _owned_elsewhere(owned, s)) != 0
         wide = (t[:, D_PARTS] < 0) | (owned < 0).any(axis=1)
         return (t[:, D_COMMIT] == 1) & self._accepts[route] & (shared | wide)
 
@@ -333,11 +329,7 @@ class Expander:
         owns (``_overlapping``), per state (``owned``: each one's row of what each slot
         owns while live); on the State, ``state_of(row)``, where an owned mask is too
         wide."""
-        others = np.zeros(len(owned), np.int64)
-        for t in range(owned.shape[1]):
-            if t != s:
-                others |= np.where(owned[:, t] > 0, owned[:, t], 0)
-        out = (owned[:, s] & others) != 0
+        out = (owned[:, s] & _owned_elsewhere(owned, s)) != 0
         wide = ((owned < 0).any(axis=1)).nonzero()[0]
         out[wide] = [_overlapping(state_of(i).procs, s) for i in wide.tolist()]
         return out
@@ -367,7 +359,7 @@ class Expander:
             if not len(on):
                 continue
             g = gid[on]
-            g2, route = self._coordinator(self._fired, g, g << 8 | k,
+            g2, route = self._coordinator(self._fired, g << 8 | k,
                                           lambda key: self.system.coordinator_step(
                                               groups[key >> 8], self.actions[self._timers[key >> 8][key & 0xFF][1]].detail))
             out = matrix[on].copy()
@@ -470,3 +462,13 @@ class Expander:
                                     state, ids)
         order = np.lexsort((sub, block, src))
         return Successors(src[order], aid[order], rows[order])
+
+
+def _owned_elsewhere(owned: np.ndarray, s: int) -> np.ndarray:
+    """Per state, what the live processes of every slot but ``s`` own (``owned``: each
+    state's row of what each slot owns while live, -1 where too wide: left out)."""
+    out = np.zeros(len(owned), np.int64)
+    for t in range(owned.shape[1]):
+        if t != s:
+            out |= np.maximum(owned[:, t], 0)
+    return out

@@ -70,7 +70,7 @@ class Level:
 
     def __init__(self, system: System, interner: Interner, stepping: Steps, unfair: frozenset, fairness=None,
                  class_id=None):
-        self.system, self.interner, self.stepping = system, interner, stepping
+        self.interner, self.stepping = interner, stepping
         self.expander = Expander(system, interner)
         self.renamer = Renamer()  # its own caches, keyed by ids
         self.unfair, self.fairness, self.class_id = unfair, fairness, class_id
