@@ -215,7 +215,8 @@ def moves_within_allowance(system: System, state: State, action, nxt: State):
     return None
 
 
-@projected(lambda g: g.phase, lambda p: p.consumer if p.status == RUNNING else None)
+@projected(lambda g: g.phase, lambda p: (p.consumer.owned, p.consumer.topics, p.consumer.metadata, p.consumer.member_id)
+           if p.status == RUNNING else None)
 def balanced(system: System, state: State):
     """None when the group is Stable (or Empty with no running member), every
     partition owned by exactly one running member and loads within one; else why not."""

@@ -171,10 +171,9 @@ class Refinement:
         """The View of a state from its part ids."""
         parts = self._parts
         phase, generation, mids, assigned = parts[ids[0]]
-        procs = [parts[i] for i in ids[1:]]
-        return View(phase, generation,
-                    tuple(p[0] for p in procs), tuple(p[1] in mids for p in procs), tuple(p[2] for p in procs),
-                    tuple(p[3] for p in procs), assigned, tuple(p[4] for p in procs), tuple(p[5] for p in procs))
+        live, members, generations, owned, granting, grant = zip(*[parts[i] for i in ids[1:]])
+        return View(phase, generation, live, tuple(m in mids for m in members), generations, owned, assigned,
+                    granting, grant)
 
     def view(self, state: State) -> View:
         """The abstraction of a checker state."""
@@ -225,8 +224,17 @@ class Refinement:
                 why = self._verdict(tuple(pb[t].tolist()), tuple(pa[t].tolist()), a, self._label(a))
                 verdict[t] = self._reason_id(why)
         else:
+            assembled: dict = {}  # part ids -> View, this batch's (a state's successors share the View before)
+
+            def view(ids: list):
+                ids = tuple(ids)
+                hit = assembled.get(ids)
+                if hit is None:
+                    hit = assembled[ids] = self.assemble(ids)
+                return hit
+
             def decide(rows, firsts):
-                return [self._reason_id(self._evaluate(tuple(pb[t].tolist()), tuple(pa[t].tolist()), actions[aid[t]]))
+                return [self._reason_id(self._evaluate(view(pb[t].tolist()), view(pa[t].tolist()), actions[aid[t]]))
                         for t in (rows[f] for f in firsts)]
             on = local.nonzero()[0]
             col = slot[on] + 1  # the group's column for a step of no slot, as `_verdict` keys it
@@ -277,18 +285,18 @@ class Refinement:
             return None
         hit = self._failed.get(key)
         if hit is None:
-            hit = self._evaluate(before, after, action)
+            hit = self._evaluate(self.assemble(before), self.assemble(after), action)
             if hit:
                 self._failed[key] = hit
             else:
                 self._passed.add(key)
         return hit
 
-    def _evaluate(self, before: tuple, after: tuple, action: Action) -> str | None:
-        """The step's verdict from the part ids of the states before and after it, evaluated
+    def _evaluate(self, before: View, after: View, action: Action) -> str | None:
+        """The step's verdict from the Views of the states before and after it, evaluated
         by the spec (spec/actions.py ``evaluate``), uncached."""
         name = action_name(action)
-        why = spec.evaluate(name, self.assemble(before), self.assemble(after), action.slot, self.mutations)
+        why = spec.evaluate(name, before, after, action.slot, self.mutations)
         return why and f"{action.kind} {name} is not the spec's action {name}: {why}"
 
     def _reason_id(self, why: str | None) -> int:

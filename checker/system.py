@@ -416,12 +416,9 @@ class System:
         if p.consumer is None:
             return nxt
         mine = event.request.partitions & p.consumer.owned
-        shared = list(p.shared or (0,) * len(nxt.procs))
-        for t, q in enumerate(nxt.procs):
-            if t != s and (q.status == RUNNING or q.status == PAUSED):
-                shared[t] |= mine & q.consumer.owned
-        shared = tuple(shared) if any(shared) else ()
-        return nxt if shared == p.shared else _with_proc(nxt, s, p._replace(shared=shared), 0)
+        q = recorded(p, tuple(mine & q.consumer.owned if t != s and (q.status == RUNNING or q.status == PAUSED)
+                              else 0 for t, q in enumerate(nxt.procs)))
+        return nxt if q is p else _with_proc(nxt, s, q, 0)
 
     def tick_successors(self, state: State) -> list:
         """R38: one tick passes, between rounds only (the group Stable, no message in
@@ -642,6 +639,15 @@ def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
     procs = state.procs
     procs = _released(procs[:s] + (proc,) + procs[s + 1:], s, proc.consumer.owned if proc.consumer else 0)
     return State(state.group, procs, state.faults_left - cost)
+
+
+def recorded(p: Proc, added: tuple) -> Proc:
+    """R41: process ``p`` with ``added[t]`` (a partition bitmask per client slot)
+    added to what it records it shares with slot ``t``; ``p`` itself if that
+    records nothing new."""
+    shared = tuple(a | b for a, b in zip(p.shared or (0,) * len(added), added))
+    shared = shared if any(shared) else ()
+    return p if shared == p.shared else p._replace(shared=shared)
 
 
 def _overlapping(procs: tuple, s: int) -> bool:

@@ -2,8 +2,9 @@
 ``System.successors``'s, successor for successor and in the same order (the
 explored path replays successor indices through ``System.successors``), on
 configurations that reach every slow path: OffsetCommits recorded per sharing
-slot (R41), replies releasing another slot's overlap, Streams' steps, the clock
-(deferred), a rolling upgrade's bounces, subscription faults."""
+slot (R41: memoised, and past 62 partitions on the State), replies releasing
+another slot's overlap, Streams' steps, the clock (deferred), a rolling
+upgrade's bounces, subscription faults."""
 import numpy as np
 import pytest
 

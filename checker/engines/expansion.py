@@ -21,9 +21,10 @@ numpy from tables filled once per part:
 * per ``(speaker id, group id)``: the member ids a slot keeps live; per group id
   its armed timers, each with the group's id after it fires and its replies.
 
-A successor whose value depends on more than those parts is computed by
-``System`` on the State and interned, in its place: an OffsetCommit's record of
-who shared what (R41), a reply or a fault that may release another slot's
+An OffsetCommit the coordinator accepts has its committer record who shared what
+(R41), memoised per (proc id, the masks it adds). A successor whose value depends
+on more than those parts is computed by ``System`` on the State and interned, in
+its place: that record where a mask is too wide to pack, a reply or a fault that may release another slot's
 overlap (``shared``), Streams' steps, the clock, and the faults that act on the
 group or every slot (KIP-345's, create-topic) or a rolling upgrade's bounces.
 The successors, and their order, are ``System.successors``'s.
@@ -34,7 +35,7 @@ import numpy as np
 
 from ..system import (
     CREATE_TOPIC, FAILOVER, PAUSED, REMOVE, RUNNING, Action, System, _overlapping, _released, _with_proc,
-    stutters, ticks,
+    recorded, stutters, ticks,
 )
 from .interning import IntMap, Interner, _intern, grown, row_keys
 
@@ -109,11 +110,12 @@ class Expander:
         self._route_ids: dict = {}  # routes ((slot, reply id), ...) -> route id
         self._routes: list = []     # route id -> routes
         self._route_table = np.zeros((0, 1), np.int64)  # route id -> (length, slot, reply id, slot, ...)
-        self._accepts = np.zeros(0, bool)  # route id -> whether its first reply is NONE (``_recorded``)
+        self._accepts = np.zeros(0, bool)  # route id -> whether its first reply is NONE (``_record``)
         self._handled = IntMap()    # group id << 32 | event id -> group id after << 32 | route id
         self._stutter = IntMap()    # group id << 32 | heartbeat event id -> 1 if a stutter, else 0
         self._routed = IntMap()     # proc id << 32 | reply id -> proc id
         self._released = IntMap()   # proc id << 35 | slot << 28 | that slot's proc id -> proc id (``_release``)
+        self._recorded = IntMap()   # proc id << 32 | the masks an OffsetCommit adds, packed -> proc id (``_record``)
         self._sharing = np.zeros(0, np.int64)  # proc id -> 1 if it shares an overlap, 0 if not, -1 not known yet
         self._live = IntMap()       # speaker id << 32 | group id -> index of the member ids it keeps live
         self._timers: dict = {}     # group id -> ((member ids waited for, Action id), ...)
@@ -259,8 +261,8 @@ class Expander:
                 out[:, 0] = g2
                 out[:, 1 + s] = t[on, D_POP]
                 self._route(out, route)
+                commits = self._record(out, t[on], route, owned[on], s)
                 at = parts.add(on, base + DELIVER, 0, t[on, D_AID], out)
-                commits = self._recorded(t[on], route, owned[on], s).nonzero()[0]
                 parts.commits.extend(zip((at + commits).tolist(), [s] * len(commits), t[on[commits], D_EID].tolist()))
             for block, a_col, p_col in ((REPLY, R_AID, R_PID), (HEARTBEAT, H_AID, H_PID), (SCHEDULED, S_AID, S_PID),
                                         (COMMIT_STEP, C_AID, C_PID)):
@@ -298,22 +300,46 @@ class Expander:
             self._environment_rows(parts, matrix, tables, shared, env_block)
         return self._assemble(parts, matrix, states)
 
-    def _recorded(self, t: np.ndarray, route: np.ndarray, owned: np.ndarray, s: int) -> np.ndarray:
-        """Which deliveries (slot ``s``'s table rows ``t``, the coordinator's route ids
-        ``route``, each state's row of what each slot owns while live) are an
-        OffsetCommit whose record of who shared what (``System._committed``, R41)
-        may change: one the coordinator accepted (its first reply NONE) of
-        partitions the committer owns and another live process owns too. The others
-        leave the state as the delivery does; these are recomputed on the State
-        (also where a mask is too wide to compare here)."""
+    def _record(self, out: np.ndarray, t: np.ndarray, route: np.ndarray, owned: np.ndarray, s: int) -> np.ndarray:
+        """``System._committed`` (R41) on the id rows ``out`` of slot ``s``'s deliveries
+        (its table rows ``t``, the coordinator's route ids ``route``, each state's row
+        of what each slot owns while live, ``owned``): an OffsetCommit the
+        coordinator accepted (its first reply NONE) of partitions the committer owns
+        and another live process owns too has the committer's process record them
+        per slot (``recorded``), memoised per (proc id, the masks added, packed);
+        where that changes the process, the others' overlaps are released as
+        ``_with_proc`` does. Returns the rows left to compute on the State (a mask
+        too wide to pack here); every other delivery leaves the state as it is."""
         done = len(self._accepts)
         if done < len(self._routes):
             self._accepts = np.concatenate([self._accepts, np.array(
                 [bool(r) and getattr(self._replies[r[0][1]][1], "error", None) == Error.NONE for r in self._routes[done:]],
                 bool)])
-        shared = (t[:, D_PARTS] & np.maximum(owned[:, s], 0) & _owned_elsewhere(owned, s)) != 0
-        wide = (t[:, D_PARTS] < 0) | (owned < 0).any(axis=1)
-        return (t[:, D_COMMIT] == 1) & self._accepts[route] & (shared | wide)
+        mine = t[:, D_PARTS] & np.maximum(owned[:, s], 0)
+        added = [np.zeros(len(t), np.int64) if u == s else mine & np.maximum(owned[:, u], 0)
+                 for u in range(owned.shape[1])]
+        bits = 32 // owned.shape[1]  # a slot's mask in the memo's key
+        wide = (t[:, D_PARTS] < 0) | (owned < 0).any(axis=1) | (out[:, 1 + s] >> 31 != 0)
+        for mask in added:
+            wide |= mask >> bits != 0
+        flagged = (t[:, D_COMMIT] == 1) & self._accepts[route] & ((np.bitwise_or.reduce(added) != 0) | wide)
+        on = (flagged & ~wide).nonzero()[0]
+        if len(on):
+            procs, proc_id, slots = self.interner.procs, self.interner.proc_id, owned.shape[1]
+
+            def record(keys, _):
+                return [proc_id(recorded(procs[k >> 32], tuple(k >> (u * bits) & ((1 << bits) - 1)
+                                                               for u in range(slots)))) for k in keys]
+            key = out[on, 1 + s] << 32
+            for u, mask in enumerate(added):
+                key |= mask[on] << (u * bits)
+            pid = self._recorded.resolve(key, record)
+            changed = pid != out[on, 1 + s]
+            out[on, 1 + s] = pid
+            released = np.zeros(len(out), bool)
+            released[on[changed]] = True
+            self._release(out, s, released)
+        return (flagged & wide).nonzero()[0]
 
     def _stutters(self, keys: list, _) -> list:
         """Whether each heartbeat event (``group id << 32 | event id``) is a stutter in its group."""
@@ -425,19 +451,19 @@ class Expander:
                 r = _released((p,), s, q.consumer.owned if q.consumer else 0)[0]
                 out.append(k >> 35 if r is p else proc_id(r))
             return out
-        mine = out[on, 1 + s]
-        if mine.max() >> 28 or out[on, 1:-1].max() >> 28:
+        pids = out[on, 1:-1]
+        mine = pids[:, s]
+        if pids.max() >> 28:
             raise OverflowError("more than 2**28 processes: past the release memo's key fields")
         self._sharing = grown(self._sharing, len(procs), -1)
-        for t in range(out.shape[1] - 2):
-            pid = out[on, 1 + t]
-            flags = self._sharing[pid]
-            for k in np.unique(pid[flags < 0]).tolist():
+        flags = self._sharing[pids]
+        if (flags < 0).any():
+            for k in np.unique(pids[flags < 0]).tolist():
                 self._sharing[k] = bool(procs[k].shared)
-            sharing = (self._sharing[pid] == 1).nonzero()[0]  # a process sharing an overlap
-            if len(sharing):
-                rows = on[sharing]
-                out[rows, 1 + t] = self._released.resolve(pid[sharing] << 35 | s << 28 | mine[sharing], released)
+            flags = self._sharing[pids]
+        row, slot = (flags == 1).nonzero()  # a process sharing an overlap
+        if len(row):
+            out[on[row], 1 + slot] = self._released.resolve(pids[row, slot] << 35 | s << 28 | mine[row], released)
 
     def _python(self, parts: _Parts, i: int, block: int, steps: list) -> None:
         """Add state ``i``'s transitions ``[(Action, id tuple), ...]``, computed on its State."""

@@ -574,7 +574,7 @@ def find_lasso(n: int, g: Graph, goal, fair, required=None, excluded=None) -> tu
         return need or [next(p for p in range(offsets[min(comp)], offsets[min(comp) + 1])
                              if targets[p] in members)]
 
-    not_goal = bytearray(0 if x else 1 for x in goal)
+    not_goal = _negated(goal)
     return _search(n, g, fair, excluded, not_goal, not_goal, wanted, " never reaches the goal")
 
 
@@ -590,8 +590,16 @@ def find_recurrence(n: int, g: Graph, goal, fair, mark: int = 0, excluded=None) 
                     return [p]
         return None
 
-    not_goal = bytearray(0 if x else 1 for x in goal)
+    not_goal = _negated(goal)
     return _search(n, g, fair, excluded, not_goal, bytearray(b"\x01") * n, wanted)
+
+
+def _negated(flags) -> bytearray:
+    """A bytearray of 0/1 flags (or any bytes-like of them), each flipped."""
+    return bytearray(bytes(flags).translate(_NOT))
+
+
+_NOT = bytes([1]) + bytes(255)  # byte 0 -> 1, any other -> 0
 
 
 def _edge_between(a: int, b: int, offsets, targets, edges) -> int:
