@@ -25,7 +25,7 @@ from rebalance.model.protocol import Error, SyncGroupResponse, epoch_of, slot_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import View
 
-from .engines.interning import IntMap, _intern, grown, row_keys
+from .engines.interning import IntMap, RowMemo, _intern, grown
 from .system import PAUSED, RUNNING, Action, State, System
 
 _NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0)
@@ -64,6 +64,7 @@ class Refinement:
         self._part_bits, self._view_bits = 12, 18
         self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
         self._views: dict = {}  # part ids of a state -> view id
+        self._view_of_rows = RowMemo()  # the same, asked a batch of part-id rows at once (``_view_rows``)
         self._invariant: list = []  # view id -> Inv's verdict (None or why not), 0 until known
         self._last = self._last_parts = None
         self._before, self._before_view = None, -1  # the last part ids a step left, and their view id
@@ -162,10 +163,8 @@ class Refinement:
 
     def _view_rows(self, parts: np.ndarray) -> np.ndarray:
         """The view id (``_view_id``) of each row of a part-id matrix."""
-        if not len(parts):
-            return np.empty(0, np.int64)
-        _, first, inverse = np.unique(row_keys(parts), return_index=True, return_inverse=True)
-        return np.array(list(map(self._view_id, map(tuple, parts[first].tolist()))), np.int64)[inverse.reshape(-1)]
+        return self._view_of_rows.resolve(parts, len(self._parts), lambda firsts: [
+            self._view_id(tuple(parts[i].tolist())) for i in firsts])
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
@@ -252,11 +251,12 @@ class Refinement:
         """``[(i, which clause fails)]`` for the states with id rows ``rows`` ((m, w)
         int64) that break the spec's inductive invariant (spec/actions.py ``Inv``)."""
         parts = self._part_rows(rows)
-        _, first, inverse = np.unique(row_keys(parts), return_index=True, return_inverse=True)
-        verdicts = list(map(self._invariant_of, map(tuple, parts[first].tolist())))
-        bad = np.array([v is not None for v in verdicts], bool)
-        return [(i, verdicts[k]) for i in (bad[inverse.reshape(-1)]).nonzero()[0].tolist()
-                for k in (inverse.reshape(-1)[i],)]
+        views = self._view_rows(parts)
+        distinct, first = np.unique(views, return_index=True)
+        bad = np.array([bool(self._invariant_of(tuple(parts[i].tolist())) if self._invariant[v] == 0
+                             else self._invariant[v]) for v, i in zip(distinct.tolist(), first.tolist())], bool)
+        return [(i, self._invariant[v]) for i in bad[distinct.searchsorted(views)].nonzero()[0].tolist()
+                for v in (int(views[i]),)]
 
     def _label(self, action: Action) -> tuple:
         """``(label id, whether its spec action is local)`` of the action's kind and detail type."""

@@ -146,9 +146,9 @@ PROJECTED = ("exclusive_ownership", "exclusive_processing", "single_leader", "re
 def test_projected_invariants_decide_as_on_every_state(mutation, key_bits, monkeypatch):
     # an invariant with a projection is decided once per distinct projection of the states reached
     # (Projection): its verdict must be the invariant's own on every state, violations included; with
-    # 4 key bits the projections do not fit a packed key and are keyed by their tuples
-    from rebalance.checker.engines.steps import Projection
-    monkeypatch.setattr(Projection, "key_bits", key_bits)
+    # 4 key bits the projections do not fit a packed key and are keyed by their tuples (RowMemo)
+    from rebalance.checker.engines.interning import RowMemo
+    monkeypatch.setattr(RowMemo, "key_bits", key_bits)
     _check_projections(mutation)
 
 

@@ -121,8 +121,8 @@ class FingerprintSet:
         for r, (f_lo, f_hi) in enumerate(zip([0, *ends[:-1]], ends)):
             if f_lo < f_hi:
                 new = fresh[f_lo:f_hi]
-                self.keys[r] = np.insert(self.keys[r], pos[new], uniq[new])
-                self.index[r] = np.insert(self.index[r], pos[new], of_uniq[new])
+                self.keys[r], self.index[r] = _inserted(pos[new], (self.keys[r], uniq[new]),
+                                                        (self.index[r], of_uniq[new]))
         return of_uniq[inverse.reshape(-1)], first[order]
 
 
@@ -169,8 +169,7 @@ class IntMap:
             got = np.array(compute(new.tolist(), where[first].tolist()), np.int64)
             values[where] = got[new.searchsorted(missing)]
             (main_keys, main_values), (recent_keys, recent_values) = self.runs
-            pos = recent_keys.searchsorted(new)
-            recent = np.insert(recent_keys, pos, new), np.insert(recent_values, pos, got)
+            recent = tuple(_inserted(recent_keys.searchsorted(new), (recent_keys, new), (recent_values, got)))
             if len(recent[0]) * 8 > len(main_keys):
                 merged_keys = np.concatenate([main_keys, recent[0]])
                 order = merged_keys.argsort(kind="stable")
@@ -179,6 +178,54 @@ class IntMap:
             else:
                 self.runs = [self.runs[0], recent]
         return values
+
+
+class RowMemo:
+    """A memo of a function of rows of small ids (an int64 matrix of ids in ``0 ..
+    bound - 1``), asked a batch of rows at a time: while a row's ids fit side by
+    side in one int64 (``key_bits // width`` bits each), keyed by them packed, an
+    ``IntMap`` entry; past that, by the row's tuple."""
+
+    key_bits = 63  # the bits of a packed key
+
+    def __init__(self):
+        self._packed = IntMap()
+        self._tuples: dict = {}
+
+    def resolve(self, rows: np.ndarray, bound: int, compute) -> np.ndarray:
+        """The value of each row of ``rows`` ((m, w) int64, ids below ``bound``); the
+        rows not known yet are computed once each, ``compute(the position in
+        ``rows`` of each one's first occurrence) -> their values`` (int list)."""
+        bits = self.key_bits // max(rows.shape[1], 1)
+        if bound <= 1 << bits:
+            keys = np.zeros(len(rows), np.int64)
+            for column in rows.T:
+                keys = keys << bits | column
+            return self._packed.resolve(keys, lambda _, firsts: compute(firsts))
+        _, first, inverse = np.unique(row_keys(rows), return_index=True, return_inverse=True)
+        keys = list(map(tuple, rows[first].tolist()))
+        new = [i for i, key in zip(first.tolist(), keys) if key not in self._tuples]
+        self._tuples.update(zip(map(tuple, rows[new].tolist()), compute(new)))
+        return np.array([self._tuples[key] for key in keys], np.int64)[inverse.reshape(-1)]
+
+
+def _inserted(pos: np.ndarray, *columns) -> list:
+    """``np.insert`` for sorted positions, on several columns at once: each
+    ``(array, values)`` of ``columns`` as a new array with ``values[j]`` before
+    ``array[pos[j]]`` (``pos`` non-decreasing, one per value). The places are
+    computed once for every column, without ``np.insert``'s general-case work
+    (its own cost, on the engines' small memo runs, was most of an insertion)."""
+    n = len(columns[0][0]) + len(pos)
+    at = pos + np.arange(len(pos))
+    old = np.ones(n, bool)
+    old[at] = False
+    out = []
+    for array, values in columns:
+        merged = np.empty(n, array.dtype)
+        merged[at] = values
+        merged[old] = array
+        out.append(merged)
+    return out
 
 
 def row_keys(matrix: np.ndarray) -> np.ndarray:

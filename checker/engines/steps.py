@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..system import System
-from .interning import IntMap, Interner, _intern, grown, row_keys
+from .interning import IntMap, Interner, RowMemo, _intern, grown
 
 
 class Steps:
@@ -92,7 +92,7 @@ class Steps:
                 if projection is None:
                     projection = self._projections[fn] = Projection(system, fn, self.interner)
                 verdicts, of_row = projection.decide(rows, states.__getitem__)
-                out.extend((i, 0, name, verdicts[k]) for i, k in enumerate(of_row.tolist()) if verdicts[k])
+                out.extend((i, 0, name, verdicts[of_row[i]]) for i in of_row.nonzero()[0].tolist())
             else:
                 out.extend((i, 0, name, why) for i in range(len(rows)) for why in (fn(system, states[i]),) if why)
         return out
@@ -164,8 +164,6 @@ class Projection:
     its parts' projection ids (the group's, then each slot's process's), each
     part's computed once per interned id."""
 
-    key_bits = 63  # the bits of a packed key (``decide``)
-
     def __init__(self, system: System, check, interner: Interner):
         self.system, self.check, self.interner = system, check, interner
         self.group, self.proc = check.projection
@@ -173,8 +171,7 @@ class Projection:
         self._values: list = []
         self._of_group = np.empty(0, np.int64)  # group id -> projection id (-1: not known yet)
         self._of_proc = np.empty(0, np.int64)   # proc id -> projection id (-1: not known yet)
-        self._verdicts: dict = {}  # a row of projection ids -> the check's verdict there
-        self._packed = IntMap()  # the row packed in one int64 -> its verdict's index in _reasons
+        self._verdicts = RowMemo()  # a row of projection ids -> its verdict's index in _reasons
         self._reasons: list = [None]
         self._reason_ids: dict = {None: 0}
 
@@ -197,21 +194,6 @@ class Projection:
         """``(verdicts, index of each row's)``: the check's verdicts (None where it
         holds) and, for each of the states with id rows ``rows`` ((m, w) int64), the
         index of its own, each distinct projection's computed once, on the first
-        state that has it, ``state_of(i)``. While the projection ids fit, a
-        projection is keyed by them packed in one int64 (an IntMap entry, 16 bytes),
-        else by their tuple."""
-        projected = self._rows(rows)
-        bits = self.key_bits // projected.shape[1]
-        if len(self._values) <= 1 << bits:
-            keys = np.zeros(len(projected), np.int64)
-            for column in projected.T:
-                keys = keys << bits | column
-            return self._reasons, self._packed.resolve(keys, lambda _, firsts: [
-                _intern(self._reason_ids, self._reasons, self.check(self.system, state_of(i))) for i in firsts])
-        _, first, inverse = np.unique(row_keys(projected), return_index=True, return_inverse=True)
-        verdicts = []
-        for key, i in zip(map(tuple, projected[first].tolist()), first.tolist()):
-            if key not in self._verdicts:
-                self._verdicts[key] = self.check(self.system, state_of(i))
-            verdicts.append(self._verdicts[key])
-        return verdicts, inverse.reshape(-1)
+        state that has it, ``state_of(i)`` (a ``RowMemo`` of the projection ids)."""
+        return self._reasons, self._verdicts.resolve(self._rows(rows), len(self._values), lambda firsts: [
+            _intern(self._reason_ids, self._reasons, self.check(self.system, state_of(i))) for i in firsts])
