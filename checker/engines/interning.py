@@ -154,21 +154,23 @@ class IntMap:
         not known yet are computed once each, ``compute(distinct new keys ascending,
         the position in ``keys`` of each one's first occurrence) -> their values``
         (lists), and kept."""
-        values = np.empty(len(keys), np.int64)
-        known = np.zeros(len(keys), bool)
-        for run_keys, run_values in self.runs:
-            if len(run_keys):
-                at = np.minimum(run_keys.searchsorted(keys), len(run_keys) - 1)
-                hit = run_keys[at] == keys
-                values[hit] = run_values[at[hit]]
-                known |= hit
-        if not known.all():
-            where = (~known).nonzero()[0]
+        (main_keys, main_values), (recent_keys, recent_values) = self.runs
+        if not len(main_keys):
+            values, where, missing = np.empty(len(keys), np.int64), np.arange(len(keys)), keys
+        else:  # the main run first: most keys are there, and only the others are looked up again
+            at = main_keys.searchsorted(keys)
+            values = main_values.take(at, mode="clip")
+            where = (main_keys.take(at, mode="clip") != keys).nonzero()[0]
             missing = keys[where]
+        if len(where) and len(recent_keys):
+            at = recent_keys.searchsorted(missing)
+            hit = recent_keys.take(at, mode="clip") == missing
+            values[where[hit]] = recent_values.take(at[hit])
+            where, missing = where[~hit], missing[~hit]
+        if len(where):
             new, first = np.unique(missing, return_index=True)
             got = np.array(compute(new.tolist(), where[first].tolist()), np.int64)
             values[where] = got[new.searchsorted(missing)]
-            (main_keys, main_values), (recent_keys, recent_values) = self.runs
             recent = tuple(_inserted(recent_keys.searchsorted(new), (recent_keys, new), (recent_values, got)))
             if len(recent[0]) * 8 > len(main_keys):
                 merged_keys = np.concatenate([main_keys, recent[0]])

@@ -29,7 +29,7 @@ from rebalance.model.protocol import (
 )
 
 from ..system import Proc, State
-from .interning import IntMap, grown, row_keys
+from .interning import IntMap, RowMemo, grown
 
 _UNKNOWN = -2  # a name-set table's entry not computed yet
 
@@ -191,6 +191,7 @@ class Renamer:
         # per client slot, proc id -> id of its name sets, -1 without a connection
         self._group_names = np.empty(0, np.int64)
         self._proc_names: list = []
+        self._plan_numbers = RowMemo()  # a row of name-set ids + 1 -> its plan's number (-1: canonical)
         self._renamed_groups = IntMap()  # plan number << 32 | group id -> the renamed group's id
         self._renamed_procs: list = []   # per client slot: plan number << 32 | proc id -> the renamed proc's id
 
@@ -248,10 +249,8 @@ class Renamer:
         by its parts' name-set ids (one table per kind, indexed by interned id), and
         each renamed part by (plan number, id): no value is hashed on a hit."""
         signatures = self._signatures(rows, interner)
-        _, first, inverse = np.unique(row_keys(signatures), return_index=True, return_inverse=True)
-        numbers = np.array([-1 if plan is None else plan[0]
-                            for plan in map(self._plan_of, map(tuple, signatures[first].tolist()))], np.int64)
-        plan = numbers[inverse.reshape(-1)]
+        plan = self._plan_numbers.resolve(signatures + 1, len(self._name_sets) + 1, lambda firsts: [
+            -1 if plan is None else plan[0] for plan in (self._plan_of(tuple(signatures[i].tolist())) for i in firsts)])
         out = rows.copy()
         todo = (plan >= 0).nonzero()[0]
         if not len(todo):
