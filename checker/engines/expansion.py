@@ -18,8 +18,9 @@ numpy from tables filled once per part:
 * per ``(group id, event id)``: the coordinator's step (``System.coordinator_step``),
   the group's id after it and its replies as a route id; per ``(proc id, reply
   id)``: the process with that reply routed to it (``System.routed``);
-* per ``(speaker id, group id)``: the member ids a slot keeps live; per group id
-  its armed timers, each with the group's id after it fires and its replies.
+* per ``(speaker id, group id)``: which of the group's armed timers a slot blocks
+  (it keeps live a member they wait for); per group id its armed timers, each
+  with the group's id after it fires and its replies.
 
 An OffsetCommit the coordinator accepts has its committer record who shared what
 (R41), memoised per (proc id, the masks it adds). A successor whose value depends
@@ -37,7 +38,7 @@ from ..system import (
     CREATE_TOPIC, FAILOVER, PAUSED, REMOVE, RUNNING, Action, System, _overlapping, _released, _with_proc,
     recorded, stutters, ticks,
 )
-from .interning import IntMap, Interner, _intern, grown, row_keys
+from .interning import IntMap, Interner, _intern, grown
 
 from rebalance.model.coordinator import armed_timers
 from rebalance.model.member import MemberPhase
@@ -103,8 +104,6 @@ class Expander:
         self._event_list: list = []  # event id -> Receive event
         self._speakers: dict = {}   # (slot, epoch, member id, joining) or None -> speaker id
         self._speaker_of: list = []  # speaker id -> (slot, proc id) of a process it stands for
-        self._member_sets: dict = {}  # each set of member ids -> its index in _member_list
-        self._member_list: list = []
         self._reply_ids: dict = {}  # (connection, response) -> reply id
         self._replies: list = []    # reply id -> (connection, response)
         self._route_ids: dict = {}  # routes ((slot, reply id), ...) -> route id
@@ -117,9 +116,9 @@ class Expander:
         self._released = IntMap()   # proc id << 35 | slot << 28 | that slot's proc id -> proc id (``_release``)
         self._recorded = IntMap()   # proc id << 32 | the masks an OffsetCommit adds, packed -> proc id (``_record``)
         self._sharing = np.zeros(0, np.int64)  # proc id -> 1 if it shares an overlap, 0 if not, -1 not known yet
-        self._live = IntMap()       # speaker id << 32 | group id -> index of the member ids it keeps live
-        self._timers: dict = {}     # group id -> ((member ids waited for, Action id), ...)
-        self._fires: dict = {}      # (group id, member-set index per slot) -> bits of the timers that fire
+        self._blocks = IntMap()     # speaker id << 32 | group id -> bits of the group's timers it blocks
+        self._timers: dict = {}     # group id -> ((member ids waited for, Action id), ...) (``_armed``)
+        self._all_armed = np.zeros(0, np.int64)  # group id -> bits of all its armed timers (-1: not known yet)
         self._fired = IntMap()      # group id << 8 | timer index -> group id after << 32 | route id
         self._tables: list = []     # per slot: (proc id -> row index, (rows, COLUMNS) int64 rows, rows used)
         self._env: list = [[], [], []]  # the environment's steps: Action ids, proc ids after, faults spent
@@ -362,23 +361,26 @@ class Expander:
 
     def _timer_rows(self, parts: _Parts, matrix: np.ndarray, tables: list, slots: int) -> None:
         """The armed coordinator timers that fire (R21: every member they wait for is
-        silent), per state in the order of ``armed_timers``."""
+        silent), per state in the order of ``armed_timers``: those of the group's
+        armed ones that no slot blocks, a slot blocking a timer when it keeps live
+        (``System.speaks_for``) a member the timer waits for."""
         interner = self.interner
         gid = matrix[:, 0]
 
-        def speaks(keys, _):
+        def blocks(keys, _):
             out = []
             for k in keys:
                 s, pid = self._speaker_of[k >> 32]
                 live = System.speaks_for(interner.groups[k & 0xFFFFFFFF], s, interner.procs[pid])
-                out.append(_intern(self._member_sets, self._member_list, live))
+                out.append(sum(1 << j for j, (waiting, _) in enumerate(self._armed(k & 0xFFFFFFFF))
+                               if not live.isdisjoint(waiting)))
             return out
-        sets = np.empty((len(matrix), slots + 1), np.int64)
-        sets[:, 0] = gid
-        for s, t in enumerate(tables):
-            sets[:, 1 + s] = self._live.resolve(t[:, SPEAKER] << 32 | gid, speaks)
-        _, first, inverse = np.unique(row_keys(sets), return_index=True, return_inverse=True)
-        masks = np.array([self._fire_mask(tuple(row)) for row in sets[first].tolist()], np.int64)[inverse.reshape(-1)]
+        speakers = np.stack([t[:, SPEAKER] for t in tables], axis=1)
+        blocked = self._blocks.resolve((speakers << 32 | gid[:, None]).reshape(-1), blocks).reshape(len(matrix), slots)
+        self._all_armed = grown(self._all_armed, len(interner.groups), -1)
+        for g in np.unique(gid[self._all_armed[gid] < 0]).tolist():
+            self._all_armed[g] = (1 << len(self._armed(g))) - 1
+        masks = self._all_armed[gid] & ~np.bitwise_or.reduce(blocked, axis=1)
         groups, block = interner.groups, slots * SLOT_BLOCKS
         for k in range(int(masks.max()).bit_length() if len(masks) else 0):
             on = (masks >> k & 1).nonzero()[0]
@@ -393,20 +395,16 @@ class Expander:
             self._route(out, route)
             parts.add(on, block, k, np.array([self._timers[x][k][1] for x in g.tolist()], np.int64), out)
 
-    def _fire_mask(self, key: tuple) -> int:
-        """Bits of the armed timers of group ``key[0]`` that fire when the slots keep
-        live the member sets ``key[1:]`` (indices)."""
-        hit = self._fires.get(key)
-        if hit is None:
-            gid = key[0]
-            armed = self._timers.get(gid)
-            if armed is None:
-                armed = self._timers[gid] = tuple(
-                    (waiting, self.action_id(Action("timer", -1, ev)))
-                    for ev, waiting in armed_timers(self.interner.groups[gid]))
-            live = set().union(*(self._member_list[k] for k in key[1:]))
-            hit = self._fires[key] = sum(1 << k for k, (waiting, _) in enumerate(armed) if live.isdisjoint(waiting))
-        return hit
+    def _armed(self, gid: int) -> tuple:
+        """Group ``gid``'s armed timers (``armed_timers``): ``((member ids waited for,
+        Action id), ...)``. Raises OverflowError past 62 of them (a mask's bits)."""
+        armed = self._timers.get(gid)
+        if armed is None:
+            armed = self._timers[gid] = tuple((waiting, self.action_id(Action("timer", -1, ev)))
+                                              for ev, waiting in armed_timers(self.interner.groups[gid]))
+            if len(armed) > 62:
+                raise OverflowError("more than 62 armed timers in a group: past the timer masks' bits")
+        return armed
 
     def _environment_rows(self, parts: _Parts, matrix: np.ndarray, tables: list, shared: np.ndarray,
                           block: int) -> None:
