@@ -450,10 +450,12 @@ def clauses(name: str | None = None) -> list:
 
 
 def _conditions(L, pairs, name: str, case: "Case", kind: str, muts):
-    """``pairs`` ((clause, condition), ...) with this action's clause mutations applied."""
-    if not muts:
-        yield from pairs
-        return
+    """``pairs`` ((clause, condition), ...) with this action's clause mutations applied
+    (``pairs`` itself without any)."""
+    return _mutated(L, pairs, name, case, kind, muts) if muts else pairs
+
+
+def _mutated(L, pairs, name: str, case: "Case", kind: str, muts):
     for clause, condition in pairs:
         c = Clause(name, case.name, kind, clause)
         if c.mutation("drop") in muts:
