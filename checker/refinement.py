@@ -208,14 +208,22 @@ class Refinement:
         spec action. A member's own step (the group's part and every other slot's
         unchanged) is keyed by its label, slot, the group's part and its slot's parts
         before and after, any other by its label, slot and the two views; each key's
-        verdict is computed once (``_verdict``'s keys, packed in 64 bits)."""
+        verdict is computed once (``_verdict``'s keys, packed in 64 bits). A step that
+        changes no part, by an action that admits stutters (spec ``admits_stutters``),
+        holds without a key."""
         labels = list(map(self._label, actions))
         label = np.array([x for x, _ in labels], np.int64)[aid]
         slot = np.array([a.slot for a in actions], np.int64)[aid]
         pb, pa = self._part_rows(before), self._part_rows(after)
         own = np.where(slot >= 0, slot + 1, -1)  # the acting slot's column (none: -1)
-        elsewhere = ((pb != pa) & (np.arange(pb.shape[1]) != own[:, None])).any(axis=1)
+        changed = pb != pa
+        elsewhere = (changed & (np.arange(pb.shape[1]) != own[:, None])).any(axis=1)
         local = np.array([x for _, x in labels], bool)[aid] & ~elsewhere
+        # a step of no abstract change (the same parts: the same View) by an action with the stutter
+        # case holds (spec ``admits_stutters``): no key, no evaluation
+        held = np.array([spec.admits_stutters(action_name(a), self.mutations) for a in actions], bool)[aid] & \
+            ~changed.any(axis=1)
+        local &= ~held
         verdict = np.zeros(len(aid), np.int64)
         if len(aid) and (max(pb.max(), pa.max()) >> self.row_part_bits or (slot + 1).max() >> 8 or label.max() >> 7):
             for t in range(len(aid)):  # ids past the packed fields: keyed as ``_verdict`` keys them
@@ -239,7 +247,7 @@ class Refinement:
             col = slot[on] + 1  # the group's column for a step of no slot, as `_verdict` keys it
             keys = label[on] | (slot[on] + 1) << 7 | pb[on, 0] << 15 | pb[on, col] << 31 | pa[on, col] << 47
             verdict[on] = self._local_verdicts.resolve(keys, lambda _, firsts: decide(on, firsts))
-            off = (~local).nonzero()[0]
+            off = (~local & ~held).nonzero()[0]
             views = self._view_rows(np.concatenate([pb[off], pa[off]]))
             if len(views) and views.max() >> 24:
                 raise OverflowError("more than 2**24 distinct views: past the step key's view fields")

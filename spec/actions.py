@@ -463,6 +463,15 @@ def _mutated(L, pairs, name: str, case: "Case", kind: str, muts):
         yield clause, (L.Not(condition) if c.mutation("negate") in muts else condition)
 
 
+def admits_stutters(name: str, muts=frozenset()) -> bool:
+    """Whether spec action ``name`` holds on every step that changes nothing abstract
+    (``s == t``), read off its cases: it has the ``STUTTER`` case, which has no
+    pre-condition and whose one post-condition is exactly that, and no clause
+    mutation is on (one could negate it). ``evaluate`` returns None on such a step
+    at the latest when it reaches that case. Raises KeyError for an unknown name."""
+    return STUTTER in ACTIONS[name].cases and not muts
+
+
 def evaluate(name: str, s: View, t: View, slot: int, muts=frozenset()) -> str | None:
     """Check one concrete step against spec action ``name``: None if some case's
     pre-condition and post-condition hold, else why not (for the case whose

@@ -277,3 +277,44 @@ def test_a_second_exploration_of_the_same_system_gets_fresh_id_caches():
     fresh = explore(small_system(), props)
     assert again.statuses == fresh.statuses == {"refinement": "holds"}
     assert (again.distinct_states, again.transitions) == (fresh.distinct_states, fresh.transitions)
+
+
+@st.composite
+def any_view(draw, slots: int = 3) -> View:
+    """Any View of ``slots`` client slots over 3 partitions (not only reachable ones)."""
+    def per_slot(values):
+        return tuple(draw(st.lists(values, min_size=slots, max_size=slots)))
+    masks = st.integers(0, 0b111)
+    return View(draw(st.sampled_from([spec.EMPTY, spec.PREPARING, spec.COMPLETING, spec.STABLE, spec.DEAD])),
+                draw(st.integers(0, 3)), per_slot(st.booleans()), per_slot(st.booleans()),
+                per_slot(st.integers(spec.NO_GENERATION, 3)), per_slot(masks), per_slot(masks), per_slot(st.booleans()),
+                per_slot(masks))
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_view(), st.integers(0, 2))
+def test_an_action_that_admits_stutters_holds_on_every_stutter(s, slot):
+    # step_rows passes a step that changes no part unevaluated when its action admits stutters
+    # (spec.admits_stutters): the spec must agree on any View; the others are evaluated, and some of
+    # them refuse a stutter (JoinGroup's membership case in a group not Stable that keeps assignments)
+    admitting = [name for name in spec.ACTIONS if spec.admits_stutters(name)]
+    assert {"SyncGroup", "Heartbeat", "OffsetCommit"} <= set(admitting)
+    for name in admitting:
+        assert spec.evaluate(name, s, s, slot) is None, name
+    if s.phase != spec.STABLE and any(s.assigned):
+        assert spec.evaluate("JoinGroup", s, s, slot) is not None
+
+
+def test_a_stutter_is_checked_once_a_clause_mutation_could_refuse_it():
+    # with the stutter case's clause negated, SyncGroup no longer admits stutters: the model's stutter
+    # SyncGroups (a late one answered with what the member already has) are evaluated and refused
+    negated = "negate:SyncGroup:no abstract change:nothing abstract changes"
+    assert spec.admits_stutters("SyncGroup") and not spec.admits_stutters("SyncGroup", {negated})
+    system = small_system(spec_mutations={negated})
+    r = Refinement(system)
+    steps = explored_steps(system)
+    interner = Interner()
+    failing = dict(r.on_rows(interner).step_rows(*rows_of(interner, steps)))
+    stutters = [t for t, (s, a, n) in enumerate(steps)
+                if action_name(a) == "SyncGroup" and r.view(s) == r.view(n)]
+    assert stutters and all(t in failing for t in stutters)
