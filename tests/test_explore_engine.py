@@ -58,10 +58,11 @@ def test_fingerprint_set_resolves_a_level_in_first_generated_order():
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.sampled_from([-2**63, -1, 0, 2**63 - 1,
                                                                                    -2**60, 2**60, 7 << 59])),
-                         max_size=40), max_size=6))
+                         max_size=40), max_size=10))
 def test_fingerprint_set_is_a_dict_from_fingerprint_to_first_index(levels):
-    # the set is split into runs by a fingerprint's top bits: every level must resolve as a plain dict
-    # that numbers new fingerprints in the order first generated, wherever they fall
+    # the set is split into runs by a fingerprint's top bits, each a main and a recent part merged
+    # now and then: every level must resolve as a plain dict that numbers new fingerprints in the
+    # order first generated, wherever they fall
     fps, oracle = FingerprintSet(), {}
     for level in levels:
         base = len(oracle)
@@ -72,6 +73,21 @@ def test_fingerprint_set_is_a_dict_from_fingerprint_to_first_index(levels):
         assert fresh.tolist() == expected_fresh
         assert dst.tolist() == [oracle[x] for x in level]
         assert len(fps) == len(oracle)
+
+
+def test_fingerprint_set_finds_fingerprints_in_both_parts_of_a_run():
+    # after a large level, a small one goes to the recent parts; a level that repeats both must find
+    # each in its part, and the recent parts are merged into the main ones once they grow
+    rng = np.random.default_rng(1)
+    big, small = rng.integers(-2**63, 2**63 - 1, 20000), rng.integers(-2**63, 2**63 - 1, 100)
+    fps = FingerprintSet()
+    fps.resolve(big, 0)
+    fps.resolve(small, len(big))
+    assert sum(len(k) for k, _ in fps.recent) == len(small)
+    dst, fresh = fps.resolve(np.concatenate([small, big[:50]]), len(big) + len(small))
+    assert dst.tolist() == list(range(len(big), len(big) + len(small))) + list(range(50)) and not len(fresh)
+    fps.resolve(rng.integers(-2**63, 2**63 - 1, 5000), len(big) + len(small))
+    assert sum(len(k) for k, _ in fps.recent) == 0 and len(fps) == 25100
 
 
 def test_store_columns_widen_when_an_id_passes_65535_or_faults_left_255():

@@ -80,22 +80,24 @@ def _intern(ids: dict, values: list, v) -> int:
 class FingerprintSet:
     """The visited set: ``fingerprint -> state index`` for 64-bit fingerprints, looked
     up and extended a whole breadth-first level at once (``resolve``). It is split
-    by a fingerprint's top ``BITS`` bits into ``2 ** BITS`` runs, each two sorted
+    by a fingerprint's top ``BITS`` bits into ``2 ** BITS`` runs, so that no copy
+    is of the whole set (a copy of the whole set at every level was 12 bytes a
+    state of transient peak). Each run is a main and a recent part, each two sorted
     numpy arrays (8 + 4 bytes a state): a level's new fingerprints are inserted
-    run by run, so an insertion copies one run, not the whole set (a copy of the
-    whole set at every level was 12 bytes a state of transient peak)."""
+    into the recent part, merged into the main one once it holds an eighth as
+    many, so that a level copies the recent parts, not every fingerprint."""
 
     BITS = 4
 
     def __init__(self):
         runs = 1 << self.BITS
-        self.keys = [np.empty(0, np.int64) for _ in range(runs)]
-        self.index = [np.empty(0, np.int32) for _ in range(runs)]
+        empty = (np.empty(0, np.int64), np.empty(0, np.int32))
+        self.main, self.recent = [empty] * runs, [empty] * runs  # per run: (keys, state indices)
         # the smallest fingerprint of runs 1 .. runs - 1, in signed order (run r holds the top bits r - runs / 2)
         self._bounds = (np.arange(1, runs, dtype=np.int64) - runs // 2) << (64 - self.BITS)
 
     def __len__(self) -> int:
-        return sum(map(len, self.keys))
+        return sum(len(keys) for keys, _ in self.main + self.recent)
 
     def resolve(self, fps: np.ndarray, base: int) -> tuple:
         """For one level's candidate fingerprints ``fps`` (int64, in the order
@@ -106,14 +108,12 @@ class FingerprintSet:
         cuts = np.searchsorted(uniq, self._bounds).tolist()
         spans = list(zip([0, *cuts], [*cuts, len(uniq)]))  # run r's candidates: uniq[lo:hi]
         of_uniq = np.full(len(uniq), -1, np.int32)
-        pos = np.empty(len(uniq), np.int64)  # where each would go in its run
-        for (lo, hi), keys, index in zip(spans, self.keys, self.index):
-            if lo == hi:
-                continue
-            at = pos[lo:hi] = np.searchsorted(keys, uniq[lo:hi])
-            if len(keys):
-                clipped = np.minimum(at, len(keys) - 1)
-                of_uniq[lo:hi] = np.where(keys[clipped] == uniq[lo:hi], index[clipped], -1)
+        for (lo, hi), *parts in zip(spans, self.main, self.recent):
+            for keys, index in parts:
+                if lo < hi and len(keys):
+                    at = keys.searchsorted(uniq[lo:hi])
+                    hit = keys.take(at, mode="clip") == uniq[lo:hi]
+                    of_uniq[lo:hi][hit] = index[at[hit]]
         fresh = (of_uniq < 0).nonzero()[0]
         order = fresh[np.argsort(first[fresh], kind="stable")]  # new states in the order first generated
         of_uniq[order] = np.arange(base, base + len(order), dtype=np.int32)
@@ -121,8 +121,12 @@ class FingerprintSet:
         for r, (f_lo, f_hi) in enumerate(zip([0, *ends[:-1]], ends)):
             if f_lo < f_hi:
                 new = fresh[f_lo:f_hi]
-                self.keys[r], self.index[r] = _inserted(pos[new], (self.keys[r], uniq[new]),
-                                                        (self.index[r], of_uniq[new]))
+                (keys, index), (main_keys, main_index) = self.recent[r], self.main[r]
+                keys, index = _inserted(keys.searchsorted(uniq[new]), (keys, uniq[new]), (index, of_uniq[new]))
+                if len(keys) * 8 > len(main_keys):
+                    self.main[r] = tuple(_inserted(main_keys.searchsorted(keys), (main_keys, keys), (main_index, index)))
+                    keys, index = np.empty(0, np.int64), np.empty(0, np.int32)
+                self.recent[r] = (keys, index)
         return of_uniq[inverse.reshape(-1)], first[order]
 
 
