@@ -66,6 +66,7 @@ class Refinement:
         self._views: dict = {}  # part ids of a state -> view id
         self._view_of_rows = RowMemo()  # the same, asked a batch of part-id rows at once (``_view_rows``)
         self._invariant: list = []  # view id -> Inv's verdict (None or why not), 0 until known
+        self._invariant_marks = np.zeros(0, np.int64)  # the same for ``invariant_rows``: 1 holds, 2 fails, 0 not yet
         self._last = self._last_parts = None
         self._before, self._before_view = None, -1  # the last part ids a step left, and their view id
         self._interner = None  # the engine's (checker/engines/interning.py) that the two below index by
@@ -260,11 +261,12 @@ class Refinement:
         int64) that break the spec's inductive invariant (spec/actions.py ``Inv``)."""
         parts = self._part_rows(rows)
         views = self._view_rows(parts)
+        marks = self._invariant_marks = grown(self._invariant_marks, len(self._views), 0)
         distinct, first = np.unique(views, return_index=True)
-        bad = np.array([bool(self._invariant_of(tuple(parts[i].tolist())) if self._invariant[v] == 0
-                             else self._invariant[v]) for v, i in zip(distinct.tolist(), first.tolist())], bool)
-        return [(i, self._invariant[v]) for i in bad[distinct.searchsorted(views)].nonzero()[0].tolist()
-                for v in (int(views[i]),)]
+        new = marks[distinct] == 0
+        for v, i in zip(distinct[new].tolist(), first[new].tolist()):
+            marks[v] = 2 if self._invariant_of(tuple(parts[i].tolist())) else 1
+        return [(i, self._invariant[v]) for i in (marks[views] == 2).nonzero()[0].tolist() for v in (int(views[i]),)]
 
     def _label(self, action: Action) -> tuple:
         """``(label id, whether its spec action is local)`` of the action's kind and detail type."""

@@ -318,3 +318,21 @@ def test_a_stutter_is_checked_once_a_clause_mutation_could_refuse_it():
     stutters = [t for t, (s, a, n) in enumerate(steps)
                 if action_name(a) == "SyncGroup" and r.view(s) == r.view(n)]
     assert stutters and all(t in failing for t in stutters)
+
+
+def test_inv_on_arrival_fails_where_the_spec_says_on_a_wrong_model():
+    # invariant_rows decides Inv once per view id (its marks): on a model that assigns before revoking,
+    # the states it reaches whose views break Inv must be exactly those spec.invariant_failure names,
+    # each with the clause, asked in two batches so that the second finds views the first marked
+    from rebalance.checker.settings import resolve
+    system = resolve({}, members=2, partitions=3, faults=["join", "leave", "crash", "restart"],
+                     mutations=("assign-before-revoke",)).system()
+    steps = explored_steps(system)
+    r, interner = Refinement(system), Interner()
+    after = rows_of(interner, steps)[1]
+    half = len(after) // 2
+    by_rows = r.on_rows(interner)
+    broken = dict(by_rows.invariant_rows(after[:half]))
+    broken.update((t + half, why) for t, why in by_rows.invariant_rows(after[half:]))
+    direct = {t: why for t, (_, _, n) in enumerate(steps) for why in (spec.invariant_failure(r.view(n)),) if why}
+    assert direct and broken == {t: f"the inductive invariant's clause '{why}' fails" for t, why in direct.items()}
