@@ -269,12 +269,14 @@ def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     return memoryview(offsets), memoryview(targets), memoryview(edge_ids)
 
 
-def _usable(g: Graph, alive: np.ndarray, usable: np.ndarray):
-    """The graph's edges ``_CHUNK`` at a time: ``(first edge id, sources, targets,
-    use)``, int arrays and the mask of the edges between states ``alive`` (bool per
-    state) whose class is ``usable`` (bool per class id)."""
+def _usable(g: Graph, alive: np.ndarray, usable: np.ndarray, backwards: bool = False):
+    """The graph's edges ``_CHUNK`` at a time (the last chunk first if
+    ``backwards``): ``(first edge id, sources, targets, use)``, int arrays and the
+    mask of the edges between states ``alive`` (bool per state, read as each chunk
+    is made) whose class is ``usable`` (bool per class id)."""
     dst, cls = _np(g.dst, np.int32), _np(g.cls, _CLS[g.cls.typecode])
-    for k in range(0, len(dst), _CHUNK):
+    starts = range(0, len(dst), _CHUNK)
+    for k in (reversed(starts) if backwards else starts):
         src, to = g.sources(k, min(k + _CHUNK, len(dst))), dst[k:k + _CHUNK]
         yield k, src, to, alive[src] & alive[to] & usable[cls[k:k + _CHUNK]]
 
@@ -293,13 +295,16 @@ def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float 
     its own order, so the components searched and the lasso found are the same
     either way. It reads the graph's own arrays (no adjacency is built for it: a
     search builds one, ``_adjacency``, only when a cycle may remain), ``_CHUNK``
-    edges at a time; once the edges between remaining states are a fraction
-    ``copy_out`` of all, they are copied out and each round keeps only its
-    survivors' edges, so the rounds cost what remains, and no temporary is as large
-    as the graph. (The main job's graph, once faults stop, trims to nothing in 53
-    rounds, its edges about a tenth fewer each round.) The answer is kept on the
-    graph, by question, until it grows: the main job's two ◇□ properties ask the
-    same one."""
+    edges at a time, the last chunk first: a state with no edge to a remaining one
+    goes as soon as all its edges are read, so that its predecessors, read later,
+    see it gone (trimming in any order ends in the same states). Once the edges
+    between remaining states are a fraction ``copy_out`` of all, they are copied
+    out and each round keeps only its survivors' edges, so the rounds cost what
+    remains, and no temporary is as large as the graph. (The main job's graph, once
+    faults stop, trims to nothing: 16 passes over the graph, 25 when each round
+    read the states of the round before, 0.65 CPU-s instead of 1.17.) The answer
+    is kept on the graph, by question, until it grows: the main job's two ◇□
+    properties ask the same one."""
     key = (hashlib.blake2b(bytes(keep), digest_size=16).digest(), bytes(bytearray(map(bool, usable))), rounds)
     hit = g.acyclic.get(key)
     if hit is None:
@@ -321,18 +326,27 @@ def _trimmed(n: int, g: Graph, keep, usable, rounds: int, copy_out: float) -> bo
     for _ in range(rounds):
         has_out.fill(False)
         has_in.fill(False)
+        count = int(np.count_nonzero(alive))
         if edges is None:
-            between = 0
-            for s, t in chunks():
-                has_out[s] = True
-                has_in[t] = True
-                between += len(s)
+            # the last chunk first, and a state with no edge to a remaining one goes as soon as all its
+            # edges are read, so that its predecessors read later see it gone (states are numbered
+            # breadth-first, most edges lead to a later state: a chain of them goes in one pass)
+            between, done = 0, n  # states done .. n - 1 have had all their edges read
+            for _, s, t, e in _usable(g, alive, usable, backwards=True):
+                has_out[s[e]] = True
+                has_in[t[e]] = True
+                between += int(np.count_nonzero(e))
+                first = int(s[0]) + 1  # the chunk's first source may have edges in the chunk before
+                alive[first:done] &= has_out[first:done]
+                done = first
+            alive[:done] &= has_out[:done]
             if between <= len(g.dst) * copy_out:  # filled in place: no second copy of them while copying
                 edges = np.empty(between, np.int32), np.empty(between, np.int32)
                 at = 0
                 for s, t in chunks():
                     edges[0][at:at + len(s)], edges[1][at:at + len(s)] = s, t
                     at += len(s)
+                edges = edges[0][:at], edges[1][:at]
         else:
             s, t = edges
             e = alive[s] & alive[t]
@@ -342,7 +356,7 @@ def _trimmed(n: int, g: Graph, keep, usable, rounds: int, copy_out: float) -> bo
         left = np.logical_and(np.logical_and(has_out, has_in, out=has_out), alive, out=has_out)
         if not left.any():
             return True
-        if np.array_equal(left, alive):
+        if int(np.count_nonzero(left)) == count:
             return False
         alive, has_out = left, alive  # the old alive is the next round's buffer
     return False
