@@ -25,9 +25,10 @@ numpy from tables filled once per part:
 An OffsetCommit the coordinator accepts has its committer record who shared what
 (R41), memoised per (proc id, the masks it adds). A successor whose value depends
 on more than those parts is computed by ``System`` on the State and interned, in
-its place: that record where a mask is too wide to pack, a reply or a fault that may release another slot's
-overlap (``shared``), Streams' steps, the clock, and the faults that act on the
-group or every slot (KIP-345's, create-topic) or a rolling upgrade's bounces.
+its place: that record where a mask is too wide to pack, a reply or a fault that
+may release another slot's overlap (``shared``), Streams' steps, the clock, and
+the faults that act on the group or every slot (KIP-345's, create-topic) or a
+rolling upgrade's bounces.
 The successors, and their order, are ``System.successors``'s.
 """
 from __future__ import annotations

@@ -124,7 +124,8 @@ class FingerprintSet:
                 (keys, index), (main_keys, main_index) = self.recent[r], self.main[r]
                 keys, index = _inserted(keys.searchsorted(uniq[new]), (keys, uniq[new]), (index, of_uniq[new]))
                 if len(keys) * 8 > len(main_keys):
-                    self.main[r] = tuple(_inserted(main_keys.searchsorted(keys), (main_keys, keys), (main_index, index)))
+                    self.main[r] = tuple(_inserted(main_keys.searchsorted(keys), (main_keys, keys),
+                                                   (main_index, index)))
                     keys, index = np.empty(0, np.int64), np.empty(0, np.int32)
                 self.recent[r] = (keys, index)
         return of_uniq[inverse.reshape(-1)], first[order]
