@@ -48,7 +48,8 @@ def test_estimate_is_within_an_order_of_magnitude_of_measured_runs():
                            ((2, 1, 2, every, 1), 429), ((2, 1, 2, every, 3), 436_406),
                            ((2, 1, 2, ("crash", "restart", "pause"), 2), 5_348),
                            ((2, 1, 2, ("crash", "restart", "pause"), 4), 75_340),
-                           ((3, 1, 2, every, 2), 216_635), ((3, 1, 3, every, 2), 300_731)]:
+                           ((3, 1, 2, every, 2), 216_635), ((3, 1, 3, every, 2), 300_731),
+                           ((3, 1, 4, every, 3), 28_033_546)]:
         assert measured / 10 < estimate_states(*args) < measured * 10
 
 

@@ -97,19 +97,23 @@ class Guard:
 # `rebalance check --json`). All five faults: 2x2 budget 1 429, 2 17,126, 3 436,406; 3x2 budget 2 216,635,
 # 3x3 300,731, 3x4 492,020 (42.8 s, 442 MB peak); 3x4 budget 1 4,846. crash,restart,pause, 2x2: budget 1 320,
 # 2 5,348, 3 28,352, 4 75,340. Without pause, 3x4: budget 1 1,608, budget 2 37,324, 4x4 budget 2 214,151
-# (issue 17); join,leave only, 3x4 budget 2 27,263; crash,restart only, 2x2: budget 2 185, 3 483, 4 765.
+# (issue 17); join,leave only, 3x4 budget 2 27,263; crash,restart only, 2x2: budget 2 185, 3 483, 4 765;
+# all five, 3x4 budget 3 28,033,546 (2026-11-27: 180 s, 1.45 GB peak).
 # So: about x11 per client slot, x1.4 per partition, and per unit of budget a factor that shrinks as the
 # budget grows (the faults left can only be spent in fewer places): the u-th unit multiplies by
-# FIRST x SHRINK^(u-1), per class of faults. A run does about 11,500 states per second and keeps about
-# 1,000 bytes per state (the deferred protocol about 5,000).
+# FIRST x SHRINK^(u-1), per class of faults. A run does 35,000 to 150,000 states per second by machine
+# (the main job: 36,729 on the slower 2-core machine of 2026-11-26, 93,193 on that of 2026-11-27; 3x4
+# budget 3: 156,000) and keeps about 100 bytes per state (the main job 93, 3x4 budget 3 54; the deferred
+# protocol's churn search about 1,000: 4x4 budget 2, 526 MB for 588,603 states); the estimate takes the
+# slower machine's rate.
 BASE_STATES = 2.5  # 2 members + 1 joiner, 2 partitions, budget 0
 PER_SLOT, PER_PARTITION = 11.0, 1.4
 # fault class -> (FIRST, SHRINK)
 PER_BUDGET = {"pause and membership churn": (172.0, 0.45), "pause": (128.0, 0.2),
               "crash and restart only": (5.0, 1.0), "other": (23.0, 1.0)}
-STATES_PER_SECOND = 11_500
-BYTES_PER_STATE = {"deferred": 5_000}
-DEFAULT_BYTES_PER_STATE = 1_000
+STATES_PER_SECOND = 35_000
+BYTES_PER_STATE = {"deferred": 1_000}
+DEFAULT_BYTES_PER_STATE = 100
 REACH_SECONDS = 3_600  # beyond an hour, a run is out of reach without --max-seconds saying otherwise
 
 
