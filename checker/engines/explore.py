@@ -410,9 +410,7 @@ def _projected_goal(system, goal, store: _Store, state_at, interner: Interner) -
     out = bytearray(n)
     for lo in range(0, n, _PROJECTION_CHUNK):
         hi = min(lo + _PROJECTION_CHUNK, n)
-        verdicts, of_row = projection.decide(store.matrix(lo, hi), lambda i, lo=lo: state_at(lo + i))
-        holds = np.array([0 if v else 1 for v in verdicts], np.uint8)
-        out[lo:hi] = holds[of_row].tobytes()
+        out[lo:hi] = projection.holds(store.matrix(lo, hi), lambda i, lo=lo: state_at(lo + i)).tobytes()
     release_free_heap()  # the chunks' numpy temporaries
     return out
 

@@ -197,3 +197,8 @@ class Projection:
         state that has it, ``state_of(i)`` (a ``RowMemo`` of the projection ids)."""
         return self._reasons, self._verdicts.resolve(self._rows(rows), len(self._values), lambda firsts: [
             _intern(self._reason_ids, self._reasons, self.check(self.system, state_of(i))) for i in firsts])
+
+    def holds(self, rows: np.ndarray, state_of) -> np.ndarray:
+        """A uint8 array, 1 for each state of ``rows`` where the check holds (``decide``)."""
+        verdicts, of_row = self.decide(rows, state_of)
+        return np.array([0 if v else 1 for v in verdicts], np.uint8)[of_row]

@@ -1,11 +1,12 @@
 """Partitioned breadth-first exploration: ``rebalance check --workers N`` (N
 forked processes) and the Spark engine's partition owners (checker/engines/spark.py).
 
-The state space is split among N *owners* by a stable fingerprint of each
-canonical state (``Components.stable``: the states' Group and Proc values each
-keyed by 64 bits of BLAKE2b over their encoding, the keys folded with
-SplitMix64 in numpy; the same in every process and on every machine, unlike
-Python's salted ``hash()``). An owner expands its frontier as the local engine
+Each canonical state has a stable fingerprint (``Components.stable``: the
+states' Group and Proc values each keyed by 64 bits of BLAKE2b over their
+encoding, the keys folded with SplitMix64 in numpy; the same in every process
+and on every machine, unlike Python's salted ``hash()``), and the state space
+is split among N *owners* by the key of each state's Group (``_owner_of``), so
+that the memos keyed by a Group fill on one owner only. An owner expands its frontier as the local engine
 does (checker/engines/explore.py): its own ``Interner`` gives every Group and
 Proc a dense local id, successors are renamed and refinement-checked by those
 ids, and a state is a row of them. It keeps, for the states it owns, a visited
@@ -59,11 +60,11 @@ from .explore import (
     replay,
 )
 from .guards import Guard, map_large_blocks, release_free_heap
-from .interning import FingerprintSet, Interner, _intern, collision_probability, fold
+from .interning import FingerprintSet, Interner, LazyStates, _intern, collision_probability, fold
 from .liveness import Graph, _np
 from .renaming import Renamer
 from .level import BATCH, Level, cat
-from .steps import Steps
+from .steps import Projection, Steps
 
 
 def _registry() -> tuple:
@@ -299,9 +300,12 @@ def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
     return _explore(job, mesh, report)
 
 
-def _owner_of(fps: np.ndarray, k: int) -> np.ndarray:
-    """The owner of each fingerprint: its unsigned value modulo ``k``."""
-    return (fps.view(np.uint64) % np.uint64(k)).astype(np.int64)
+def _owner_of(group_keys: np.ndarray, k: int) -> np.ndarray:
+    """The owner of each state, by its Group's stable key (``Components.keys_of``):
+    its unsigned value modulo ``k``. Every state with the same Group is one
+    owner's, so that the memos keyed by a Group (the coordinator's steps, most
+    of the refinement's verdicts) fill on that owner alone."""
+    return (group_keys.view(np.uint64) % np.uint64(k)).astype(np.int64)
 
 
 def _explore(job: Job, mesh: Mesh, report=None) -> dict:
@@ -322,7 +326,8 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     quiescent = [(p.name, p.check) for p in props if p.kind == "quiescent"]
     live_props = [p for p in props if p.kind == "liveness"]
     stepping = Steps(system, interner, state_checks, step_checks, covers, marks_of(live_props))
-    goal_checks = [p.goal for p in live_props if p.goal]
+    goal_checks = [Projection(system, p.goal, interner) if hasattr(p.goal, "projection") else p.goal
+                   for p in live_props if p.goal]
     churn = next((p.lasso for p in live_props if p.lasso), None)
     guard = Guard(job.max_seconds, job.max_memory_mb)
     me, k = mesh.me, mesh.k
@@ -337,40 +342,45 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     classes: dict = {}  # fairness class -> code
     class_keys: list = []  # code -> fairness class
 
-    def own(new_ranks: list, rows: np.ndarray, keys: list, found: dict) -> list:
+    def own(new_ranks: np.ndarray, rows: np.ndarray, keys: np.ndarray, found: dict) -> None:
         """Take the new states with these ranks, id rows and discovery keys (-1: the
-        initial state's); returns their States."""
-        states = [interner.state(ids) for ids in map(tuple, rows.tolist())]
-        for rank, key in zip(new_ranks, keys):
-            ranks.append(rank)
-            parents.append(key >> IDX_BITS if key >= 0 else -1)
-            steps.append(key & IDX_MASK if key >= 0 else -1)
+        initial state's): their links, their invariants and, for liveness, their goal
+        bits (each projected goal decided once per distinct projection, as the local
+        engine does) and churn summaries."""
+        states = LazyStates(interner, rows)
+        ranks.frombytes(new_ranks.astype(np.int32).tobytes())
+        parents.frombytes(np.where(keys >= 0, keys >> IDX_BITS, -1).astype(np.int32).tobytes())
+        steps.frombytes(np.where(keys >= 0, keys & IDX_MASK, -1).astype(np.int32).tobytes())
         for j, part, name, why in stepping.invalid(rows, states):
-            key = keys[j]
+            key = int(keys[j])
             at = (key >> IDX_BITS, key & IDX_MASK) if key >= 0 else (-1, -1)
-            _first(found, name, ((*at, part), why, new_ranks[j], None))
+            _first(found, name, ((*at, part), why, int(new_ranks[j]), None))
         if with_graph:
-            for s in states:
-                goals.extend([0 if g(system, s) else 1 for g in goal_checks])
-                if churn is not None:
-                    form, served, bounces = churn.summary(system, s)
+            bits = np.empty((len(rows), len(goal_checks)), np.uint8)
+            for c, g in enumerate(goal_checks):
+                bits[:, c] = (g.holds(rows, states.__getitem__) if isinstance(g, Projection) else
+                              [0 if g(system, states[i]) else 1 for i in range(len(rows))])
+            goals.extend(bits.tobytes())
+            if churn is not None:
+                for i in range(len(rows)):
+                    form, served, bounces = churn.summary(system, states[i])
                     churn_rows.append((None if form is None else components.fingerprint(form), served, bounces))
-        return states
 
     violations: dict = {}  # property -> (order, reason, rank, successor index or None)
     init = canonical(system.initial())
     init_ids = interner.ids(init)
     width = len(init_ids)
     fp0 = components.stable(np.array([init_ids], np.int64))
-    home = int(_owner_of(fp0, k)[0])
+    home = int(_owner_of(components.keys_of(0, np.array([init_ids[0]])), k)[0])
     found: dict = {}
     level = Level(system, interner, stepping, UNFAIR_KINDS, fairness_class,
                   (lambda key: _intern(classes, class_keys, key)) if with_graph else None)
-    frontier = (np.empty(0, np.int64), np.empty((0, width), np.int64), [])  # ranks, id rows, States
+    frontier = (np.empty(0, np.int64), np.empty((0, width), np.int64))  # ranks, id rows
     if home == me:
         visited.resolve(fp0, 0)
         init_row = np.array([init_ids], np.int64)
-        frontier = (np.zeros(1, np.int64), init_row, own([0], init_row, [-1], found))
+        frontier = (np.zeros(1, np.int64), init_row)
+        own(frontier[0], init_row, np.array([-1]), found)
     for name, record in sorted(mesh.allgather(found)[home].items(), key=lambda x: place[x[0]]):
         violations[name] = record
         stepping.drop(name)
@@ -388,14 +398,14 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         covered = stepping.reached = []  # the covers this owner met on this level
         moves = 0
         hit_limit = None
-        f_ranks, f_rows, f_states = frontier
+        f_ranks, f_rows = frontier
         c_rows, c_keys, level_edges = [], [], []  # successors to other states: canonical rows, keys; the edges
         for lo in range(0, len(f_ranks), BATCH):
             hit_limit = guard.exceeded()
             if hit_limit:
                 break
-            states = f_states[lo:lo + BATCH]
-            batch = level.expand(f_rows[lo:lo + BATCH], states)
+            states = LazyStates(interner, f_rows[lo:lo + BATCH])
+            batch = level.expand(states.rows, states)
             moves += len(batch.src)
             fired.update(batch.kinds)
             rank = f_ranks[lo:lo + BATCH][batch.src]
@@ -414,12 +424,14 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             if with_graph:
                 level_edges.append((rank, batch.index, live, batch.classes, batch.marks))
         # this level's distinct successors, in the order first generated, each with its first discovery's key
+        # (told apart by their stable fingerprints, as the owners' visited tables tell them apart)
         all_rows = np.concatenate(c_rows) if c_rows else np.empty((0, width), np.int64)
-        _, first, inverse = np.unique(all_rows, axis=0, return_index=True, return_inverse=True)
+        all_stable = components.stable(all_rows)
+        _, first, inverse = np.unique(all_stable, return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")
         cand_of = np.empty(len(order), np.int64)  # a distinct successor's place in this level's candidates
         cand_of[order] = np.arange(len(order))
-        rows = all_rows[first[order]]
+        rows, fps = all_rows[first[order]], all_stable[first[order]]
         keys = np.concatenate(c_keys)[first[order]] if c_keys else np.empty(0, np.int64)
         e_src, e_idx, e_pos, e_cls, e_marks = [], [], [], [], []
         at = 0
@@ -429,10 +441,10 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             at += int(live.sum())
             e_src.append(rank), e_idx.append(index), e_pos.append(pos), e_cls.append(cls)
             e_marks.append(np.where(live, marks, 0))
-        del all_rows, c_rows
-        fps = components.stable(rows)
-        by_dest = np.argsort(_owner_of(fps, k), kind="stable")
-        bounds = np.searchsorted(_owner_of(fps, k)[by_dest], np.arange(k + 1))
+        del all_rows, all_stable, c_rows
+        dest = _owner_of(components.keys_of(0, rows[:, 0]), k)
+        by_dest = np.argsort(dest, kind="stable")
+        bounds = np.searchsorted(dest[by_dest], np.arange(k + 1))
         out = []
         for j in range(k):
             sel = by_dest[bounds[j]:bounds[j + 1]]
@@ -462,7 +474,8 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                 below += np.searchsorted(other[0], new_keys)
         found = {}
         new_rows = all_rows[new]
-        frontier = (below, new_rows, own(below.tolist(), new_rows, new_keys.tolist(), found))
+        frontier = (below, new_rows)
+        own(below, new_rows, new_keys, found)
         del all_rows, new
         release_free_heap()
         if with_graph:  # every successor's rank, back to the owner that sent it
