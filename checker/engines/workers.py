@@ -561,7 +561,7 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
 def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> list:
     """Liveness on the gathered graph: states numbered by rank, transitions added in
     (src rank, successor index) order, as the local engine numbers and adds them."""
-    graph = Graph()
+    graph = Graph(spill=True)
     parts, keys = [], []  # every owner's edges, their class codes offset into keys
     for r in results:
         if r["edges"] is not None:
@@ -571,8 +571,15 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
     if parts:
         src, idx, dst, cls, marks = (np.concatenate(column) for column in zip(*parts))
         order = np.argsort(src.astype(np.int64) << IDX_BITS | idx, kind="stable")
-        graph.extend(src[order].tolist(), dst[order].astype(np.int32),
-                     [graph.class_id(keys[c]) for c in cls[order].tolist()], marks[order].tolist())
+        del parts
+        codes = cls[order]
+        codes_met, first = np.unique(codes, return_index=True)
+        class_ids = np.zeros(len(keys), np.uint16)  # class ids given in the order the edges first use them
+        for c in codes_met[np.argsort(first)].tolist():
+            class_ids[c] = graph.class_id(keys[c])
+        graph.extend(src[order], np.ascontiguousarray(dst[order], np.int32), class_ids[codes], marks[order])
+        del src, idx, dst, cls, marks, order, codes
+    graph.load()
     goal_names = [p.name for p in live_props if p.goal]
     goals = np.ones((n, len(goal_names)), np.uint8)  # by rank, per goal: 1 where it holds
     churn: list = [None] * n  # by rank: the churn summary, if a property has a churn search
