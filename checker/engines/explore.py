@@ -20,7 +20,7 @@ import numpy as np
 
 from rebalance.model.protocol import slot_of
 
-from .guards import map_large_blocks, release_free_heap
+from .guards import ANALYSIS_MMAP_THRESHOLD, EXPLORATION_MMAP_THRESHOLD, map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, LazyStates, collision_probability, fold
 from .level import BATCH, Level, cat
 from .liveness import Graph, find_recurrence
@@ -246,7 +246,7 @@ def explore(system: System, properties, initial: State | None = None,
     (incomplete, its counts those reached).
     """
     t0 = time.perf_counter()
-    map_large_blocks()
+    map_large_blocks(EXPLORATION_MMAP_THRESHOLD)
     state_checks = [(p.name, p.invariant) for p in properties if p.invariant]
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
@@ -358,6 +358,7 @@ def explore(system: System, properties, initial: State | None = None,
     reached = stepping.reached
     del level, stepping, visited
     system.forget()
+    map_large_blocks(ANALYSIS_MMAP_THRESHOLD)
     release_free_heap()
     if live_props and limit is None and not stop:
         graph.load()  # only now, the memos gone

@@ -42,24 +42,31 @@ _LIBC = ctypes.CDLL(None)
 _MALLOC_TRIM = getattr(_LIBC, "malloc_trim", None)  # glibc's; absent elsewhere
 _MALLOPT = getattr(_LIBC, "mallopt", None)
 _M_MMAP_THRESHOLD = -3  # glibc's malloc.h
-MMAP_THRESHOLD = 32 * 1024  # bytes: the liveness analysis's 64k-element chunk masks and above
+EXPLORATION_MMAP_THRESHOLD = 64 * 1024  # bytes
+ANALYSIS_MMAP_THRESHOLD = 32 * 1024  # bytes: the liveness analysis's 64k-element chunk masks and above
 
 
-def map_large_blocks() -> None:
-    """Serve every C heap block of ``MMAP_THRESHOLD`` bytes or more from a mapping of
-    its own, handed back to the system when it is freed (glibc ``mallopt``
+def map_large_blocks(threshold: int) -> None:
+    """Serve every C heap block of ``threshold`` bytes or more from a mapping of its
+    own, handed back to the system when it is freed (glibc ``mallopt``
     ``M_MMAP_THRESHOLD``; a no-op without glibc). Process-wide; the engines call it
-    as a run starts. Left to itself, glibc raises the threshold each time such a
-    block is freed (up to 32 MB), so the engines' later numpy arrays come from the
-    heap, where freed ones stay resident until a trim: the main job's liveness
-    analysis kept about 9 MB of its chunks' temporaries at glibc's initial 128 KiB
-    (peak RSS growth 147 -> 141 bytes per state) and, once the graph's
-    destinations were spilled (liveness.py ``Graph``), made the run's peak; at 32
-    KiB, which maps its 64 KB chunk masks too, it stays 6 MB below the
-    exploration's. Fixing it fixes the heap's trim threshold too (glibc
-    mallopt(3))."""
+    as a run starts, with ``EXPLORATION_MMAP_THRESHOLD``, and the local engine
+    again before its liveness analysis, with ``ANALYSIS_MMAP_THRESHOLD``.
+
+    Left to itself, glibc raises the threshold each time such a block is freed (up
+    to 32 MB), so that later arrays come from the heap, where freed ones stay
+    resident until a trim (``release_free_heap``). A mapping costs system time
+    instead: the kernel zero-fills each page on first touch and unmaps it on
+    free. During the exploration, at 32 KiB, that was a quarter of the main job's
+    CPU time (5.1 CPU-s, of which 1.5 system; 3.9 at 1 MiB), while the peak
+    resident set hardly moves (the exploration's growth 43.9 MB at 32 KiB, 44.8
+    at 128 KiB). The liveness analysis is the other way round: at glibc's initial
+    128 KiB it kept about 9 MB of its chunks' temporaries resident and made the
+    run's peak (48.9 MB at 128 KiB), while at 32 KiB, which maps its 64 KB chunk
+    masks too, it stays below the exploration's. Fixing the threshold fixes the
+    heap's trim threshold too (glibc mallopt(3))."""
     if _MALLOPT is not None:
-        _MALLOPT(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        _MALLOPT(_M_MMAP_THRESHOLD, threshold)
 
 
 def release_free_heap() -> None:

@@ -59,7 +59,7 @@ from .explore import (
     UNFAIR_KINDS, Result, Violation, concrete, conclude, cycles_uncollected, decide_liveness, fairness_class, marks_of,
     replay,
 )
-from .guards import Guard, map_large_blocks, release_free_heap
+from .guards import EXPLORATION_MMAP_THRESHOLD, Guard, map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, LazyStates, _intern, collision_probability, fold
 from .liveness import Graph, _np
 from .renaming import Renamer
@@ -296,8 +296,19 @@ def _first(found: dict, name: str, record: tuple) -> None:
 def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
     """``_explore`` with the cyclic garbage collector off (explore.py ``cycles_uncollected``) and
     large blocks mapped (guards.py ``map_large_blocks``)."""
-    map_large_blocks()
+    map_large_blocks(EXPLORATION_MMAP_THRESHOLD)
     return _explore(job, mesh, report)
+
+
+def _first_seen(fps: np.ndarray) -> tuple:
+    """``(positions, place)``: the positions in ``fps`` (int64) of each distinct
+    fingerprint's first occurrence, in the order of those occurrences, and each
+    fingerprint's place among them."""
+    _, first, inverse = np.unique(fps, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    place = np.empty(len(order), np.int64)
+    place[order] = np.arange(len(order))
+    return first[order], place[inverse.reshape(-1)]
 
 
 def _owner_of(group_keys: np.ndarray, k: int) -> np.ndarray:
@@ -399,7 +410,9 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         moves = 0
         hit_limit = None
         f_ranks, f_rows = frontier
-        c_rows, c_keys, level_edges = [], [], []  # successors to other states: canonical rows, keys; the edges
+        # per batch, its distinct successors to other states: fingerprints, canonical rows, keys; the edges
+        c_fps, c_rows, c_keys, level_edges = [], [], [], []
+        offset = 0  # the batches' distinct successors so far
         for lo in range(0, len(f_ranks), BATCH):
             hit_limit = guard.exceeded()
             if hit_limit:
@@ -418,30 +431,30 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                         if why:
                             r = int(f_ranks[lo + j])
                             found[name] = ((r, QUIESCENT, 1), why, r, None)
+            # the batch's distinct successors to other states, told apart by their stable fingerprints (as
+            # the owners' visited tables tell them apart), each with its first discovery's key
             live = ~batch.stutter
-            c_rows.append(batch.canonical[live])
-            c_keys.append(rank[live] << IDX_BITS | batch.index[live])
-            if with_graph:
-                level_edges.append((rank, batch.index, live, batch.classes, batch.marks))
-        # this level's distinct successors, in the order first generated, each with its first discovery's key
-        # (told apart by their stable fingerprints, as the owners' visited tables tell them apart)
-        all_rows = np.concatenate(c_rows) if c_rows else np.empty((0, width), np.int64)
-        all_stable = components.stable(all_rows)
-        _, first, inverse = np.unique(all_stable, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        cand_of = np.empty(len(order), np.int64)  # a distinct successor's place in this level's candidates
-        cand_of[order] = np.arange(len(order))
-        rows, fps = all_rows[first[order]], all_stable[first[order]]
-        keys = np.concatenate(c_keys)[first[order]] if c_keys else np.empty(0, np.int64)
+            b_rows = batch.canonical[live]
+            b_fps = components.stable(b_rows)
+            pick, b_place = _first_seen(b_fps)
+            c_fps.append(b_fps[pick])
+            c_rows.append(b_rows[pick])
+            c_keys.append((rank[live] << IDX_BITS | batch.index[live])[pick])
+            if with_graph:  # b_place, offset to the level's list of batches' distinct successors
+                level_edges.append((rank, batch.index, live, b_place + offset, batch.classes, batch.marks))
+            offset += len(pick)
+        # this level's distinct successors, in the order first generated
+        pick, of_cand = _first_seen(cat(c_fps, np.int64))
+        fps = cat(c_fps, np.int64)[pick]
+        rows = cat(c_rows, np.int64, (0, width))[pick]
+        keys = cat(c_keys, np.int64)[pick]
         e_src, e_idx, e_pos, e_cls, e_marks = [], [], [], [], []
-        at = 0
-        for rank, index, live, cls, marks in level_edges:
-            pos = np.full(len(rank), -1, np.int64)
-            pos[live] = cand_of[inverse.reshape(-1)[at:at + int(live.sum())]]
-            at += int(live.sum())
+        for rank, index, live, b_place, cls, marks in level_edges:
+            pos = np.full(len(rank), -1, np.int64)  # each edge's successor's place in the level's (-1: a stutter)
+            pos[live] = of_cand[b_place]
             e_src.append(rank), e_idx.append(index), e_pos.append(pos), e_cls.append(cls)
             e_marks.append(np.where(live, marks, 0))
-        del all_rows, all_stable, c_rows
+        del c_fps, c_rows, c_keys, of_cand
         dest = _owner_of(components.keys_of(0, rows[:, 0]), k)
         by_dest = np.argsort(dest, kind="stable")
         bounds = np.searchsorted(dest[by_dest], np.arange(k + 1))
