@@ -571,6 +571,9 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
     return result
 
 
+_CHUNK = 1 << 20  # edges per chunk of ``_liveness``'s scan for new fairness classes
+
+
 def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> list:
     """Liveness on the gathered graph: states numbered by rank, transitions added in
     (src rank, successor index) order, as the local engine numbers and adds them."""
@@ -579,17 +582,23 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
     for r in results:
         if r["edges"] is not None:
             src, idx, dst, cls, marks = r["edges"]
-            parts.append((src, idx, dst, cls.astype(np.int64) + len(keys), marks))
+            parts.append((src, idx, dst, cls.astype(np.int32) + len(keys), marks))
             keys.extend(r["classes"])
     if parts:
         src, idx, dst, cls, marks = (np.concatenate(column) for column in zip(*parts))
         order = np.argsort(src.astype(np.int64) << IDX_BITS | idx, kind="stable")
         del parts
         codes = cls[order]
-        codes_met, first = np.unique(codes, return_index=True)
         class_ids = np.zeros(len(keys), np.uint16)  # class ids given in the order the edges first use them
-        for c in codes_met[np.argsort(first)].tolist():
-            class_ids[c] = graph.class_id(keys[c])
+        seen = np.zeros(len(keys), bool)
+        for lo in range(0, len(codes), _CHUNK):  # a chunk at a time: few edges bring a class not seen yet
+            chunk = codes[lo:lo + _CHUNK]
+            new = chunk[~seen[chunk]]
+            if len(new):
+                met, first = np.unique(new, return_index=True)
+                for c in met[np.argsort(first)].tolist():
+                    class_ids[c] = graph.class_id(keys[c])
+                seen[met] = True
         graph.extend(src[order], np.ascontiguousarray(dst[order], np.int32), class_ids[codes], marks[order])
         del src, idx, dst, cls, marks, order, codes
     graph.load()
