@@ -6,14 +6,15 @@ states' Group and Proc values each keyed by 64 bits of BLAKE2b over their
 encoding, the keys folded with SplitMix64 in numpy; the same in every process
 and on every machine, unlike Python's salted ``hash()``), and the state space
 is split among N *owners* by the key of each state's Group (``_owner_of``), so
-that the memos keyed by a Group fill on one owner only. An owner expands its frontier as the local engine
-does (checker/engines/explore.py): its own ``Interner`` gives every Group and
-Proc a dense local id, successors are renamed and refinement-checked by those
-ids, and a state is a row of them. It keeps, for the states it owns, a visited
-table (``FingerprintSet`` of the stable fingerprints: the local engine's 64-bit
-odds, ``Result.collision_probability``) and parent links. Per BFS level the
-owners exchange successors in one batch per destination, deduplicated locally
-first: fingerprints, discovery keys and id rows as numpy arrays, with the
+that the memos keyed by a Group fill on one owner only. An owner expands its
+frontier as the local engine does (checker/engines/explore.py): its own
+``Interner`` gives every Group and Proc a dense local id, successors are
+renamed and refinement-checked by those ids, and a state is a row of them. It
+keeps, for the states it owns, a visited table (``FingerprintSet`` of the
+stable fingerprints: the local engine's 64-bit odds,
+``Result.collision_probability``) and parent links. Per BFS level the owners
+exchange successors in one batch per destination, deduplicated locally first
+(each expanded batch's, then the level's): fingerprints, discovery keys and id rows as numpy arrays, with the
 definitions of the components the destination has not been sent yet
 (``Components``: a component dictionary grown per level, so a Group or Proc
 crosses to an owner once, not once per state); and they gather small summaries
