@@ -20,7 +20,7 @@ import numpy as np
 
 from rebalance.model.protocol import slot_of
 
-from .guards import ANALYSIS_MMAP_THRESHOLD, EXPLORATION_MMAP_THRESHOLD, map_large_blocks, release_free_heap
+from .guards import ANALYSIS_MMAP_THRESHOLD, exploration_mmap_threshold, map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, LazyStates, collision_probability, fold
 from .level import BATCH, Level, cat
 from .liveness import Graph, find_recurrence
@@ -246,7 +246,7 @@ def explore(system: System, properties, initial: State | None = None,
     (incomplete, its counts those reached).
     """
     t0 = time.perf_counter()
-    map_large_blocks(EXPLORATION_MMAP_THRESHOLD)
+    map_large_blocks(exploration_mmap_threshold(0))
     state_checks = [(p.name, p.invariant) for p in properties if p.invariant]
     step_checks = [(p.name, p.step) for p in properties if p.kind == "invariant" and p.step]
     quiescent = [(p.name, p.check) for p in properties if p.kind == "quiescent"]
@@ -335,6 +335,7 @@ def explore(system: System, properties, initial: State | None = None,
             graph.extend(sources, dst, cat(classes, np.uint16), cat(marks, np.uint8))
         del fps, flat, rows
         release_free_heap()
+        map_large_blocks(exploration_mmap_threshold(len(store)))
         stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
         if limit:
             break

@@ -42,29 +42,41 @@ _LIBC = ctypes.CDLL(None)
 _MALLOC_TRIM = getattr(_LIBC, "malloc_trim", None)  # glibc's; absent elsewhere
 _MALLOPT = getattr(_LIBC, "mallopt", None)
 _M_MMAP_THRESHOLD = -3  # glibc's malloc.h
-EXPLORATION_MMAP_THRESHOLD = 64 * 1024  # bytes
 ANALYSIS_MMAP_THRESHOLD = 32 * 1024  # bytes: the liveness analysis's 64k-element chunk masks and above
+LARGE_RUN_STATES = 1 << 20  # distinct states from which an exploration maps only blocks of a MiB or more
+
+
+def exploration_mmap_threshold(distinct: int) -> int:
+    """The mapping threshold (bytes, ``map_large_blocks``) for an exploration that
+    has found ``distinct`` states so far: 64 KiB, and 1 MiB from
+    ``LARGE_RUN_STATES`` on, where the few MB more that the heap then keeps are
+    under 10 bytes a state."""
+    return 1 << 20 if distinct >= LARGE_RUN_STATES else 64 * 1024
 
 
 def map_large_blocks(threshold: int) -> None:
     """Serve every C heap block of ``threshold`` bytes or more from a mapping of its
     own, handed back to the system when it is freed (glibc ``mallopt``
     ``M_MMAP_THRESHOLD``; a no-op without glibc). Process-wide; the engines call it
-    as a run starts, with ``EXPLORATION_MMAP_THRESHOLD``, and the local engine
-    again before its liveness analysis, with ``ANALYSIS_MMAP_THRESHOLD``.
+    as a run starts and at each level's end, with
+    ``exploration_mmap_threshold``, and the local engine again before its
+    liveness analysis, with ``ANALYSIS_MMAP_THRESHOLD``.
 
     Left to itself, glibc raises the threshold each time such a block is freed (up
     to 32 MB), so that later arrays come from the heap, where freed ones stay
     resident until a trim (``release_free_heap``). A mapping costs system time
     instead: the kernel zero-fills each page on first touch and unmaps it on
-    free. During the exploration, at 32 KiB, that was a quarter of the main job's
-    CPU time (5.1 CPU-s, of which 1.5 system; 3.9 at 1 MiB), while the peak
-    resident set hardly moves (the exploration's growth 43.9 MB at 32 KiB, 44.8
-    at 128 KiB). The liveness analysis is the other way round: at glibc's initial
-    128 KiB it kept about 9 MB of its chunks' temporaries resident and made the
-    run's peak (48.9 MB at 128 KiB), while at 32 KiB, which maps its 64 KB chunk
-    masks too, it stays below the exploration's. Fixing the threshold fixes the
-    heap's trim threshold too (glibc mallopt(3))."""
+    free. The exploration's threshold weighs the two. On the main job (492,020
+    states) a threshold of 32 KiB cost a quarter of its CPU time (5.1 CPU-s, of
+    which 1.5 system); 64 KiB gives 4.5 CPU-s at 95 bytes a state of peak RSS
+    growth, while 1 MiB gives 3.8 CPU-s but 113 bytes, the heap keeping some 9 MB
+    more. At `--partitions 16` (3,510,506 states), 1 MiB took the run from 49.4
+    to 41.9 s (system time 11.4 -> 2.7 s) for 11 MB more (574 -> 585 MB), and
+    `--workers 2` from 37.8 to 30.8 s. The liveness analysis is the other way
+    round: at glibc's initial 128 KiB it kept about 9 MB of its chunks'
+    temporaries resident and made the run's peak, while at 32 KiB, which maps its
+    64 KB chunk masks too, it stays below the exploration's. Fixing the threshold
+    fixes the heap's trim threshold too (glibc mallopt(3))."""
     if _MALLOPT is not None:
         _MALLOPT(_M_MMAP_THRESHOLD, threshold)
 

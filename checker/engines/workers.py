@@ -60,7 +60,7 @@ from .explore import (
     UNFAIR_KINDS, Result, Violation, concrete, conclude, cycles_uncollected, decide_liveness, fairness_class, marks_of,
     replay,
 )
-from .guards import EXPLORATION_MMAP_THRESHOLD, Guard, map_large_blocks, release_free_heap
+from .guards import Guard, exploration_mmap_threshold, map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, LazyStates, _intern, collision_probability, fold
 from .liveness import Graph, _np
 from .renaming import Renamer
@@ -297,7 +297,7 @@ def _first(found: dict, name: str, record: tuple) -> None:
 def run_owner(job: Job, mesh: Mesh, report=None) -> dict:
     """``_explore`` with the cyclic garbage collector off (explore.py ``cycles_uncollected``) and
     large blocks mapped (guards.py ``map_large_blocks``)."""
-    map_large_blocks(EXPLORATION_MMAP_THRESHOLD)
+    map_large_blocks(exploration_mmap_threshold(0))
     return _explore(job, mesh, report)
 
 
@@ -517,6 +517,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         for name in violations:
             stepping.drop(name)
         distinct += pending
+        map_large_blocks(exploration_mmap_threshold(distinct))
         limit = next((summary[5] for summary in summaries if summary[5]), None)
         if limit:
             break
