@@ -70,9 +70,10 @@ def map_large_blocks(threshold: int) -> None:
     states) a threshold of 32 KiB cost a quarter of its CPU time (5.1 CPU-s, of
     which 1.5 system); 64 KiB gives 4.5 CPU-s at 95 bytes a state of peak RSS
     growth, while 1 MiB gives 3.8 CPU-s but 113 bytes, the heap keeping some 9 MB
-    more. At `--partitions 16` (3,510,506 states), 1 MiB took the run from 49.4
-    to 41.9 s (system time 11.4 -> 2.7 s) for 11 MB more (574 -> 585 MB), and
-    `--workers 2` from 37.8 to 30.8 s. The liveness analysis is the other way
+    more. At `--partitions 16` (3,510,506 states), 1 MiB from the start took the
+    run from 49.4 to 41.9 s (system time 11.4 -> 2.7 s) for 11 MB more (574 ->
+    585 MB), and `--workers 2` from 37.8 to 30.8 s; switching at
+    ``LARGE_RUN_STATES``, 44.7 s at 569 MB, and 33.7 s. The liveness analysis is the other way
     round: at glibc's initial 128 KiB it kept about 9 MB of its chunks'
     temporaries resident and made the run's peak, while at 32 KiB, which maps its
     64 KB chunk masks too, it stays below the exploration's. Fixing the threshold
