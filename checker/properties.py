@@ -90,7 +90,7 @@ def projected(group, proc):
     """Mark a state check whose verdict reads nothing of a state but ``group(its
     Group)`` and ``proc(each Proc)``, in slot order: the engines then decide it once
     per distinct projection (checker/engines/steps.py ``Projection``: the
-    invariants on arrival, explore.py ``_goals`` the liveness goals)."""
+    invariants on arrival; ``goal_holds`` the liveness goals)."""
     def mark(check):
         check.projection = (group, proc)
         return check

@@ -108,7 +108,7 @@ def test_projected_goal_is_the_goal_on_every_state(monkeypatch):
     # states at a time: chunks of 97 states, so that projections recur across chunks, must give the goal
     # evaluated on every explored state
     from rebalance.checker.engines import explore as engine
-    monkeypatch.setattr(engine, "_PROJECTION_CHUNK", 97)
+    monkeypatch.setattr(engine, "_GOAL_CHUNK", 97)
     s = resolve({}, members=2, partitions=2, faults=["join", "leave", "crash"])
     system = System(s.group, s.members, s.joiners, s.faults, s.budget)
     props = applicable(system)

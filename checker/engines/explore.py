@@ -25,7 +25,7 @@ from .interning import FingerprintSet, Interner, LazyStates, collision_probabili
 from .level import BATCH, Level, cat
 from .liveness import Graph, find_recurrence
 from .renaming import Renamer
-from .steps import Projection, Steps
+from .steps import Steps, goal_holds
 from ..system import ACTION_KINDS, BOUNCE, COMMIT, ENVIRONMENT, Action, State, System
 
 
@@ -380,39 +380,33 @@ def explore(system: System, properties, initial: State | None = None,
 def _goals(system, store: _Store, state_at, interner: Interner):
     """``goal_of`` for ``decide_liveness``: a property's goal bytearray (1 where the
     goal holds), computed once per goal function (the properties without a goal
-    reach it everywhere) and shared by the properties with the same goal. A goal
-    with a ``projection`` (checker/properties.py ``projected``) is decided once per
-    distinct projection of the explored states (``_projected_goal``)."""
+    reach it everywhere) and shared by the properties with the same goal
+    (``_goal_bits``)."""
     done: dict = {}
 
     def goal_of(p) -> bytearray:
         hit = done.get(p.goal)
         if hit is None:
             n = len(store)
-            if p.goal is None:
-                hit = bytearray(b"\x01") * n
-            elif hasattr(p.goal, "projection"):
-                hit = _projected_goal(system, p.goal, store, state_at, interner)
-            else:
-                hit = bytearray(0 if p.goal(system, state_at(i)) else 1 for i in range(n))
+            hit = bytearray(b"\x01") * n if p.goal is None else _goal_bits(system, p.goal, store, state_at, interner)
             done[p.goal] = hit
         return hit
     return goal_of
 
 
-_PROJECTION_CHUNK = 1 << 14  # explored states per chunk of ``_projected_goal``
+_GOAL_CHUNK = 1 << 14  # explored states per chunk of ``_goal_bits``
 
 
-def _projected_goal(system, goal, store: _Store, state_at, interner: Interner) -> bytearray:
-    """``goal``'s bytearray (as ``_goals``'s), decided once per distinct projection
-    (checker/engines/steps.py ``Projection``) on the first explored state that has
-    it, the states read ``_PROJECTION_CHUNK`` at a time."""
-    projection = Projection(system, goal, interner)
+def _goal_bits(system, goal, store: _Store, state_at, interner: Interner) -> bytearray:
+    """``goal``'s bytearray (as ``_goals``'s), decided by ``steps.goal_holds`` (a
+    projected goal once per distinct projection, on the first explored state that
+    has it), the states read ``_GOAL_CHUNK`` at a time."""
+    holds = goal_holds(system, goal, interner)
     n = len(store)
     out = bytearray(n)
-    for lo in range(0, n, _PROJECTION_CHUNK):
-        hi = min(lo + _PROJECTION_CHUNK, n)
-        out[lo:hi] = projection.holds(store.matrix(lo, hi), lambda i, lo=lo: state_at(lo + i)).tobytes()
+    for lo in range(0, n, _GOAL_CHUNK):
+        hi = min(lo + _GOAL_CHUNK, n)
+        out[lo:hi] = holds(store.matrix(lo, hi), lambda i, lo=lo: state_at(lo + i)).tobytes()
     release_free_heap()  # the chunks' numpy temporaries
     return out
 

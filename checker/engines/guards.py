@@ -123,9 +123,9 @@ class Guard:
 # budget grows (the faults left can only be spent in fewer places): the u-th unit multiplies by
 # FIRST x SHRINK^(u-1), per class of faults. A run does 35,000 to 150,000 states per second by machine
 # (the main job: 36,729 on the slower 2-core machine of 2026-11-26, 93,193 on that of 2026-11-27; 3x4
-# budget 3: 156,000) and keeps about 100 bytes per state (the main job 93, 3x4 budget 3 54; the deferred
-# protocol's churn search about 1,000: 4x4 budget 2, 526 MB for 588,603 states); the estimate takes the
-# slower machine's rate.
+# budget 3: 148,000 to 165,000) and keeps about 100 bytes per state (the main job 93 to 95, 3x4 budget 3
+# 54; the deferred protocol's churn search about 1,000: 4x4 budget 2, 526 MB for 588,603 states); the
+# estimate takes the slower machine's rate.
 BASE_STATES = 2.5  # 2 members + 1 joiner, 2 partitions, budget 0
 PER_SLOT, PER_PARTITION = 11.0, 1.4
 # fault class -> (FIRST, SHRINK)

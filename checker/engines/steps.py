@@ -202,3 +202,15 @@ class Projection:
         """A uint8 array, 1 for each state of ``rows`` where the check holds (``decide``)."""
         verdicts, of_row = self.decide(rows, state_of)
         return np.array([0 if v else 1 for v in verdicts], np.uint8)[of_row]
+
+
+def goal_holds(system: System, goal, interner: Interner):
+    """A liveness goal (checker/properties.py) decided on rows of states:
+    ``holds(rows, state_of)`` gives a uint8 array, 1 for each state of ``rows``
+    ((m, w) int64 id rows) where the goal holds, ``state_of(i)`` the i-th's State.
+    A ``projected`` goal is decided once per distinct projection (``Projection``),
+    any other on each state."""
+    if hasattr(goal, "projection"):
+        return Projection(system, goal, interner).holds
+    return lambda rows, state_of: np.array([0 if goal(system, state_of(i)) else 1 for i in range(len(rows))],
+                                           np.uint8)

@@ -65,7 +65,7 @@ from .interning import FingerprintSet, Interner, LazyStates, _intern, collision_
 from .liveness import Graph, _np
 from .renaming import Renamer
 from .level import BATCH, Level, cat
-from .steps import Projection, Steps
+from .steps import Steps, goal_holds
 
 
 def _registry() -> tuple:
@@ -338,8 +338,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     quiescent = [(p.name, p.check) for p in props if p.kind == "quiescent"]
     live_props = [p for p in props if p.kind == "liveness"]
     stepping = Steps(system, interner, state_checks, step_checks, covers, marks_of(live_props))
-    goal_checks = [Projection(system, p.goal, interner) if hasattr(p.goal, "projection") else p.goal
-                   for p in live_props if p.goal]
+    goal_checks = [goal_holds(system, p.goal, interner) for p in live_props if p.goal]
     churn = next((p.lasso for p in live_props if p.lasso), None)
     guard = Guard(job.max_seconds, job.max_memory_mb)
     me, k = mesh.me, mesh.k
@@ -370,8 +369,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         if with_graph:
             bits = np.empty((len(rows), len(goal_checks)), np.uint8)
             for c, g in enumerate(goal_checks):
-                bits[:, c] = (g.holds(rows, states.__getitem__) if isinstance(g, Projection) else
-                              [0 if g(system, states[i]) else 1 for i in range(len(rows))])
+                bits[:, c] = g(rows, states.__getitem__)
             goals.extend(bits.tobytes())
             if churn is not None:
                 for i in range(len(rows)):
@@ -445,8 +443,9 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
                 level_edges.append((rank, batch.index, live, b_place + offset, batch.classes, batch.marks))
             offset += len(pick)
         # this level's distinct successors, in the order first generated
-        pick, of_cand = _first_seen(cat(c_fps, np.int64))
-        fps = cat(c_fps, np.int64)[pick]
+        fps = cat(c_fps, np.int64)
+        pick, of_cand = _first_seen(fps)
+        fps = fps[pick]
         rows = cat(c_rows, np.int64, (0, width))[pick]
         keys = cat(c_keys, np.int64)[pick]
         e_src, e_idx, e_pos, e_cls, e_marks = [], [], [], [], []
