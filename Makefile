@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-slow test-interop bench setup dot clean
+.PHONY: run test test-slow test-interop test-kafka bench setup oracle dot clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,10 +23,15 @@ dot:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq graphviz >/dev/null; fi; }
 
+# the real Apache Kafka 4.4.0 (broker, clients, Streams, Connect) and the Java agents, built by Maven
+# into ~/.cache/rebalance (rebalance.oracle.maven; Java 17 and Maven needed): the tests' oracle
+oracle: $(STAMP)
+	$(VENV)/bin/rebalance kafka --build >/dev/null
+
 run: setup
 	$(VENV)/bin/rebalance check examples/default.toml
 
-test: setup
+test: setup oracle
 	$(PY) -m pytest -q
 
 test-slow: setup
@@ -35,6 +40,10 @@ test-slow: setup
 # real Kafka clients (librdkafka via confluent-kafka, kafka-python, aiokafka, kafkajs) against `rebalance serve`
 test-interop: setup
 	$(PY) -m pytest -q -m interop tests examples/app
+
+# the real Kafka 4.4.0 broker (tests marked kafka)
+test-kafka: setup oracle
+	$(PY) -m pytest -q -m kafka tests
 
 bench: setup
 	$(PY) benchmarks/explore.py

@@ -1195,3 +1195,6 @@ def _print_conform(doc: dict) -> None:
 from rebalance.ctl import ctl  # noqa: E402  (rebalance ctl: cli/ctl.py)
 
 main.add_command(ctl)
+from rebalance.kafka_broker import kafka  # noqa: E402  (rebalance kafka: cli/kafka_broker.py)
+
+main.add_command(kafka)

@@ -1,6 +1,9 @@
 """The pytest plugin shipped with rebalance (entry point ``pytest11``: installed with
 the package, loaded by every pytest run in that environment).
 
+* ``kafka_cluster``: ``rebalance serve`` (``rebalance.testing.Cluster``) for one test;
+  ``kafka_broker``: the real Apache Kafka 4.4.0 (``rebalance.testing.KafkaBroker``) for a
+  module, so the same test can run against both.
 * ``rebalance_check``: a fixture running the real ``rebalance check ... --json`` in a
   temporary directory; ``rebalance_check(*args) -> (exit code, summary dict)`` (the
   summary is ``check --json``'s object; counterexamples go to ``<tmp>/out``).
@@ -162,11 +165,26 @@ def kafka_cluster(request, tmp_path):
         yield cluster
 
 
+@pytest.fixture(scope="module")
+def kafka_broker(request):
+    """A real Apache Kafka 4.4.0 broker (``rebalance.testing.KafkaBroker``) shared by a
+    test module: give each test its own group and topic names. Broker properties come
+    from the module's ``kafka_broker(**settings)`` mark, e.g. ``pytestmark =
+    pytest.mark.kafka_broker(**{"group.initial.rebalance.delay.ms": 3000})``."""
+    from rebalance.oracle.broker import KafkaBroker
+
+    mark = request.node.get_closest_marker("kafka_broker")
+    with KafkaBroker(dict(mark.kwargs) if mark else None) as broker:
+        yield broker
+
+
 def pytest_configure(config):
     """Register the ``kafka_cluster`` mark; resolve the ``--rebalance`` configurations
     and add them to what is collected."""
     config.addinivalue_line("markers", "kafka_cluster(**options): options of the kafka_cluster fixture "
                                        "(rebalance.testing.Cluster's: topics, initial_delay_ms, subprocess, ...)")
+    config.addinivalue_line("markers", "kafka_broker(**settings): broker properties of the module's kafka_broker "
+                                       "fixture (a real Kafka 4.4.0)")
     paths = []
     for name in config.option.rebalance:
         try:

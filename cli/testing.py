@@ -34,8 +34,9 @@ from pathlib import Path
 
 from rebalance.impl import control
 from rebalance.impl.faults import FaultError
+from rebalance.oracle.broker import KafkaBroker  # the real Kafka 4.4.0, for the same tests on the oracle
 
-__all__ = ["Cluster", "FaultError"]
+__all__ = ["Cluster", "FaultError", "KafkaBroker"]
 STARTUP_TIMEOUT_S = 30
 LISTENING, CONTROL = "listening on ", "control endpoint on "
 

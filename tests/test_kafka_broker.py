@@ -1,0 +1,70 @@
+"""The oracle's real Apache Kafka 4.4.0 broker (rebalance.oracle.broker): it starts,
+serves a librdkafka consumer group through ``rebalance proxy``, restarts on its storage,
+and the launcher refuses what it owns. Run with ``pytest -m kafka``; the last tests need
+no Java and run in the default suite."""
+import json
+import subprocess
+import time
+
+import pytest
+
+from conftest import run_cli
+from rebalance.oracle.broker import KafkaBroker, api_versions_answered
+
+
+@pytest.mark.kafka
+def test_broker_answers_and_serves_a_group(kafka_broker):
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    assert api_versions_answered(kafka_broker.host, kafka_broker.port)
+    assert kafka_broker.startup_s < 30
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    admin.create_topics([NewTopic("serves-a-group", 2, 1)])["serves-a-group"].result(10)
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "serves-a-group",
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 300})
+    got = []
+    c.subscribe(["serves-a-group"], on_assign=lambda _, parts: got.extend(p.partition for p in parts))
+    end = time.monotonic() + 30
+    while not got and time.monotonic() < end:
+        c.poll(0.1)
+    c.close()
+    assert sorted(got) == [0, 1]
+
+
+@pytest.mark.kafka
+def test_restart_keeps_topics_and_a_crash_restarts_fast(tmp_path):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    with KafkaBroker(directory=tmp_path / "k") as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic("kept", 3, 1)])["kept"].result(10)
+        broker.kill9()
+        assert not api_versions_answered(broker.host, broker.port)
+        broker.start()  # same ports, same storage
+        assert broker.startup_s < 15  # broker.session.timeout.ms 1500, not Kafka's 9 s wait
+        topics = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10).topics
+        assert len(topics["kept"].partitions) == 3
+
+
+@pytest.mark.kafka
+def test_cli_prints_the_bootstrap_and_stops_cleanly(tmp_path):
+    p = subprocess.Popen([*__import__("rebalance.pytest_plugin", fromlist=["command"]).command(), "kafka",
+                          "--port", "0", "--dir", str(tmp_path), "--json"], stdout=subprocess.PIPE, text=True)
+    line = json.loads(p.stdout.readline())
+    host, port = line["bootstrap"].split(":")
+    assert api_versions_answered(host, int(port))
+    p.terminate()
+    assert p.wait(60) == 0
+    assert not api_versions_answered(host, int(port))
+
+
+def test_the_launcher_refuses_the_settings_it_owns():
+    with pytest.raises(ValueError, match="listeners"):
+        KafkaBroker({"listeners": "PLAINTEXT://0.0.0.0:9092"}, start=False)
+
+
+def test_cli_refuses_a_setting_that_is_not_key_value():
+    code, out, err = run_cli("kafka", "--set", "group.initial.rebalance.delay.ms", "--json")
+    assert code == 2
+    assert "KEY=VALUE" in err
