@@ -37,8 +37,8 @@ test: setup oracle
 test-slow: setup
 	$(PY) -m pytest -q -m slow
 
-# real Kafka clients (librdkafka via confluent-kafka, kafka-python, aiokafka, kafkajs) against `rebalance serve`
-test-interop: setup
+# real Kafka clients (librdkafka via confluent-kafka, kafka-python, aiokafka, kafkajs, the Java consumer) against `rebalance serve`
+test-interop: setup oracle
 	$(PY) -m pytest -q -m interop tests examples/app
 
 # the real Kafka 4.4.0 broker (tests marked kafka)

@@ -337,6 +337,26 @@ def test_commit_error_may_reset_the_generation():
     assert "R15" in verdict.rules
 
 
+def test_java_zombie_commit_on_a_new_connection_then_rejoin_conforms():
+    """Kafka 4.4.0's Java consumer, resumed after a SIGSTOP past its session timeout
+    (tests/test_interop_faults.py, java): its heartbeat thread finds the session expired
+    and drops the coordinator's connection (AbstractCoordinator.HeartbeatThread.run,
+    AbstractCoordinator.java:1526, Kafka 4.4.0); its commit then goes out on a new one,
+    is answered UNKNOWN_MEMBER_ID, and it rejoins with an empty member.id at once
+    (ConsumerCoordinator.OffsetCommitResponseHandler.handle, ConsumerCoordinator.java:1451; R15). The
+    SyncGroup response it received on the old connection still counts: a reconnect
+    re-sends what was unanswered, it does not forget what was answered."""
+    b = Build().alone()
+    b.heartbeat("c1", "A-1", 1)
+    b._add({"type": "close", "connection": "c1"})
+    b.open("c2")
+    b.commit("c2", "A-1", 1, [0], error="UNKNOWN_MEMBER_ID")
+    b.join("c2", "", response=None)
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert "R15" in verdict.rules
+
+
 @pytest.mark.spec("R14")
 def test_eager_member_claiming_diverges():
     """The Java client's default [range, cooperative-sticky] is eager whatever is

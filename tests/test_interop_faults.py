@@ -1,6 +1,6 @@
 """Every client under faults (issue 15 item 5), against ``rebalance serve``: librdkafka
-(confluent-kafka), kafka-python, our member runtime, aiokafka and kafkajs, each in
-real processes: (1) a scale-up from 2 to 3 members, (2) a member paused with
+(confluent-kafka), kafka-python, our member runtime, aiokafka, kafkajs and Kafka 4.4.0's
+Java consumer (the oracle's agent, docs/java-agent.md), each in real processes: (1) a scale-up from 2 to 3 members, (2) a member paused with
 SIGSTOP past its session timeout (the group rebalances without it) and resumed
 with SIGCONT (it must find its membership lost and rejoin), (3) a member killed
 with SIGKILL while a rebalance is in progress (right after another member joined).
@@ -17,7 +17,7 @@ from test_findings import DEPARTS, departs_as_recorded
 
 pytestmark = pytest.mark.interop
 TOPIC, PARTITIONS = "t", 6
-CLIENTS = ["confluent", "kafka-python", "rebalance", "aiokafka", "kafkajs"]
+CLIENTS = ["confluent", "kafka-python", "rebalance", "aiokafka", "kafkajs", "java"]
 SESSION_MS = 6000
 
 # What each run is held to: (side, the file it reads): serve's trace on the

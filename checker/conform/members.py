@@ -285,9 +285,13 @@ class _Checker:
 
     def _reconnect(self, client: Client, restart: bool) -> None:
         """A known client on a new connection: what was in flight on the old one may
-        be sent again; with an empty member.id it may also be a new process (a
-        restart: KIP-345's static member, R24)."""
-        out = {c._replace(queue=(), inflight=(), pending=c.inflight + c.pending) for c in client.candidates}
+        be sent again; the responses it received there stay queued (received, maybe
+        not yet processed: the Java client drops the coordinator's connection when its
+        own session times out, AbstractCoordinator.HeartbeatThread.run
+        (AbstractCoordinator.java:1526, Kafka 4.4.0), long after it installed the
+        SyncGroup's assignment); with an empty member.id it may also be a
+        new process (a restart: KIP-345's static member, R24)."""
+        out = {c._replace(inflight=(), pending=c.inflight + c.pending) for c in client.candidates}
         if restart:
             out.add(Candidate(NEW_CONSUMER))
         client.candidates = out

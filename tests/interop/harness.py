@@ -1,5 +1,7 @@
 """Real processes for the interop tests: ``rebalance serve`` and consumer agents
-(agent.py; agent.js for kafkajs), with what they print collected by reader threads.
+(agent.py; agent.js for kafkajs; for Kafka's own Java consumer, the oracle's
+``rebalance.oracle.agent.ConsumerAgent``, oracle/src/main/java), with what they print
+collected by reader threads.
 
 The agents print observed-log records (spec/OBSERVED.md); a Group writes them,
 with its own ``killed``, ``paused`` and ``resumed`` markers, to one observed log
@@ -23,6 +25,9 @@ from rebalance.impl.observed import header, now_ms
 
 HERE = Path(__file__).parent
 REBALANCE = Path(sys.executable).parent / "rebalance"
+JAVA_AGENT = "rebalance.oracle.agent.ConsumerAgent"
+# a small heap, the serial collector and C1 only: a consumer's JVM starts faster on 2 cores
+JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
 def free_port() -> int:
@@ -114,6 +119,19 @@ def conform(side: str, *paths) -> tuple:
     return r.returncode, json.loads(r.stdout)
 
 
+def agent_command(client: str) -> list:
+    """The command line that starts an agent of kind ``client``, before its NAME: ``java``
+    (Kafka 4.4.0's KafkaConsumer; the oracle's classpath, built by Maven on first use),
+    ``kafkajs``, or one of agent.py's clients."""
+    if client == "java":
+        from rebalance.oracle.maven import LOG4J2, classpath, tool
+
+        return [tool("java"), *JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath(), JAVA_AGENT]
+    if client == "kafkajs":
+        return ["node", str(HERE / "agent.js")]
+    return [sys.executable, str(HERE / "agent.py"), client]
+
+
 def partitions(record: dict) -> set:
     return {tp["partition"] for tp in record.get("partitions", ())}
 
@@ -125,6 +143,7 @@ class Group:
         self.server, self.group, self.topic, self.partitions = server, group, topic, partitions
         self.events: list = []
         self.members: dict = {}
+        self.fatal: dict = {}
         self.lock = threading.Lock()
         self.observed = server.tmp / "observed.jsonl"
         self.observed.write_text(json.dumps(header([(topic, partitions)], group)) + "\n")
@@ -136,23 +155,32 @@ class Group:
                 f.write(json.dumps(record) + "\n")
 
     def start(self, client: str, name: str, instance_id: str | None = None, session_ms: int = 6000,
-              strategy: str | None = None):
-        agent = ["node", str(HERE / "agent.js")] if client == "kafkajs" else \
-            [sys.executable, str(HERE / "agent.py"), client]
-        cmd = [*agent, name, "--bootstrap", f"127.0.0.1:{self.server.port}",
+              strategy: str | None = None, args=()):
+        """Start agent ``name`` of kind ``client``; ``args``: more agent options (e.g.
+        ``("--max-poll-ms", "3000")``). A ``java`` agent's log (Kafka's client at INFO)
+        goes to ``NAME.java.log`` beside the observed log; a line it prints starting
+        ``fatal`` (the consumer failed, e.g. FencedInstanceIdException) is kept in
+        ``self.fatal[name]``."""
+        cmd = [*agent_command(client), name, "--bootstrap", f"127.0.0.1:{self.server.port}",
                "--group", self.group, "--topic", self.topic, "--session-ms", str(session_ms)]
         if instance_id:
             cmd += ["--instance-id", instance_id]
-        if strategy:  # confluent's partition.assignment.strategy
+        if strategy:  # partition.assignment.strategy (confluent, java)
             cmd += ["--strategy", strategy]
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        cmd += list(map(str, args))
+        stderr = (self.server.tmp / f"{name}.java.log").open("a") if client == "java" else None
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        if stderr:
+            stderr.close()  # the child has its own descriptor
         self.members[name] = proc
 
         def read():
             for line in proc.stdout:
                 if line.startswith("{"):
                     self.record(json.loads(line))
+                elif line.startswith("fatal"):
+                    self.fatal.setdefault(name, []).append(line.rstrip("\n"))
         threading.Thread(target=read, daemon=True).start()
         return proc
 
