@@ -213,8 +213,8 @@ def test_real_clients_conform(tmp_path, client):
 class Build:
     """A v2 trace written record by record (spec/TRACE.md), one connection per client."""
 
-    def __init__(self, protocols=("cooperative-sticky",)):
-        self.protocols = protocols
+    def __init__(self, protocols=("cooperative-sticky",), instance=None):
+        self.protocols, self.instance = protocols, instance  # instance: every request's group.instance.id
         self.lines = [{"type": "header", "format": "rebalance-trace", "version": 2, "recorder": "serve",
                        "recorded_at": "2026-11-24T10:00:00Z", "settings": {
                            "topics": [{"name": TOPIC, "partitions": PARTITIONS}],
@@ -232,6 +232,8 @@ class Build:
     def call(self, conn: str, api: str, body: dict, response: dict | None):
         self.correlation += 1
         version = {"JoinGroup": 7, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 4, "OffsetCommit": 8}[api]
+        if "group_instance_id" in body:
+            body = {**body, "group_instance_id": self.instance}
         self._add({"type": "request", "connection": conn, "correlation_id": self.correlation, "client_id": conn,
                    "api": api, "version": version, "body": {"group_id": "g", **body}})
         if response is not None:
@@ -258,7 +260,7 @@ class Build:
     def joined(self, member, generation, leader, members=(), error="NONE"):
         return {"error": error, "generation_id": generation, "protocol_type": "consumer",
                 "protocol_name": self.protocols[-1], "leader": leader, "skip_assignment": False,
-                "member_id": member, "members": [{"member_id": m, "group_instance_id": None,
+                "member_id": member, "members": [{"member_id": m, "group_instance_id": self.instance,
                                                   "metadata": self.sub(o, g)} for m, o, g in members]}
 
     def sync(self, conn, member, generation, assignments=(), given=None):
@@ -355,6 +357,26 @@ def test_java_zombie_commit_on_a_new_connection_then_rejoin_conforms():
     verdict = members.check(b.trace(), None)
     assert verdict.status == CONFORMS, verdict.divergence
     assert "R15" in verdict.rules
+
+
+def test_replaced_static_process_still_running_is_judged_as_itself():
+    """A second process with a running member's group.instance.id (tests/test_interop_java.py):
+    it takes the member's place under a new member.id, in the same generation, and leads
+    without assigning (R25, R26, KIP-814); the first process, still running on its own
+    connection, heartbeats and commits under its old member.id and is answered
+    FENCED_INSTANCE_ID (R24, R28). A group.instance.id names one member at a time, not one
+    process: the old connection's requests are the old process's."""
+    b = Build(instance="static-A").alone()
+    b.open("c2")
+    rejoined = b.joined("A-2", 1, "A-2", [("A-2", (), -1)])
+    b.join("c2", "", response={**rejoined, "skip_assignment": True})
+    b.sync("c2", "A-2", 1, given=range(PARTITIONS))
+    b.heartbeat("c1", "A-1", 1, error="FENCED_INSTANCE_ID")
+    b.commit("c1", "A-1", 1, [0, 2], error="FENCED_INSTANCE_ID")
+    b.heartbeat("c2", "A-2", 1)
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert verdict.figures["clients"] == 2
 
 
 @pytest.mark.spec("R14")

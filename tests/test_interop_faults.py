@@ -18,6 +18,9 @@ from test_findings import DEPARTS, departs_as_recorded
 pytestmark = pytest.mark.interop
 TOPIC, PARTITIONS = "t", 6
 CLIENTS = ["confluent", "kafka-python", "rebalance", "aiokafka", "kafkajs", "java"]
+# (client, partition.assignment.strategy): each client's default (cooperative-sticky, or
+# aiokafka's and kafkajs's eager roundrobin), and the Java consumer eager with range too
+VARIANTS = [*((c, None) for c in CLIENTS), ("java", "range")]
 SESSION_MS = 6000
 
 # What each run is held to: (side, the file it reads): serve's trace on the
@@ -49,16 +52,16 @@ def pause_past_session(group: Group, zombie: str, running: list, commit_offset: 
     return owned, resumed
 
 
-@pytest.mark.parametrize("client", CLIENTS)
-def test_scale_up_pause_and_kill_mid_rebalance(tmp_path, client):
+@pytest.mark.parametrize("client, strategy", VARIANTS, ids=[c + (f"-{s}" if s else "") for c, s in VARIANTS])
+def test_scale_up_pause_and_kill_mid_rebalance(tmp_path, client, strategy):
     server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}")
     group = Group(server, "g", TOPIC, PARTITIONS)
     try:
         # (1) scale-up 2 -> 3
         for name in "AB":
-            group.start(client, name, session_ms=SESSION_MS)
+            group.start(client, name, session_ms=SESSION_MS, strategy=strategy)
         group.wait_balanced()
-        group.start(client, "C", session_ms=SESSION_MS)
+        group.start(client, "C", session_ms=SESSION_MS, strategy=strategy)
         owned = group.wait_balanced()
         assert sorted(len(owned[m]) for m in "ABC") == [2, 2, 2]
 
@@ -70,7 +73,7 @@ def test_scale_up_pause_and_kill_mid_rebalance(tmp_path, client):
 
         # (3) D joins; C is killed while that rebalance is in progress
         mark = len(server.log)
-        group.start(client, "D", session_ms=SESSION_MS)
+        group.start(client, "D", session_ms=SESSION_MS, strategy=strategy)
         wait_for(lambda: server.rebalances_since(mark), 20, "D's JoinGroup to begin a rebalance")
         group.kill9("C")
         owned = group.wait_balanced(timeout=60)

@@ -18,7 +18,8 @@ many of the queued responses the client had processed when it sent each
 request. Local commands are silent steps searched to produce the observed
 request: ``Start`` for a new client's first JoinGroup, ``Leave`` for a
 LeaveGroup, and for a new connection of a known static client a restart (a new
-process: ``NEW_CONSUMER``). Kafka's member.id and group.instance.id strings are
+process: ``NEW_CONSUMER``), followed as a client of its own, so that a replaced
+process still running on its old connection is judged as itself (R28). Kafka's member.id and group.instance.id strings are
 renamed to the model's ints once per trace (the model only copies the ids it is
 given, so the renaming is a bijection).
 
@@ -273,28 +274,37 @@ class _Checker:
         client = self.by_member.get((group, member_id)) if member_id else None
         if client is None and instance is not None:
             client = self.by_instance.get((group, instance))
-        if client is None:
-            client = Client(group)
-            self.clients.append(client)
+        if client is not None and member_id:
+            self._reconnect(client)
         else:
-            self._reconnect(client, restart=not member_id)
+            client = self._successor(client, group)
+            self.clients.append(client)
         if instance is not None:
             self.by_instance[(group, instance)] = client
         self.by_conn[key] = client
         return client
 
-    def _reconnect(self, client: Client, restart: bool) -> None:
+    def _reconnect(self, client: Client) -> None:
         """A known client on a new connection: what was in flight on the old one may
         be sent again; the responses it received there stay queued (received, maybe
         not yet processed: the Java client drops the coordinator's connection when its
         own session times out, AbstractCoordinator.HeartbeatThread.run
         (AbstractCoordinator.java:1526, Kafka 4.4.0), long after it installed the
-        SyncGroup's assignment); with an empty member.id it may also be a
-        new process (a restart: KIP-345's static member, R24)."""
-        out = {c._replace(inflight=(), pending=c.inflight + c.pending) for c in client.candidates}
-        if restart:
-            out.add(Candidate(NEW_CONSUMER))
-        client.candidates = out
+        SyncGroup's assignment)."""
+        client.candidates = _resent(client.candidates)
+
+    def _successor(self, known: Client | None, group: str) -> Client:
+        """The client of a new connection that names no known member.id: a new one, or,
+        when its group.instance.id is ``known``'s, a new process for that instance (a
+        restart, or a second process given the same group.instance.id: R24, R25, R28)
+        or ``known``'s own process rejoining without its member.id (a reconnect as
+        ``_reconnect``'s). ``known`` keeps its connections: a replaced process still
+        running is judged as itself there (its requests answered FENCED_INSTANCE_ID)."""
+        client = Client(group)
+        if known is not None:
+            client.candidates = _resent(known.candidates) | {Candidate(NEW_CONSUMER)}
+            client.cfg, client.records = known.cfg, list(known.records)
+        return client
 
     def _config(self, body: dict) -> GroupConfig:
         """The client's GroupConfig: its rebalance protocol from the protocols it
@@ -575,6 +585,12 @@ class _Checker:
 
 
 # --- helpers --------------------------------------------------------------------------
+def _resent(candidates) -> set:
+    """``candidates`` on a new connection: the request unanswered on the old one is to be
+    sent again; responses already received stay queued."""
+    return {c._replace(inflight=(), pending=c.inflight + c.pending) for c in candidates}
+
+
 def _group_of(rec: dict) -> str:
     return rec["body"]["group_id"]
 

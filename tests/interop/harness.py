@@ -25,9 +25,6 @@ from rebalance.impl.observed import header, now_ms
 
 HERE = Path(__file__).parent
 REBALANCE = Path(sys.executable).parent / "rebalance"
-JAVA_AGENT = "rebalance.oracle.agent.ConsumerAgent"
-# a small heap, the serial collector and C1 only: a consumer's JVM starts faster on 2 cores
-JAVA_OPTIONS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
 def free_port() -> int:
@@ -121,12 +118,13 @@ def conform(side: str, *paths) -> tuple:
 
 def agent_command(client: str) -> list:
     """The command line that starts an agent of kind ``client``, before its NAME: ``java``
-    (Kafka 4.4.0's KafkaConsumer; the oracle's classpath, built by Maven on first use),
+    (Kafka 4.4.0's KafkaConsumer, rebalance.oracle.agent: built by Maven and its class-data
+    archive made on first use),
     ``kafkajs``, or one of agent.py's clients."""
     if client == "java":
-        from rebalance.oracle.maven import LOG4J2, classpath, tool
+        from rebalance.oracle.agent import command
 
-        return [tool("java"), *JAVA_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath(), JAVA_AGENT]
+        return command()
     if client == "kafkajs":
         return ["node", str(HERE / "agent.js")]
     return [sys.executable, str(HERE / "agent.py"), client]

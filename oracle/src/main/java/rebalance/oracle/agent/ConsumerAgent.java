@@ -3,6 +3,7 @@ package rebalance.oracle.agent;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collection;
@@ -169,7 +170,7 @@ public final class ConsumerAgent implements ConsumerRebalanceListener {
 
     private void commit(TopicPartition tp, long offset) {
         Map<TopicPartition, OffsetAndMetadata> offsets = Map.of(tp, new OffsetAndMetadata(offset));
-        double sent = Observed.nowMs();
+        BigDecimal sent = Observed.nowMs();
         try {
             consumer.commitSync(offsets);
             log.commit(offsets, "ok", sent, null);

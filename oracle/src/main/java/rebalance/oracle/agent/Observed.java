@@ -1,6 +1,7 @@
 package rebalance.oracle.agent;
 
 import java.io.PrintStream;
+import java.math.BigDecimal;
 import java.time.Instant;
 import java.util.Collection;
 import java.util.Comparator;
@@ -33,13 +34,13 @@ final class Observed {
         this.member = member;
     }
 
-    /** Wall-clock ms since the Unix epoch, to the microsecond. */
-    static double nowMs() {
+    /** Wall-clock ms since the Unix epoch, to the microsecond (written as 1795807941742.096, not in E notation). */
+    static BigDecimal nowMs() {
         Instant now = Instant.now();
-        return now.getEpochSecond() * 1000.0 + (now.getNano() / 1000) / 1000.0;
+        return BigDecimal.valueOf(now.getEpochSecond() * 1_000_000L + now.getNano() / 1000, 3);
     }
 
-    private ObjectNode record(String event, double tMs) {
+    private ObjectNode record(String event, BigDecimal tMs) {
         ObjectNode r = JSON.createObjectNode();
         r.put("t_ms", tMs);
         r.put("member", member);
@@ -72,7 +73,7 @@ final class Observed {
      * A commit of {@code offsets} sent at {@code sentMs} whose outcome is known now:
      * "ok", "error" (with {@code error}, the exception's simple name) or "unknown".
      */
-    void commit(Map<TopicPartition, OffsetAndMetadata> offsets, String outcome, double sentMs, String error) {
+    void commit(Map<TopicPartition, OffsetAndMetadata> offsets, String outcome, BigDecimal sentMs, String error) {
         ObjectNode r = record("commit", nowMs());
         ArrayNode os = r.putArray("offsets");
         offsets.entrySet().stream().sorted(Map.Entry.comparingByKey(ORDER)).forEach(e -> os.addObject()
