@@ -771,7 +771,13 @@ def _address(ctx, param, value):
 @click.option("--initial-delay-ms", "initial_delay_ms", default=3000, show_default=True, type=click.IntRange(0),
               help="The upstream's group.initial.rebalance.delay.ms, for the trace header (the proxy cannot see "
                    "it; 3000 is Kafka's default).")
-def proxy(listen, upstream, trace_path, initial_delay_ms):
+@click.option("--group-min-session-timeout-ms", "min_session_ms", default=6000, show_default=True,
+              type=click.IntRange(1), help="The upstream's group.min.session.timeout.ms, for the trace header "
+                                           "(Kafka's default).")
+@click.option("--group-max-session-timeout-ms", "max_session_ms", default=1_800_000, show_default=True,
+              type=click.IntRange(1), help="The upstream's group.max.session.timeout.ms, for the trace header "
+                                           "(Kafka's default).")
+def proxy(listen, upstream, trace_path, initial_delay_ms, min_session_ms, max_session_ms):
     """Forward Kafka clients to a broker unchanged, recording group traffic.
 
     A transparent Kafka-wire proxy in front of any broker (rebalance serve,
@@ -803,11 +809,13 @@ def proxy(listen, upstream, trace_path, initial_delay_ms):
 
     from rebalance.impl.proxy import Proxy
     from rebalance.impl.trace import Recorder
+    from rebalance.model.timing import SessionBounds
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
 
     async def run():
-        p = Proxy(listen, upstream, Recorder(trace_path, "proxy"), initial_delay_ms)
+        p = Proxy(listen, upstream, Recorder(trace_path, "proxy"), initial_delay_ms,
+                  SessionBounds(min_session_ms, max_session_ms))
         try:
             await p.start()
         except (OSError, ConnectionError) as e:

@@ -39,6 +39,8 @@ import logging
 
 from kio.static.primitive import i32
 
+from rebalance.model.timing import SessionBounds
+
 from .member import Wire
 from .trace import GROUP_APIS, Recorder, settings
 from .wire import (
@@ -54,12 +56,15 @@ CAPPED = GROUP_APIS | {Api.METADATA, Api.FIND_COORDINATOR}
 class Proxy:
     """``listen`` and ``upstream``: (host, port) (listen port 0: any free port,
     then ``port`` holds the real one); ``trace``: a Recorder ("proxy");
-    ``initial_delay_ms``: the upstream broker's group.initial.rebalance.delay.ms,
-    for the trace header (the proxy cannot see it)."""
+    ``initial_delay_ms`` and ``session_bounds`` (model/timing.py SessionBounds): the
+    upstream broker's group.initial.rebalance.delay.ms and group.min/max.session.timeout.ms,
+    for the trace header (the proxy cannot see them; Kafka's defaults)."""
 
-    def __init__(self, listen: tuple, upstream: tuple, trace: Recorder, initial_delay_ms: int = 3000):
+    def __init__(self, listen: tuple, upstream: tuple, trace: Recorder, initial_delay_ms: int = 3000,
+                 session_bounds: SessionBounds = SessionBounds()):
         self.host, self.port = listen
         self.upstream, self.trace, self.initial_delay_ms = upstream, trace, initial_delay_ms
+        self.session_bounds = session_bounds
         self.routes: dict = {}  # {upstream (host, port): the proxy's port for it}
         self.servers: list = []
         self.relays: set = set()
@@ -75,7 +80,9 @@ class Proxy:
             boot.close()
         topics = [(t.name, len(t.partitions)) for t in meta.topics
                   if t.error_code == 0 and not t.is_internal and t.partitions]
-        self.trace.begin(settings(topics, self.initial_delay_ms, upstream="%s:%d" % self.upstream))
+        self.trace.begin(settings(topics, self.initial_delay_ms, upstream="%s:%d" % self.upstream,
+                                  group_min_session_timeout_ms=self.session_bounds.min_ms,
+                                  group_max_session_timeout_ms=self.session_bounds.max_ms))
         self.port = await self._listen(self.upstream, self.port)
         log.info("listening on %s:%d, upstream %s:%d, topics %s", self.host, self.port, *self.upstream,
                  ", ".join(f"{t}:{n}" for t, n in topics))

@@ -84,7 +84,8 @@ def test_proxy_records_what_serve_records(tmp_path):
     records, upstream = read_trace(proxy.trace), read_trace(server.trace)
     assert records[0]["recorder"] == "proxy" and records[0]["settings"] == {
         "topics": [{"name": TOPIC, "partitions": PARTITIONS}], "group_initial_rebalance_delay_ms": 0,
-        "mutations": [], "upstream": f"127.0.0.1:{server.port}"}
+        "mutations": [], "upstream": f"127.0.0.1:{server.port}",
+        "group_min_session_timeout_ms": Server.MIN_SESSION_MS, "group_max_session_timeout_ms": 1_800_000}
     ok = [r for r in responses(records, "JoinGroup") if r["body"]["error"] == "NONE"]
     assert len({r["body"]["member_id"] for r in ok}) == 2 and ok[-1]["body"]["generation_id"] == 3
     # record for record: same APIs, errors, member ids and bodies, in the same order per connection

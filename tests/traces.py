@@ -102,14 +102,16 @@ async def hang_up(members) -> None:
 
 
 class ProxyProcess:
-    """``rebalance proxy`` in its own process on a free port, in front of ``upstream_port``."""
+    """``rebalance proxy`` in its own process on a free port, in front of ``upstream_port``
+    (a ``Server``: group.min.session.timeout.ms ``Server.MIN_SESSION_MS``)."""
 
     def __init__(self, tmp: Path, upstream_port: int, initial_delay_ms: int = 0):
         self.trace = tmp / "proxy.jsonl"
         self.log: list = []
         self.proc = subprocess.Popen(
             [str(REBALANCE), "proxy", "--listen", "127.0.0.1:0", "--upstream", f"127.0.0.1:{upstream_port}",
-             "--trace", str(self.trace), "--initial-delay-ms", str(initial_delay_ms)],
+             "--trace", str(self.trace), "--initial-delay-ms", str(initial_delay_ms),
+             "--group-min-session-timeout-ms", str(Server.MIN_SESSION_MS)],
             stderr=subprocess.PIPE, text=True)
         threading.Thread(target=lambda: [self.log.append(line) for line in self.proc.stderr], daemon=True).start()
         line = wait_for(lambda: next((x for x in self.log if "listening on" in x), None), 30, "the proxy to listen")

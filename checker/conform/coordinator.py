@@ -677,6 +677,24 @@ INJECTED_INPUTS = {
 }
 
 
+# answered by the broker before any group handler runs: the group's coordinator is not on this
+# broker, or is still loading its partition of __consumer_offsets (CoordinatorRuntime.withActiveContextOrThrow,
+# CoordinatorRuntime.java:2090, Kafka 4.4.0); a proxy's trace has no fault record for them
+BROKER_ERRORS = frozenset(("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"))
+
+
+def _not_the_coordinators(body: dict | None) -> bool:
+    """Whether a response (its body, None if unanswered) came from the broker, not
+    the group coordinator: a top-level error of BROKER_ERRORS, or OffsetCommit's error
+    of every partition."""
+    if not body:
+        return False
+    if "topics" in body and "error" not in body:  # OffsetCommit: errors per partition
+        errors = {p["error"] for t in body["topics"] for p in t["partitions"]}
+        return bool(errors) and errors <= BROKER_ERRORS
+    return body.get("error") in BROKER_ERRORS
+
+
 def _exercised(api: str, body: dict) -> tuple:
     error = body.get("error", "NONE")
     return EXERCISED.get((api, error)) or EXERCISED.get((api, None)) or ()
@@ -716,7 +734,8 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
         kind = record["type"]
         if kind == "request":
             api = record["api"]
-            if api in NOT_JUDGED or (record["connection"], record["correlation_id"]) in injected:
+            if api in NOT_JUDGED or (record["connection"], record["correlation_id"]) in injected \
+                    or _not_the_coordinators(side.responses.get(line)):
                 requests[(record["connection"], record["correlation_id"])] = None
                 continue
             r = side.prepared.request(line, record)

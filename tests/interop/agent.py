@@ -51,7 +51,7 @@ def confluent(a):
     conf = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "client.id": a.name,
             "partition.assignment.strategy": a.strategy, "session.timeout.ms": a.session_ms,
             "heartbeat.interval.ms": 300, "enable.auto.commit": True, "auto.commit.interval.ms": 500,
-            "topic.metadata.refresh.interval.ms": 1000}
+            "topic.metadata.refresh.interval.ms": 1000, "max.poll.interval.ms": a.max_poll_ms}
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
     c = Consumer(conf)
@@ -186,6 +186,8 @@ def main():
     p.add_argument("--topic", required=True)
     p.add_argument("--instance-id")
     p.add_argument("--session-ms", type=int, default=6000)
+    p.add_argument("--max-poll-ms", type=int, default=300_000,
+                   help="confluent: max.poll.interval.ms, which is also the JoinGroup's rebalance timeout")
     p.add_argument("--strategy", default="cooperative-sticky",
                    help="confluent: partition.assignment.strategy (a rolling upgrade changes it between restarts)")
     a = p.parse_args()

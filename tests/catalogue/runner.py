@@ -1,0 +1,209 @@
+"""Running one catalogue scenario on one target, and judging it.
+
+A ``Scenario`` is a script of client actions (``Run``'s methods: start agents, wait
+for balance, close, kill -9, SIGSTOP/SIGCONT, admin requests, a broker restart) and a
+``situation``: the claims, read off the recorded trace (facts.Facts), that show the
+scenario reached what it is about (the session timeout fired, the delay ran, the
+static member came back in time). A scenario whose situation was not reached is a
+failed scenario, never a pass.
+
+``run(scenario, variant, target, directory)`` plays it through a recording proxy,
+then judges: the situation's claims; ``rebalance conform --side coordinator`` on the
+trace; ``rebalance conform --side clients`` on the agents' observed log
+(spec/OBSERVED.md). It returns a ``Result`` (also written as ``result.json`` in
+``directory``) with the observable outcome (facts.Facts.outcome).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from interop.harness import REBALANCE, Group, wait_for
+from rebalance.impl.observed import now_ms
+
+from .facts import Facts
+
+SESSION_MS = 4000  # the agents' session.timeout.ms unless a scenario says otherwise
+_serial = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One path through a scenario: the client (an agent kind of tests/interop), its
+    partition.assignment.strategy, static membership (group.instance.id i-NAME)."""
+
+    client: str = "confluent"
+    strategy: str = "cooperative-sticky"
+    static: bool = False
+
+    @property
+    def key(self) -> str:
+        return "-".join([self.client, self.strategy, *(["static"] if self.static else [])])
+
+
+@dataclass
+class Scenario:
+    """``script(run)`` plays it; ``situation(run, facts)`` yields (claim, held) pairs.
+    ``settings``: the broker's group settings (Kafka's names); ``departures``: {target
+    name: the SPEC departure or finding that explains a conform divergence there}."""
+
+    name: str
+    title: str
+    script: Callable
+    variants: tuple = (Variant(),)
+    partitions: int = 6
+    settings: dict = field(default_factory=dict)
+    situation: Callable | None = None
+    departures: dict = field(default_factory=dict)
+
+
+CATALOGUE: dict = {}
+
+
+def scenario(title: str, variants=(Variant(),), partitions: int = 6, settings=None, departures=None):
+    """Register the decorated script as a scenario; give its situation with
+    ``@<script>.situation``."""
+    def register(script):
+        s = Scenario(script.__name__, title, script, tuple(variants), partitions, dict(settings or {}),
+                     departures=dict(departures or {}))
+        CATALOGUE[s.name] = s
+
+        def situation(fn):
+            s.situation = fn
+            return fn
+        script.situation = situation
+        return script
+    return register
+
+
+class _View:
+    """What interop.harness.Group needs of a server: the port clients connect to and a folder."""
+
+    def __init__(self, port: int, tmp: Path):
+        self.port, self.tmp = port, tmp
+
+
+class Run:
+    """One scenario being played on one target. ``group`` and ``topic``: fresh names."""
+
+    def __init__(self, s: Scenario, variant: Variant, target, directory: Path):
+        self.scenario, self.variant, self.target, self.directory = s, variant, target, directory
+        self.group = self.topic = f"{s.name}-{variant.key}-{next(_serial)}"
+        target.create_topic(self.topic, s.partitions)
+        self.trace_path = directory / "trace.jsonl"
+        self.proxy = target.record(self.trace_path)
+        self.bootstrap = f"127.0.0.1:{self.proxy.port}"
+        self.clients = Group(_View(self.proxy.port, directory), self.group, self.topic, s.partitions)
+        self.marks: dict = {}
+
+    # --- actions ----------------------------------------------------------------------
+    def start(self, name: str, session_ms: int = SESSION_MS, max_poll_ms: int | None = None,
+              instance_id: str | None = None, strategy: str | None = None):
+        """Start agent ``name`` (the variant's client; static: group.instance.id i-NAME)."""
+        v = self.variant
+        args = ("--max-poll-ms", max_poll_ms) if max_poll_ms else ()
+        return self.clients.start(v.client, name, instance_id or (f"i-{name}" if v.static else None), session_ms,
+                                  strategy or v.strategy, args)
+
+    def mark(self, label: str) -> float:
+        """Note the wall-clock ms of a moment the situation or the outcome refers to."""
+        self.marks[label] = now_ms()
+        return self.marks[label]
+
+    def wait_balanced(self, names=None, timeout: float = 60) -> dict:
+        """Wait until ``names`` (default: every running agent) own every partition once,
+        loads within one, with no callback for 1.5 s; returns {member: partitions}."""
+        names = list(self.clients.members) if names is None else list(names)
+        wait_for(lambda: self.clients.balanced_among(names), timeout,
+                 f"{names} to balance; owned {self.clients.owned()}")
+        return self.clients.owned()
+
+    def wait(self, predicate, what: str, timeout: float = 60):
+        return wait_for(predicate, timeout, what)
+
+    def facts(self) -> Facts:
+        """The trace recorded so far (the proxy writes a line per record)."""
+        return Facts(self.trace_path, self.group)
+
+    def close(self, name: str) -> None:
+        self.clients.close(name)
+
+    def kill9(self, name: str) -> None:
+        self.clients.kill9(name)
+
+    def pause(self, name: str) -> None:
+        self.clients.pause(name)
+
+    def resume(self, name: str) -> float:
+        return self.clients.resume(name)
+
+    def tell(self, name: str, command: str) -> None:
+        self.clients.tell(name, command)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def finish(self) -> None:
+        self.clients.stop_all()
+        self.proxy.close()
+
+
+@dataclass
+class Result:
+    scenario: str
+    variant: str
+    target: str
+    situation: list  # [{"claim", "held"}]
+    reached: bool
+    outcome: dict
+    conform: dict  # {"coordinator": {...}, "clients": {...}}
+    departure: str | None
+    seconds: float
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """The situation was reached, and each side conforms or diverges only where a
+        documented departure says it does."""
+        if self.error or not self.reached:
+            return False
+        ok = self.conform["clients"]["verdict"] == "conforms"
+        coordinator = self.conform["coordinator"]["verdict"]
+        return ok and (coordinator == "conforms" or (coordinator == "divergent" and self.departure is not None))
+
+
+def _verdict(side: str, path: Path) -> dict:
+    p = subprocess.run([str(REBALANCE), "conform", "--side", side, str(path), "--json", "--out", str(path.parent / "out")],
+                       capture_output=True, text=True, timeout=300)
+    code, v = p.returncode, json.loads(p.stdout)
+    d = v.get("divergence") or {}
+    return {"verdict": v.get("verdict", "error"), "exit": code, "rule": d.get("rule"), "line": d.get("line"),
+            "reason": d.get("reason") or (v.get("error") or {}).get("message")}
+
+
+def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
+    """Play ``s`` as ``variant`` on ``target`` (targets.Target) in ``directory``; judge it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    r = Run(s, variant, target, directory)
+    error = None
+    try:
+        s.script(r)
+    except Exception as e:  # a scenario that could not be played is reported, not raised
+        error = f"{type(e).__name__}: {e}"
+    finally:
+        r.finish()
+    facts = r.facts()
+    claims = [{"claim": claim, "held": bool(held)} for claim, held in (s.situation(r, facts) if s.situation else ())]
+    result = Result(s.name, variant.key, target.name, claims, bool(claims) and all(c["held"] for c in claims),
+                    facts.outcome(), {"coordinator": _verdict("coordinator", r.trace_path),
+                                      "clients": _verdict("clients", r.clients.observed)},
+                    s.departures.get(target.name), round(time.monotonic() - started, 1), error)
+    (directory / "result.json").write_text(json.dumps(dataclasses.asdict(result), indent=1))
+    return result

@@ -1,0 +1,186 @@
+"""Where a catalogue scenario runs: the real Apache Kafka 4.4.0 broker
+(rebalance.oracle.broker) or ``rebalance serve``, each behind a ``rebalance proxy``
+(impl/proxy.py, in a thread of this process) that records the scenario's trace, so
+both are judged from the same kind of record by ``rebalance conform``.
+
+A target is started with Kafka's names for the group settings under test
+(``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms``,
+``group.max.session.timeout.ms``); serve takes them as its options.
+"""
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from rebalance.impl.member import Wire
+from rebalance.impl.proxy import Proxy
+from rebalance.impl.trace import Recorder
+from rebalance.impl.wire import Api
+from rebalance.model.timing import SessionBounds
+from rebalance.oracle.broker import KafkaBroker, api_versions_answered, free_port
+
+REBALANCE = Path(sys.executable).parent / "rebalance"
+# the scenarios run sessions of a few seconds: below Kafka's group.min.session.timeout.ms (6 s)
+DEFAULT_SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100}
+SERVE_OPTIONS = {"group.initial.rebalance.delay.ms": "--initial-rebalance-delay-ms",
+                 "group.min.session.timeout.ms": "--group-min-session-timeout-ms",
+                 "group.max.session.timeout.ms": "--group-max-session-timeout-ms"}
+
+
+def create_topic(host: str, port: int, name: str, partitions: int) -> None:
+    """CreateTopics v4 (replication factor 1) on one broker, through our wire client;
+    raises RuntimeError unless NONE or TOPIC_ALREADY_EXISTS."""
+    async def go():
+        wire = await Wire.open(host, port, "catalogue")
+        try:
+            r = await wire.call(Api.CREATE_TOPICS, 4, topics=[{
+                "name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+                "configs": []}], timeout=10_000, validate_only=False)
+        finally:
+            wire.close()
+        error = r.topics[0].error_code
+        if error.value not in (0, 36):
+            raise RuntimeError(f"CreateTopics {name}: {error.name}")
+    asyncio.run(go())
+
+
+class RecordingProxy:
+    """``rebalance proxy`` in a thread with its own event loop, recording ``trace``."""
+
+    def __init__(self, upstream: tuple, trace: Path, initial_delay_ms: int, session_bounds: SessionBounds):
+        self.trace = trace
+        self._loop = asyncio.new_event_loop()
+        self._proxy = Proxy(("127.0.0.1", 0), upstream, Recorder(str(trace), "proxy"), initial_delay_ms,
+                            session_bounds)
+        started = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self._loop)
+            self._loop.run_until_complete(self._proxy.start())
+            started.set()
+            self._loop.run_forever()
+        self._thread = threading.Thread(target=run, daemon=True, name="proxy")
+        self._thread.start()
+        if not started.wait(30):
+            raise RuntimeError("the recording proxy did not start")
+        self.port = self._proxy.port
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._proxy.close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+
+class Target:
+    """A broker under test. ``name``: "kafka" or "serve"; ``settings``: Kafka's group
+    settings; ``directory``: its files. Subclasses start it on construction."""
+
+    name = ""
+
+    def __init__(self, settings: dict, directory: Path):
+        self.settings = {**DEFAULT_SETTINGS, **settings}
+        self.directory = directory
+
+    @property
+    def initial_delay_ms(self) -> int:
+        return int(self.settings["group.initial.rebalance.delay.ms"])
+
+    @property
+    def upstream(self) -> tuple:
+        raise NotImplementedError
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        create_topic(*self.upstream, name, partitions)
+
+    def record(self, trace: Path) -> RecordingProxy:
+        """A proxy in front of this broker, recording into ``trace`` (start it after the
+        scenario's topic exists: the header lists the topics)."""
+        return RecordingProxy(self.upstream, trace, self.initial_delay_ms, SessionBounds(
+            int(self.settings["group.min.session.timeout.ms"]),
+            int(self.settings.get("group.max.session.timeout.ms", SessionBounds().max_ms))))
+
+    def restart(self, crash: bool = False) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class KafkaTarget(Target):
+    """The real Apache Kafka 4.4.0, one KRaft node."""
+
+    name = "kafka"
+
+    def __init__(self, settings: dict, directory: Path):
+        super().__init__(settings, directory)
+        self.broker = KafkaBroker(self.settings, directory=directory / "kafka")
+        self.startup_s = self.broker.startup_s
+
+    @property
+    def upstream(self) -> tuple:
+        return self.broker.host, self.broker.port
+
+    def restart(self, crash: bool = False) -> None:
+        self.broker.kill9() if crash else self.broker.stop()
+        self.broker.start()
+
+    def close(self) -> None:
+        self.broker.close()
+
+
+class ServeTarget(Target):
+    """``rebalance serve`` in its own process (store and log in ``directory``)."""
+
+    name = "serve"
+
+    def __init__(self, settings: dict, directory: Path):
+        super().__init__(settings, directory)
+        unknown = sorted(set(self.settings) - set(SERVE_OPTIONS))
+        if unknown:
+            raise ValueError(f"serve has no option for {', '.join(unknown)}")
+        directory.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.log = directory / "serve.log"
+        self.proc = None
+        self.start()
+
+    @property
+    def upstream(self) -> tuple:
+        return "127.0.0.1", self.port
+
+    def start(self) -> None:
+        options = [a for key, value in self.settings.items() for a in (SERVE_OPTIONS[key], str(value))]
+        started = time.monotonic()
+        with self.log.open("a") as log:
+            self.proc = subprocess.Popen([str(REBALANCE), "serve", "--port", str(self.port), "--no-auto-create-topics",
+                                          "--store", str(self.directory / "coordinator.db"), *options],
+                                         stdout=log, stderr=subprocess.STDOUT)
+        while not api_versions_answered(*self.upstream):
+            if self.proc.poll() is not None or time.monotonic() - started > 30:
+                raise RuntimeError(f"rebalance serve did not start:\n{self.log.read_text()[-2000:]}")
+            time.sleep(0.02)
+        self.startup_s = time.monotonic() - started
+
+    def restart(self, crash: bool = False) -> None:
+        self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
+        self.proc.wait(30)
+        self.start()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(30)
+
+
+TARGETS = {"kafka": KafkaTarget, "serve": ServeTarget}
+
+
+def target(name: str, settings: dict, directory=None) -> Target:
+    """Start the target ``name`` ("kafka" or "serve") with ``settings``."""
+    return TARGETS[name](settings, Path(directory or tempfile.mkdtemp(prefix=f"catalogue-{name}-")))
