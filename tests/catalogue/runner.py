@@ -15,6 +15,7 @@ trace; ``rebalance conform --side clients`` on the agents' observed log
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import json
@@ -25,7 +26,9 @@ from pathlib import Path
 from typing import Callable
 
 from interop.harness import REBALANCE, Group, wait_for
+from rebalance.impl.member import Wire
 from rebalance.impl.observed import now_ms
+from rebalance.impl.wire import Api
 
 from .facts import Facts
 
@@ -146,6 +149,23 @@ class Run:
     def tell(self, name: str, command: str) -> None:
         self.clients.tell(name, command)
 
+    def remove_members(self, instance_ids) -> None:
+        """The admin API's removeMembersFromConsumerGroup (KIP-345): one LeaveGroup v3
+        naming each group.instance.id with an empty member.id, through the proxy."""
+        async def go():
+            wire = await Wire.open("127.0.0.1", self.proxy.port, "admin")
+            try:
+                coordinator = await wire.call(Api.FIND_COORDINATOR, 3, key=self.group, key_type=0)
+            finally:
+                wire.close()
+            wire = await Wire.open(coordinator.host, coordinator.port, "admin")
+            try:
+                await wire.call(Api.LEAVE_GROUP, 3, group_id=self.group,
+                                members=[{"member_id": "", "group_instance_id": i} for i in instance_ids])
+            finally:
+                wire.close()
+        asyncio.run(go())
+
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
@@ -200,9 +220,10 @@ def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
     finally:
         r.finish()
     facts = r.facts()
+    outcome = {**facts.outcome(), "latency_ms": facts.settled_ms(max(r.marks.values())) if r.marks else None}
     claims = [{"claim": claim, "held": bool(held)} for claim, held in (s.situation(r, facts) if s.situation else ())]
     result = Result(s.name, variant.key, target.name, claims, bool(claims) and all(c["held"] for c in claims),
-                    facts.outcome(), {"coordinator": _verdict("coordinator", r.trace_path),
+                    outcome, {"coordinator": _verdict("coordinator", r.trace_path),
                                       "clients": _verdict("clients", r.clients.observed)},
                     s.departures.get(target.name), round(time.monotonic() - started, 1), error)
     (directory / "result.json").write_text(json.dumps(dataclasses.asdict(result), indent=1))

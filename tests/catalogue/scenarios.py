@@ -127,3 +127,118 @@ def _(run, f):
     if run.variant.static:
         yield "the static B stayed in the generation's member list", c is not None and any(
             len(members or ()) == 3 for _, who, g, members in f.joins(after) if g == c[1]["body"]["generation_id"])
+
+
+@scenario("three members join an Empty group 0, 1 and 2.5 s apart under group.initial.rebalance.delay.ms 3 s",
+          variants=(COOPERATIVE, EAGER), settings={"group.initial.rebalance.delay.ms": 3000})
+def initial_delay(run):
+    run.mark("first")
+    run.start("A")
+    run.sleep(1)
+    run.start("B")
+    run.sleep(1.5)
+    run.start("C")
+    run.wait_balanced()
+
+
+@initial_delay.situation
+def _(run, f):
+    first = f.generations()[:1]
+    yield "the first generation has all three members", bool(first) and f.members_of(first[0]) == ["A", "B", "C"]
+    joined = f.joins()
+    yield "it completed no sooner than the delay after A joined", bool(joined) and \
+        joined[0][0] - f.first("JoinGroup", after=run.marks["first"], client="A")[0]["t_ms"] >= 2900
+
+
+@scenario("a static member is killed (kill -9) and restarted within session.timeout.ms (10 s)",
+          variants=(STATIC, STATIC_EAGER))
+def static_restart(run):
+    for name in "ABC":
+        run.start(name, session_ms=10_000)
+    before = run.wait_balanced()
+    run.kill9("B")
+    run.mark("restart")
+    run.start("B", session_ms=10_000)
+    run.wait(lambda: run.clients.owned().get("B") == before["B"], "B to get its partitions back", 30)
+    run.sleep(2)
+
+
+@static_restart.situation
+def _(run, f):
+    after = run.marks["restart"]
+    back = f.first("JoinGroup", "NONE", after=after, client="B")
+    yield "B's new process joined with its group.instance.id", back is not None and \
+        back[0]["body"]["group_instance_id"] == "i-B"
+    yield "within its session timeout", back is not None and back[1]["t_ms"] - after < 10_000
+    yield "no member other than B rejoined (no rebalance)", not [c for _, c, _, _ in f.joins(after) if c != "B"]
+
+
+@scenario("a second process with a running static member's group.instance.id joins and fences it",
+          variants=(STATIC,))
+def static_replacement(run):
+    for name in "AB":
+        run.start(name, session_ms=10_000)
+    run.wait_balanced()
+    run.mark("replace")
+    run.start("B2", instance_id="i-B", session_ms=10_000)
+    run.wait(lambda: run.facts().first("Heartbeat", "FENCED_INSTANCE_ID", after=run.marks["replace"], client="B")
+             or run.facts().first("OffsetCommit", after=run.marks["replace"], client="B"), "B to be fenced", 30)
+    run.sleep(2)
+
+
+@static_replacement.situation
+def _(run, f):
+    after = run.marks["replace"]
+    yield "B2 joined with i-B while B ran", f.first("JoinGroup", "NONE", after=after, client="B2") is not None
+    yield "B was answered FENCED_INSTANCE_ID", bool(
+        [q for q, r in f.exchanges if f.client(q) == "B" and r["t_ms"] >= after and "FENCED_INSTANCE_ID" in
+         str(r["body"])])
+
+
+@scenario("two killed static members are removed by the admin API (LeaveGroup by group.instance.id, KIP-345) "
+          "instead of waiting out their 30 s sessions", variants=(STATIC, STATIC_EAGER))
+def batch_removal(run):
+    for name in "ABC":
+        run.start(name, session_ms=30_000)
+    run.wait_balanced()
+    run.kill9("B")
+    run.kill9("C")
+    run.mark("remove")
+    run.remove_members(["i-B", "i-C"])
+    run.wait_balanced(["A"], timeout=20)
+
+
+@batch_removal.situation
+def _(run, f):
+    after = run.marks["remove"]
+    leave = f.first("LeaveGroup", after=after)
+    yield "one LeaveGroup named i-B and i-C", leave is not None and sorted(
+        m["group_instance_id"] for m in leave[0]["body"]["members"]) == ["i-B", "i-C"]
+    rejoin = f.first("SyncGroup", "NONE", after=after, client="A")
+    yield "A alone owned everything well before the sessions expired", rejoin is not None and \
+        rejoin[1]["t_ms"] - after < 10_000 and f.assignments() == {"A": list(range(run.scenario.partitions))}
+
+
+@scenario("a member stopped past its session commits on resuming, with its old generation", variants=(COOPERATIVE,
+                                                                                                         EAGER))
+def fenced_commit(run):
+    for name in "AB":
+        run.start(name)
+    owned = run.wait_balanced()
+    run.pause("B")
+    run.wait_balanced(["A"], timeout=30)
+    run.mark("resume")
+    run.tell("B", f"commit {min(owned['B'])} 1")  # read as soon as B runs again
+    run.resume("B")
+    run.wait(lambda: run.facts().first("OffsetCommit", after=run.marks["resume"], client="B"),
+             "B's commit to be answered", 30)
+    run.wait_balanced()
+
+
+@fenced_commit.situation
+def _(run, f):
+    commit = f.first("OffsetCommit", after=run.marks["resume"], client="B")
+    errors = {p["error"] for t in commit[1]["body"]["topics"] for p in t["partitions"]} if commit else set()
+    yield "B committed after resuming", commit is not None
+    yield "with a generation the coordinator no longer accepts", bool(
+        errors & {"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS"})

@@ -158,7 +158,9 @@ class ServeTarget(Target):
         options = [a for key, value in self.settings.items() for a in (SERVE_OPTIONS[key], str(value))]
         started = time.monotonic()
         with self.log.open("a") as log:
+            # serve needs one topic to start with; the scenarios create theirs (CreateTopics)
             self.proc = subprocess.Popen([str(REBALANCE), "serve", "--port", str(self.port), "--no-auto-create-topics",
+                                          "--topic", "catalogue:1",
                                           "--store", str(self.directory / "coordinator.db"), *options],
                                          stdout=log, stderr=subprocess.STDOUT)
         while not api_versions_answered(*self.upstream):

@@ -1,0 +1,63 @@
+"""Run the whole scenario catalogue on each target and write the side-by-side table.
+
+    python -m catalogue [--target kafka --target serve] [--only NAME ...] [--out results/catalogue]
+                        [--table docs/oracle/side-by-side.md]
+
+(from tests/, as ``make catalogue`` does). One broker per target and distinct group
+settings; each scenario variant runs on each target in ``--out/<target>/<scenario>-<variant>/``
+(trace, observed log, result.json); the table (table.py) is written from the results, with
+the machine and the date. Exit 0 when every result passed (situation reached, both
+conform sides conforming or a documented departure), 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from . import scenarios  # noqa: F401  (registers the catalogue)
+from .runner import CATALOGUE, run
+from .table import write_table
+from .targets import target
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m catalogue", description=__doc__.splitlines()[0])
+    p.add_argument("--target", action="append", choices=["kafka", "serve"], help="default: both")
+    p.add_argument("--only", action="append", help="scenario names (default: all)")
+    p.add_argument("--out", default="results/catalogue", type=Path)
+    p.add_argument("--table", default=None, type=Path, help="also write the Markdown table here")
+    a = p.parse_args(argv)
+    chosen = [CATALOGUE[n] for n in (a.only or CATALOGUE)]
+    results = []
+    started = time.monotonic()
+    for where in a.target or ["kafka", "serve"]:
+        by_settings: dict = {}
+        for s in chosen:
+            by_settings.setdefault(tuple(sorted(s.settings.items())), []).append(s)
+        for settings, group in by_settings.items():
+            t = target(where, dict(settings), a.out / where / "broker")
+            print(f"{where} {dict(settings) or ''} started in {t.startup_s:.2f} s", flush=True)
+            try:
+                for s in group:
+                    for v in s.variants:
+                        r = run(s, v, t, a.out / where / f"{s.name}-{v.key}")
+                        results.append(r)
+                        print(f"  {'pass' if r.passed else 'FAIL'} {s.name} {v.key} ({r.seconds} s): situation "
+                              f"{'reached' if r.reached else 'NOT reached'}, coordinator "
+                              f"{r.conform['coordinator']['verdict']}, clients {r.conform['clients']['verdict']}"
+                              f"{'; ' + r.error if r.error else ''}", flush=True)
+            finally:
+                t.close()
+    (a.out / "results.json").write_text(json.dumps([r.__dict__ for r in results], indent=1))
+    if a.table:
+        write_table(results, a.table, time.monotonic() - started)
+    failed = [r for r in results if not r.passed]
+    print(f"{len(results) - len(failed)} of {len(results)} passed in {time.monotonic() - started:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

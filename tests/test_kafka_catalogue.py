@@ -1,0 +1,52 @@
+"""The scenario catalogue (tests/catalogue) on the real Apache Kafka 4.4.0 broker and on
+``rebalance serve``: CI's named subset. Each run must reach its situation (read off the
+recorded trace) and conform on both sides, or diverge only where the scenario names a
+documented departure. The whole catalogue runs with ``make catalogue``, which also writes
+the side-by-side table (docs/oracle/side-by-side.md)."""
+import pytest
+
+from catalogue import scenarios  # noqa: F401  (registers the catalogue)
+from catalogue.runner import CATALOGUE, run
+from catalogue.targets import target
+
+pytestmark = pytest.mark.kafka
+
+# CI's subset: a few minutes on two cores, one of each kind of situation
+CI_SUBSET = ["scale_up/confluent-cooperative-sticky", "session_timeout/confluent-range",
+             "static_restart/confluent-range-static", "batch_removal/confluent-cooperative-sticky-static"]
+
+
+def _case(name: str):
+    scenario, key = name.split("/")
+    s = CATALOGUE[scenario]
+    return s, next(v for v in s.variants if v.key == key)
+
+
+@pytest.fixture(scope="module")
+def targets(tmp_path_factory):
+    started: dict = {}
+
+    def get(where: str, settings: dict):
+        key = (where, tuple(sorted(settings.items())))
+        if key not in started:
+            started[key] = target(where, settings, tmp_path_factory.mktemp(where))
+        return started[key]
+    yield get
+    for t in started.values():
+        t.close()
+
+
+def test_ci_subset_names_exist():
+    for name in CI_SUBSET:
+        _case(name)
+
+
+@pytest.mark.parametrize("where", ["kafka", "serve"])
+@pytest.mark.parametrize("name", CI_SUBSET)
+def test_scenario(name, where, targets, tmp_path):
+    s, variant = _case(name)
+    r = run(s, variant, targets(where, s.settings), tmp_path)
+    assert r.error is None, r.error
+    assert r.reached, [c for c in r.situation if not c["held"]]
+    assert r.conform["clients"]["verdict"] == "conforms", r.conform["clients"]
+    assert r.passed, r.conform["coordinator"]
