@@ -221,7 +221,10 @@ def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
         r.finish()
     facts = r.facts()
     outcome = {**facts.outcome(), "latency_ms": facts.settled_ms(max(r.marks.values())) if r.marks else None}
-    claims = [{"claim": claim, "held": bool(held)} for claim, held in (s.situation(r, facts) if s.situation else ())]
+    try:
+        claims = [{"claim": claim, "held": bool(held)} for claim, held in (s.situation(r, facts) if s.situation else ())]
+    except Exception as e:  # a script that stopped early leaves marks unset
+        claims = [{"claim": f"the situation could be read off the trace ({type(e).__name__}: {e})", "held": False}]
     result = Result(s.name, variant.key, target.name, claims, bool(claims) and all(c["held"] for c in claims),
                     outcome, {"coordinator": _verdict("coordinator", r.trace_path),
                                       "clients": _verdict("clients", r.clients.observed)},
