@@ -123,12 +123,19 @@ class Run:
         """Wait until ``names`` (default: every running agent) own every partition once,
         loads within one, with no callback for 1.5 s; returns {member: partitions}."""
         names = list(self.clients.members) if names is None else list(names)
-        wait_for(lambda: self.clients.balanced_among(names), timeout,
-                 f"{names} to balance; owned {self.clients.owned()}")
+        self.wait(lambda: self.clients.balanced_among(names), f"{names} to balance; owned {self.clients.owned()}",
+                  timeout)
         return self.clients.owned()
 
     def wait(self, predicate, what: str, timeout: float = 60):
-        return wait_for(predicate, timeout, what)
+        """``wait_for`` that gives up at once when an agent exited by itself (a client that
+        could not start, or died: neither closed nor killed by the script)."""
+        def ready():
+            dead = {n: p.returncode for n, p in self.clients.members.items() if p.poll() is not None}
+            if dead:
+                raise RuntimeError(f"agents exited by themselves: {dead}")
+            return predicate()
+        return wait_for(ready, timeout, what)
 
     def facts(self) -> Facts:
         """The trace recorded so far (the proxy writes a line per record)."""
