@@ -37,8 +37,8 @@ def main(argv=None) -> int:
         by_settings: dict = {}
         for s in chosen:
             by_settings.setdefault(tuple(sorted(s.settings.items())), []).append(s)
-        for settings, group in by_settings.items():
-            t = target(where, dict(settings), a.out / where / "broker")
+        for n, (settings, group) in enumerate(by_settings.items()):
+            t = target(where, dict(settings), a.out / where / f"broker-{n}")
             print(f"{where} {dict(settings) or ''} started in {t.startup_s:.2f} s", flush=True)
             try:
                 for s in group:
