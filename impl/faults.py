@@ -142,7 +142,7 @@ class Rule:
                 "for_ms": None if self.until is None else max(0, round((self.until - time.monotonic()) * 1000))}
 
 
-def _member_of(req) -> str:
+def member_of(req) -> str:
     """The member.id a request names ("" for none; LeaveGroup v3+: its first member)."""
     b = req.body
     if hasattr(b, "member_id"):
@@ -151,12 +151,73 @@ def _member_of(req) -> str:
     return members[0].member_id if members else ""
 
 
+class Injections:
+    """The rules of ``inject``: serve's fault layer (``Faults``) and ``rebalance proxy``
+    (impl/proxy.py, which drops and delays only: ``errors=False``) each keep one."""
+
+    def __init__(self, errors: bool = True):
+        self.rules: list[Rule] = []
+        self.errors = errors
+
+    def match(self, api_key: int, member, client_id: str, want) -> Rule | None:
+        """The first live rule for a request of ``api_key`` from ``member`` (its member.id,
+        or a callable giving it, called only when a rule names a member) or ``client_id``
+        for which ``want(rule)``; counted down. None if none."""
+        now = time.monotonic()
+        self.rules = [r for r in self.rules if r.live(now)]
+        for rule in self.rules:
+            if rule.api != api_key or not want(rule):
+                continue
+            if rule.member is not None:
+                member = member() if callable(member) else member
+                if rule.member not in (member, client_id):
+                    continue
+            if rule.count is not None:
+                rule.count -= 1
+            return rule
+        return None
+
+    def inject(self, api: str, error=None, delay_ms: int | None = None, drop: bool = False,
+               member: str | None = None, count: int | None = None, for_ms: int | None = None) -> dict:
+        """Add a rule (see the module docstring): exactly one of ``error``,
+        ``delay_ms`` (ms, > 0) and ``drop``; ``count`` > 0, ``for_ms`` > 0 (ms) when
+        given. Returns the rule. Raises FaultError."""
+        key = api_key(api)
+        if sum((error is not None, delay_ms is not None, bool(drop))) != 1:
+            raise FaultError("give exactly one of error, delay_ms and drop")
+        if error is not None:
+            if not self.errors:
+                raise FaultError("the proxy delays or drops responses; an error is the broker's to give "
+                                 "(rebalance serve's inject)")
+            code = error_code(error)
+            if key not in ERROR_APIS:
+                raise FaultError(f"cannot inject an error into {api} (group APIs and FindCoordinator only)")
+        else:
+            code = None
+        for value, what in ((delay_ms, "delay_ms"), (count, "count"), (for_ms, "for_ms")):
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise FaultError(f"{what} must be a positive integer, not {value!r}")
+        rule = Rule(key, member or None, code, delay_ms or 0, bool(drop), count,
+                    None if for_ms is None else time.monotonic() + for_ms / 1000)
+        self.rules.append(rule)
+        return rule.describe()
+
+    def clear(self) -> dict:
+        """Remove every rule; the number removed."""
+        n, self.rules = len(self.rules), []
+        return {"cleared": n}
+
+    def live(self) -> list:
+        now = time.monotonic()
+        return [r.describe() for r in self.rules if r.live(now)]
+
+
 class Faults:
     """The fault layer of one Coordinator (``server``). All methods run on its loop."""
 
     def __init__(self, server):
         self.server = server
-        self.rules: list[Rule] = []
+        self.injections = Injections()
         self.away: int | None = None  # the error group requests get while the coordinator is away
         self.running = asyncio.Event()
         self.running.set()
@@ -167,20 +228,7 @@ class Faults:
         self.server.trace.fault(fault, **fields)
 
     def _match(self, c, req, want) -> Rule | None:
-        now = time.monotonic()
-        self.rules = [r for r in self.rules if r.live(now)]
-        member = None
-        for rule in self.rules:
-            if rule.api != req.api_key or not want(rule):
-                continue
-            if rule.member is not None:
-                member = _member_of(req) if member is None else member
-                if rule.member not in (member, c.client_id):
-                    continue
-            if rule.count is not None:
-                rule.count -= 1
-            return rule
-        return None
+        return self.injections.match(req.api_key, lambda: member_of(req), c.client_id, want)
 
     async def before(self, c, name, req) -> dict | None:
         """Before dispatch: wait while paused; the injected response body if the
@@ -195,7 +243,7 @@ class Faults:
         key, code, how = req.api_key, None, None
         if self.away is not None and key in ERROR_APIS:
             code, how = (COORDINATOR_NOT_AVAILABLE if key == Api.FIND_COORDINATOR else self.away), "coordinator_away"
-        elif self.rules:
+        elif self.injections.rules:
             rule = self._match(c, req, lambda r: r.error is not None)
             if rule is not None:
                 code, how = rule.error, "inject"
@@ -208,7 +256,7 @@ class Faults:
     async def after(self, c, name, req) -> bool:
         """After dispatch, before the response is written: sleep a delay rule's
         ``delay_ms``; False if a drop rule drops the response. Both recorded."""
-        if not self.rules:
+        if not self.injections.rules:
             return True
         rule = self._match(c, req, lambda r: r.error is None)
         if rule is None:
@@ -248,30 +296,12 @@ class Faults:
 
     def inject(self, api: str, error=None, delay_ms: int | None = None, drop: bool = False,
                member: str | None = None, count: int | None = None, for_ms: int | None = None) -> dict:
-        """Add a rule (see the module docstring): exactly one of ``error``,
-        ``delay_ms`` (ms, > 0) and ``drop``; ``count`` > 0, ``for_ms`` > 0 (ms) when
-        given. Returns the rule. Raises FaultError."""
-        key = api_key(api)
-        if sum((error is not None, delay_ms is not None, bool(drop))) != 1:
-            raise FaultError("give exactly one of error, delay_ms and drop")
-        if error is not None:
-            code = error_code(error)
-            if key not in ERROR_APIS:
-                raise FaultError(f"cannot inject an error into {api} (group APIs and FindCoordinator only)")
-        else:
-            code = None
-        for value, what in ((delay_ms, "delay_ms"), (count, "count"), (for_ms, "for_ms")):
-            if value is not None and (not isinstance(value, int) or value <= 0):
-                raise FaultError(f"{what} must be a positive integer, not {value!r}")
-        rule = Rule(key, member or None, code, delay_ms or 0, bool(drop), count,
-                    None if for_ms is None else time.monotonic() + for_ms / 1000)
-        self.rules.append(rule)
-        return rule.describe()
+        """Add a rule (``Injections.inject``). Raises FaultError."""
+        return self.injections.inject(api, error, delay_ms, drop, member, count, for_ms)
 
     def clear(self) -> dict:
         """Remove every rule; the number removed."""
-        n, self.rules = len(self.rules), []
-        return {"cleared": n}
+        return self.injections.clear()
 
     def coordinator_away(self, error="NOT_COORDINATOR") -> dict:
         code = error_code(error)
@@ -315,10 +345,9 @@ class Faults:
     def status(self) -> dict:
         """The layer's state and every group's: {"paused", "away", "rules", "groups":
         {group: {"state", "generation", "members": [{member_id, client_id, assignment}]}}}."""
-        now = time.monotonic()
         return {"paused": not self.running.is_set(),
                 "away": None if self.away is None else ErrorCode(self.away).name.upper(),
-                "rules": [r.describe() for r in self.rules if r.live(now)],
+                "rules": self.injections.live(),
                 "groups": {gid: self.describe(gid) for gid in sorted(self.server.groups)}}
 
     def describe(self, group: str) -> dict:

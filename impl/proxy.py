@@ -25,6 +25,15 @@ Recorder (impl/trace.py) with recorder "proxy", as forwarded upstream; the
 header's topics come from a Metadata request (v12, every topic) the proxy sends
 upstream at start.
 
+Faults (issue 38): ``inject(api, delay_ms=... | drop=True, member=..., count=..., for_ms=...)``
+(impl/faults.py ``Injections``, the rules serve's fault layer keeps) delays or drops the
+upstream's responses to the matching requests (a member's by its member.id or client.id, or
+everyone's) on their way to the client: what a network does to one client, while the broker
+saw and answered the request. Each is a ``fault`` record (``delay``, ``drop``) in the trace
+after the response, which is recorded as the broker gave it (spec/TRACE.md). A dropped
+response leaves the client to its request timeout; responses behind a delayed one on the same
+connection wait for it, as they would behind a slow link.
+
 Connections: a client disconnect closes its upstream connection and vice versa;
 reading waits for the other side to take what was written (bounded buffering:
 at most one frame per direction in the proxy, the rest in the sockets); a frame
@@ -41,10 +50,12 @@ from kio.static.primitive import i32
 
 from rebalance.model.timing import SessionBounds
 
+from .faults import NAME_OF, Injections, member_of
 from .member import Wire
 from .trace import GROUP_APIS, Recorder, settings
 from .wire import (
-    SUPPORTED, Api, FrameError, encode_response, read_frame, read_response, request_key, response_correlation, sized,
+    SUPPORTED, Api, FrameError, encode_response, read_frame, read_request, read_response, request_key,
+    response_correlation, sized,
 )
 
 log = logging.getLogger("rebalance.proxy")
@@ -65,6 +76,7 @@ class Proxy:
         self.host, self.port = listen
         self.upstream, self.trace, self.initial_delay_ms = upstream, trace, initial_delay_ms
         self.session_bounds = session_bounds
+        self.injections = Injections(errors=False)
         self.routes: dict = {}  # {upstream (host, port): the proxy's port for it}
         self.servers: list = []
         self.relays: set = set()
@@ -146,7 +158,7 @@ class Proxy:
             api_key, version, correlation = request_key(frame)
             if len(in_flight) >= MAX_IN_FLIGHT:
                 raise FrameError(f"more than {MAX_IN_FLIGHT} requests in flight")
-            in_flight[correlation] = (api_key, version)
+            in_flight[correlation] = (api_key, version, frame if api_key in GROUP_APIS else None)
             if self.trace.enabled:
                 self.trace.request(name, frame)
             writer.write(sized(frame))
@@ -159,7 +171,7 @@ class Proxy:
             if correlation not in in_flight:
                 raise FrameError(f"a response with correlation id {correlation} to no request")
             while True:  # requests sent before it got no response (Produce with acks=0)
-                sent, (api_key, version) = next(iter(in_flight.items()))
+                sent, (api_key, version, request) = next(iter(in_flight.items()))
                 del in_flight[sent]
                 if sent == correlation:
                     break
@@ -167,8 +179,26 @@ class Proxy:
                 frame = await self._rewrite(api_key, version, correlation, frame)
             if self.trace.enabled:
                 self.trace.response(name, frame)
+            if request is not None and self.injections.rules and not await self._passes(name, request):
+                continue
             writer.write(sized(frame))
             await writer.drain()
+
+    async def _passes(self, name, frame) -> bool:
+        """Apply a delay or drop rule to the response to group request ``frame``: False
+        if it is dropped; both recorded as ``fault`` records."""
+        req = read_request(frame)
+        rule = self.injections.match(req.api_key, lambda: member_of(req), req.client_id,
+                                     lambda r: True)
+        if rule is None:
+            return True
+        api = NAME_OF.get(req.api_key, req.api_key)
+        if rule.drop:
+            self.trace.fault("drop", connection=name, correlation_id=req.correlation_id, api=api)
+            return False
+        self.trace.fault("delay", connection=name, correlation_id=req.correlation_id, api=api, delay_ms=rule.delay_ms)
+        await asyncio.sleep(rule.delay_ms / 1000)
+        return True
 
     async def _rewrite(self, api_key: int, version: int, correlation: int, frame: bytes) -> bytes:
         """The response with the proxy's addresses (Metadata, FindCoordinator) or

@@ -679,7 +679,8 @@ INJECTED_INPUTS = {
 
 # answered by the broker before any group handler runs: the group's coordinator is not on this
 # broker, or is still loading its partition of __consumer_offsets (CoordinatorRuntime.withActiveContextOrThrow,
-# CoordinatorRuntime.java:2090, Kafka 4.4.0); a proxy's trace has no fault record for them
+# CoordinatorRuntime.java:2090, Kafka 4.4.0); a proxy's trace has no fault record for them (serve records its
+# own as ``error`` faults, so in serve's trace such an answer without one is judged)
 BROKER_ERRORS = frozenset(("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"))
 
 
@@ -730,12 +731,13 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
     context: dict = {}
     unknown_start: dict = {}  # group id -> why the coordinator side cannot know where it started
     injected: set = set()  # (connection, correlation id) of requests a fault answered (impl/faults.py)
+    proxied = trace.header["recorder"] == "proxy"  # a broker's own answers come with no fault record
     for line, record in trace.records:
         kind = record["type"]
         if kind == "request":
             api = record["api"]
             if api in NOT_JUDGED or (record["connection"], record["correlation_id"]) in injected \
-                    or _not_the_coordinators(side.responses.get(line)):
+                    or (proxied and _not_the_coordinators(side.responses.get(line))):
                 requests[(record["connection"], record["correlation_id"])] = None
                 continue
             r = side.prepared.request(line, record)

@@ -71,6 +71,12 @@ class RecordingProxy:
             raise RuntimeError("the recording proxy did not start")
         self.port = self._proxy.port
 
+    def inject(self, api: str, **rule) -> dict:
+        """The proxy's ``inject`` (impl/proxy.py: delay or drop responses), run on its loop."""
+        async def go():
+            return self._proxy.injections.inject(api, **rule)
+        return asyncio.run_coroutine_threadsafe(go(), self._loop).result(10)
+
     def close(self) -> None:
         asyncio.run_coroutine_threadsafe(self._proxy.close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
