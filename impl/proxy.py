@@ -16,7 +16,8 @@ re-encoded with kio at the client's version, impl/wire.py):
 Brokers: the ``--listen`` port stands for the ``--upstream`` broker; any other
 broker a Metadata or FindCoordinator response names gets a port of its own on
 the listening host (any free one, opened when first named), so clients reach
-every broker of a cluster through the proxy. Clients are told the listening
+every broker of a cluster through the proxy. A restart of the upstream broker is recorded
+only when its restarter calls ``restarted``. Clients are told the listening
 host: listen on an address they can reach, not 0.0.0.0.
 
 Group requests and their responses (JoinGroup, SyncGroup, Heartbeat,
@@ -183,6 +184,11 @@ class Proxy:
                 continue
             writer.write(sized(frame))
             await writer.drain()
+
+    def restarted(self, groups) -> None:
+        """Record that the upstream broker restarted and loaded ``groups`` (a ``restart``
+        record, R37): the proxy cannot see it, whoever restarted it says so."""
+        self.trace.restart(groups)
 
     async def _passes(self, name, frame) -> bool:
         """Apply a delay or drop rule to the response to group request ``frame``: False

@@ -135,11 +135,18 @@ class Recorder:
         if self.file is None:
             return
         if self.resumed:
-            self._write({"type": "restart", "t_ms": self.now_ms(), "groups": sorted(groups)})
+            self.restart(groups)
         else:
             recorded_at = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             self._write({"type": "header", "format": FORMAT, "version": VERSION, "recorder": self.recorder,
                          "recorded_at": recorded_at, "settings": settings_})
+
+    def restart(self, groups) -> None:
+        """A ``restart`` record: the broker restarted and loaded ``groups`` from its store
+        (R37): serve on a continued trace, or the broker behind a proxy whose restarter
+        knows it (``Proxy.restarted``)."""
+        if self.file is not None:
+            self._write({"type": "restart", "t_ms": self.now_ms(), "groups": sorted(groups)})
 
     def open(self, host: str) -> str | None:
         """An ``open`` record; the new connection's name (None when not recording)."""

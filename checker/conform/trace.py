@@ -137,6 +137,7 @@ def parse(lines, path: str = "") -> Trace:
     records = []
     last_t = None
     open_conns: set = set()
+    ended: set = set()  # connections a restart ended, not yet closed by their recorder
     seen_conns: set = set()
     pending: dict = {}  # (connection, correlation_id) -> line of a request not yet answered
     answered: set = set()
@@ -176,9 +177,12 @@ def parse(lines, path: str = "") -> Trace:
             seen_conns.add(conn)
             open_conns.add(conn)
         elif kind == "restart":
-            open_conns.clear()  # a restarted coordinator starts with no connection
+            ended |= open_conns  # a restarted coordinator starts with no connection
+            open_conns.clear()
         elif kind in ("expire", "topics") or (kind == "fault" and conn is None):
             pass  # names groups or topics, or the whole server (impl/faults.py): no connection
+        elif kind == "close" and conn in ended:
+            ended.discard(conn)  # a proxy closes its side of a connection the restart ended when it notices
         elif conn not in open_conns:
             raise TraceError(lineno, f"connection {conn!r} used before it was opened"
                              if conn not in seen_conns else f"connection {conn!r} used after it closed")

@@ -20,11 +20,14 @@ class Facts:
         self.client_of: dict = {}  # connection -> client.id
         requests: dict = {}  # (connection, correlation id) -> request record
         self.exchanges: list = []  # (request, response), in response order, of this group
+        self.requests: list = []  # every request of this group, answered or not, in order
         self.other: list = [r for r in records[1:] if r["type"] not in ("request", "response")]
         for r in records[1:]:
             if r["type"] == "request":
                 self.client_of[r["connection"]] = r.get("client_id")
                 requests[(r["connection"], r["correlation_id"])] = r
+                if self._ours(r):
+                    self.requests.append(r)
             elif r["type"] == "response":
                 q = requests.pop((r["connection"], r["correlation_id"]), None)
                 if q and self._ours(q):
@@ -35,6 +38,10 @@ class Facts:
         if "group_id" in body:
             return body["group_id"] == self.group
         return any(g.get("group_id") == self.group for g in body.get("groups", ()))
+
+    def client_requests(self, api: str, client: str) -> list:
+        """``client``'s requests of ``api``, answered or not."""
+        return [q for q in self.requests if q["api"] == api and self.client(q) == client]
 
     def client(self, record: dict) -> str:
         return self.client_of.get(record["connection"]) or "?"

@@ -69,13 +69,14 @@ class Scenario:
 CATALOGUE: dict = {}
 
 
-def scenario(title: str, variants=(Variant(),), partitions: int = 6, settings=None, departures=None):
-    """Register the decorated script as a scenario; give its situation with
-    ``@<script>.situation``."""
+def scenario(title: str, variants=(Variant(),), partitions: int = 6, settings=None, departures=None,
+             registry=None):
+    """Register the decorated script as a scenario of ``registry`` (default the
+    conformance ``CATALOGUE``); give its situation with ``@<script>.situation``."""
     def register(script):
         s = Scenario(script.__name__, title, script, tuple(variants), partitions, dict(settings or {}),
                      departures=dict(departures or {}))
-        CATALOGUE[s.name] = s
+        (CATALOGUE if registry is None else registry)[s.name] = s
 
         def situation(fn):
             s.situation = fn
@@ -172,6 +173,36 @@ class Run:
             finally:
                 wire.close()
         asyncio.run(go())
+
+    def restart_broker(self, crash: bool = True) -> None:
+        """Restart the broker (kill -9 when ``crash``), recorded as a ``restart`` record
+        in which it loaded this scenario's group (R37)."""
+        self.target.stop(crash)
+        self.proxy.restarted([self.group])  # before clients reconnect: nothing reaches a dead broker
+        self.target.start()
+
+    def commit_as(self, member_id: str, generation: int, partition: int, offset: int, client_id: str) -> str:
+        """An OffsetCommit (v7) of ``partition`` at ``offset`` under ``member_id`` and
+        ``generation``, sent through the proxy as a client that kept a stale identity
+        would: returns the partition's error name."""
+        async def go():
+            wire = await Wire.open("127.0.0.1", self.proxy.port, client_id)
+            try:
+                found = await wire.call(Api.FIND_COORDINATOR, 3, key=self.group, key_type=0)
+            finally:
+                wire.close()
+            wire = await Wire.open(found.host, found.port, client_id)
+            try:
+                r = await wire.call(Api.OFFSET_COMMIT, 7, group_id=self.group, generation_id_or_member_epoch=generation,
+                                    member_id=member_id, group_instance_id=None, topics=[
+                                        {"name": self.topic, "partitions": [{"partition_index": partition,
+                                                                             "committed_offset": offset,
+                                                                             "committed_leader_epoch": -1,
+                                                                             "committed_metadata": ""}]}])
+            finally:
+                wire.close()
+            return r.topics[0].partitions[0].error_code.name.upper()
+        return asyncio.run(go())
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)

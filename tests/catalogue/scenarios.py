@@ -224,26 +224,61 @@ def _(run, f):
         rejoin[1]["t_ms"] - after < 10_000 and f.assignments() == {"A": list(range(run.scenario.partitions))}
 
 
-@scenario("a member stopped past its session commits on resuming, with its old generation", variants=(COOPERATIVE,
-                                                                                                         EAGER))
+@scenario("commits under a fenced identity: the old generation of a live member, and the member id of one "
+          "expired while stopped (a zombie that kept them)", variants=(COOPERATIVE, EAGER))
 def fenced_commit(run):
     for name in "AB":
         run.start(name)
     owned = run.wait_balanced()
+    f = run.facts()
+    old_generation = f.generations()[-1]
+    b = f.first("JoinGroup", "NONE", client="B")[1]["body"]["member_id"]
+    a = f.first("JoinGroup", "NONE", client="A")[1]["body"]["member_id"]
     run.pause("B")
-    run.wait_balanced(["A"], timeout=30)
-    run.mark("resume")
-    run.tell("B", f"commit {min(owned['B'])} 1")  # read as soon as B runs again
+    run.wait_balanced(["A"], timeout=30)  # B's session expired: A alone, in a new generation
+    run.mark("fenced")
+    run.errors = {"stale generation": run.commit_as(a, old_generation, min(owned["A"]), 1, "A"),
+                  "expired member": run.commit_as(b, old_generation, min(owned["B"]), 1, "B")}
     run.resume("B")
-    run.wait(lambda: run.facts().first("OffsetCommit", after=run.marks["resume"], client="B"),
-             "B's commit to be answered", 30)
     run.wait_balanced()
 
 
 @fenced_commit.situation
 def _(run, f):
-    commit = f.first("OffsetCommit", after=run.marks["resume"], client="B")
-    errors = {p["error"] for t in commit[1]["body"]["topics"] for p in t["partitions"]} if commit else set()
-    yield "B committed after resuming", commit is not None
-    yield "with a generation the coordinator no longer accepts", bool(
-        errors & {"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS"})
+    after = run.marks["fenced"]
+    commits = {f.client(q): r for q, r in f.of("OffsetCommit", after=after)}
+    error = lambda who: {p["error"] for t in commits[who]["body"]["topics"] for p in t["partitions"]} \
+        if who in commits else set()  # noqa: E731
+    yield "B's session expired while it was stopped (a generation without B)", \
+        any(f.members_of(g) == ["A"] for g in f.generations())
+    yield "A's commit with its previous generation was refused ILLEGAL_GENERATION (R9)", \
+        error("A") == {"ILLEGAL_GENERATION"}
+    yield "the expired B's commit was refused UNKNOWN_MEMBER_ID (R9)", error("B") == {"UNKNOWN_MEMBER_ID"}
+
+
+@scenario("the broker is killed (kill -9) and restarted while a rebalance waits for a stopped member",
+          variants=(COOPERATIVE, EAGER))
+def broker_restart(run):
+    for name in "AB":
+        run.start(name, session_ms=10_000)
+    run.wait_balanced()
+    run.pause("B")  # B will not rejoin: the rebalance C starts stays in PreparingRebalance
+    run.mark("join")
+    run.start("C", session_ms=10_000)
+    run.wait(lambda: run.facts().first("JoinGroup", after=run.marks["join"], client="A"), "A to rejoin", 30)
+    run.mark("restart")
+    run.restart_broker(crash=True)
+    run.resume("B")
+    run.wait_balanced(timeout=90)
+
+
+@broker_restart.situation
+def _(run, f):
+    join, restart = run.marks["join"], run.marks["restart"]
+    rejoined = [q for q in f.client_requests("JoinGroup", "A") if join <= q["t_ms"] < restart]
+    completed = [t for t, _, _, _ in f.joins(join) if t < restart]
+    yield "a rebalance had begun (A rejoined after C joined) and not completed when the broker died", \
+        bool(rejoined) and not completed
+    yield "the broker restarted (a restart record)", any(r["type"] == "restart" for r in f.other)
+    yield "A, B and C formed a generation after it", any(f.members_of(g) == ["A", "B", "C"]
+                                                        for g in f.generations(restart))

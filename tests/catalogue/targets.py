@@ -77,6 +77,10 @@ class RecordingProxy:
             return self._proxy.injections.inject(api, **rule)
         return asyncio.run_coroutine_threadsafe(go(), self._loop).result(10)
 
+    def restarted(self, groups) -> None:
+        """A ``restart`` record: the upstream broker restarted and loaded ``groups``."""
+        self._loop.call_soon_threadsafe(self._proxy.restarted, groups)
+
     def close(self) -> None:
         asyncio.run_coroutine_threadsafe(self._proxy.close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -111,7 +115,11 @@ class Target:
             int(self.settings["group.min.session.timeout.ms"]),
             int(self.settings.get("group.max.session.timeout.ms", SessionBounds().max_ms))))
 
-    def restart(self, crash: bool = False) -> None:
+    def stop(self, crash: bool = False) -> None:
+        """Stop the broker (kill -9 when ``crash``); ``start`` starts it again on its store."""
+        raise NotImplementedError
+
+    def start(self) -> None:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -132,8 +140,10 @@ class KafkaTarget(Target):
     def upstream(self) -> tuple:
         return self.broker.host, self.broker.port
 
-    def restart(self, crash: bool = False) -> None:
+    def stop(self, crash: bool = False) -> None:
         self.broker.kill9() if crash else self.broker.stop()
+
+    def start(self) -> None:
         self.broker.start()
 
     def close(self) -> None:
@@ -175,10 +185,9 @@ class ServeTarget(Target):
             time.sleep(0.02)
         self.startup_s = time.monotonic() - started
 
-    def restart(self, crash: bool = False) -> None:
+    def stop(self, crash: bool = False) -> None:
         self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
         self.proc.wait(30)
-        self.start()
 
     def close(self) -> None:
         if self.proc.poll() is None:
