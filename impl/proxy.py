@@ -63,6 +63,12 @@ log = logging.getLogger("rebalance.proxy")
 
 MAX_IN_FLIGHT = 1000  # requests forwarded and not yet answered, per connection (Produce acks=0 gets no answer)
 CAPPED = GROUP_APIS | {Api.METADATA, Api.FIND_COORDINATOR}
+# the versions the proxy reads to rewrite: serve's, and ApiVersions up to v5 (the Java client 4.x
+# asks v5, whose answer must be capped too). v4 and v5 have v3's layout (v5 only also lists features
+# whose MinSupportedVersion is 0: ApiVersionsResponse.json, kafka-clients 4.4.0), so v5 is read and
+# written with kio's v4 schema, the newest kio has.
+READS = {**SUPPORTED, Api.API_VERSIONS: (0, 5)}
+LAYOUT = {(Api.API_VERSIONS, 5): 4}
 
 
 class Proxy:
@@ -133,7 +139,7 @@ class Proxy:
             return
         trace = self.trace
         name = trace.open(host) if trace.enabled else None
-        in_flight: dict = {}  # {correlation id: (api key, version)}, in the order sent
+        in_flight: dict = {}  # {correlation id: (api key, version, group request frame or None)}, in order
         tasks = {asyncio.create_task(self._requests(client_reader, up_writer, name, in_flight)),
                  asyncio.create_task(self._responses(up_reader, client_writer, name, in_flight))}
         try:
@@ -144,6 +150,8 @@ class Proxy:
                     log.warning("closing connection from %s: %s", host, e)
                 elif e is not None and not isinstance(e, (asyncio.IncompleteReadError, ConnectionError)):
                     log.error("closing connection from %s after an internal error: %r", host, e)
+        except asyncio.CancelledError:
+            pass  # the proxy is closing: the relay ends quietly (a cancelled task's end logs a traceback)
         finally:
             for task in tasks:
                 task.cancel()
@@ -210,13 +218,14 @@ class Proxy:
         """The response with the proxy's addresses (Metadata, FindCoordinator) or
         capped versions (ApiVersions). Raises FrameError if it does not parse
         (ApiVersions: forwarded unchanged, it may be KIP-511's v0 answer)."""
-        low, high = SUPPORTED[api_key]
+        low, high = READS[api_key]
         if not low <= version <= high:
             if api_key == Api.API_VERSIONS:
                 return frame
             raise FrameError(f"API key {api_key} v{version}: a version the proxy cannot rewrite")
+        layout = LAYOUT.get((api_key, version), version)
         try:
-            _, r = read_response(frame, api_key, version)
+            _, r = read_response(frame, api_key, layout)
         except FrameError:
             if api_key == Api.API_VERSIONS:
                 return frame
@@ -234,7 +243,7 @@ class Proxy:
             r = dataclasses.replace(r, api_keys=tuple(
                 dataclasses.replace(k, max_version=min(k.max_version, SUPPORTED[k.api_key][1]))
                 if k.api_key in CAPPED else k for k in r.api_keys))
-        return encode_response(api_key, version, correlation, r)[4:]
+        return encode_response(api_key, layout, correlation, r)[4:]
 
     async def _redirect(self, c):
         """A coordinator (FindCoordinator's answer) at the proxy's port for it; an error left alone."""

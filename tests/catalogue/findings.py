@@ -103,3 +103,58 @@ def _(run, f):
     fenced = [q for q, r in f.exchanges if r["t_ms"] >= restart and f.client(q) == other
               and r["body"].get("error") == "FENCED_INSTANCE_ID"]
     yield "finding: the re-registered process was answered FENCED_INSTANCE_ID, fatal to it", bool(fenced)
+
+
+@scenario("F2: a paused static member kept by the rebalance timeout is assigned from an old subscription",
+          variants=(JAVA_STATIC,), partitions=2, registry=FINDINGS)
+def f2_stale_subscription(run):
+    # only the Java consumer lets a session (B's 20 s) outlast the rebalance timeout (3 s, max.poll.interval.ms)
+    run.start("A", session_ms=3000, max_poll_ms=3000)
+    run.start("B", session_ms=20_000, max_poll_ms=3000)
+    run.wait_balanced()
+    run.kill9("A")  # A's session (3 s) expires; B rejoins claiming only what it owns, and is given both
+    run.wait(lambda: run.clients.owned().get("B") == {0, 1}, "B to own both partitions", 30)
+    run.mark("pause")
+    run.pause("B")  # a GC stall longer than the rebalance timeout, shorter than B's session
+    run.mark("join")
+    run.start("A", session_ms=3000, max_poll_ms=3000)  # A's new process joins: a rebalance B cannot rejoin
+    run.wait(lambda: run.facts().first("SyncGroup", "NONE", after=run.marks["join"], client="A"),
+             "A's round to complete without B", 30)
+    run.sleep(1)
+    run.mark("resume")
+    run.resume("B")
+    run.wait_balanced(timeout=30)
+
+
+@f2_stale_subscription.situation
+def _(run, f):
+    pause, join, resume = run.marks["pause"], run.marks["join"], run.marks["resume"]
+    both = [g for g in f.generations() if sorted(f.assignments(g).get("B", [])) == [0, 1] and g in
+            [q["body"]["generation_id"] for q, r in f.of("SyncGroup", "NONE") if f.client(q) == "B"]]
+    yield "precondition: B was given both partitions in one round", bool(both)
+    claims = [q for q in f.client_requests("JoinGroup", "B") if q["t_ms"] < pause]
+    owned = claims[-1]["body"]["protocols"][0]["metadata"]["owned_partitions"] if claims else None
+    yield "precondition: B's last JoinGroup before it stopped claimed only one of them", \
+        owned is not None and sum(len(t["partitions"]) for t in owned) == 1
+    round_ = f.first("JoinGroup", "NONE", after=join, client="A")
+    gen = round_[1]["body"]["generation_id"] if round_ else None
+    waited = round_ and round_[1]["t_ms"] - join
+    members = (round_[1]["body"]["members"] if round_ else []) or []
+    yield "precondition: A's round completed by the rebalance timeout while B was stopped, B (static) kept in it", \
+        round_ is not None and round_[1]["t_ms"] < resume and len(members) in (0, 2) and waited > 2500
+    given = f.assignments(gen).get("A", []) if gen is not None else []
+    yield "finding: A was given a partition B still owned (revoke_before_assign)", bool(set(given) & {0, 1}) and \
+        bool(set(given) & run_owned_by_b_at(run, f, round_))
+
+
+def run_owned_by_b_at(run, f, round_) -> set:
+    """What B's callbacks say it owned when A's round completed."""
+    if round_ is None:
+        return set()
+    t, owned = round_[1]["t_ms"], set()
+    for e in run.clients.snapshot():
+        if e["member"] != "B" or e["t_ms"] > t:
+            continue
+        ps = {p["partition"] for p in e.get("partitions", ())}
+        owned = owned | ps if e["event"] == "assigned" else owned - ps if e["event"] in ("revoked", "lost") else owned
+    return owned
