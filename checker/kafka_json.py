@@ -202,6 +202,7 @@ class Codec:
             "state": GROUP_STATE_NAMES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
             "protocol": g.protocol, "first_joiner": self.member(g.first_joiner),
             "initial_rebalance_delay_pending": g.initial_delay,
+            "new_member_added": g.new_member_added,
             "member_ids_issued": {lane(s): k for s, k in g.issued},
             "pending_member_ids": [self.member(m) for m in g.pending],
             "members": [{"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id),
@@ -219,7 +220,8 @@ class Codec:
                      self.member_of(d["first_joiner"]),
                      tuple(sorted((slot_named(c), k) for c, k in d["member_ids_issued"].items())),
                      d["initial_rebalance_delay_pending"], d["protocol"],
-                     tuple(self.member_of(m) for m in d["pending_member_ids"]))
+                     tuple(self.member_of(m) for m in d["pending_member_ids"]),
+                     new_member_added=d["new_member_added"])
 
     def summary(self, g: Group) -> dict:
         """What a case expects of the group after a step: state, generation, leader,

@@ -276,8 +276,8 @@ class Coordinator:
         self.appends: list = []  # the store writes of the batches the Produce being answered appended
         self.pool = MemoryPool(limits.queued_max_request_bytes)
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
-        self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations),
-                               initial_rebalance_delay=initial_delay_ms > 0)
+        # Kafka (0.11+) always delays the initial rebalance, group.initial.rebalance.delay.ms 0 included (R30)
+        self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations))
         self.connections: dict = {}  # model connection id -> Connection
         self.open: set = set()  # every Connection, before its first request too
         self.slots: dict = {}  # client.id -> slot
@@ -757,7 +757,8 @@ class Coordinator:
         sub = Protocols(b.protocol_type, tuple((p.name, bytes(p.metadata)) for p in b.protocols))
         r = await rt.request(c, JoinGroup(rt.member_id(b.member_id), sub,
                                           rt.instance_id(getattr(b, "group_instance_id", None)),
-                                          req.version >= 4), Timeouts(session, rebalance))
+                                          req.version >= 4, supports_skip_assignment=req.version >= 9),
+                           Timeouts(session, rebalance))
         return {"throttle_time": 0, "error_code": r.error, "generation_id": r.generation,
                 "protocol_type": rt.protocol_type() if r.protocol else None,
                 "protocol_name": r.protocol or (None if req.version >= 7 else ""),

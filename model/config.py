@@ -44,8 +44,9 @@ class GroupConfig:
     RebalanceProtocol the members use). ``assignor``: the leader's partition
     assignor. ``mutations``: known-bad behaviours switched on (model/mutations.py REGISTRY;
     each replaces rules the handlers call through ``rule``).
-    ``initial_rebalance_delay``: whether group.initial.rebalance.delay.ms is
-    positive (KIP-134; the broker's default is 3000 ms). ``max_moves``: how many
+    ``initial_rebalance_delay``: whether the broker delays a group's initial
+    rebalance (KIP-134, Kafka 0.11+, which does so at group.initial.rebalance.delay.ms
+    0 too: R30); False models an older broker, or a unit test of the barrier alone. ``max_moves``: how many
     owned partitions the incremental protocol moves per round (Design III), per
     resource kind, a move costing its kind's cost (R67). ``connectors``: Kafka
     Connect's connectors, a second resource kind before the topics' partitions

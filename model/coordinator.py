@@ -51,6 +51,8 @@ class Group(NamedTuple):
     ``first_joiner`` are member ids (0 = none); ``issued`` is
     ((client slot, number of member ids handed out), ...), the fresh-id generator;
     ``initial_delay``: the barrier waits for group.initial.rebalance.delay.ms (R30);
+    ``new_member_added``: a new member joined since the initial delay last passed, so
+    it runs once more (R30; ClassicGroup.newMemberAdded);
     ``protocol``: the group protocol selected for this generation (R35; "" when the
     members send no ``Protocols``); ``pending``: member ids handed out with
     MEMBER_ID_REQUIRED, not yet used to join (R36); ``record``: the last group
@@ -67,6 +69,7 @@ class Group(NamedTuple):
     protocol: str = ""
     pending: tuple = ()
     record: object = None
+    new_member_added: bool = False
 
 
 EMPTY_GROUP = Group(Phase.EMPTY, 0, NO_MEMBER_ID, (), NO_MEMBER_ID, ())
@@ -252,14 +255,44 @@ def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = Fals
                                            skip_assignment, group.protocol))
 
 
-def _maybe_complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
-    """Complete the JoinGroup barrier once every member has rejoined (R4, R5) and no
-    initial rebalance delay is pending (R30) (GroupCoordinator.tryCompleteJoin)."""
-    if group.phase != Phase.PREPARING_REBALANCE or group.initial_delay:
-        return group
+def _all_joined(group: Group) -> bool:
+    """R4, R36: every member's JoinGroup is held and no member id handed out with
+    MEMBER_ID_REQUIRED is still unused (ClassicGroup.hasAllMembersJoined, Kafka 4.4.0).
+    Replaced by ``barrier-ignores-pending-members``."""
+    if group.pending:
+        return False
+    return _members_joined(group)
+
+
+def _members_joined(group: Group) -> bool:
     for m in group.members:
         if not m.awaiting_join:
-            return group
+            return False
+    return True
+
+
+def _maybe_complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
+    """After a JoinGroup: complete the barrier once all members joined (R4, R5), but
+    never in the initial rebalance, which only its delay completes (R30)
+    (GroupMetadataManager.maybeCompleteJoinPhase: "this is an initial rebalance")."""
+    if not rule(cfg, _join_may_complete)(group):
+        return group
+    return _complete_if_all_joined(cfg, group, out)
+
+
+def _join_may_complete(group: Group) -> bool:
+    """R30: a JoinGroup may complete the barrier outside the initial rebalance only.
+    Replaced by ``initial-rebalance-completes-when-all-joined``."""
+    return not group.initial_delay
+
+
+def _complete_if_all_joined(cfg: GroupConfig, group: Group, out: list) -> Group:
+    """After a member or a pending member id is removed: complete the barrier once all
+    remaining members joined, in the initial rebalance too (R7, R36;
+    GroupMetadataManager.removeMemberAndUpdateClassicGroup and
+    removePendingMemberAndUpdateClassicGroup check hasAllMembersJoined alone)."""
+    if group.phase != Phase.PREPARING_REBALANCE or not rule(cfg, _all_joined)(group):
+        return group
     return _complete_join(cfg, group, out)
 
 
@@ -315,7 +348,7 @@ def _remove(cfg: GroupConfig, group: Group, mids, out: list) -> Group:
     group = group._replace(members=tuple(x for x in group.members if x.member_id not in mids))
     if group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
         group = _prepare_rebalance(group, out)
-    return _maybe_complete_join(cfg, group, out)
+    return _complete_if_all_joined(cfg, group, out)
 
 
 def _fresh_member_id(group: Group, slot: int):
@@ -404,7 +437,8 @@ def _new_member(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, mid: 
     """R2: a new member joins under a fresh member id ``mid`` (and, if static,
     enters the static map)."""
     m = MemberMetadata(mid, req.group_instance_id, conn, req.subscription, EMPTY_ASSIGNMENT, False, False, False)
-    group = group._replace(members=tuple(sorted(group.members + (m,))), leader=group.leader or mid)
+    group = group._replace(members=tuple(sorted(group.members + (m,))), leader=group.leader or mid,
+                           new_member_added=group.new_member_added or group.initial_delay)
     return _await_join(cfg, group, m, out)
 
 
@@ -413,7 +447,10 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     member id in the old one's place, and the old one's held JoinGroup or SyncGroup
     is answered FENCED_INSTANCE_ID (GroupCoordinator.doStaticMemberJoinGroup,
     GroupMetadata.replaceStaticMember). In Stable no rebalance: the member gets the
-    current generation and, through SyncGroup, the stored assignment (R26), unless
+    current generation and, through SyncGroup, the stored assignment (R26; before
+    JoinGroup v9 the response names the previous leader and no members, so a restarted
+    leader follows: GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin,
+    Kafka 4.4.0), unless
     its protocols change the protocol the group would select (R35): then a rebalance
     starts, so the assignment and the selected protocol agree
     (GroupCoordinator.updateStaticMemberAndRebalance, Kafka 2.5-4.0)."""
@@ -425,14 +462,25 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     mid, issued = _fresh_member_id(group, slot_of(conn))
     m = old._replace(member_id=mid, conn=conn, subscription=req.subscription,
                      awaiting_join=False, awaiting_sync=False)
+    old_leader = group.leader
     leader = mid if group.leader == old.member_id else group.leader
     first = mid if group.first_joiner == old.member_id else group.first_joiner
     members = tuple(sorted(x for x in group.members if x.member_id != old.member_id) + [m])
     group = group._replace(members=members, issued=issued, leader=leader, first_joiner=first)
     if rule(cfg, _static_rejoin_keeps_generation)(group):
-        out.append(_join_response(group, m, skip_assignment=mid == leader))
+        if rule(cfg, _skip_assignment_supported)(req):
+            out.append(_join_response(group, m, skip_assignment=mid == leader))
+        else:  # before JoinGroup v9 the response names the previous leader: the new process follows
+            out.append(Reply(conn, JoinGroupResponse(Error.NONE, mid, group.generation, old_leader, (), False,
+                                                     group.protocol)))
         return group
     return _await_join(cfg, group, m, out)
+
+
+def _skip_assignment_supported(req: JoinGroup) -> bool:
+    """R26: KIP-814's skip_assignment answer needs JoinGroup v9+. Replaced by
+    ``static-leader-told-it-leads-before-v9``."""
+    return req.supports_skip_assignment
 
 
 def _generation_error(group: Group, req) -> Error:
@@ -577,18 +625,36 @@ def _sync_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
 
 
 def _initial_delay_over(cfg: GroupConfig, group: Group, out: list) -> Group:
-    """R30 (KIP-134, InitialDelayedJoin): group.initial.rebalance.delay.ms has passed
-    with no more members arriving (or the rebalance timeout capped it): the barrier
-    completes as at the rebalance timeout."""
+    """R30 (KIP-134): group.initial.rebalance.delay.ms has passed. If a new member
+    joined meanwhile, the delay runs once more; otherwise the barrier completes as at
+    the rebalance timeout (GroupMetadataManager.tryCompleteInitialRebalanceElseSchedule,
+    Kafka 4.4.0)."""
     if not group.initial_delay:
         return group
+    if rule(cfg, _initial_delay_extended)(group):
+        return group._replace(new_member_added=False)
     return _rebalance_timeout(cfg, group._replace(initial_delay=False), out)
+
+
+def _initial_delay_extended(group: Group) -> bool:
+    """R30: the initial delay runs once more when a new member joined during it.
+    Replaced by ``initial-delay-runs-once``."""
+    return group.new_member_added
 
 
 def _pending_timeout(group: Group, mid: int) -> Group:
     """R36: a member id from MEMBER_ID_REQUIRED leaves the pending list (used, or
     its timeout passed)."""
     return group._replace(pending=tuple(x for x in group.pending if x != mid))
+
+
+def _pending_expired(cfg: GroupConfig, group: Group, mid: int, out: list) -> Group:
+    """R36: an unused member id's session timeout passed: it is forgotten, and the
+    barrier completes if it was all that was missing
+    (GroupMetadataManager.removePendingMemberAndUpdateClassicGroup)."""
+    if mid not in group.pending:
+        return group
+    return _complete_if_all_joined(cfg, _pending_timeout(group, mid), out)
 
 
 def deletable(cfg: GroupConfig, group: Group) -> bool:
@@ -649,7 +715,7 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
     elif kind is InitialRebalanceDelay:
         group = _initial_delay_over(cfg, group, out)
     elif kind is PendingMemberTimeout:
-        group = _pending_timeout(group, event.member_id)
+        group = _pending_expired(cfg, group, event.member_id, out)
     elif kind is DeleteGroup:
         group = _delete(cfg, group, out)
     elif kind is ForceRebalance:

@@ -163,6 +163,30 @@ REGISTRY = {m.name: m for m in (
              "unless it is Empty",
              "test-only: a deliberately wrong coordinator, not a Kafka bug (GroupCoordinator.handleDeleteGroups)",
              "R44", PROTOCOLS, test_only=True),
+    Mutation("initial-delay-runs-once",
+             "the initial rebalance delay completes the first generation when it first passes, although members "
+             "joined during it",
+             "this model before issue 38; Kafka 4.4.0 runs the delay again while new members arrive "
+             "(GroupMetadataManager.tryCompleteInitialRebalanceElseSchedule, ClassicGroup.newMemberAdded); "
+             "conform catches it on Kafka's trace tests/kafka_traces/initial_delay_extended_by_late_joiners.jsonl",
+             "R30", PROTOCOLS, test_only=True),
+    Mutation("initial-rebalance-completes-when-all-joined",
+             "an Empty group's first rebalance completes as soon as every member that asked has joined, instead of "
+             "waiting for the initial delay (of 0 ms too)",
+             "this model and serve before issue 38 when group.initial.rebalance.delay.ms was 0; Kafka 4.4.0's "
+             "GroupMetadataManager.maybeCompleteJoinPhase refuses an initial rebalance; conform catches it on "
+             "tests/kafka_traces/scale_down_cooperative.jsonl", "R30", PROTOCOLS, test_only=True),
+    Mutation("barrier-ignores-pending-members",
+             "the JoinGroup barrier completes without waiting for member ids handed out with MEMBER_ID_REQUIRED",
+             "this model before issue 38; Kafka 4.4.0's ClassicGroup.hasAllMembersJoined waits for "
+             "pendingJoinMembers too (KIP-394)", "R4, R36", PROTOCOLS, test_only=True),
+    Mutation("static-leader-told-it-leads-before-v9",
+             "a restarted static leader is answered as the leader with skip_assignment whatever its JoinGroup "
+             "version, instead of being named a follower (the previous leader's member id) before v9",
+             "this model before issue 38; Kafka 4.4.0's GroupMetadataManager."
+             "updateStaticMemberThenRebalanceOrCompleteJoin answers skip_assignment only to JoinGroup v9+ "
+             "(KIP-814); conform catches it on tests/kafka_traces/static_restart_of_the_leader_joingroup_v5.jsonl "
+             "(librdkafka sends v5)", "R26", PROTOCOLS, test_only=True),
     Mutation("no-pending-sync-expiry",
              "a member that got its JoinGroup response and never sends SyncGroup is kept in the group for good: "
              "its heartbeats (the heartbeat thread lives on while the application thread is stuck: the pause "
@@ -310,6 +334,26 @@ def refuse_inapplicable(protocol: str, mutations, assignor: str | None = None) -
 
 # ---- the replacements, by the handler whose rule they replace ----------------------------------------------
 from . import assignors, coordinator, failover, high_availability, member, streams, upgrade  # noqa: E402 - the rules replaced are theirs; they import `rule`
+
+
+@replaces(coordinator._initial_delay_extended, "initial-delay-runs-once")
+def _initial_delay_not_extended(group) -> bool:
+    return False
+
+
+@replaces(coordinator._join_may_complete, "initial-rebalance-completes-when-all-joined")
+def _join_completes_initial_rebalance(group) -> bool:
+    return True
+
+
+@replaces(coordinator._all_joined, "barrier-ignores-pending-members")
+def _all_joined_ignoring_pending(group) -> bool:
+    return coordinator._members_joined(group)
+
+
+@replaces(coordinator._skip_assignment_supported, "static-leader-told-it-leads-before-v9")
+def _skip_assignment_always(req) -> bool:
+    return True
 
 
 @replaces(coordinator._commit_fencing, "no-commit-fencing")

@@ -273,13 +273,16 @@ EMPTY_ASSIGNMENT = Assignment(0)
 class JoinGroup(NamedTuple):
     """``subscription``: a ``Subscription`` (checker) or ``Protocols`` (wire form).
     ``require_known_member_id``: JoinGroup v4+ (KIP-394): a new dynamic member is
-    first handed its member id with MEMBER_ID_REQUIRED (R36)."""
+    first handed its member id with MEMBER_ID_REQUIRED (R36). ``supports_skip_assignment``:
+    JoinGroup v9+ (KIP-814): a restarted static leader is told it leads, with
+    skip_assignment, instead of being named a follower (R26)."""
 
     member_id: int
     subscription: tuple
     group_instance_id: int = NO_INSTANCE_ID
     require_known_member_id: bool = False
     tag: int = 22
+    supports_skip_assignment: bool = True
 
 
 class SyncGroup(NamedTuple):

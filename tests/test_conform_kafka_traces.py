@@ -1,7 +1,8 @@
 """``rebalance conform`` on traces recorded from the real Apache Kafka 4.4.0 broker
 through ``rebalance proxy`` by the scenario catalogue (tests/catalogue), kept in
 tests/kafka_traces/ so that the coordinator side is held to Kafka in the default suite,
-without Java."""
+without Java. Each model fix made because of a scenario is pinned here: its trace
+conforms, and the mutation that restores the model's old rule diverges on it."""
 import json
 from pathlib import Path
 
@@ -13,8 +14,8 @@ from rebalance.checker.conform.trace import read
 TRACES = Path(__file__).parent / "kafka_traces"
 
 
-def check(path: Path):
-    return coordinator.check(read(path))
+def check(path: Path, *mutations):
+    return coordinator.check(read(path), coordinator.Options(mutations=frozenset(mutations)))
 
 
 @pytest.mark.parametrize("path", sorted(TRACES.glob("*.jsonl")), ids=lambda p: p.stem)
@@ -34,3 +35,22 @@ def test_broker_answers_before_the_coordinator_are_not_judged(monkeypatch):
     assert {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"} <= errors
     monkeypatch.setattr(coordinator, "BROKER_ERRORS", frozenset())
     assert check(path).status == "divergent"
+
+
+# (scenario trace, the mutation restoring the model's rule before issue 38, the rule conform then names)
+FIXES = [
+    # group.initial.rebalance.delay.ms 0: static B and A (no MEMBER_ID_REQUIRED) joining before the delay's
+    # timer fires are both in generation 1
+    ("static_restart_of_the_leader_joingroup_v5", "initial-rebalance-completes-when-all-joined", "R25"),
+    # the delay (3 s) runs again because B and C joined during it: generation 1 completes after 6 s
+    ("initial_delay_extended_by_late_joiners", "initial-delay-runs-once", "R30"),
+    # librdkafka's JoinGroup v5: the restarted static leader is named a follower (the previous leader's id)
+    ("static_restart_of_the_leader_joingroup_v5", "static-leader-told-it-leads-before-v9", "R25"),
+    ("static_replacement_joingroup_v5", "static-leader-told-it-leads-before-v9", "R25"),
+]
+
+
+@pytest.mark.parametrize("trace,mutation,rule", FIXES, ids=[f"{t}-{m}" for t, m, _ in FIXES])
+def test_each_fix_is_what_makes_kafkas_trace_conform(trace, mutation, rule):
+    verdict = check(TRACES / f"{trace}.jsonl", mutation)
+    assert verdict.status == "divergent" and verdict.divergence.rule == rule, verdict.divergence

@@ -4,7 +4,7 @@ from rebalance.model import coordinator
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, commit_allowed, find
 from rebalance.model.protocol import (
-    EMPTY_SUBSCRIPTION, Assignment, DeleteGroup, Error, Heartbeat, JoinGroup, JoinGroupResponse,
+    EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, Assignment, DeleteGroup, Error, Heartbeat, JoinGroup, JoinGroupResponse,
     LeaveGroup, OffsetCommit, Phase, RebalanceTimeout, Receive, SessionTimeout, Subscription, SyncGroup,
     SyncTimeout, connection, member_id,
 )
@@ -152,11 +152,42 @@ def test_initial_rebalance_delay_holds_the_first_barrier():
     g, out = step(EMPTY_GROUP, CA, JoinGroup(0, EMPTY_SUBSCRIPTION), cfg)
     assert g.phase == Phase.PREPARING_REBALANCE and g.initial_delay and out == ()
     g, out = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION), cfg)  # arrives during the delay
-    assert g.phase == Phase.PREPARING_REBALANCE and out == ()
+    assert g.phase == Phase.PREPARING_REBALANCE and out == () and g.new_member_added
+    # a new member joined during the delay: it runs once more (tryCompleteInitialRebalanceElseSchedule)
     g, out = coordinator.handle(cfg, g, InitialRebalanceDelay())
+    assert g.phase == Phase.PREPARING_REBALANCE and g.initial_delay and not g.new_member_added and out == ()
+    g, out = coordinator.handle(cfg, g, InitialRebalanceDelay())  # nobody new this time: it completes
     assert g.phase == Phase.COMPLETING_REBALANCE and g.generation == 1 and len(out) == 2
     g, _ = step(g, CA, LeaveGroup(((A, 0),)), cfg)  # not Empty: no delay on later rebalances
     assert not g.initial_delay
+
+
+@pytest.mark.spec("R30")
+def test_initial_rebalance_completes_only_by_its_delay_even_when_all_joined():
+    """Scenario join_leave on Kafka 4.4.0 (tests/kafka_traces): with
+    group.initial.rebalance.delay.ms 0, a second member that joins before the delay's
+    timer fires is in the first generation: the initial rebalance never completes on
+    "all members joined" (GroupMetadataManager.maybeCompleteJoinPhase)."""
+    from rebalance.model.protocol import InitialRebalanceDelay
+    cfg = GroupConfig()
+    g, out = step(EMPTY_GROUP, CA, JoinGroup(0, EMPTY_SUBSCRIPTION), cfg)  # the only member, and joined
+    assert g.phase == Phase.PREPARING_REBALANCE and g.initial_delay and out == ()
+    g, out = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION), cfg)
+    g, out = coordinator.handle(cfg, g, InitialRebalanceDelay())
+    g, out = coordinator.handle(cfg, g, InitialRebalanceDelay())
+    assert g.generation == 1 and len(g.members) == 2 and len(out) == 2
+
+
+@pytest.mark.spec("R7", "R30")
+def test_a_leave_during_the_initial_delay_completes_the_barrier_if_the_rest_joined():
+    """removeMemberAndUpdateClassicGroup checks hasAllMembersJoined alone, not the
+    initial delay: B leaving while A waits completes the first generation with A."""
+    cfg = GroupConfig()
+    g, _ = step(EMPTY_GROUP, CA, JoinGroup(0, EMPTY_SUBSCRIPTION), cfg)
+    g, _ = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION), cfg)
+    b = next(m.member_id for m in g.members if m.member_id != g.leader)
+    g, out = step(g, CB, LeaveGroup(((b, 0),)), cfg)
+    assert g.phase == Phase.COMPLETING_REBALANCE and g.generation == 1 and [m.member_id for m in g.members] == [A]
 
 
 def test_member_ids_of_a_spent_slot_start_again_below_the_ids_held():
@@ -182,3 +213,27 @@ def test_forced_rebalance_prepares_a_rebalance_only_from_stable_or_completing():
     assert coordinator.handle(CFG, EMPTY_GROUP, ForceRebalance()) == (EMPTY_GROUP, ())
     g4, out = step(g3, CA, JoinGroup(A, EMPTY_SUBSCRIPTION))
     assert g4.generation == g.generation + 1 and out[0].response.error == Error.NONE
+
+
+@pytest.mark.spec("R4", "R36")
+def test_a_pending_member_id_holds_the_barrier_until_used_or_expired():
+    """ClassicGroup.hasAllMembersJoined (Kafka 4.4.0) also waits for the member ids
+    handed out with MEMBER_ID_REQUIRED: a rebalance does not complete while C, told
+    its id, has not joined with it, and completes once that id expires."""
+    from rebalance.model.protocol import PendingMemberTimeout
+    g = coordinator.formed_group(((A, NO_INSTANCE_ID, CA, 0b11),), 1, A)
+    g, out = step(g, CB, JoinGroup(0, EMPTY_SUBSCRIPTION, require_known_member_id=True))
+    (reply,) = out
+    assert reply.response.error == Error.MEMBER_ID_REQUIRED and g.pending == (reply.response.member_id,)
+    g, out = step(g, CA, JoinGroup(A, EMPTY_SUBSCRIPTION))  # the leader rejoins: a rebalance
+    assert g.phase == Phase.PREPARING_REBALANCE and out == ()
+    used, _ = step(g, CB, JoinGroup(reply.response.member_id, EMPTY_SUBSCRIPTION, require_known_member_id=True))
+    assert used.phase == Phase.COMPLETING_REBALANCE and len(used.members) == 2
+    expired, out = coordinator.handle(CFG, g, PendingMemberTimeout(reply.response.member_id))
+    assert expired.phase == Phase.COMPLETING_REBALANCE and [m.member_id for m in expired.members] == [A]
+    # the model before issue 38 (mutation barrier-ignores-pending-members) completed it without C
+    mutated = GroupConfig(initial_rebalance_delay=False, mutations=frozenset({"barrier-ignores-pending-members"}))
+    g, _ = step(coordinator.formed_group(((A, NO_INSTANCE_ID, CA, 0b11),), 1, A), CB,
+                JoinGroup(0, EMPTY_SUBSCRIPTION, require_known_member_id=True), mutated)
+    g, _ = step(g, CA, JoinGroup(A, EMPTY_SUBSCRIPTION), mutated)
+    assert g.phase == Phase.COMPLETING_REBALANCE and [m.member_id for m in g.members] == [A]

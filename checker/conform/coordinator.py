@@ -94,6 +94,7 @@ RULES = {
 # timers: the rule each one's firing exercises
 TIMER_RULES = {SessionTimeout: "R11", RebalanceTimeout: "R4", SyncTimeout: "R12", InitialRebalanceDelay: "R30",
                PendingMemberTimeout: "R36"}
+TIMER_RULES_BY_NAME = {timer.__name__: rule for timer, rule in TIMER_RULES.items()}
 # a consumed response exercises these rules (by API, error)
 EXERCISED = {
     ("JoinGroup", "NONE"): ("R2", "R4", "R5"), ("JoinGroup", "MEMBER_ID_REQUIRED"): ("R36",),
@@ -109,6 +110,8 @@ def rule_for(api: str, key, body: dict | None = None) -> str:
     (an error name or a field name); ``body``: the request's. A static member's
     JoinGroup with an empty member.id is a replacement (R25) whatever differs in
     its successful response."""
+    if isinstance(key, str) and key.startswith("late:"):  # produced too long before it was recorded
+        return TIMER_RULES_BY_NAME.get(key[5:]) or RULES.get((api, None)) or "R1"
     if (api == "JoinGroup" and body is not None and body["group_instance_id"] and not body["member_id"]
             and key in ("generation_id", "leader", "members", "skip_assignment", "member_id", "held")):
         return "R25"
@@ -130,10 +133,12 @@ def error_name(code) -> str:
 
 class Options(NamedTuple):
     """``slack_ms``: how far a timer may fire from its deadline (ms);
-    ``max_candidates``: the frontier bound (exit 3 when hit)."""
+    ``max_candidates``: the frontier bound (exit 3 when hit); ``mutations``: judge
+    against the model with these switched on (model/mutations.py)."""
 
     slack_ms: float = DEFAULT_SLACK_MS
     max_candidates: int = DEFAULT_MAX_CANDIDATES
+    mutations: frozenset = frozenset()
 
 
 # --- the trace, prepared once -------------------------------------------------------
@@ -213,11 +218,13 @@ class Candidate:
     string); each member's Timeouts; armed timers (key -> (timer, deadline ms));
     per connection, the requests received and not yet processed (``queued``) and
     those processed whose responses are not yet observed (``awaiting``: [request,
-    produced response or None]); ``now``: the time of its last step (ms);
-    ``fired``: the timer kinds fired since the last observation."""
+    produced response or None]); ``produced``: when each produced response was
+    produced and by which timer's step ((connection, correlation id) -> (ms, timer
+    name or "")); ``now``: the time of its last step (ms); ``fired``: the timer kinds
+    fired since the last observation."""
 
-    __slots__ = ("group", "stored", "names", "ids", "timeouts", "timers", "queued", "awaiting", "now", "fired",
-                 "closed")
+    __slots__ = ("group", "stored", "names", "ids", "timeouts", "timers", "queued", "awaiting", "produced", "now",
+                 "fired", "closed")
 
     def copy(self) -> "Candidate":
         c = Candidate.__new__(Candidate)
@@ -225,6 +232,7 @@ class Candidate:
         c.names, c.ids, c.timeouts, c.timers = dict(self.names), dict(self.ids), dict(self.timeouts), dict(self.timers)
         c.queued = dict(self.queued)
         c.awaiting = {k: list(v) for k, v in self.awaiting.items()}
+        c.produced = dict(self.produced)
         c.fired, c.closed = set(self.fired), self.closed
         return c
 
@@ -233,13 +241,13 @@ class Candidate:
                 tuple(sorted((repr(k), v) for k, v in self.timers.items())),
                 tuple(sorted((k, tuple(r.line for r in v)) for k, v in self.queued.items() if v)),
                 tuple(sorted((k, tuple((r.line, resp) for r, resp in v)) for k, v in self.awaiting.items() if v)),
-                self.now)
+                tuple(sorted(self.produced.items())), self.now)
 
 
 def _initial() -> Candidate:
     c = Candidate.__new__(Candidate)
     c.group = c.stored = EMPTY_GROUP
-    c.names, c.ids, c.timeouts, c.timers, c.queued, c.awaiting = {}, {}, {}, {}, {}, {}
+    c.names, c.ids, c.timeouts, c.timers, c.queued, c.awaiting, c.produced = {}, {}, {}, {}, {}, {}, {}
     c.now, c.fired, c.closed = 0.0, set(), frozenset()
     return c
 
@@ -259,7 +267,7 @@ class _Group:
         b = r.body
         if r.api == "JoinGroup":
             return JoinGroup(self._mid(c, b["member_id"]), Protocols(b["protocol_type"], r.protocols), r.iid,
-                             r.version >= 4)
+                             r.version >= 4, supports_skip_assignment=r.version >= 9)
         if r.api == "SyncGroup":
             given = tuple((self._mid(c, a["member_id"]), canonical(a["assignment"])) for a in b["assignments"])
             return SyncGroup(self._mid(c, b["member_id"]), b["generation_id"], given, r.iid)
@@ -293,6 +301,7 @@ class _Group:
             entry = waiting[-1]
             if entry[1] is None and RESPONSE_OF[entry[0].api] is type(out.response):
                 waiting[-1] = (entry[0], out.response)
+                c.produced[(name, entry[0].correlation_id)] = (t, "" if type(event) is Receive else type(event).__name__)
 
     def _forget_gone(self, c: Candidate) -> None:
         """impl/ forgets the member.id strings of members the group no longer has."""
@@ -310,27 +319,52 @@ class _Group:
             c.timers[key] = (timer, t + duration_ms(timer, c.group, lambda m: c.timeouts.get(m, DEFAULT_TIMEOUTS),
                                                     self.side.initial_delay_ms))
 
-    def _successors(self, c: Candidate, t: float):
-        """(candidate', description) for every silent step ``c`` may take before a record at ``t``."""
+    def _due(self, c: Candidate, conn: str, r: Request) -> float | None:
+        """By when the broker processes ``r``, the next request of ``conn`` (ms), or None
+        while the connection is muted (its previous response not produced yet: Kafka's
+        SocketServer reads no further request). A broker processes a request as it reads
+        it, so within ``slack_ms`` of its record or of its connection's unmuting."""
+        waiting = c.awaiting.get(conn)
+        if waiting and waiting[-1][1] is None:
+            return None
+        unmuted = c.produced.get((conn, waiting[-1][0].correlation_id), (0.0,))[0] if waiting else 0.0
+        return max(r.t_ms, unmuted) + self.side.options.slack_ms
+
+    def _deadlines(self, c: Candidate) -> list:
+        """((deadline ms, what), ...): each armed timer's latest firing time (its deadline
+        plus ``slack_ms``) and each unmuted connection's next request's processing time."""
         slack = self.side.options.slack_ms
-        overdue = min((d for _, d in c.timers.values()), default=None)
+        out = [(d + slack, key) for key, (_, d) in c.timers.items()]
+        for conn, queue in c.queued.items():
+            due = self._due(c, conn, queue[0]) if queue else None
+            if due is not None:
+                out.append((due, conn))
+        return out
+
+    def _successors(self, c: Candidate, t: float):
+        """(candidate', description) for every silent step ``c`` may take before a record
+        at ``t``. A step at a time past another obligation's deadline (``_deadlines``) is
+        not taken: that obligation's step comes first."""
+        slack = self.side.options.slack_ms
+        limit = min((d for d, _ in self._deadlines(c)), default=None)
         first = min((q[0].line for q in c.queued.values() if q), default=None) if self.side.ordered else None
         for conn, queue in c.queued.items():
             if not queue or (first is not None and queue[0].line != first):
                 continue
-            waiting = c.awaiting.get(conn)
-            if waiting and waiting[-1][1] is None:
-                continue  # muted: the previous request's response is not produced yet
             r = queue[0]
+            due = self._due(c, conn, r)
+            if due is None:
+                continue  # muted: the previous request's response is not produced yet
             at = max(c.now, r.t_ms)
-            if overdue is not None and overdue + slack < at:
-                continue  # a timer must fire first
+            if at > due or (limit is not None and limit < at and due != limit):
+                continue  # processed too late, or a timer or another request must come first
             n = c.copy()
             n.queued[conn] = queue[1:]
             n.awaiting[conn] = n.awaiting.get(conn, []) + [(r, None)]
             if r.api == "OffsetCommit" and not self.side.any_hosted(r.body):
                 n.now = at  # KafkaApis.handleOffsetCommitRequest answers it alone
                 n.awaiting[conn][-1] = (r, NOT_HOSTED)
+                n.produced[(conn, r.correlation_id)] = (at, "")
                 yield n
                 continue
             req = self.model_request(n, r)
@@ -339,6 +373,7 @@ class _Group:
                 n.now = at
                 n.awaiting[conn][-1] = (r, JoinGroupResponse(Error.INVALID_SESSION_TIMEOUT, req.member_id,
                                                              NO_GENERATION, NO_MEMBER_ID, ()))
+                n.produced[(conn, r.correlation_id)] = (at, "")
                 yield n
                 continue
             self._step(n, Receive(r.model_conn, req), at, session_refreshed(req), r)
@@ -347,7 +382,7 @@ class _Group:
             if deadline - slack > t:
                 continue
             at = max(c.now, min(deadline, t))
-            if overdue + slack < at and deadline != overdue:
+            if at > deadline + slack or (limit < at and deadline + slack != limit):
                 continue
             n = c.copy()
             del n.timers[key]
@@ -356,8 +391,8 @@ class _Group:
             yield n
 
     def _must_fire(self, c: Candidate, t: float) -> bool:
-        slack = self.side.options.slack_ms
-        return any(d + slack < t for _, d in c.timers.values())
+        """Whether a timer or a request must be stepped before a record at ``t``."""
+        return any(d < t for d, _ in self._deadlines(c))
 
     # --- observations ---------------------------------------------------------------
     def receive(self, r: Request) -> None:
@@ -368,6 +403,7 @@ class _Group:
         for c in self.frontier:
             c.closed = c.closed | {conn}
             c.awaiting.pop(conn, None)
+            c.produced = {k: v for k, v in c.produced.items() if k[0] != conn}
 
     def restart(self, t: float, loaded: bool) -> None:
         """R37: resume from the stored group (or Empty), every session timer restarted."""
@@ -376,7 +412,7 @@ class _Group:
             c.stored = c.group
             self._forget_gone(c)
             c.timeouts = {m: x for m, x in c.timeouts.items() if m in c.names or find(c.group, m)}
-            c.queued, c.awaiting, c.timers, c.closed = {}, {}, {}, frozenset()
+            c.queued, c.awaiting, c.produced, c.timers, c.closed = {}, {}, {}, {}, frozenset()
             c.now = max(c.now, t)
             self._rearm(c, None, NO_MEMBER_ID, t)
 
@@ -411,6 +447,7 @@ class _Group:
                 return None, False
             n = _initial()
             n.now, n.awaiting, n.closed = max(c.now, t), {k: list(v) for k, v in c.awaiting.items()}, c.closed
+            n.produced = dict(c.produced)
             return n, True
         return self._resolve(line, t, take)
 
@@ -463,9 +500,19 @@ class _Group:
             if self._must_fire(c, t):
                 return False  # a timer should have fired first: only its successors count
             n = c.copy()
+            at, cause = c.produced.get((conn, cid), (t, ""))
+            if t - at > options.slack_ms:  # Kafka sends a response once produced: the step came later
+                diff = f"late:{cause}"
+                text = (f"{self.readable(c, head[0].api, head[1])}, sent at {at - t:+.0f} ms"
+                        + (f" when the {cause} fired" if cause else ""))
+                if text not in expected:
+                    expected.append(text)
+                    keys.append(diff)
+                return True
             diff = self.match(n, head[0], head[1], record["body"])
             if diff is None:
                 n.awaiting[conn] = n.awaiting[conn][1:]
+                n.produced.pop((conn, cid), None)
                 matched.append(n)
             else:
                 text = self.readable(c, head[0].api, head[1])
@@ -639,7 +686,7 @@ class _Side:
         self.cluster = Cluster("", 0, tuple((t["name"], t["partitions"]) for t in s["topics"]))
         topics = self.cluster.topics or (("-", 1),)
         self.initial_delay_ms = s["group_initial_rebalance_delay_ms"]
-        self.cfg = GroupConfig(topics=topics, initial_rebalance_delay=self.initial_delay_ms > 0)
+        self.cfg = GroupConfig(topics=topics, mutations=options.mutations)  # the initial delay applies at 0 ms too (R30)
         default = SessionBounds()
         self.bounds = SessionBounds(s.get("group_min_session_timeout_ms", default.min_ms),
                                     s.get("group_max_session_timeout_ms", default.max_ms))

@@ -41,7 +41,7 @@ class Recorder:
         if cfg.protocol not in ("eager", "cooperative"):
             raise ConfigError(f"emit writes eager and cooperative traces only, not {cfg.protocol!r}")
         self.cfg, self.static, self.timing, self.rng = cfg, static, timing, rng
-        delay = timing.initial_delay_ms if cfg.initial_rebalance_delay else 0
+        delay = timing.initial_delay_ms
         self.records = [{"type": "header", "format": FORMAT, "version": VERSION, "recorder": "serve",
                          "recorded_at": "2026-11-24T10:00:00Z", "settings": settings(cfg.topics, delay, cfg.mutations)}]
         self.conns: dict = {}
