@@ -281,8 +281,8 @@ class JoinGroup(NamedTuple):
     subscription: tuple
     group_instance_id: int = NO_INSTANCE_ID
     require_known_member_id: bool = False
-    tag: int = 22
     supports_skip_assignment: bool = True
+    tag: int = 22
 
 
 class SyncGroup(NamedTuple):

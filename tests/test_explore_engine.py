@@ -34,11 +34,12 @@ def test_counterexample_replayed_from_parent_indices_is_the_same_shortest_trace(
 
 
 def test_zombie_counterexample_and_counts_unchanged():
-    # exclusive_processing under pause: the figures and trace length the old engine gave
+    # exclusive_processing under pause: the figures and trace length the old engine gave (two states more since
+    # issue 38: an initial delay a member joined during runs once more, R30)
     s = resolve({}, members=2, partitions=2, faults=["pause", "crash", "join"])
     system = System(s.group, s.members, s.joiners, s.faults, s.budget)
     r = explore(system, applicable(system), covers=applicable_covers(system))
-    assert (r.distinct_states, r.transitions, r.max_depth) == (14722, 35449, 53)
+    assert (r.distinct_states, r.transitions, r.max_depth) == (14724, 35451, 53)
     v = next(v for v in r.violations if v.property == "exclusive_processing")
     assert len(v.path) == 10
     for (_, s0), (a, n) in zip(v.path, v.path[1:]):

@@ -250,10 +250,11 @@ def test_a_dead_processs_member_id_beside_its_successors_refines(rebalance_check
     both, and the new one's late SyncGroup is granted its own assignment. The
     abstraction took the union of the slot's assignments, so the grant looked short of
     it; a slot's stored assignment is its newest member's (the only one a request can
-    speak for). Budget 4: two crash-restarts."""
+    speak for). Budget 4: two crash-restarts. (1,871 states since issue 38's extension
+    of the initial delay, R30; 1,869 before.)"""
     code, out = rebalance_check("--members", "2", "--partitions", "2", "--faults", "crash,restart", "--max-faults", "4")
     status = {p["name"]: p["status"] for p in out["properties"]}
-    assert code == 0 and status["refinement"] == "holds" and out["distinct_states"] == 1869, out
+    assert code == 0 and status["refinement"] == "holds" and out["distinct_states"] == 1871, out
 
 
 @pytest.mark.xfail(strict=True, reason="open (spec/SPEC.md section 11): the spec's install clause (R23) and "
