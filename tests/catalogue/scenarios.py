@@ -21,7 +21,8 @@ JAVA_EAGER = Variant("java", "range")
 JAVA_STATIC = Variant("java", "cooperative-sticky", static=True)
 
 
-@scenario("two members join, one leaves with LeaveGroup, then the other", variants=(COOPERATIVE, EAGER))
+@scenario("two members join, one leaves with LeaveGroup, then the other",
+          variants=(COOPERATIVE, EAGER, JAVA_COOPERATIVE))
 def join_leave(run):
     run.start("A")
     run.start("B")
@@ -39,7 +40,7 @@ def _(run, f):
     yield "A rejoined after B left", f.first("JoinGroup", "NONE", after=run.marks["leave"], client="A") is not None
 
 
-@scenario("a fourth member joins a Stable group of three", variants=(COOPERATIVE, EAGER))
+@scenario("a fourth member joins a Stable group of three", variants=(COOPERATIVE, EAGER, JAVA_COOPERATIVE, JAVA_EAGER))
 def scale_up(run):
     for name in "ABC":
         run.start(name)
@@ -59,7 +60,7 @@ def _(run, f):
         len(f.generations(after)) == (2 if cooperative else 1)
 
 
-@scenario("two of four members leave with LeaveGroup", variants=(COOPERATIVE, EAGER))
+@scenario("two of four members leave with LeaveGroup", variants=(COOPERATIVE, EAGER, JAVA_COOPERATIVE))
 def scale_down(run):
     for name in "ABCD":
         run.start(name)
@@ -80,7 +81,7 @@ def _(run, f):
 
 
 @scenario("a member stops (SIGSTOP) past session.timeout.ms, is expired, resumes and rejoins",
-          variants=(COOPERATIVE, EAGER))
+          variants=(COOPERATIVE, EAGER, JAVA_EAGER))
 def session_timeout(run):
     for name in "ABC":
         run.start(name)
@@ -135,7 +136,7 @@ def _(run, f):
 
 
 @scenario("three members join an Empty group 0, 1 and 2.5 s apart under group.initial.rebalance.delay.ms 3 s",
-          variants=(COOPERATIVE, EAGER), settings={"group.initial.rebalance.delay.ms": 3000})
+          variants=(COOPERATIVE, EAGER, JAVA_COOPERATIVE), settings={"group.initial.rebalance.delay.ms": 3000})
 def initial_delay(run):
     run.mark("first")
     run.start("A")
@@ -156,7 +157,7 @@ def _(run, f):
 
 
 @scenario("a static member is killed (kill -9) and restarted within session.timeout.ms (10 s)",
-          variants=(STATIC, STATIC_EAGER))
+          variants=(STATIC, STATIC_EAGER, JAVA_STATIC))
 def static_restart(run):
     for name in "ABC":
         run.start(name, session_ms=10_000)
@@ -179,7 +180,7 @@ def _(run, f):
 
 
 @scenario("a second process with a running static member's group.instance.id joins and fences it",
-          variants=(STATIC,))
+          variants=(STATIC, JAVA_STATIC))
 def static_replacement(run):
     for name in "AB":
         run.start(name, session_ms=10_000)
@@ -201,7 +202,7 @@ def _(run, f):
 
 
 @scenario("two killed static members are removed by the admin API (LeaveGroup by group.instance.id, KIP-345) "
-          "instead of waiting out their 30 s sessions", variants=(STATIC, STATIC_EAGER))
+          "instead of waiting out their 30 s sessions", variants=(STATIC, STATIC_EAGER, JAVA_STATIC))
 def batch_removal(run):
     for name in "ABC":
         run.start(name, session_ms=30_000)
@@ -257,7 +258,7 @@ def _(run, f):
 
 
 @scenario("the broker is killed (kill -9) and restarted while a rebalance waits for a stopped member",
-          variants=(COOPERATIVE, EAGER))
+          variants=(COOPERATIVE, EAGER, JAVA_COOPERATIVE))
 def broker_restart(run):
     for name in "AB":
         run.start(name, session_ms=10_000)
