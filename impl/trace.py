@@ -32,7 +32,8 @@ log = logging.getLogger("rebalance.trace")
 FORMAT, VERSION = "rebalance-trace", 2
 KAFKA_DEFAULT_INITIAL_DELAY_MS = 3000  # group.initial.rebalance.delay.ms (GroupCoordinatorConfig)
 API_NAMES = {api: KAFKA_NAMES[api] for api in (Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT, Api.LEAVE_GROUP,
-                                                Api.OFFSET_COMMIT, Api.OFFSET_FETCH, Api.DESCRIBE_GROUPS)}
+                                                Api.OFFSET_COMMIT, Api.OFFSET_FETCH, Api.DESCRIBE_GROUPS,
+                                                Api.DELETE_GROUPS)}
 GROUP_APIS = frozenset(API_NAMES)
 
 
@@ -259,6 +260,8 @@ def request_body(api_key: int, version: int, b) -> dict:
         if hasattr(b, "groups"):  # v8+
             return {"groups": [{"group_id": g.group_id, "topics": _fetch_topics(g.topics)} for g in b.groups]}
         return {"groups": [{"group_id": b.group_id, "topics": _fetch_topics(b.topics)}]}
+    if api_key == Api.DELETE_GROUPS:
+        return {"groups": list(b.groups_names)}
     return {"groups": list(b.groups)}  # DescribeGroups
 
 
@@ -311,6 +314,8 @@ def response_body(api_key: int, version: int, r, req: dict, protocol_types: dict
         error = error_name(getattr(r, "error_code", 0))  # v1 has no top-level error
         return {"error": error, "groups": [{"group_id": req["groups"][0]["group_id"], "error": error,
                                             "topics": _fetched(r.topics)}]}
+    if api_key == Api.DELETE_GROUPS:
+        return {"results": [{"group_id": g.group_id, "error": error_name(g.error_code)} for g in r.results]}
     groups = []  # DescribeGroups
     for g in r.groups:
         groups.append({"group_id": g.group_id, "error": error_name(g.error_code), "state": g.group_state,

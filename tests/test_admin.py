@@ -56,17 +56,25 @@ def test_delete_groups_deletes_only_an_empty_group_and_its_offsets(server):
     assert delete_groups(admin, "g") == [("g", 69)]
     _, _, again = stable_member(server.port)
     assert again == 1  # a new group (R43, R44)
+    # the DeleteGroups answers are in the trace, each held to R44
+    assert [r["body"]["results"] for r in server.records("response") if r["api"] == "DeleteGroups"] == [
+        [{"group_id": "g", "error": "NON_EMPTY_GROUP"}, {"group_id": "nope", "error": "GROUP_ID_NOT_FOUND"}],
+        [{"group_id": "g", "error": "NONE"}], [{"group_id": "g", "error": "GROUP_ID_NOT_FOUND"}]]
+    code, verdict = conform("coordinator", server.trace)
+    assert (code, verdict["verdict"]) == (0, "conforms") and "R44" in verdict["rules"], verdict
 
 
 def test_the_delete_non_empty_group_mutation_is_caught(tmp_path):
     """The deliberately wrong coordinator deletes a Stable group: what the test
-    above refuses."""
+    above refuses, and conform names R44 on its trace."""
     server = Server(tmp_path, "t:4", initial_delay_ms=0, mutations=("delete-non-empty-group",))
     try:
         stable_member(server.port)
         assert delete_groups(Client(server.port, "admin"), "g") == [("g", 0)]
     finally:
         server.stop()
+    code, verdict = conform("coordinator", server.trace)
+    assert code == 1 and verdict["divergence"]["rule"] == "R44", verdict
 
 
 def test_offset_delete_refuses_subscribed_topics_until_the_group_is_empty(server):

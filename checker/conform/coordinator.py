@@ -72,6 +72,7 @@ DEFAULT_SLACK_MS = 1000
 DEFAULT_MAX_CANDIDATES = 10_000
 MAX_SILENT_STEPS = 64  # silent steps between two records, per candidate
 GROUP_APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
+DELETE = "DeleteGroups"  # a DeleteGroups request awaiting its answer, judged per group (R44)
 NOT_JUDGED = ("OffsetFetch", "DescribeGroups")
 RESPONSE_OF = {request.__name__: response for request, response in P.RESPONSE_OF.items()}
 
@@ -451,6 +452,25 @@ class _Group:
             return n, True
         return self._resolve(line, t, take)
 
+    def delete(self, line: int, t: float, error: str) -> bool:
+        """R44: a DeleteGroups answer ``error`` for this group at ``t``. NONE: as
+        ``expire`` (only an Empty group is deleted; it starts over); NON_EMPTY_GROUP: the
+        candidates whose group is not Empty (the model leaves it unchanged);
+        GROUP_ID_NOT_FOUND: those with no group (deleted, or never asked for). False if
+        no candidate can have given it."""
+        if error == "NONE":
+            return self.expire(line, t)
+        if error == "NON_EMPTY_GROUP":
+            keep = lambda g: g.phase not in (Phase.EMPTY, Phase.DEAD)  # noqa: E731
+        elif error == "GROUP_ID_NOT_FOUND":
+            keep = lambda g: g == EMPTY_GROUP  # noqa: E731
+        else:
+            return False
+
+        def take(c: Candidate):
+            return (c.copy(), True) if keep(c.group) else (None, False)
+        return self._resolve(line, t, take)
+
     def _resolve(self, line: int, t: float, take) -> bool:
         """The frontier becomes the candidates ``take(c)`` makes of those reached by
         silent steps before ``t``: ``take`` returns (a candidate or None, whether to
@@ -783,6 +803,9 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
         kind = record["type"]
         if kind == "request":
             api = record["api"]
+            if api == "DeleteGroups":  # judged group by group when answered (R44)
+                requests[(record["connection"], record["correlation_id"])] = DELETE
+                continue
             if api in NOT_JUDGED or (record["connection"], record["correlation_id"]) in injected \
                     or (proxied and _not_the_coordinators(side.responses.get(line))):
                 requests[(record["connection"], record["correlation_id"])] = None
@@ -803,6 +826,27 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
             entry = requests.pop((record["connection"], record["correlation_id"]))
             if entry is None:
                 not_judged += 1
+                continue
+            if entry is DELETE:
+                rules.add("R44")
+                for result in record["body"]["results"]:
+                    gid, error = result["group_id"], result["error"]
+                    g = side.groups.get(gid)
+                    if g is None:  # a group this trace never saw: nothing to hold it to
+                        continue
+                    context[gid].append((line, record))
+                    try:
+                        ok = g.delete(line, record["t_ms"], error)
+                    except _Bound as e:
+                        return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
+                                       figures={"not_judged": not_judged, "bound": options.max_candidates})
+                    if not ok:
+                        return Verdict(DIVERGENT, checked, frozenset(rules), divergence=Divergence(
+                            line, record, SIDE, "R44", (f"group {gid!r}: only an Empty group is deleted, and "
+                                                        "a known one is never GROUP_ID_NOT_FOUND",),
+                            f"the coordinator answered DeleteGroups of {gid!r} with {error}, which the model's "
+                            "group there cannot give (R44)", tuple(context[gid])), figures={"not_judged": not_judged})
+                checked += 1
                 continue
             gid, r = entry
             g = side.group(gid)

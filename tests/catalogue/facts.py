@@ -37,7 +37,7 @@ class Facts:
         body = request["body"]
         if "group_id" in body:
             return body["group_id"] == self.group
-        return any(g.get("group_id") == self.group for g in body.get("groups", ()))
+        return any((g if isinstance(g, str) else g.get("group_id")) == self.group for g in body.get("groups", ()))
 
     def client_requests(self, api: str, client: str) -> list:
         """``client``'s requests of ``api``, answered or not."""

@@ -157,22 +157,32 @@ class Run:
     def tell(self, name: str, command: str) -> None:
         self.clients.tell(name, command)
 
+    def _admin(self, api: int, version: int, client_id: str = "admin", **fields):
+        """One request to the group's coordinator (FindCoordinator first), through the
+        proxy, as an admin client sends it; returns the response."""
+        async def go():
+            wire = await Wire.open("127.0.0.1", self.proxy.port, client_id)
+            try:
+                found = await wire.call(Api.FIND_COORDINATOR, 3, key=self.group, key_type=0)
+            finally:
+                wire.close()
+            wire = await Wire.open(found.host, found.port, client_id)
+            try:
+                return await wire.call(api, version, **fields)
+            finally:
+                wire.close()
+        return asyncio.run(go())
+
     def remove_members(self, instance_ids) -> None:
         """The admin API's removeMembersFromConsumerGroup (KIP-345): one LeaveGroup v3
-        naming each group.instance.id with an empty member.id, through the proxy."""
-        async def go():
-            wire = await Wire.open("127.0.0.1", self.proxy.port, "admin")
-            try:
-                coordinator = await wire.call(Api.FIND_COORDINATOR, 3, key=self.group, key_type=0)
-            finally:
-                wire.close()
-            wire = await Wire.open(coordinator.host, coordinator.port, "admin")
-            try:
-                await wire.call(Api.LEAVE_GROUP, 3, group_id=self.group,
-                                members=[{"member_id": "", "group_instance_id": i} for i in instance_ids])
-            finally:
-                wire.close()
-        asyncio.run(go())
+        naming each group.instance.id with an empty member.id."""
+        self._admin(Api.LEAVE_GROUP, 3, group_id=self.group,
+                    members=[{"member_id": "", "group_instance_id": i} for i in instance_ids])
+
+    def delete_group(self) -> str:
+        """The admin API's deleteConsumerGroups: DeleteGroups v2 of this group; its error name."""
+        r = self._admin(Api.DELETE_GROUPS, 2, groups_names=[self.group])
+        return r.results[0].error_code.name.upper()
 
     def restart_broker(self, crash: bool = True) -> None:
         """Restart the broker (kill -9 when ``crash``), recorded as a ``restart`` record
@@ -183,26 +193,15 @@ class Run:
 
     def commit_as(self, member_id: str, generation: int, partition: int, offset: int, client_id: str) -> str:
         """An OffsetCommit (v7) of ``partition`` at ``offset`` under ``member_id`` and
-        ``generation``, sent through the proxy as a client that kept a stale identity
-        would: returns the partition's error name."""
-        async def go():
-            wire = await Wire.open("127.0.0.1", self.proxy.port, client_id)
-            try:
-                found = await wire.call(Api.FIND_COORDINATOR, 3, key=self.group, key_type=0)
-            finally:
-                wire.close()
-            wire = await Wire.open(found.host, found.port, client_id)
-            try:
-                r = await wire.call(Api.OFFSET_COMMIT, 7, group_id=self.group, generation_id_or_member_epoch=generation,
-                                    member_id=member_id, group_instance_id=None, topics=[
-                                        {"name": self.topic, "partitions": [{"partition_index": partition,
-                                                                             "committed_offset": offset,
-                                                                             "committed_leader_epoch": -1,
-                                                                             "committed_metadata": ""}]}])
-            finally:
-                wire.close()
-            return r.topics[0].partitions[0].error_code.name.upper()
-        return asyncio.run(go())
+        ``generation``, as a client that kept a stale identity would send it: returns the
+        partition's error name."""
+        r = self._admin(Api.OFFSET_COMMIT, 7, client_id, group_id=self.group, generation_id_or_member_epoch=generation,
+                        member_id=member_id, group_instance_id=None, topics=[
+                            {"name": self.topic, "partitions": [{"partition_index": partition,
+                                                                 "committed_offset": offset,
+                                                                 "committed_leader_epoch": -1,
+                                                                 "committed_metadata": ""}]}])
+        return r.topics[0].partitions[0].error_code.name.upper()
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)

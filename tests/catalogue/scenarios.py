@@ -283,3 +283,25 @@ def _(run, f):
     yield "the broker restarted (a restart record)", any(r["type"] == "restart" for r in f.other)
     yield "A, B and C formed a generation after it", any(f.members_of(g) == ["A", "B", "C"]
                                                         for g in f.generations(restart))
+
+
+@scenario("DeleteGroups refused while the group has a member, granted once it is Empty, then the group is gone "
+          "and a new member starts it over at generation 1", variants=(COOPERATIVE, JAVA_COOPERATIVE))
+def delete_groups(run):
+    run.start("A")
+    run.wait_balanced()
+    run.mark("delete")
+    run.answers = [run.delete_group()]
+    run.close("A")
+    run.answers += [run.delete_group(), run.delete_group()]
+    run.mark("again")
+    run.start("B")
+    run.wait_balanced()
+
+
+@delete_groups.situation
+def _(run, f):
+    answers = [r["body"]["results"][0]["error"] for q, r in f.of("DeleteGroups", after=run.marks["delete"])]
+    yield "DeleteGroups was answered NON_EMPTY_GROUP, then NONE once A left, then GROUP_ID_NOT_FOUND", \
+        answers == ["NON_EMPTY_GROUP", "NONE", "GROUP_ID_NOT_FOUND"]
+    yield "B then started the group over at generation 1", f.generations(run.marks["again"]) == [1]
