@@ -54,3 +54,21 @@ FIXES = [
 def test_each_fix_is_what_makes_kafkas_trace_conform(trace, mutation, rule):
     verdict = check(TRACES / f"{trace}.jsonl", mutation)
     assert verdict.status == "divergent" and verdict.divergence.rule == rule, verdict.divergence
+
+
+def test_after_a_proxied_restart_sessions_start_when_the_coordinator_loads(monkeypatch):
+    """Scenario broker_restart on Kafka: the broker took 23 s to come back, the clients'
+    own sessions expired meanwhile and they joined as new members, so the round waited
+    for the loaded members' sessions (10 s) to expire, counted from the load, not from
+    the kill the restart record marks (GroupMetadataManager.onLoaded)."""
+    path = TRACES / "broker_restart_clients_rejoin_as_new_members.jsonl"
+    assert check(path).status == "conforms"
+    restart = coordinator._Group.restart
+
+    def at_the_kill(self, t, loaded):
+        restart(self, t, loaded)
+        for c in self.frontier:  # the sessions restarted when the restart was recorded
+            c.loading = False
+            self._rearm(c, None, coordinator.NO_MEMBER_ID, t)
+    monkeypatch.setattr(coordinator._Group, "restart", at_the_kill)
+    assert check(path).status == "divergent"

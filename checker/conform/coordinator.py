@@ -222,10 +222,11 @@ class Candidate:
     produced response or None]); ``produced``: when each produced response was
     produced and by which timer's step ((connection, correlation id) -> (ms, timer
     name or "")); ``now``: the time of its last step (ms); ``fired``: the timer kinds
-    fired since the last observation."""
+    fired since the last observation; ``loading``: a broker behind a proxy restarted
+    and its timers start when it first processes a request (``_Group.restart``)."""
 
     __slots__ = ("group", "stored", "names", "ids", "timeouts", "timers", "queued", "awaiting", "produced", "now",
-                 "fired", "closed")
+                 "fired", "closed", "loading")
 
     def copy(self) -> "Candidate":
         c = Candidate.__new__(Candidate)
@@ -234,7 +235,7 @@ class Candidate:
         c.queued = dict(self.queued)
         c.awaiting = {k: list(v) for k, v in self.awaiting.items()}
         c.produced = dict(self.produced)
-        c.fired, c.closed = set(self.fired), self.closed
+        c.fired, c.closed, c.loading = set(self.fired), self.closed, self.loading
         return c
 
     def key(self) -> tuple:
@@ -242,14 +243,14 @@ class Candidate:
                 tuple(sorted((repr(k), v) for k, v in self.timers.items())),
                 tuple(sorted((k, tuple(r.line for r in v)) for k, v in self.queued.items() if v)),
                 tuple(sorted((k, tuple((r.line, resp) for r, resp in v)) for k, v in self.awaiting.items() if v)),
-                tuple(sorted(self.produced.items())), self.now)
+                tuple(sorted(self.produced.items())), self.now, self.loading)
 
 
 def _initial() -> Candidate:
     c = Candidate.__new__(Candidate)
     c.group = c.stored = EMPTY_GROUP
     c.names, c.ids, c.timeouts, c.timers, c.queued, c.awaiting, c.produced = {}, {}, {}, {}, {}, {}, {}
-    c.now, c.fired, c.closed = 0.0, set(), frozenset()
+    c.now, c.fired, c.closed, c.loading = 0.0, set(), frozenset(), False
     return c
 
 
@@ -360,6 +361,9 @@ class _Group:
             if at > due or (limit is not None and limit < at and due != limit):
                 continue  # processed too late, or a timer or another request must come first
             n = c.copy()
+            if n.loading:  # the coordinator is loaded by now: the loaded group's timers start
+                n.loading = False
+                self._rearm(n, None, NO_MEMBER_ID, at)
             n.queued[conn] = queue[1:]
             n.awaiting[conn] = n.awaiting.get(conn, []) + [(r, None)]
             if r.api == "OffsetCommit" and not self.side.any_hosted(r.body):
@@ -407,7 +411,12 @@ class _Group:
             c.produced = {k: v for k, v in c.produced.items() if k[0] != conn}
 
     def restart(self, t: float, loaded: bool) -> None:
-        """R37: resume from the stored group (or Empty), every session timer restarted."""
+        """R37: resume from the stored group (or Empty), every session timer restarted
+        when the coordinator loaded it: at ``t`` for serve, which records the restart
+        once loaded; behind a proxy, whose restarter records it when the broker went
+        down, at the first request the coordinator processes after it (the broker
+        answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS until loaded, and
+        GroupMetadataManager.onLoaded restarts each member's session then)."""
         for c in self.frontier:
             c.group = c.stored if loaded else EMPTY_GROUP
             c.stored = c.group
@@ -415,7 +424,9 @@ class _Group:
             c.timeouts = {m: x for m, x in c.timeouts.items() if m in c.names or find(c.group, m)}
             c.queued, c.awaiting, c.produced, c.timers, c.closed = {}, {}, {}, {}, frozenset()
             c.now = max(c.now, t)
-            self._rearm(c, None, NO_MEMBER_ID, t)
+            c.loading = self.side.proxied
+            if not c.loading:
+                self._rearm(c, None, NO_MEMBER_ID, t)
 
     def _silent(self, line: int, t: float, visit) -> None:
         """Depth first over the candidates each frontier candidate reaches by silent
@@ -702,6 +713,7 @@ class _Bound(Exception):
 class _Side:
     def __init__(self, trace: Trace, options: Options, ordered: bool):
         self.ordered = ordered
+        self.proxied = trace.header["recorder"] == "proxy"  # a broker's own answers come with no fault record
         s = trace.settings
         self.cluster = Cluster("", 0, tuple((t["name"], t["partitions"]) for t in s["topics"]))
         topics = self.cluster.topics or (("-", 1),)
@@ -798,7 +810,6 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
     context: dict = {}
     unknown_start: dict = {}  # group id -> why the coordinator side cannot know where it started
     injected: set = set()  # (connection, correlation id) of requests a fault answered (impl/faults.py)
-    proxied = trace.header["recorder"] == "proxy"  # a broker's own answers come with no fault record
     for line, record in trace.records:
         kind = record["type"]
         if kind == "request":
@@ -807,7 +818,7 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 requests[(record["connection"], record["correlation_id"])] = DELETE
                 continue
             if api in NOT_JUDGED or (record["connection"], record["correlation_id"]) in injected \
-                    or (proxied and _not_the_coordinators(side.responses.get(line))):
+                    or (side.proxied and _not_the_coordinators(side.responses.get(line))):
                 requests[(record["connection"], record["correlation_id"])] = None
                 continue
             r = side.prepared.request(line, record)

@@ -266,7 +266,8 @@ def broker_restart(run):
     run.pause("B")  # B will not rejoin: the rebalance C starts stays in PreparingRebalance
     run.mark("join")
     run.start("C", session_ms=10_000)
-    run.wait(lambda: run.facts().first("JoinGroup", after=run.marks["join"], client="A"), "A to rejoin", 30)
+    run.wait(lambda: [q for q in run.facts().client_requests("JoinGroup", "A") if q["t_ms"] > run.marks["join"]],
+             "A to rejoin", 30)
     run.mark("restart")
     run.restart_broker(crash=True)
     run.resume("B")
