@@ -406,7 +406,7 @@ def _join(cfg: GroupConfig, group: Group, conn: int, req: JoinGroup, out: list) 
         return _new_member(cfg, _pending_timeout(group, mid), conn, req, mid, out)
     error = member_error(group, mid, iid)
     if error != Error.NONE:
-        out.append(Reply(conn, JoinGroupResponse(error, NO_MEMBER_ID if error == Error.UNKNOWN_MEMBER_ID else mid,
+        out.append(Reply(conn, JoinGroupResponse(error, rule(cfg, _refused_join_member_id)(mid, error),
                                                  NO_GENERATION, NO_MEMBER_ID, ())))
         return group
     m = find(group, mid)
@@ -475,6 +475,14 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
                                                      group.protocol)))
         return group
     return _await_join(cfg, group, m, out)
+
+
+def _refused_join_member_id(mid: int, error: Error) -> int:
+    """R24: a JoinGroup refused for who it speaks for echoes the member.id it asked
+    with, UNKNOWN_MEMBER_ID included (GroupMetadataManager.classicGroupJoinExistingMember
+    and classicGroupJoinToClassicGroup, setMemberId(memberId), Kafka 4.4.0). Replaced by
+    ``unknown-member-id-not-echoed``."""
+    return mid
 
 
 def _skip_assignment_supported(req: JoinGroup) -> bool:

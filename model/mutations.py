@@ -187,6 +187,12 @@ REGISTRY = {m.name: m for m in (
              "updateStaticMemberThenRebalanceOrCompleteJoin answers skip_assignment only to JoinGroup v9+ "
              "(KIP-814); conform catches it on tests/kafka_traces/static_restart_of_the_leader_joingroup_v5.jsonl "
              "(librdkafka sends v5)", "R26", PROTOCOLS, test_only=True),
+    Mutation("unknown-member-id-not-echoed",
+             "a JoinGroup refused UNKNOWN_MEMBER_ID is answered with an empty member.id instead of the one it asked "
+             "with",
+             "this model before issue 38; Kafka 4.4.0 echoes it (GroupMetadataManager.classicGroupJoinExistingMember); "
+             "conform catches it on tests/kafka_traces/fenced_commit_and_a_stale_rejoin.jsonl",
+             "R24", PROTOCOLS, test_only=True),
     Mutation("no-pending-sync-expiry",
              "a member that got its JoinGroup response and never sends SyncGroup is kept in the group for good: "
              "its heartbeats (the heartbeat thread lives on while the application thread is stuck: the pause "
@@ -349,6 +355,11 @@ def _join_completes_initial_rebalance(group) -> bool:
 @replaces(coordinator._all_joined, "barrier-ignores-pending-members")
 def _all_joined_ignoring_pending(group) -> bool:
     return coordinator._members_joined(group)
+
+
+@replaces(coordinator._refused_join_member_id, "unknown-member-id-not-echoed")
+def _unknown_member_id_empty(mid: int, error):
+    return coordinator.NO_MEMBER_ID if error == coordinator.Error.UNKNOWN_MEMBER_ID else mid
 
 
 @replaces(coordinator._skip_assignment_supported, "static-leader-told-it-leads-before-v9")

@@ -145,7 +145,8 @@ class KafkaBroker:
         config = self.directory / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")  # as `kafka-storage.sh random-uuid`
-        p = subprocess.run(self._java("kafka.tools.StorageTool", "format", "--standalone", "-t", cid,
+        # --cluster-id=ID in one argument: a base64url id may start with '-', which would read as an option
+        p = subprocess.run(self._java("kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={cid}",
                                       "-c", str(config)), capture_output=True, text=True)
         if p.returncode != 0:
             raise OracleError(f"formatting Kafka's storage failed (exit {p.returncode}):\n{p.stdout}{p.stderr}")

@@ -68,3 +68,16 @@ def test_cli_refuses_a_setting_that_is_not_key_value():
     code, out, err = run_cli("kafka", "--set", "group.initial.rebalance.delay.ms", "--json")
     assert code == 2
     assert "KEY=VALUE" in err
+
+
+@pytest.mark.kafka
+def test_a_cluster_id_starting_with_a_dash_formats(monkeypatch):
+    """A random base64url cluster id begins with '-' one time in 64; kafka-storage's
+    parser read it as an option and the broker never started."""
+    import uuid
+
+    import rebalance.oracle.broker as launcher
+    real = uuid.uuid4
+    monkeypatch.setattr(launcher.uuid, "uuid4", lambda: uuid.UUID(bytes=b"\xfb" + real().bytes[1:]))
+    with KafkaBroker() as broker:
+        assert api_versions_answered(broker.host, broker.port)

@@ -122,6 +122,7 @@ MATRIX = [
     (("initial-rebalance-completes-when-all-joined",), SMALL, set()),
     (("barrier-ignores-pending-members",), SMALL, set()),
     (("static-leader-told-it-leads-before-v9",), SMALL, set()),
+    (("unknown-member-id-not-echoed",), SMALL, set()),
 ]
 
 

@@ -532,7 +532,9 @@ class _Group:
                 return False  # a timer should have fired first: only its successors count
             n = c.copy()
             at, cause = c.produced.get((conn, cid), (t, ""))
-            if t - at > options.slack_ms:  # Kafka sends a response once produced: the step came later
+            if cause and t - at > options.slack_ms:  # a timer's answers are sent as it fires: it fired later
+                # (a request's answer may wait on the log: Kafka answers OffsetCommit and a leader's SyncGroup
+                # once their records are appended)
                 diff = f"late:{cause}"
                 text = (f"{self.readable(c, head[0].api, head[1])}, sent at {at - t:+.0f} ms"
                         + (f" when the {cause} fired" if cause else ""))
@@ -628,7 +630,10 @@ class _Group:
                 return "protocol_name"
             if resp.skip_assignment != body["skip_assignment"]:
                 return "skip_assignment"
-            if not self._bind(c, resp.member_id, body["member_id"]):
+            if resp.member_id == UNKNOWN_ID:  # the model echoes a member.id it never handed out (a stale one)
+                if body["member_id"] != r.body["member_id"]:
+                    return "member_id"
+            elif not self._bind(c, resp.member_id, body["member_id"]):
                 return "member_id"
             if not self._bind(c, resp.leader, body["leader"]):
                 return "leader"

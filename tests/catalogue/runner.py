@@ -203,6 +203,14 @@ class Run:
                                                                  "committed_metadata": ""}]}])
         return r.topics[0].partitions[0].error_code.name.upper()
 
+    def join_as(self, member_id: str, client_id: str, version: int = 5):
+        """A JoinGroup under ``member_id`` (a stale identity), answered at once when the
+        coordinator refuses it: returns (error name, the member.id it echoes)."""
+        r = self._admin(Api.JOIN_GROUP, version, client_id, group_id=self.group, session_timeout=10_000,
+                        rebalance_timeout=10_000, member_id=member_id, group_instance_id=None,
+                        protocol_type="consumer", protocols=[{"name": self.variant.strategy, "metadata": b""}])
+        return r.error_code.name.upper(), r.member_id
+
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 

@@ -239,7 +239,8 @@ def fenced_commit(run):
     run.wait_balanced(["A"], timeout=30)  # B's session expired: A alone, in a new generation
     run.mark("fenced")
     run.errors = {"stale generation": run.commit_as(a, old_generation, min(owned["A"]), 1, "A"),
-                  "expired member": run.commit_as(b, old_generation, min(owned["B"]), 1, "B")}
+                  "expired member": run.commit_as(b, old_generation, min(owned["B"]), 1, "B"),
+                  "expired member's rejoin": run.join_as(b, "B")}
     run.resume("B")
     run.wait_balanced()
 
@@ -255,6 +256,9 @@ def _(run, f):
     yield "A's commit with its previous generation was refused ILLEGAL_GENERATION (R9)", \
         error("A") == {"ILLEGAL_GENERATION"}
     yield "the expired B's commit was refused UNKNOWN_MEMBER_ID (R9)", error("B") == {"UNKNOWN_MEMBER_ID"}
+    rejoin = [r for q, r in f.of("JoinGroup", after=after) if q["body"]["member_id"] and f.client(q) == "B"]
+    yield "a JoinGroup under the expired B's member id was refused UNKNOWN_MEMBER_ID (R24)", \
+        bool(rejoin) and rejoin[0]["body"]["error"] == "UNKNOWN_MEMBER_ID"
 
 
 @scenario("the broker is killed (kill -9) and restarted while a rebalance waits for a stopped member",
