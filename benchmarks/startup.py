@@ -5,6 +5,9 @@
 (``list_topics`` of one topic), in-process or as a ``rebalance serve``
 subprocess, in seconds per run. Goal: well under 1 s.
 
+``kafka_startup()``: the same for the real Kafka 4.4.0 broker the tests use as the
+oracle (rebalance.testing.KafkaBroker), beside serve's.
+
 ``throughput()``: Produce and Fetch records per second for 1 KB records, on
 loopback, ``rebalance serve`` in its own process (store ``:memory:``) and
 librdkafka (confluent-kafka) in this one: a producer sends ``--records``
@@ -49,6 +52,22 @@ def startup(subprocess: bool = False, runs: int = 10) -> list:
             metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics("t", timeout=10)
             times.append(time.perf_counter() - t0)
             assert len(metadata.topics["t"].partitions) == 4
+    return times
+
+
+def kafka_startup(runs: int = 3) -> list:
+    """``runs`` times (s) from ``KafkaBroker()`` (the oracle's real Kafka 4.4.0: storage
+    formatted, JVM started) to librdkafka's first Metadata response, the same measure
+    as ``startup``'s for serve beside it."""
+    from confluent_kafka.admin import AdminClient
+
+    from rebalance.testing import KafkaBroker
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        with KafkaBroker() as broker:
+            AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=30)
+            times.append(time.perf_counter() - t0)
     return times
 
 
@@ -99,6 +118,9 @@ def main() -> None:
         times = startup(sub, args.runs)
         print(f"{mode}: fixture call to first Metadata response: median {statistics.median(times) * 1000:.0f} ms, "
               f"worst {max(times) * 1000:.0f} ms ({args.runs} runs)")
+    times = kafka_startup(max(1, args.runs // 3))
+    print(f"Kafka 4.4.0 (KRaft, one node): KafkaBroker() to first Metadata response: median "
+          f"{statistics.median(times) * 1000:.0f} ms, worst {max(times) * 1000:.0f} ms ({len(times)} runs)")
     r = throughput(args.records)
     print(f"{r['records']:,} records of {r['record_bytes']} bytes: produce {r['produce_records_per_s']:,} records/s, "
           f"fetch {r['fetch_records_per_s']:,} records/s")

@@ -1,6 +1,6 @@
 """Run the whole scenario catalogue on each target and write the side-by-side table.
 
-    python -m catalogue [--target kafka --target serve] [--only NAME ...] [--out results/catalogue]
+    python -m catalogue [--target kafka --target serve] [--only NAME ...] [--findings] [--out results/catalogue]
                         [--table docs/oracle/side-by-side.md]
 
 (from tests/, as ``make catalogue`` does). One broker per target and distinct group
@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from . import scenarios  # noqa: F401  (registers the catalogue)
+from .findings import FINDINGS
 from .runner import CATALOGUE, run
 from .table import write_table
 from .targets import target
@@ -27,10 +28,13 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m catalogue", description=__doc__.splitlines()[0])
     p.add_argument("--target", action="append", choices=["kafka", "serve"], help="default: both")
     p.add_argument("--only", action="append", help="scenario names (default: all)")
+    p.add_argument("--findings", action="store_true",
+                   help="run SPEC section 11's findings (findings.py) instead of the conformance catalogue")
     p.add_argument("--out", default="results/catalogue", type=Path)
     p.add_argument("--table", default=None, type=Path, help="also write the Markdown table here")
     a = p.parse_args(argv)
-    chosen = [CATALOGUE[n] for n in (a.only or CATALOGUE)]
+    registry = FINDINGS if a.findings else CATALOGUE
+    chosen = [registry[n] for n in (a.only or registry)]
     results = []
     started = time.monotonic()
     for where in a.target or ["kafka", "serve"]:

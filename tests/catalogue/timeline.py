@@ -3,11 +3,16 @@ one line per group request answered (its client, API, what it said, what it was
 answered), a line per fault or restart; heartbeats answered NONE left out.
 
     python -m catalogue.timeline TRACE.jsonl [--group G]   (from tests/)
+    python -m catalogue.timeline --update ../docs/kafka-findings.md
+
+The second form rewrites each ``<!-- timeline: TRACE -->`` block of a page from its
+trace, so the bug reports' logs come from the recorded runs, not from a hand.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 
@@ -80,12 +85,29 @@ def timeline(path: Path, group: str | None = None) -> list[str]:
     return lines
 
 
+BLOCK = re.compile(r"(<!-- timeline: (?P<trace>\S+) -->\n```text\n)(.*?)(```\n<!-- /timeline -->)", re.S)
+
+
+def update(doc: Path) -> int:
+    """Rewrite every ``<!-- timeline: TRACE -->`` block of ``doc`` from its trace (a path
+    relative to the repository's root); the number of blocks."""
+    root = Path(__file__).resolve().parents[2]
+    text, n = BLOCK.subn(lambda m: m.group(1) + "\n".join(timeline(root / m.group("trace"))) + "\n" + m.group(4),
+                         doc.read_text())
+    doc.write_text(text)
+    return n
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m catalogue.timeline", description=__doc__.splitlines()[0])
-    p.add_argument("trace", type=Path)
+    p.add_argument("trace", type=Path, nargs="?")
     p.add_argument("--group")
+    p.add_argument("--update", type=Path, metavar="DOC.md", help="rewrite DOC.md's timeline blocks instead")
     a = p.parse_args(argv)
-    print("\n".join(timeline(a.trace, a.group)))
+    if a.update:
+        print(f"{update(a.update)} timelines written into {a.update}")
+    else:
+        print("\n".join(timeline(a.trace, a.group)))
 
 
 if __name__ == "__main__":
