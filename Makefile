@@ -3,7 +3,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-slow test-interop test-kafka bench setup oracle dot clean
+.PHONY: run test test-slow test-interop test-kafka catalogue bench setup oracle dot clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -44,6 +44,12 @@ test-interop: setup oracle
 # the real Kafka 4.4.0 broker (tests marked kafka)
 test-kafka: setup oracle
 	$(PY) -m pytest -q -m kafka tests
+
+# the whole scenario catalogue and the findings on Kafka 4.4.0 and on serve (tests/catalogue), outside CI: writes the
+# side-by-side table (about 25 minutes on two cores)
+catalogue: setup oracle
+	cd tests && ../$(PY) -m catalogue --out ../results/catalogue --table ../docs/oracle/side-by-side.md
+	cd tests && ../$(PY) -m catalogue --findings --out ../results/findings
 
 bench: setup
 	$(PY) benchmarks/explore.py
