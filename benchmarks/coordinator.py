@@ -129,8 +129,8 @@ if __name__ == "__main__":
     p.add_argument("--seconds", type=float, default=5)
     args = p.parse_args()
     port = free_port()
-    server = subprocess.Popen([str(REBALANCE), "serve", "--port", str(port), "--topic", "t:200", "--store",
-                               ":memory:", "--initial-rebalance-delay-ms", "0"], stderr=subprocess.DEVNULL)
+    server = subprocess.Popen([str(REBALANCE), "serve", "--port", str(port), "--topic", "t:200", 
+                               "--initial-rebalance-delay-ms", "0"], stderr=subprocess.DEVNULL)
     try:
         time.sleep(1.5)
         generation, ids = asyncio.run(main(args.members, port))

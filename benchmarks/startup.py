@@ -9,7 +9,7 @@ subprocess, in seconds per run. Goal: well under 1 s.
 oracle (rebalance.testing.KafkaBroker), beside serve's.
 
 ``throughput()``: Produce and Fetch records per second for 1 KB records, on
-loopback, ``rebalance serve`` in its own process (store ``:memory:``) and
+loopback, ``rebalance serve`` in its own process (its default temporary store) and
 librdkafka (confluent-kafka) in this one: a producer sends ``--records``
 records (acks=all, no compression, linger 5 ms) and waits for every delivery
 report; then a consumer in a new group reads them all back from the earliest
@@ -77,8 +77,8 @@ def throughput(records: int = 100_000) -> dict:
     RuntimeError if a record is not delivered or not read back within 120 s."""
     from confluent_kafka import Consumer, Producer
     port = _free_port()
-    server = subprocess.Popen([str(REBALANCE), "serve", "--port", str(port), "--topic", "bench:4", "--store",
-                               ":memory:", "--initial-rebalance-delay-ms", "0"], stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen([str(REBALANCE), "serve", "--port", str(port), "--topic", "bench:4", 
+                               "--initial-rebalance-delay-ms", "0"], stderr=subprocess.PIPE, text=True)
     try:
         while "listening" not in server.stderr.readline():
             pass

@@ -507,8 +507,9 @@ def _topic(ctx, param, values):
               help="Port to listen on (0: any free port, printed).")
 @click.option("--topic", "topics", multiple=True, required=True, callback=_topic, metavar="NAME:PARTITIONS",
               help="A topic this broker serves (repeatable); its partitions' logs start empty.")
-@click.option("--store", default="rebalance-coordinator.db", show_default=True, type=click.Path(dir_okay=False),
-              help="SQLite file for group metadata and committed offsets (':memory:' keeps nothing).")
+@click.option("--store", type=click.Path(file_okay=False),
+              help="Keep groups, committed offsets, topics and records in this folder across runs (created if "
+                   "missing). Default: a fresh temporary folder, deleted on exit, so every run starts empty.")
 @click.option("--initial-rebalance-delay-ms", "initial_delay_ms", default=3000, show_default=True,
               type=click.IntRange(0), help="group.initial.rebalance.delay.ms (KIP-134); 0 switches it off.")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
@@ -537,17 +538,34 @@ def _topic(ctx, param, values):
 @click.option("--offsets-retention-check-interval-ms", "check_ms", default=600_000, show_default=True,
               type=click.IntRange(1), help="offsets.retention.check.interval.ms: how often expired groups are removed "
                                            "(an Empty group with no offsets goes at the next check).")
+@click.option("--message-max-bytes", default=1_048_588, show_default=True, type=click.IntRange(64),
+              help="message.max.bytes: a larger record batch is refused with MESSAGE_TOO_LARGE (its records may take "
+                   "32 times as much decompressed).")
+@click.option("--fetch-max-bytes", default=57_671_680, show_default=True, type=click.IntRange(1),
+              help="fetch.max.bytes: the most record bytes in one Fetch response, whatever the request asks.")
+@click.option("--log-retention-ms", "log_retention_ms", default=604_800_000, show_default=True,
+              type=click.IntRange(-1), help="log.retention.ms: records older are deleted (-1: never); a topic's "
+                                            "retention.ms (CreateTopics) wins.")
+@click.option("--log-retention-bytes", "log_retention_bytes", default=-1, show_default=True, type=click.IntRange(-1),
+              help="log.retention.bytes: a partition's oldest records are deleted past this size (-1: never); a "
+                   "topic's retention.bytes wins.")
+@click.option("--log-retention-check-interval-ms", "log_check_ms", default=300_000, show_default=True,
+              type=click.IntRange(1), help="log.retention.check.interval.ms: how often retention is applied.")
 @click.option("--control-port", type=click.IntRange(0, 65535),
               help="Serve the fault-injection control endpoint (JSON over HTTP, `rebalance ctl`) on this "
-                   "loopback port (0: any free one, logged).")
+                   "loopback port (0: any free one, logged); every request needs the random token it prints.")
+@click.option("--control-token-file", type=click.Path(dir_okay=False),
+              help="Write the control endpoint's token to this file (mode 0600) instead of "
+                   "$XDG_RUNTIME_DIR/rebalance/control-PORT.token (else ~/.cache/rebalance/), where ctl looks.")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
           log_format, queued_bytes, max_connections, idle_ms, retention_ms, check_ms, auto_create_topics,
-          control_port):
+          message_max_bytes, fetch_max_bytes, log_retention_ms, log_retention_bytes, log_check_ms, control_port,
+          control_token_file):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster: any Kafka client (librdkafka, kafka-python,
     aiokafka, kafkajs: the ones tested) can bootstrap from it, produce and
-    fetch records (an in-memory log per partition, impl/records.py), join
+    fetch records (a log per partition on disk, impl/records.py), join
     groups, heartbeat, commit and fetch offsets, and list, create and delete
     topics and groups. Every group request is an input to the same coordinator
     handler the checker explores (model/coordinator.py).
@@ -560,7 +578,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
 
     \b
     rebalance serve --port 9092 --topic orders:6 --topic audit:3
-    rebalance serve --port 0 --topic t:4 --store :memory: --trace trace.jsonl
+    rebalance serve --port 0 --topic t:4 --store ./serve-data --trace trace.jsonl
     """
     import asyncio
     import signal
@@ -577,20 +595,29 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
         raise click.BadParameter(f"{min_session_ms} > {max_session_ms}", param_hint="--group-min-session-timeout-ms")
     logs.configure(log_format)
 
+    limits = Limits(queued_max_request_bytes=queued_bytes, max_connections=max_connections,
+                    connections_max_idle_ms=idle_ms, offsets_retention_ms=retention_ms,
+                    offsets_retention_check_interval_ms=check_ms, message_max_bytes=message_max_bytes,
+                    fetch_max_bytes=fetch_max_bytes, log_retention_ms=log_retention_ms,
+                    log_retention_bytes=log_retention_bytes, log_retention_check_interval_ms=log_check_ms)
+
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
-                                  initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms),
-                                  Limits(queued_bytes, max_connections, idle_ms, retention_ms, check_ms),
+                                  initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms), limits,
                                   auto_create_topics)
         try:
             await coordinator.start()
         except OSError as e:
             await coordinator.close()
             raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror or e}")
+        except ConfigError:  # the store's records do not decode (StoreError)
+            await coordinator.close()
+            raise
         control = None
         if control_port is not None:
             from rebalance.impl.control import ControlServer
-            control = ControlServer(coordinator.faults, asyncio.get_running_loop(), port=control_port)
+            control = ControlServer(coordinator.faults, asyncio.get_running_loop(), port=control_port,
+                                    token_file=control_token_file)
             try:
                 control.start()
             except OSError as e:

@@ -17,10 +17,16 @@ EXIT_OK, EXIT_NO_EFFECT, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 @click.group()
 @click.option("--control", "address", default="127.0.0.1:9093", show_default=True, metavar="HOST:PORT",
               help="serve's control endpoint (serve --control-port).")
+@click.option("--token", envvar="REBALANCE_CONTROL_TOKEN", metavar="TOKEN",
+              help="The endpoint's token (env REBALANCE_CONTROL_TOKEN); default: read from the file serve wrote "
+                   "for that port ($XDG_RUNTIME_DIR/rebalance/control-PORT.token, else ~/.cache/rebalance/).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.pass_context
-def ctl(ctx, address, as_json):
+def ctl(ctx, address, token, as_json):
     """Inject faults into a running `rebalance serve` (serve --control-port).
+
+    Every request carries the endpoint's token, read from the file serve wrote
+    (or --token).
 
     \b
     rebalance serve --port 9092 --control-port 9093 --topic t:4 &
@@ -32,7 +38,7 @@ def ctl(ctx, address, as_json):
     rebalance ctl away --error NOT_COORDINATOR; rebalance ctl back
     rebalance ctl pause; rebalance ctl resume
     """
-    ctx.obj = (address, as_json)
+    ctx.obj = (address, token, as_json)
 
 
 def _run(operation: str, args: dict | None = None, effect=None) -> None:
@@ -41,13 +47,15 @@ def _run(operation: str, args: dict | None = None, effect=None) -> None:
     from rebalance.impl.control import Unreachable, request
     from rebalance.impl.faults import FaultError
     ctx = click.get_current_context()
-    address, as_json = ctx.obj
+    address, token, as_json = ctx.obj
     try:
-        result = request(address, operation, args)
+        result = request(address, operation, args, token=token)
     except FaultError as e:
         _fail(ctx, as_json, str(e), EXIT_BAD_INPUT)
     except Unreachable as e:
         _fail(ctx, as_json, str(e), EXIT_INCOMPLETE)
+    except ValueError:  # an address without a port
+        _fail(ctx, as_json, f"--control {address}: expected HOST:PORT", EXIT_BAD_INPUT)
     if as_json:
         click.echo(json.dumps(result))
     else:

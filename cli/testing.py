@@ -62,7 +62,7 @@ class Cluster:
         self.options = (initial_delay_ms, min_session_ms, tuple(mutations))
         self.subprocess = subprocess
         self.port = self.control_address = None
-        self._proc = self._loop = self._thread = self._coordinator = None
+        self._proc = self._loop = self._thread = self._coordinator = self._token = None
         self._start()
 
     # --- lifecycle -------------------------------------------------------------------
@@ -90,7 +90,7 @@ class Cluster:
             loop = self._loop = asyncio.new_event_loop()
             asyncio.set_event_loop(loop)
             self._coordinator = Coordinator(
-                Broker("127.0.0.1", 0, topics), Store(":memory:"), Recorder(self.trace_path, "serve"),
+                Broker("127.0.0.1", 0, topics), Store(), Recorder(self.trace_path, "serve"),
                 initial_delay_ms, mutations, SessionBounds(min_session_ms, SessionBounds().max_ms))
             try:
                 loop.run_until_complete(self._coordinator.start())
@@ -115,7 +115,7 @@ class Cluster:
     def _start_process(self) -> None:
         initial_delay_ms, min_session_ms, mutations = self.options
         args = [sys.executable, "-c", "from rebalance.cli import main; main()", "serve", "--port", "0",
-                "--control-port", "0", "--store", ":memory:", "--initial-rebalance-delay-ms", str(initial_delay_ms),
+                "--control-port", "0", "--initial-rebalance-delay-ms", str(initial_delay_ms),
                 "--group-min-session-timeout-ms", str(min_session_ms), *(f"--topic={t}" for t in self.topics),
                 *(f"--mutation={m}" for m in mutations)]
         if self.trace_path:
@@ -168,7 +168,9 @@ class Cluster:
     # --- operations (impl/faults.py) ---------------------------------------------------------
     def _call(self, operation: str, **args) -> dict:
         if self._proc is not None:
-            return control.request(self.control_address, operation, args)
+            if self._token is None:  # the token serve wrote for its port, never shown to the test
+                self._token = control.read_token(self.control_address)
+            return control.request(self.control_address, operation, args, token=self._token)
 
         async def on_loop():
             return control.call(self._coordinator.faults, operation, args)

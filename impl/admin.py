@@ -22,13 +22,16 @@ TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_REQUEST = 42
+INVALID_CONFIG = 40
 
 DEFAULT_PARTITIONS = 1  # num.partitions, Kafka's default: a CreateTopics with -1, an auto-created topic
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # org.apache.kafka.common.internals.Topic.validate
 TOPIC, BROKER = 2, 4  # ConfigResource.Type ids
-# the configs DescribeConfigs reports for a topic: Kafka's defaults, all read only here
+# the configs DescribeConfigs reports for a topic: Kafka's defaults, all read only here, but the retention
+# ones, which CreateTopics may set and the broker's log.retention.ms and log.retention.bytes default
 TOPIC_CONFIGS = {"cleanup.policy": "delete", "compression.type": "producer", "max.message.bytes": "1048588",
-                 "message.timestamp.type": "CreateTime", "min.insync.replicas": "1", "retention.ms": "-1"}
+                 "message.timestamp.type": "CreateTime", "min.insync.replicas": "1"}
+RETENTION = ("retention.ms", "retention.bytes")  # the topic configs serve honours (-1: no limit)
 BROKER_CONFIGS = {"num.partitions": str(DEFAULT_PARTITIONS),
                   "default.replication.factor": "1", "offsets.topic.replication.factor": "1"}
 
@@ -42,17 +45,35 @@ def topic_name_error(name: str) -> str | None:
     return None
 
 
+def topic_configs(configs) -> tuple:
+    """``(the retention configs among ``configs`` ({name, value} entries) as ints, or
+    the error message of one that is not an integer of -1 or more)``; other
+    configs are accepted and not kept."""
+    out = {}
+    for c in configs or ():
+        if c.name in RETENTION:
+            try:
+                out[c.name] = int(c.value)
+            except (TypeError, ValueError):
+                return out, f"Invalid value {c.value} for configuration {c.name}: Not a number of type LONG"
+            if out[c.name] < -1:
+                return out, f"Invalid value {c.value} for configuration {c.name}: must be -1 or more"
+    return out, None
+
+
 def create_topics(cluster: Cluster, body) -> tuple:
-    """``(topics to add ((name, partitions), ...), CreateTopics response)``: a legal,
-    new name with a partition count of 1 or more (-1: num.partitions) and a
-    replication factor of 1 or -1 (one broker); ``validate_only`` adds nothing."""
+    """``(topics to add ((name, partitions, retention configs), ...), CreateTopics
+    response)``: a legal, new name with a partition count of 1 or more (-1:
+    num.partitions), a replication factor of 1 or -1 (one broker) and retention
+    configs that are integers (INVALID_CONFIG); ``validate_only`` adds nothing."""
     added, results = [], []
     for t in body.topics:
         count = DEFAULT_PARTITIONS if t.num_partitions == -1 else t.num_partitions
         error, message = 0, None
+        configs, bad_config = topic_configs(t.configs)
         if topic_name_error(t.name):
             error, message = INVALID_TOPIC_EXCEPTION, topic_name_error(t.name)
-        elif cluster.partitions(t.name) or t.name in dict(added):
+        elif cluster.partitions(t.name) or t.name in (a[0] for a in added):
             error, message = TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists."
         elif t.assignments:
             error, message = INVALID_REQUEST, "manual replica assignments are not supported by a one-broker cluster"
@@ -61,8 +82,10 @@ def create_topics(cluster: Cluster, body) -> tuple:
         elif t.replication_factor not in (-1, 1):
             error, message = (INVALID_REPLICATION_FACTOR,
                               f"Replication factor: {t.replication_factor} larger than available brokers: 1.")
+        elif bad_config:
+            error, message = INVALID_CONFIG, bad_config
         if not error and not getattr(body, "validate_only", False):
-            added.append((t.name, count))
+            added.append((t.name, count, configs))
         results.append({"name": t.name, "topic_id": uuid.UUID(int=0), "error_code": error, "error_message": message,
                         "topic_config_error_code": 0, "num_partitions": count if not error else -1,
                         "replication_factor": 1 if not error else -1,
@@ -85,15 +108,16 @@ def delete_topics(cluster: Cluster, body) -> tuple:
     return tuple(gone), {"throttle_time": 0, "responses": results}
 
 
-def describe_configs(cluster: Cluster, body) -> dict:
-    """DescribeConfigs: a topic's or this broker's defaults (read only, source
-    DEFAULT_CONFIG), the keys asked for or all; an unknown topic is
-    UNKNOWN_TOPIC_OR_PARTITION, another resource type INVALID_REQUEST."""
+def describe_configs(cluster: Cluster, body, retention) -> dict:
+    """DescribeConfigs: a topic's configs (``retention(topic)``: its retention.ms and
+    retention.bytes) or this broker's defaults (read only, source DEFAULT_CONFIG),
+    the keys asked for or all; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION,
+    another resource type INVALID_REQUEST."""
     results = []
     for r in body.resources:
         configs, error, message = {}, 0, None
         if r.resource_type == TOPIC:
-            configs = TOPIC_CONFIGS
+            configs = {**TOPIC_CONFIGS, **{k: str(v) for k, v in retention(r.resource_name).items()}}
             if not cluster.partitions(r.resource_name):
                 error, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist"
         elif r.resource_type == BROKER:

@@ -23,6 +23,7 @@ OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_REQUIRED_ACKS = 21
 UNSUPPORTED_VERSION = 35
+KAFKA_STORAGE_ERROR = 56
 
 
 class Cluster(NamedTuple):
@@ -88,76 +89,92 @@ def find_coordinator(cluster: Cluster, body) -> dict:
     return {"throttle_time": 0, **here, "coordinators": [{"key": k, **here} for k in keys]}
 
 
-def produce(cluster: Cluster, records, body) -> dict:
+async def produce(cluster: Cluster, records, body) -> dict:
     """Produce: each partition's records appended to its log (``records.Records.produce``;
-    ReplicaManager.appendRecords), acks 1 and all alike (one replica: the high
-    watermark moves with the append); acks other than -1, 0 or 1 is
-    INVALID_REQUIRED_ACKS for every partition, a partition not hosted
-    UNKNOWN_TOPIC_OR_PARTITION (no auto-creation on Produce, as Kafka's)."""
+    ReplicaManager.appendRecords), acks 1 and all alike (one replica: answered once
+    the batch is on disk); acks other than -1, 0 or 1 is INVALID_REQUIRED_ACKS for
+    every partition, a partition not hosted UNKNOWN_TOPIC_OR_PARTITION (no
+    auto-creation on Produce, as Kafka's)."""
     topics = []
     for t in body.topic_data:
         parts = []
         for p in t.partition_data:
+            start = 0
             if body.acks not in (-1, 0, 1):
                 error, base, message = INVALID_REQUIRED_ACKS, -1, f"acks {body.acks}"
             elif cluster.hosts(t.name, p.index):
-                error, base, message = records.produce(t.name, p.index, p.records)
+                error, base, message = await records.produce(t.name, p.index, p.records)
+                start = records.log(t.name, p.index).start
             else:
                 error, base, message = UNKNOWN_TOPIC_OR_PARTITION, -1, None
             parts.append({"index": p.index, "error_code": error, "base_offset": base, "log_append_time": None,
-                          "log_start_offset": 0, "record_errors": [], "error_message": message})
+                          "log_start_offset": start, "record_errors": [], "error_message": message})
         topics.append({"name": t.name, "partition_responses": parts})
     return {"throttle_time": 0, "responses": topics}
 
 
-def list_offsets(cluster: Cluster, records, body) -> dict:
-    """ListOffsets from the partitions' logs (``records.Records``): earliest (-2),
-    latest (-1, the high watermark), max timestamp (-3) or the first offset whose
-    record's timestamp is at least the one asked (KafkaApis.handleListOffsetRequest,
-    UnifiedLog.fetchOffsetByTimestamp); a partition not hosted is
-    UNKNOWN_TOPIC_OR_PARTITION."""
+async def list_offsets(cluster: Cluster, records, body) -> dict:
+    """ListOffsets from the partitions' logs (``records.Records.offset_for``): earliest
+    (-2, the log start), latest (-1, the high watermark), max timestamp (-3) or the
+    first offset whose record's timestamp is at least the one asked
+    (KafkaApis.handleListOffsetRequest, UnifiedLog.fetchOffsetByTimestamp); a
+    partition not hosted is UNKNOWN_TOPIC_OR_PARTITION, any with the store offline
+    KAFKA_STORAGE_ERROR."""
     topics = []
     for t in body.topics:
         parts = []
         for p in t.partitions:
-            if cluster.hosts(t.name, p.partition_index):
-                offset, ts = records.log(t.name, p.partition_index).offset_for(p.timestamp)
-                parts.append({"partition_index": p.partition_index, "timestamp": ts, "offset": offset,
-                              "leader_epoch": 0, "error_code": 0})
-            else:
+            error = 0 if cluster.hosts(t.name, p.partition_index) else UNKNOWN_TOPIC_OR_PARTITION
+            if not error and records.store.offline is not None:
+                error = KAFKA_STORAGE_ERROR
+            if error:
                 parts.append({"partition_index": p.partition_index, "timestamp": -1, "offset": -1,
-                              "leader_epoch": -1, "error_code": UNKNOWN_TOPIC_OR_PARTITION})
+                              "leader_epoch": -1, "error_code": error})
+                continue
+            offset, ts = await records.offset_for(records.log(t.name, p.partition_index), p.timestamp)
+            parts.append({"partition_index": p.partition_index, "timestamp": ts, "offset": offset,
+                          "leader_epoch": 0, "error_code": 0})
         topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time": 0, "topics": topics}
 
 
-def fetch(cluster: Cluster, records, body) -> tuple:
+async def fetch(cluster: Cluster, records, body, fetch_max_bytes: int) -> tuple:
     """``(Fetch response, bytes of records in it)`` from the partitions' logs
-    (``records.Records``): whole batches from the fetch offset, up to each
-    partition's max bytes (the first batch whatever its size, KIP-74) and the
-    request's max bytes over all; an offset beyond the high watermark is
-    OFFSET_OUT_OF_RANGE (UnifiedLog.read), a partition not hosted
-    UNKNOWN_TOPIC_OR_PARTITION. No fetch sessions (session id 0: every Fetch is
-    full, FetchSession's sessionless path), no transactions (last stable offset =
-    high watermark)."""
-    left, total, responses = body.max_bytes, 0, []
+    (``records.Records``): whole batches from the fetch offset up to the high
+    watermark, up to each partition's max bytes (max.partition.fetch.bytes) and
+    the request's max bytes capped by ``fetch_max_bytes`` (fetch.max.bytes:
+    ReplicaManager.fetchMessages takes the smaller) over all, the first batch of
+    the response whatever its size (KIP-74); an offset outside the log start and
+    the high watermark is OFFSET_OUT_OF_RANGE (UnifiedLog.read), a partition not
+    hosted UNKNOWN_TOPIC_OR_PARTITION, any with the store offline
+    KAFKA_STORAGE_ERROR. No fetch sessions (session id 0: every Fetch is full,
+    FetchSession's sessionless path), no transactions (last stable offset = high
+    watermark)."""
+    offline = records.store.offline is not None
+    responses, reads = [], []
     for t in body.topics:
         parts = []
         for p in t.partitions:
-            hosted = cluster.hosts(t.topic, p.partition)
-            log = records.log(t.topic, p.partition) if hosted else None
-            error, data = UNKNOWN_TOPIC_OR_PARTITION, b""
+            log = records.log(t.topic, p.partition) if cluster.hosts(t.topic, p.partition) else None
+            error = UNKNOWN_TOPIC_OR_PARTITION
             if log is not None:
-                error = 0 if 0 <= p.fetch_offset <= log.end else OFFSET_OUT_OF_RANGE
-                if not error and p.fetch_offset < log.end and (not total or left > 0):
-                    data = log.read(p.fetch_offset, min(p.partition_max_bytes, left) if total else p.partition_max_bytes)
-                    left -= len(data)
-                    total += len(data)
-            end = log.end if log is not None else -1
-            parts.append({"partition_index": p.partition, "error_code": error, "high_watermark": end,
-                          "last_stable_offset": end, "log_start_offset": 0 if log is not None else -1,
-                          "aborted_transactions": None, "preferred_read_replica": -1, "records": data})
+                error = KAFKA_STORAGE_ERROR if offline else (
+                    0 if log.start <= p.fetch_offset <= log.high_watermark else OFFSET_OUT_OF_RANGE)
+            part = {"partition_index": p.partition, "error_code": error,
+                    "high_watermark": log.high_watermark if log is not None else -1,
+                    "last_stable_offset": log.high_watermark if log is not None else -1,
+                    "log_start_offset": log.start if log is not None else -1,
+                    "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+            if not error and p.fetch_offset < log.high_watermark:
+                reads.append((part, (log, p.fetch_offset, p.partition_max_bytes)))
+            parts.append(part)
         responses.append({"topic": t.topic, "partitions": parts})
+    total = 0
+    if reads:
+        datas = await records.fetch([r for _, r in reads], min(body.max_bytes, fetch_max_bytes))
+        for (part, _), data in zip(reads, datas):
+            part["records"] = data
+            total += len(data)
     return {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": responses}, total
 
 

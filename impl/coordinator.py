@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import mmap
 import multiprocessing
 import os
 import time
@@ -64,11 +65,10 @@ from rebalance.model.timing import (
 
 from . import admin, broker
 from .consumer_protocol import subscription_json
-from .faults import Faults
-from .limits import Limits, MemoryPool, request_max_bytes
+from .faults import NOT_COORDINATOR, Faults
+from .limits import POOLED_FRAME_BYTES, Limits, MemoryPool, request_max_bytes
 from .records import Records
-from .records import CorruptBatch
-from .store import GroupRecord, Store, StoreError
+from .store import GroupRecord, Store, StoreOffline
 from .trace import Recorder, settings
 from .wire import (
     Api, FrameError, UnsupportedVersion, ms, read_request, read_request_frame, request_key, response_frame,
@@ -87,8 +87,8 @@ NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC = 68, 69, 86
 class Connection:
     """One client connection: its peer host, streams, model connection id and
     client.id (from its first request; None and "" before), the group request it
-    waits on (the response type and a future), if any, and whether it is waiting
-    for its next frame (``reading``)."""
+    waits on (the response type and a future), if any, whether it is waiting
+    for its next frame (``reading``) and when bytes last moved (``last_active``)."""
 
     def __init__(self, host: str, reader, writer):
         self.host, self.reader, self.writer = host, reader, writer
@@ -96,8 +96,10 @@ class Connection:
         self.waiting = None
         self.reading = False
         self.shared = None  # the shared memory block of a large frame being read (Coordinator._alloc)
-        self.requests = 0  # requests read: connections.max.idle.ms looks for a change
-        self.idle_mark = (0, 0.0)  # (requests, loop time) when the count last changed
+        self.last_active = asyncio.get_running_loop().time()  # bytes last read or written (loop time, s)
+
+    def touch(self) -> None:
+        self.last_active = asyncio.get_running_loop().time()
 
     def delivered(self) -> bool:
         """Bytes of a next request are delivered but not yet read and stepped."""
@@ -272,8 +274,9 @@ class Coordinator:
                  auto_create_topics: bool = False):
         self.cluster, self.store, self.trace, self.limits = cluster, store, trace, limits
         self.auto_create_topics = auto_create_topics
-        self.records = Records(self._keep_batch if store.keeps_records else None)
-        self.appends: list = []  # the store writes of the batches the Produce being answered appended
+        self.reader = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="store-read")
+        self.records = Records(store, self.write, self.read, limits)
+        self.topic_configs: dict = {}  # topic -> its retention configs set at creation (impl/admin.py RETENTION)
         self.pool = MemoryPool(limits.queued_max_request_bytes)
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
         # Kafka (0.11+) always delays the initial rebalance, group.initial.rebalance.delay.ms 0 included (R30)
@@ -290,25 +293,25 @@ class Coordinator:
         self.outbox: list = []  # [(store write or None, outputs)], replies waiting for a write (R37)
         self.writer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store")
         self.workers = None  # the process pool for large Metadata frames
+        self.offline_logged = False
         self.faults = Faults(self)  # fault injection (impl/faults.py), steered by ctl and rebalance.testing
 
     async def start(self) -> None:
         """Listen on the cluster's host and port (port 0: any free port, then
         ``cluster`` holds the real one). Raises OSError if the address is taken,
-        StoreError if a stored record batch no longer validates."""
+        StoreError if the store's records do not decode."""
         stored = tuple(t for t in self.store.topics() if not self.cluster.partitions(t[0]))
-        self.cluster = self.cluster._replace(topics=self.cluster.topics + stored)
-        try:
-            loaded = self.records.load(self.store.batches())
-        except CorruptBatch as e:
-            raise StoreError(f"--store {self.store.path}: {e}") from None
+        self.cluster = self.cluster._replace(topics=self.cluster.topics + tuple((name, n) for name, n, _ in stored))
+        self.topic_configs.update((name, configs) for name, _, configs in stored)
+        loaded = self.records.load()
         if loaded:
-            log.info("loaded %d record batches", loaded)
+            log.info("loaded the checkpoints of %d partition logs from %s", loaded, self.store.path)
         self.server = await asyncio.start_server(self._serve, self.cluster.host, self.cluster.port)
         port = self.server.sockets[0].getsockname()[1]
         self.cluster = self.cluster._replace(port=port)
         self.sweeper = asyncio.ensure_future(self._expire_idle())
         self.cleaner = asyncio.ensure_future(self._expire_groups())
+        self.retainer = asyncio.ensure_future(self._retain_logs())
         self.with_offsets = self.store.with_offsets()
         loaded = self.store.groups()
         for gid in sorted(self.with_offsets.union(loaded)):  # loaded groups arm their session timers now (R37)
@@ -324,20 +327,38 @@ class Coordinator:
             self.server.close()
             self.sweeper.cancel()
             self.cleaner.cancel()
+            self.retainer.cancel()
         for c in list(self.open):
             c.writer.close()
         for rt in self.groups.values():
             rt.close()
         self.trace.shut()
         self.writer.shutdown(wait=True)
+        self.reader.shutdown(wait=True)
         if self.workers is not None:
             self.workers.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
     # --- off the event loop -------------------------------------------------------
     def write(self, fn, *args) -> asyncio.Future:
-        """``fn(*args)`` on the store's writer thread, after every write asked before."""
-        return asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
+        """``fn(*args)`` on the store's writer thread, after every write asked before.
+        The first write the store refuses (StoreOffline) is logged: the store is
+        offline until serve restarts (Kafka's log directory offline)."""
+        fut = asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
+        fut.add_done_callback(self._written)
+        return fut
+
+    def _written(self, fut: asyncio.Future) -> None:
+        if fut.cancelled() or not isinstance(fut.exception(), StoreOffline) or self.offline_logged:
+            return
+        self.offline_logged = True
+        log.error("store offline: %s; Produce, Fetch and ListOffsets are answered KAFKA_STORAGE_ERROR and group "
+                  "requests NOT_COORDINATOR until serve restarts (Kafka's log directory offline)", fut.exception())
+        self.records.wake()
+
+    def read(self, fn, *args) -> asyncio.Future:
+        """``fn(*args)`` on a store reader thread (the records' batches, off the loop)."""
+        return asyncio.get_running_loop().run_in_executor(self.reader, fn, *args)
 
     def send(self, write, outputs) -> None:
         """Carry out a step's replies once ``write`` (a store write, or None) is done
@@ -354,8 +375,7 @@ class Coordinator:
         while self.outbox and (self.outbox[0][0] is None or self.outbox[0][0].done()):
             write, outputs = self.outbox.pop(0)
             if write is not None and write.exception() is not None:
-                log.error("store write failed, replies withheld: %r", write.exception())
-                continue
+                continue  # the store is offline (logged by _written): the replies are withheld
             for out in outputs:
                 self.deliver(out)
 
@@ -378,7 +398,7 @@ class Coordinator:
         memory block (``c.shared``) the worker process reads in place."""
         def alloc(api_key: int, size: int):
             if size <= INLINE_BYTES or api_key != Api.METADATA:
-                return bytearray(size)
+                return memoryview(mmap.mmap(-1, size))  # pages taken as the bytes arrive
             c.shared = shared_memory.SharedMemory(create=True, size=size)
             return c.shared.buf[:size]
         return alloc
@@ -482,18 +502,17 @@ class Coordinator:
 
     # --- connections --------------------------------------------------------------
     async def _expire_idle(self) -> None:
-        """Close connections that sent no request for connections.max.idle.ms while
-        waiting for their next one (Kafka's Selector closes idle channels; a request
-        held at a barrier is not idleness). Checked every quarter of the limit."""
+        """Close connections whose bytes last moved connections.max.idle.ms ago while
+        waiting for a request (Kafka's Selector counts from a channel's last read or
+        write; a request held at a barrier is not idleness). Checked every quarter
+        of the limit."""
         idle_s = self.limits.connections_max_idle_ms / 1000
         loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(idle_s / 4)
             now = loop.time()
             for c in list(self.open):
-                if c.idle_mark[0] != c.requests or not c.reading:
-                    c.idle_mark = (c.requests, now)
-                elif now - c.idle_mark[1] >= idle_s:
+                if c.reading and now - c.last_active >= idle_s:
                     log.info("closing connection from %s (%s): idle for connections.max.idle.ms (%d)", c.host,
                              c.client_id, self.limits.connections_max_idle_ms)
                     c.writer.close()
@@ -536,9 +555,9 @@ class Coordinator:
         try:
             while True:
                 c.reading = True
-                frame = await read_request_frame(reader, request_max_bytes, self.pool, alloc)
+                frame = await read_request_frame(reader, request_max_bytes, self.pool, alloc, c.touch,
+                                                 POOLED_FRAME_BYTES)
                 c.reading = False
-                c.requests += 1
                 size = len(frame)
                 large, req = size > INLINE_BYTES, None
                 try:  # queued.max.request.bytes holds a frame until it is decoded (RequestChannel.Request)
@@ -550,11 +569,13 @@ class Coordinator:
                     out = response_frame(Api.API_VERSIONS, 0, e.correlation_id,
                                          broker.api_versions(broker.UNSUPPORTED_VERSION))
                 finally:
-                    self.pool.release(size)
+                    if size > POOLED_FRAME_BYTES:
+                        self.pool.release(size)
                 if req is None:
                     del frame
                     writer.write(out)
                     await writer.drain()
+                    c.touch()
                     continue
                 if c.conn is None:
                     self._identify(c, req.client_id)
@@ -571,10 +592,15 @@ class Coordinator:
                 if await self.faults.after(c, name, req):  # a delayed or dropped response
                     writer.write(out)
                     await writer.drain()
+                    c.touch()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except asyncio.CancelledError:  # shutdown: the task ends quietly (asyncio's stream callback would log a
+            pass                        # cancelled connection task's CancelledError as unhandled)
         except FrameError as e:
             log.warning("closing connection from %s: %s", host, e)
+        except StoreOffline as e:
+            log.warning("closing connection from %s: the store is offline (%s)", host, e)
         except Exception:  # a bug must cost one connection, never the server
             log.exception("closing connection from %s after an internal error", host)
         finally:
@@ -596,7 +622,7 @@ class Coordinator:
             return broker.api_versions()
         if key == Api.METADATA:
             if self.auto_create_topics and b.topics and getattr(b, "allow_auto_topic_creation", True):
-                self._add_topics(tuple((t.name, admin.DEFAULT_PARTITIONS) for t in b.topics if t.name
+                self._add_topics(tuple((t.name, admin.DEFAULT_PARTITIONS, {}) for t in b.topics if t.name
                                        and not cluster.partitions(t.name) and not admin.topic_name_error(t.name)))
             return broker.metadata(self.cluster, b)
         if key == Api.FIND_COORDINATOR:
@@ -604,7 +630,7 @@ class Coordinator:
         if key in HANDLERS:
             return await HANDLERS[key](self, b)
         if key == Api.DESCRIBE_CONFIGS:
-            return admin.describe_configs(cluster, b)
+            return admin.describe_configs(cluster, b, self.retention)
         if key == Api.INIT_PRODUCER_ID:
             return self.records.init_producer_id(b.transactional_id, getattr(b, "producer_id", -1),
                                                  getattr(b, "producer_epoch", -1))
@@ -633,27 +659,20 @@ class Coordinator:
 
     # --- records and admin (impl/records.py, impl/admin.py) ----------------------------
     async def _produce(self, b):
-        """Produce (broker.produce); with a store that keeps records, answered once the
-        batches appended are written (the writer thread writes in order)."""
-        data = broker.produce(self.cluster, self.records, b)
-        appends, self.appends = self.appends, []
-        if appends and b.acks != 0:
-            await appends[-1]
+        """Produce (broker.produce): each batch answered once it is on disk; no answer for acks=0."""
+        data = await broker.produce(self.cluster, self.records, b)
         return None if b.acks == 0 else data
-
-    def _keep_batch(self, topic: str, partition: int, base: int, data: bytes) -> None:
-        self.appends.append(self.write(self.store.append_batch, topic, partition, base, data))
 
     async def _fetch(self, b) -> dict:
         """Fetch, held until min_bytes of records are there or max.wait.ms (at most
-        FETCH_WAIT_CAP_MS) has passed (DelayedFetch); an append wakes it."""
+        FETCH_WAIT_CAP_MS) has passed (DelayedFetch); a high watermark moving wakes it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(ms(b.max_wait), FETCH_WAIT_CAP_MS) / 1000
         while True:
             appended = self.records.appended
-            data, size = broker.fetch(self.cluster, self.records, b)
+            data, size = await broker.fetch(self.cluster, self.records, b, self.limits.fetch_max_bytes)
             left = deadline - loop.time()
-            if size >= max(b.min_bytes, 1) or left <= 0:
+            if size >= max(b.min_bytes, 1) or left <= 0 or self.store.offline is not None:
                 return data
             try:
                 await asyncio.wait_for(appended.wait(), left)
@@ -661,15 +680,36 @@ class Coordinator:
                 pass
 
     async def _list_offsets(self, b) -> dict:
-        return broker.list_offsets(self.cluster, self.records, b)
+        return await broker.list_offsets(self.cluster, self.records, b)
+
+    def retention(self, topic: str) -> dict:
+        """The topic's retention.ms and retention.bytes: set at its creation, else the
+        broker's log.retention.ms and log.retention.bytes."""
+        return {"retention.ms": self.limits.log_retention_ms, "retention.bytes": self.limits.log_retention_bytes,
+                **self.topic_configs.get(topic, {})}
+
+    async def _retain_logs(self) -> None:
+        """Every log.retention.check.interval.ms, each log's batches past its topic's
+        retention are deleted (LogManager.cleanupLogs)."""
+        while True:
+            await asyncio.sleep(self.limits.log_retention_check_interval_ms / 1000)
+            if self.store.offline is None:
+                try:
+                    moved = await self.records.retain(self.retention, int(time.time() * 1000))
+                except StoreOffline:
+                    continue
+                if moved:
+                    log.info("retention: the log start of %d partitions moved", moved)
 
     def _add_topics(self, added: tuple) -> None:
+        """``added``: ((name, partitions, retention configs), ...)."""
         if added:
-            self.cluster = self.cluster._replace(topics=self.cluster.topics + added)
-            for name, count in added:
-                self.write(self.store.save_topic, name, count)
+            self.cluster = self.cluster._replace(topics=self.cluster.topics + tuple((t, n) for t, n, _ in added))
+            for name, count, configs in added:
+                self.topic_configs[name] = configs
+                self.write(self.store.save_topic, name, count, configs)
             self.trace.topics(self.cluster.topics)
-            log.info("created topics %s", ", ".join(f"{t}:{n}" for t, n in added))
+            log.info("created topics %s", ", ".join(f"{t}:{n}" for t, n, _ in added))
 
     async def _create_topics(self, b) -> dict:
         added, data = admin.create_topics(self.cluster, b)
@@ -682,6 +722,7 @@ class Coordinator:
             self.cluster = self.cluster._replace(topics=tuple(t for t in self.cluster.topics if t[0] not in gone))
             for name in gone:
                 self.records.drop(name)
+                self.topic_configs.pop(name, None)
                 self.write(self.store.delete_topic, name)
             self.trace.topics(self.cluster.topics)
             log.info("deleted topics %s", ", ".join(gone))
@@ -803,10 +844,14 @@ class Coordinator:
                                                  rt.instance_id(getattr(b, "group_instance_id", None))))
             error = r.error
             if error == 0:  # R37: on disk before the response
-                await self.write(self.store.commit_offsets, rt.group_id, [
-                    (name, p.partition_index, p.committed_offset, p.committed_metadata) for name, p in hosted])
-                self.with_offsets.add(rt.group_id)
-                self.groups.setdefault(rt.group_id, rt)  # a group with offsets is kept until they expire
+                try:
+                    await self.write(self.store.commit_offsets, rt.group_id, [
+                        (name, p.partition_index, p.committed_offset, p.committed_metadata) for name, p in hosted])
+                except StoreOffline:  # KAFKA_STORAGE_ERROR is NOT_COORDINATOR to a group's client (CoordinatorOperationExceptionHelper)
+                    error = NOT_COORDINATOR
+                else:
+                    self.with_offsets.add(rt.group_id)
+                    self.groups.setdefault(rt.group_id, rt)  # a group with offsets is kept until they expire
         known = {(name, p.partition_index) for name, p in hosted}
         return {"throttle_time": 0, "topics": [
             {"name": t.name, "partitions": [

@@ -55,6 +55,12 @@ COORDINATOR_APIS = frozenset((Api.OFFSET_COMMIT, Api.OFFSET_FETCH, Api.JOIN_GROU
                               Api.LEAVE_GROUP, Api.SYNC_GROUP, Api.DESCRIBE_GROUPS))
 
 
+# the largest values an operation takes (the control endpoint's input is bounded): an hour's delay, a day's
+# rule, a million requests; rules at once; a member.id or client.id's length
+BOUNDS = {"delay_ms": 3_600_000, "for_ms": 86_400_000, "count": 1_000_000}
+MAX_RULES, MAX_NAME = 1000, 1024
+
+
 class FaultError(ValueError):
     """Bad fault input: the message names the problem."""
 
@@ -180,8 +186,9 @@ class Injections:
     def inject(self, api: str, error=None, delay_ms: int | None = None, drop: bool = False,
                member: str | None = None, count: int | None = None, for_ms: int | None = None) -> dict:
         """Add a rule (see the module docstring): exactly one of ``error``,
-        ``delay_ms`` (ms, > 0) and ``drop``; ``count`` > 0, ``for_ms`` > 0 (ms) when
-        given. Returns the rule. Raises FaultError."""
+        ``delay_ms`` (ms, 1..BOUNDS) and ``drop``; ``count`` and ``for_ms`` (ms)
+        within 1..BOUNDS when given; at most MAX_RULES rules. Returns the rule.
+        Raises FaultError."""
         key = api_key(api)
         if sum((error is not None, delay_ms is not None, bool(drop))) != 1:
             raise FaultError("give exactly one of error, delay_ms and drop")
@@ -195,8 +202,12 @@ class Injections:
         else:
             code = None
         for value, what in ((delay_ms, "delay_ms"), (count, "count"), (for_ms, "for_ms")):
-            if value is not None and (not isinstance(value, int) or value <= 0):
-                raise FaultError(f"{what} must be a positive integer, not {value!r}")
+            if value is not None and (type(value) is not int or not 0 < value <= BOUNDS[what]):
+                raise FaultError(f"{what} must be an integer from 1 to {BOUNDS[what]}, not {value!r}")
+        if member is not None and (not isinstance(member, str) or len(member) > MAX_NAME):
+            raise FaultError(f"member must be a member.id or client.id of at most {MAX_NAME} characters")
+        if len(self.rules) >= MAX_RULES:
+            raise FaultError(f"at most {MAX_RULES} rules at once (clear some)")
         rule = Rule(key, member or None, code, delay_ms or 0, bool(drop), count,
                     None if for_ms is None else time.monotonic() + for_ms / 1000)
         self.rules.append(rule)
@@ -233,7 +244,12 @@ class Faults:
     async def before(self, c, name, req) -> dict | None:
         """Before dispatch: wait while paused; the injected response body if the
         request is answered by a fault (recorded as a ``fault`` record ``error``
-        before the request's own record), else None."""
+        before the request's own record), else None. With the store offline, group
+        requests are answered NOT_COORDINATOR and FindCoordinator
+        COORDINATOR_NOT_AVAILABLE, as Kafka answers them once the log directory
+        holding the group's __consumer_offsets partition is offline
+        (CoordinatorOperationExceptionHelper.handleOperationException maps
+        KAFKA_STORAGE_ERROR to NOT_COORDINATOR)."""
         if not self.running.is_set():
             self.held += 1
             try:
@@ -243,6 +259,8 @@ class Faults:
         key, code, how = req.api_key, None, None
         if self.away is not None and key in ERROR_APIS:
             code, how = (COORDINATOR_NOT_AVAILABLE if key == Api.FIND_COORDINATOR else self.away), "coordinator_away"
+        elif self.server.store.offline is not None and key in ERROR_APIS:  # the group's log is offline
+            code, how = (COORDINATOR_NOT_AVAILABLE if key == Api.FIND_COORDINATOR else NOT_COORDINATOR), "store_offline"
         elif self.injections.rules:
             rule = self._match(c, req, lambda r: r.error is not None)
             if rule is not None:
@@ -334,13 +352,7 @@ class Faults:
         partitions = self.server.cluster.partitions(topic)
         if partitions == 0:
             raise FaultError(f"no topic {topic!r}")
-        out = []
-        for p in range(partitions):
-            log_ = self.server.records.logs.get((topic, p))
-            if log_ is not None:
-                out.extend({"partition": p, "offset": o, "timestamp_ms": ts}
-                           for o, ts in zip(log_.offsets, log_.timestamps))
-        return {"records": out}
+        return {"records": self.server.records.listing(topic, partitions)}
 
     def status(self) -> dict:
         """The layer's state and every group's: {"paused", "away", "rules", "groups":

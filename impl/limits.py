@@ -8,16 +8,27 @@
   connection of a larger one as Kafka does for a frame above
   socket.request.max.bytes (SocketServer.Processor, NetworkReceive's
   InvalidReceiveException). Produce, Metadata, ListOffsets and Fetch keep Kafka's bound.
-* ``queued.max.request.bytes`` (Kafka: -1, unbounded; serve: 100 MiB): the bytes
-  of request frames read and not yet decoded, over all connections. A connection
-  whose next frame does not fit waits, reading nothing, until enough is released
-  (Kafka's SocketServer MemoryPool: a channel that cannot allocate is muted).
+* ``queued.max.request.bytes`` (Kafka: -1, no pool; serve: 100 MiB): the bytes
+  of large request frames (above ``POOLED_FRAME_BYTES``, 1 MiB: only Produce,
+  Metadata, ListOffsets and Fetch send them) read and not yet decoded, over all
+  connections. A frame takes its size from the pool once its first bytes past
+  the header arrive (a declared size alone reserves nothing), and its buffer's
+  pages only as its bytes arrive; a connection whose frame does not fit waits,
+  reading nothing, until enough is released (Kafka's SocketServer MemoryPool: a
+  channel that cannot allocate is muted). Group requests never wait on the pool,
+  so frames held half-sent stall no heartbeat.
 * ``max.connections`` (Kafka: 2^31-1; serve: 10,000): connections beyond it are
   closed as soon as they are accepted (Kafka's ConnectionQuotas blocks the
   acceptor instead, and closes beyond max.connections.per.ip).
-* ``connections.max.idle.ms`` (10 minutes, Kafka's default): a connection that
-  sends no request for that long, and waits on none, is closed (Kafka's
-  Selector closes connections idle that long).
+* ``connections.max.idle.ms`` (10 minutes, Kafka's default): a connection waiting
+  for a request whose bytes last moved that long ago is closed (Kafka's Selector
+  counts from a channel's last read or write).
+* ``message.max.bytes`` (1,048,588), ``fetch.max.bytes`` (55 MiB), and serve's
+  bounds on a batch's records (``batch_max_records``, 1,000,000;
+  ``batch_max_decompressed_bytes``, 32 times message.max.bytes): impl/records.py.
+* ``log.retention.ms`` (7 days), ``log.retention.bytes`` (-1) and
+  ``log.retention.check.interval.ms`` (5 minutes): each topic's retention.ms and
+  retention.bytes default to them (impl/records.py ``Records.retain``).
 * ``offsets.retention.minutes`` (Kafka: 7 days; serve: 1 hour,
   ``offsets_retention_ms``) and ``offsets.retention.check.interval.ms`` (10
   minutes, Kafka's): every check interval, an Empty group with no pending member
@@ -38,6 +49,11 @@ from typing import NamedTuple
 from .wire import MAX_FRAME, Api
 
 GROUP_REQUEST_MAX_BYTES = 1 << 20
+POOLED_FRAME_BYTES = GROUP_REQUEST_MAX_BYTES  # frames above it take their bytes from queued.max.request.bytes
+MESSAGE_MAX_BYTES = 1_048_588  # message.max.bytes, Kafka's default (1 MiB + a batch's 12 bytes of offset and size)
+FETCH_MAX_BYTES = 57_671_680  # fetch.max.bytes, Kafka's default (55 MiB)
+BATCH_MAX_RECORDS = 1_000_000  # records in one batch (librdkafka's largest batch.num.messages)
+DECOMPRESSION_RATIO = 32  # a batch's records decompressed: at most this many times message.max.bytes
 # the APIs a client sends outside the group protocol whose frames may be as large as Kafka allows
 BROKER_APIS = frozenset((Api.PRODUCE, Api.METADATA, Api.LIST_OFFSETS, Api.FETCH))
 
@@ -49,13 +65,25 @@ def request_max_bytes(api_key: int) -> int:
 
 
 class Limits(NamedTuple):
-    """serve's limits (see the module docstring): bytes, a count and ms."""
+    """serve's limits (see the module docstring): bytes, counts and ms."""
 
     queued_max_request_bytes: int = MAX_FRAME
     max_connections: int = 10_000
     connections_max_idle_ms: int = 600_000
     offsets_retention_ms: int = 3_600_000
     offsets_retention_check_interval_ms: int = 600_000
+    message_max_bytes: int = MESSAGE_MAX_BYTES
+    fetch_max_bytes: int = FETCH_MAX_BYTES
+    batch_max_records: int = BATCH_MAX_RECORDS
+    log_retention_ms: int = 604_800_000
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300_000
+
+    @property
+    def batch_max_decompressed_bytes(self) -> int:
+        """The most a batch's records may take decompressed: DECOMPRESSION_RATIO times
+        message.max.bytes."""
+        return DECOMPRESSION_RATIO * self.message_max_bytes
 
 
 class MemoryPool:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import io
+import mmap
 import types
 import typing
 from dataclasses import fields, is_dataclass
@@ -183,29 +184,29 @@ def _field_types(cls) -> dict:
 
 
 @cache
-def _non_nullable(cls) -> tuple:
-    """((field name, nested entity class or None), ...) of the fields of a kio
-    dataclass whose type does not admit None."""
+def _entity_fields(cls) -> tuple:
+    """((field name, nullable, nested entity class or None), ...) of a kio dataclass."""
     hints = typing.get_type_hints(cls)
     out = []
     for f in fields(cls):
         hint = hints[f.name]
         nullable = typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
-        if not nullable:
-            out.append((f.name, _field_types(cls)[f.name][0]))
+        out.append((f.name, nullable, _field_types(cls)[f.name][0]))
     return tuple(out)
 
 
 def _forbidden_null(entity, path: str = ""):
-    """The dotted path of the first field of ``entity`` (nested entities too) that is
-    None though its schema does not allow null, or None. kio reads a null array or
-    string where the schema forbids one as None; Kafka's generated readers refuse
-    such a request ("non-nullable field ... was serialized as null") and the broker
-    closes the connection."""
-    for name, nested in _non_nullable(type(entity)):
+    """The dotted path of the first field of ``entity`` (nested entities too, within
+    nullable arrays as well) that is None though its schema does not allow null, or
+    None. kio reads a null array or string where the schema forbids one as None;
+    Kafka's generated readers refuse such a request ("non-nullable field ... was
+    serialized as null") and the broker closes the connection."""
+    for name, nullable, nested in _entity_fields(type(entity)):
         value = getattr(entity, name)
         if value is None:
-            return path + name
+            if not nullable:
+                return path + name
+            continue
         if nested is not None:
             for i, item in enumerate(value if isinstance(value, tuple) else (value,)):
                 found = _forbidden_null(item, f"{path}{name}[{i}].")
@@ -301,15 +302,20 @@ async def read_frame(reader) -> bytes:
     return await reader.readexactly(size)
 
 
-async def read_request_frame(reader, max_bytes, pool=None, alloc=None):
+async def read_request_frame(reader, max_bytes, pool=None, alloc=None, touch=None, pooled_above: int = 0):
     """The next request frame (without the size prefix) from an asyncio
     StreamReader: bytes up to SMALL_FRAME, else read into one buffer of its exact
-    size, as a read-only memoryview (what kio reads). ``max_bytes(api_key)``: the largest frame allowed
-    for the API its header names; ``pool``: a memory pool (limits.MemoryPool) whose
-    ``acquire(size)`` is awaited before the buffer is allocated (the caller
-    releases it once the frame is decoded), or None; ``alloc(api_key, size)``: a
-    writable buffer of ``size`` bytes to read into (a bytearray when None). Raises FrameError for a size
-    outside 8..max_bytes and asyncio.IncompleteReadError when the peer closes."""
+    size as its bytes arrive, as a read-only memoryview (what kio reads).
+    ``max_bytes(api_key)``: the largest frame allowed for the API its header
+    names; ``alloc(api_key, size)``: a writable buffer of ``size`` bytes to read
+    into (an anonymous mmap, whose pages are taken only as they are written, when
+    None); ``touch()``: called whenever bytes arrive (connections.max.idle.ms
+    counts from the last); ``pool``: a memory pool (limits.MemoryPool) from which a
+    frame above ``pooled_above`` bytes takes its size once its first bytes past the
+    header have arrived (a declared size reserves nothing before: a header alone
+    holds nothing back), released by the caller once the frame is decoded. Raises
+    FrameError for a size outside 8..max_bytes and asyncio.IncompleteReadError
+    when the peer closes."""
     size = int.from_bytes(await reader.readexactly(4), "big", signed=True)
     if not 8 <= size <= MAX_FRAME:
         raise FrameError(f"frame size {size} outside 8..{MAX_FRAME}")
@@ -317,24 +323,35 @@ async def read_request_frame(reader, max_bytes, pool=None, alloc=None):
     api_key = _i16(head, 0)
     if size > max_bytes(api_key):
         raise FrameError(f"frame size {size} above {max_bytes(api_key)}, the limit for API key {api_key}")
-    if pool is not None and not pool.try_acquire(size):
+    if touch is not None:
+        touch()
+    if size <= SMALL_FRAME:  # the common case (a heartbeat): two short reads, no buffer to fill
+        return head + await reader.readexactly(size - 8)
+    first = await reader.read(size - 8)
+    if not first:
+        raise asyncio.IncompleteReadError(b"", size)
+    pooled = pool is not None and size > pooled_above
+    if pooled and not pool.try_acquire(size):
         await pool.acquire(size)
     try:
-        if size <= SMALL_FRAME:  # the common case (a heartbeat): two short reads, no buffer to fill
-            return head + await reader.readexactly(size - 8)
-        buf = bytearray(size) if alloc is None else alloc(api_key, size)
+        buf = memoryview(mmap.mmap(-1, size)) if alloc is None else alloc(api_key, size)
         buf[:8] = head
-        at = 8
+        buf[8:8 + len(first)] = first
+        at = 8 + len(first)
         while at < size:  # chunks of the reader's buffer, never a second copy of the frame
+            if touch is not None:
+                touch()
             chunk = await reader.read(size - at)
             if not chunk:
                 raise asyncio.IncompleteReadError(b"", size)
             buf[at:at + len(chunk)] = chunk
             at += len(chunk)
     except BaseException:
-        if pool is not None:
+        if pooled:
             pool.release(size)
         raise
+    if touch is not None:
+        touch()
     return memoryview(buf).toreadonly()
 
 

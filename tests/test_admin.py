@@ -95,9 +95,10 @@ def test_offset_delete_refuses_subscribed_topics_until_the_group_is_empty(server
 def test_create_describe_and_delete_topics(server):
     admin = Client(server.port, "admin")
 
-    def create(name, partitions=3, rf=1, validate_only=False):
+    def create(name, partitions=3, rf=1, validate_only=False, configs=()):
         r = admin.call(Api.CREATE_TOPICS, 7, topics=[{"name": name, "num_partitions": partitions,
-                                                      "replication_factor": rf, "assignments": [], "configs": []}],
+                                                      "replication_factor": rf, "assignments": [], "configs": [
+                                                          {"name": k, "value": v} for k, v in configs]}],
                        timeout=1000, validate_only=validate_only)
         return r.topics[0].error_code
 
@@ -109,16 +110,21 @@ def test_create_describe_and_delete_topics(server):
     assert topics() == [("one", 1), ("orders", 3), ("t", 4)]
     assert create("orders") == 36 and create("bad/name") == 17 and create("p0", partitions=0) == 37
     assert create("rf3", rf=3) == 38
+    assert create("bad-retention", configs=[("retention.ms", "soon")]) == 40  # INVALID_CONFIG
+    assert create("kept", configs=[("retention.bytes", "1000"), ("cleanup.policy", "delete")]) == 0
     r = admin.call(Api.DESCRIBE_CONFIGS, 4, resources=[
-        {"resource_type": 2, "resource_name": "orders", "configuration_keys": ["retention.ms"]},
-        {"resource_type": 2, "resource_name": "nope", "configuration_keys": None}],
+        {"resource_type": 2, "resource_name": "orders", "configuration_keys": ["retention.ms", "retention.bytes"]},
+        {"resource_type": 2, "resource_name": "nope", "configuration_keys": None},
+        {"resource_type": 2, "resource_name": "kept", "configuration_keys": ["retention.bytes"]}],
         include_synonyms=False, include_documentation=False)
-    assert [(c.name, c.value) for c in r.results[0].configs] == [("retention.ms", "-1")]
+    assert [(c.name, c.value) for c in r.results[0].configs] == [("retention.ms", "604800000"),
+                                                                  ("retention.bytes", "-1")]  # Kafka's defaults
     assert r.results[1].error_code == 3
+    assert [(c.name, c.value) for c in r.results[2].configs] == [("retention.bytes", "1000")]
     r = admin.call(Api.DELETE_TOPICS, 6, topics=[{"name": "orders", "topic_id": None},
                                                  {"name": "nope", "topic_id": None}], timeout=1000)
     assert [(x.name, x.error_code) for x in r.responses] == [("orders", 0), ("nope", 3)]
-    assert topics() == [("one", 1), ("t", 4)]
+    assert topics() == [("kept", 3), ("one", 1), ("t", 4)]
 
 
 @pytest.mark.parametrize("flag,created", [((), False), (("--auto-create-topics",), True)])

@@ -16,7 +16,7 @@ from rebalance.impl.wire import Api, request_frame
 
 def serve(*args):
     port = free_port()
-    proc = subprocess.Popen([str(REBALANCE), "serve", "--port", str(port), "--topic", "t:2", "--store", ":memory:",
+    proc = subprocess.Popen([str(REBALANCE), "serve", "--port", str(port), "--topic", "t:2",
                              "--initial-rebalance-delay-ms", "0", *args], stderr=subprocess.PIPE, text=True)
     lines: list = []
     threading.Thread(target=lambda: [lines.append(line) for line in proc.stderr], daemon=True).start()

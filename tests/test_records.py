@@ -3,6 +3,7 @@ writer, validated, appended with offsets, fetched and listed; idempotent
 producers' sequences; and, on real sockets, a corrupt batch refused with
 CORRUPT_MESSAGE and nothing stored, and every request version serve advertises
 answered with null and with empty arrays."""
+import asyncio
 import datetime
 import gzip
 import io
@@ -17,6 +18,7 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from interop.harness import REBALANCE, wait_for
 from rebalance.impl import records as R
+from rebalance.impl.limits import Limits
 from rebalance.impl.wire import SUPPORTED, Api, read_response
 from test_serve import Client, closed, server, zero_request  # noqa: F401 (the server fixture)
 
@@ -56,26 +58,55 @@ def values_of(data: bytes) -> list:
     return out
 
 
-@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4], ids=["none", "gzip", "snappy", "lz4", "zstd"])
-def test_a_batch_of_every_codec_is_validated_and_its_records_indexed(codec):
-    b = R.parse_batch(batch([b"a", b"b", b"c"], codec=codec))
-    assert b.last_offset_delta == 2 and b.records == ((0, T0), (1, T0 + 1000), (2, T0 + 2000))
+CODEC_IDS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
-def test_offsets_high_watermark_fetch_and_list_offsets():
-    log = R.PartitionLog()
-    assert log.append(R.parse_batch(batch([b"a", b"b"]))) == (0, 0)
-    assert log.append(R.parse_batch(batch([b"c"], ts=T0 + 5000))) == (0, 2)
-    assert log.end == 3
-    assert values_of(log.read(0, 1 << 20)) == [b"a", b"b", b"c"]
-    assert values_of(log.read(2, 1 << 20)) == [b"c"]
-    assert values_of(log.read(1, 1)) == [b"a", b"b"]  # the batch holding offset 1, whatever max bytes says
-    assert log.read(3, 1 << 20) == b""
-    assert log.offset_for(R.EARLIEST) == (0, -1) and log.offset_for(R.LATEST) == (3, -1)
-    assert log.offset_for(T0 + 500) == (1, T0 + 1000)
-    assert log.offset_for(T0 + 4000) == (2, T0 + 5000)
-    assert log.offset_for(T0 + 9000) == (-1, -1)
-    assert log.offset_for(R.MAX_TIMESTAMP) == (2, T0 + 5000)
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4], ids=CODEC_IDS)
+def test_a_batch_of_every_codec_is_validated_and_its_records_walked(codec):
+    data = batch([b"a", b"b", b"c"], codec=codec)
+    b = R.parse_batch(data)
+    assert (b.last_offset_delta, b.count, b.max_timestamp) == (2, 3, T0 + 2000)
+    assert [r for r in R.walk(data, Limits()) if r] == [(0, T0), (1, T0 + 1000), (2, T0 + 2000)]
+
+
+def run_records(tmp_path, scenario, limits=Limits()):
+    """``scenario(records)`` (a coroutine function) on a Records over a Store in
+    ``tmp_path``, its writes and reads on threads as serve runs them; its result."""
+    import concurrent.futures
+
+    from rebalance.impl.store import Store
+
+    async def main():
+        store = Store(tmp_path)
+        writer = concurrent.futures.ThreadPoolExecutor(1)
+        loop = asyncio.get_running_loop()
+        records = R.Records(store, lambda fn, *a: loop.run_in_executor(writer, fn, *a),
+                            lambda fn, *a: loop.run_in_executor(None, fn, *a), limits)
+        records.load()
+        try:
+            return await scenario(records)
+        finally:
+            writer.shutdown()
+            store.close()
+    return asyncio.run(main())
+
+
+def test_offsets_high_watermark_fetch_and_list_offsets(tmp_path):
+    async def scenario(records):
+        assert await records.produce("t", 0, batch([b"a", b"b"])) == (0, 0, None)
+        assert await records.produce("t", 0, batch([b"c"], ts=T0 + 5000)) == (0, 2, None)
+        log = records.log("t", 0)
+        assert (log.end, log.high_watermark) == (3, 3)
+
+        async def read(offset, max_bytes):
+            return values_of((await records.fetch([(log, offset, max_bytes)], 1 << 30))[0])
+        assert await read(0, 1 << 20) == [b"a", b"b", b"c"]
+        assert await read(2, 1 << 20) == [b"c"]
+        assert await read(1, 1) == [b"a", b"b"]  # the batch holding offset 1, whatever max bytes says
+        offsets = [await records.offset_for(log, ts) for ts in (R.EARLIEST, R.LATEST, T0 + 500, T0 + 4000,
+                                                                 T0 + 9000, R.MAX_TIMESTAMP)]
+        assert offsets == [(0, -1), (3, -1), (1, T0 + 1000), (2, T0 + 5000), (-1, -1), (2, T0 + 5000)]
+    run_records(tmp_path, scenario)
 
 
 def corruptions():
@@ -93,24 +124,143 @@ def corruptions():
 
 
 @pytest.mark.parametrize("name", list(corruptions()))
-def test_a_malformed_batch_is_refused_and_nothing_is_stored(name):
-    records = R.Records()
-    error, base, message = records.produce("t", 0, corruptions()[name])
-    assert error in (R.CORRUPT_MESSAGE, R.INVALID_RECORD) and base == -1 and message
-    assert records.log("t", 0).end == 0 and records.log("t", 0).batches == []
+def test_a_malformed_batch_is_refused_and_nothing_is_stored(tmp_path, name):
+    async def scenario(records):
+        error, base, message = await records.produce("t", 0, corruptions()[name])
+        assert error in (R.CORRUPT_MESSAGE, R.INVALID_RECORD) and base == -1 and message
+        assert records.log("t", 0).end == 0 and records.listing("t", 1) == []
+    run_records(tmp_path, scenario)
+
+
+def bomb(codec: int, size: int) -> bytes:
+    """A batch of one record whose value is ``size`` zero bytes, compressed with ``codec``."""
+    return batch([bytes(size)], codec=codec)
+
+
+@pytest.mark.parametrize("codec", [1, 3, 4], ids=["gzip", "lz4", "zstd"])
+def test_a_decompression_bomb_is_refused_as_message_too_large_with_bounded_memory(codec):
+    """Issue 42 item 2: a batch's records are decompressed as a stream, never past
+    32 times message.max.bytes; a batch of a few KB that would decompress to more is
+    MESSAGE_TOO_LARGE, and no more than a chunk past the bound was ever made.
+    (snappy cannot compress past about 21:1, under the bound: its blocks' declared
+    lengths are checked below.)"""
+    import tracemalloc
+    limits = Limits(message_max_bytes=64 << 10)
+    data = bomb(codec, 4 * limits.batch_max_decompressed_bytes)
+    assert len(data) < limits.message_max_bytes
+    tracemalloc.start()
+    with pytest.raises(R.CorruptBatch) as e:
+        R.parse_batch(data, limits)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert e.value.error == R.MESSAGE_TOO_LARGE, e.value
+    assert peak < 2 * limits.batch_max_decompressed_bytes + (1 << 20), peak  # not the 8 MiB the bomb holds
+
+
+@pytest.mark.parametrize("framing", ["raw", "xerial"])
+def test_a_snappy_block_is_checked_against_the_bound_before_it_is_decompressed(framing):
+    block = bytes(cramjam.snappy.compress_raw(bytes(1 << 20)))
+    data = block if framing == "raw" else R.XERIAL + bytes(8) + struct.pack(">i", len(block)) + block
+    assert len(R._Snappy(data, 1 << 20).read(1 << 21)) == 1 << 20
+    with pytest.raises(R.CorruptBatch) as e:
+        R._Snappy(data, (1 << 20) - 1).read(10)
+    assert e.value.error == R.MESSAGE_TOO_LARGE
+
+
+def test_message_max_bytes_and_the_record_count_bound():
+    limits = Limits(message_max_bytes=4096, batch_max_records=10)
+    with pytest.raises(R.CorruptBatch) as e:
+        R.parse_batch(batch([bytes(5000)]), limits)
+    assert e.value.error == R.MESSAGE_TOO_LARGE and "message.max.bytes" in str(e.value)
+    with pytest.raises(R.CorruptBatch) as e:
+        R.parse_batch(batch([b"x"] * 11, codec=4), limits)
+    assert e.value.error == R.MESSAGE_TOO_LARGE and "11 records" in str(e.value)
+    assert R.parse_batch(batch([b"x"] * 10, codec=4), limits).count == 10
+
+
+def test_validation_yields_the_loop_between_slices():
+    """A batch of many records is validated in slices of SLICE_WORK records."""
+    n = 5 * R.SLICE_WORK
+    steps = R.validation(batch([b""] * n, codec=4), Limits())
+    slices = 0
+    while True:
+        try:
+            next(steps)
+            slices += 1
+        except StopIteration as done:
+            assert done.value.count == n
+            break
+    assert slices == n // R.SLICE_WORK
 
 
 def test_idempotent_sequences_duplicates_gaps_and_fencing():
-    log = R.PartitionLog()
-    assert log.append(R.parse_batch(batch([b"a", b"b"], pid=7, epoch=0, seq=0))) == (0, 0)
-    assert log.append(R.parse_batch(batch([b"a", b"b"], pid=7, epoch=0, seq=0))) == (0, 0)  # a retry: same offset
+    log = R.PartitionLog(1)
+
+    def append(data):
+        error, base, _ = log.assign(R.parse_batch(data))
+        return error, base
+    assert append(batch([b"a", b"b"], pid=7, epoch=0, seq=0)) == (0, 0)
+    assert append(batch([b"a", b"b"], pid=7, epoch=0, seq=0)) == (0, 0)  # a retry: same offset
     assert log.end == 2
-    assert log.append(R.parse_batch(batch([b"c"], pid=7, epoch=0, seq=5)))[0] == R.OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert log.append(R.parse_batch(batch([b"c"], pid=7, epoch=0, seq=2))) == (0, 2)
-    assert log.append(R.parse_batch(batch([b"d"], pid=7, epoch=1, seq=0))) == (0, 3)  # a new epoch restarts at 0
-    assert log.append(R.parse_batch(batch([b"e"], pid=7, epoch=0, seq=3)))[0] == R.INVALID_PRODUCER_EPOCH
-    assert log.append(R.parse_batch(batch([b"e"], pid=8, epoch=0, seq=4)))[0] == R.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert append(batch([b"c"], pid=7, epoch=0, seq=5))[0] == R.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert append(batch([b"c"], pid=7, epoch=0, seq=2)) == (0, 2)
+    assert append(batch([b"d"], pid=7, epoch=1, seq=0)) == (0, 3)  # a new epoch restarts at 0
+    assert append(batch([b"e"], pid=7, epoch=0, seq=3))[0] == R.INVALID_PRODUCER_EPOCH
+    assert append(batch([b"e"], pid=8, epoch=0, seq=4))[0] == R.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert log.end == 4
+
+
+def test_a_full_store_goes_offline_and_a_restart_never_gives_an_acknowledged_offset_again(tmp_path):
+    """Issue 42 item 1: a write that fails (here SQLite's own "database or disk is
+    full", its page count capped) is answered KAFKA_STORAGE_ERROR and takes the
+    store offline: the next Produce is refused without a write, and a restart
+    resumes at the stored end, every acknowledged record at its offset."""
+    import sqlite3
+    acked = {}
+
+    async def fill(records):
+        records.store.db.execute("PRAGMA max_page_count=%d" % (
+            records.store.db.execute("PRAGMA page_count").fetchone()[0] + 40))
+        for i in range(200):
+            error, base, message = await records.produce("t", 0, batch([b"v%d" % i + bytes(3000)]))
+            if error:
+                assert error == R.KAFKA_STORAGE_ERROR and "full" in message, message
+                break
+            acked[base] = b"v%d" % i
+        else:
+            raise AssertionError("the store never filled")
+        error, _, message = await records.produce("t", 0, batch([b"later"]))
+        assert error == R.KAFKA_STORAGE_ERROR and "offline" in message
+        assert records.log("t", 0).high_watermark == len(acked)
+
+    async def restarted(records):
+        log = records.log("t", 0)
+        assert (log.end, log.high_watermark) == (len(acked), len(acked))
+        data = (await records.fetch([(log, 0, 1 << 30)], 1 << 30))[0]
+        assert [v[:len(b"v%d" % i)] for i, v in enumerate(values_of(data))] == [acked[o] for o in sorted(acked)]
+        assert await records.produce("t", 0, batch([b"next"])) == (0, len(acked), None)
+    run_records(tmp_path, fill)
+    assert 5 < len(acked) < 200
+    run_records(tmp_path, restarted)
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        assert db.execute("SELECT count(*) FROM batches").fetchone() == (len(acked) + 1,)
+
+
+def test_retention_ms_and_bytes_move_the_log_start(tmp_path):
+    async def scenario(records):
+        for i in range(10):
+            assert (await records.produce("t", 0, batch([bytes(100)], ts=T0 + 1000 * i)))[0] == 0
+        log = records.log("t", 0)
+        size = log.position // 10
+        moved = await records.retain(lambda topic: {"retention.ms": 5500, "retention.bytes": -1}, T0 + 10_000)
+        assert moved == 1 and log.start == 5  # the batches whose timestamps all precede now - 5.5 s
+        await records.retain(lambda topic: {"retention.ms": -1, "retention.bytes": 3 * size}, T0)
+        assert log.start == 7  # three batches' bytes kept
+        assert await records.offset_for(log, R.EARLIEST) == (7, -1)
+        assert [r["offset"] for r in records.listing("t", 1)] == [7, 8, 9]
+        await records.retain(lambda topic: {"retention.ms": 0, "retention.bytes": -1}, T0 + 60_000)
+        assert (log.start, log.high_watermark) == (10, 10)  # all of it: the log is empty at its end offset
+    run_records(tmp_path, scenario)
 
 
 def produce(client, data, acks=-1, topic="t", partition=0):
@@ -252,18 +402,25 @@ def test_every_version_of_produce_fetch_and_list_offsets_carries_records(server)
         assert r.topics[0].partitions[0].offset == 2, version
 
 
-def test_a_store_whose_batch_no_longer_validates_is_refused_with_exit_2(tmp_path):
-    import sqlite3
+def test_a_store_that_cannot_be_used_is_a_clear_exit_2(tmp_path):
+    """A read-only store folder (a read-only tmpfs: root writes anywhere else), or a
+    file where the folder should be, is refused at start with the reason and exit 2,
+    never a traceback."""
     import subprocess
-
-    from rebalance.impl.store import Store
-    path = tmp_path / "store.db"
-    store = Store(str(path))
-    flipped = bytearray(batch([b"a"]))
-    flipped[-1] ^= 1
-    store.append_batch("t", 0, 0, bytes(flipped))
-    store.close()
-    r = subprocess.run([str(REBALANCE), "serve", "--port", "0", "--topic", "t:1", "--store", str(path)],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2 and "CRC" in r.stderr and "Traceback" not in r.stderr, r.stderr
-    assert sqlite3.connect(path).execute("SELECT count(*) FROM batches").fetchone() == (1,)  # left as it was
+    run = [str(REBALANCE), "serve", "--port", "0", "--topic", "t:1", "--store"]
+    a_file = tmp_path / "file.db"
+    a_file.write_text("not a folder")
+    r = subprocess.run([*run, str(a_file)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "is a file" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    readonly = tmp_path / "readonly"
+    readonly.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(readonly)],
+                      capture_output=True).returncode:
+        pytest.skip("mount is not permitted here (a read-only store needs a read-only file system: root writes "
+                    "anywhere else)")
+    try:
+        r = subprocess.run([*run, str(readonly)], capture_output=True, text=True, timeout=60)
+    finally:
+        subprocess.run(["umount", str(readonly)], check=True)
+    assert r.returncode == 2 and "not writable" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr

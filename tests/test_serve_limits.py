@@ -123,7 +123,7 @@ def test_a_due_session_timer_waits_for_the_heartbeat_already_delivered():
     is queued behind timers that came due) and evicted the member; now the timer
     waits for delivered requests to be stepped, the heartbeat restarts it."""
     async def main():
-        server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(":memory:"), Recorder(None, "serve"), 0,
+        server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(), Recorder(None, "serve"), 0,
                              session_bounds=SessionBounds(100, 60_000))
         await server.start()
         try:
@@ -171,7 +171,7 @@ def test_a_connection_after_the_epochs_wrap_never_takes_a_live_members_connectio
     from rebalance.model.protocol import MAX_SERIAL, slot_of
 
     async def main():
-        server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(":memory:"), Recorder(None, "serve"), 0)
+        server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(), Recorder(None, "serve"), 0)
         await server.start()
         try:
             port = server.cluster.port
@@ -205,8 +205,27 @@ def test_a_connection_idle_for_connections_max_idle_ms_is_closed(tmp_path):
         assert closed(idle.sock, timeout=1)
         wait_for(lambda: any("idle for connections.max.idle.ms (1000)" in line for line in server.log), 10,
                  "serve to log why it closed the connection")
+        # issue 42 item 5: idleness counts from the connection's last bytes, not from the loop's start: a
+        # connection opened now and silent for half the limit is not closed by the sweeps meanwhile
+        for _ in range(3):
+            fresh = Client(server.port, "fresh")
+            time.sleep(0.5)
+            assert fresh.call(Api.API_VERSIONS, 0).error_code == 0
+            fresh.sock.close()
     finally:
         server.stop()
+
+
+def test_shutdown_with_open_connections_logs_no_traceback(tmp_path):
+    """Issue 42 item 9: SIGTERM with connections open, one halfway through a frame."""
+    server = Server(tmp_path, "t:1", initial_delay_ms=0)
+    clients = [Client(server.port, f"c{i}") for i in range(4)]
+    clients[0].call(Api.API_VERSIONS, 0)
+    clients[1].sock.sendall(struct.pack(">ihh", 4096, Api.METADATA, 0))
+    time.sleep(0.3)
+    server.stop()
+    assert server.proc.returncode == 0
+    assert not any("Traceback" in line or "CancelledError" in line for line in server.log), server.log
 
 
 def test_a_heartbeat_response_is_encoded_once_per_version_and_error(monkeypatch):
@@ -235,7 +254,7 @@ def test_groups_pending_member_ids_instance_ids_and_client_slots_are_freed_after
     (GroupMetadataManager.cleanupGroupMetadata), then goes with them."""
     from rebalance.impl.limits import Limits
     import sqlite3
-    db = tmp_path / "store.db"
+    db = tmp_path / "store" / "store.db"
 
     def rows(table):
         with sqlite3.connect(db) as con:
@@ -245,7 +264,7 @@ def test_groups_pending_member_ids_instance_ids_and_client_slots_are_freed_after
         # the flood's pending ids live 3 s, g's offsets 6 s after it is Empty: the 30 joins are all counted
         # before the first expires, and the flood's groups are gone well before g, even on a loaded machine
         limits = Limits(offsets_retention_ms=6_000, offsets_retention_check_interval_ms=100)
-        server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(str(db)), Recorder(None, "serve"), 0,
+        server = Coordinator(Cluster("127.0.0.1", 0, (("t", 4),)), Store(db.parent), Recorder(None, "serve"), 0,
                              session_bounds=SessionBounds(100, 60_000), limits=limits)
         await server.start()
         try:

@@ -60,17 +60,20 @@ class Server:
     MIN_SESSION_MS = 100
 
     def __init__(self, tmp: Path, topic: str, port: int | None = None, initial_delay_ms: int = 300, mutations=(),
-                 args=()):
+                 args=(), store: bool = True):
+        """``store``: keep the store in ``tmp``/store across restarts (else serve's own temporary one)."""
         self.tmp, self.topic, self.port = tmp, topic, port or free_port()
+        self.kept = store
         self.mutations, self.args = tuple(mutations), tuple(map(str, args))
-        self.store, self.trace = tmp / "coordinator.db", tmp / "trace.jsonl"
+        self.store, self.trace = tmp / "store", tmp / "trace.jsonl"
         self.initial_delay_ms = initial_delay_ms
         self.log: list = []
         self.start()
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [str(REBALANCE), "serve", "--port", str(self.port), "--topic", self.topic, "--store", str(self.store),
+            [str(REBALANCE), "serve", "--port", str(self.port), "--topic", self.topic,
+             *(("--store", str(self.store)) if self.kept else ()),
              "--trace", str(self.trace), "--initial-rebalance-delay-ms", str(self.initial_delay_ms),
              "--group-min-session-timeout-ms", str(self.MIN_SESSION_MS),
              *(f"--mutation={m}" for m in self.mutations), *self.args],
