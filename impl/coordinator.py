@@ -79,6 +79,7 @@ log = logging.getLogger("rebalance.serve")
 UNKNOWN_ID = -1  # a member.id string the coordinator never handed out
 FETCH_WAIT_CAP_MS = 500  # the longest an empty Fetch is held, whatever max.wait.ms asks
 INLINE_BYTES = 64 << 10  # frames up to this size are decoded and encoded on the event loop
+WRITE_SLICE = 1 << 20  # a larger response is written a slice at a time
 GONE_NAMES = 1024  # member.id strings of members gone kept for responses rendered after their step
 SETTLE_ROUNDS = 16  # loop iterations a due timer waits, at most, for delivered requests to be stepped
 NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC = 68, 69, 86
@@ -573,8 +574,7 @@ class Coordinator:
                         self.pool.release(size)
                 if req is None:
                     del frame
-                    writer.write(out)
-                    await writer.drain()
+                    await _write(writer, out)
                     c.touch()
                     continue
                 if c.conn is None:
@@ -586,13 +586,16 @@ class Coordinator:
                 if data is None:  # a Produce with acks=0: Kafka sends no response (KafkaApis.handleProduceRequest)
                     continue
                 encode = (req.api_key, req.version, req.correlation_id, data)
-                out = await asyncio.to_thread(response_frame, *encode) if large else response_frame(*encode)
+                del data  # a Fetch's records are held once, by the frame, from here on
+                heavy = large or req.api_key == Api.FETCH  # a Fetch's records: up to fetch.max.bytes to copy
+                out = await asyncio.to_thread(response_frame, *encode) if heavy else response_frame(*encode)
+                del encode
                 if trace.enabled:
                     trace.response(name, memoryview(out)[4:])
                 if await self.faults.after(c, name, req):  # a delayed or dropped response
-                    writer.write(out)
-                    await writer.drain()
+                    await _write(writer, out)
                     c.touch()
+                del out
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except asyncio.CancelledError:  # shutdown: the task ends quietly (asyncio's stream callback would log a
@@ -847,8 +850,8 @@ class Coordinator:
                 try:
                     await self.write(self.store.commit_offsets, rt.group_id, [
                         (name, p.partition_index, p.committed_offset, p.committed_metadata) for name, p in hosted])
-                except StoreOffline:  # KAFKA_STORAGE_ERROR is NOT_COORDINATOR to a group's client (CoordinatorOperationExceptionHelper)
-                    error = NOT_COORDINATOR
+                except StoreOffline:  # KAFKA_STORAGE_ERROR is NOT_COORDINATOR to a group's client
+                    error = NOT_COORDINATOR  # (CoordinatorOperationExceptionHelper.handleOperationException)
                 else:
                     self.with_offsets.add(rt.group_id)
                     self.groups.setdefault(rt.group_id, rt)  # a group with offsets is kept until they expire
@@ -888,6 +891,20 @@ class Coordinator:
                             "member_assignment": b"" if m.assignment is EMPTY_ASSIGNMENT else m.assignment})
         return {"error_code": 0, "group_id": group_id, "group_state": GROUP_STATE_NAMES[g.phase],
                 "protocol_type": rt.protocol_type() or "", "protocol_data": g.protocol, "members": members}
+
+
+async def _write(writer, out) -> None:
+    """Write a response frame, a large one in slices of WRITE_SLICE bytes, each
+    taken by the socket before the next (the transport would copy it whole into
+    its buffer otherwise)."""
+    if len(out) <= WRITE_SLICE:
+        writer.write(out)
+        await writer.drain()
+        return
+    view = memoryview(out)
+    for at in range(0, len(view), WRITE_SLICE):
+        writer.write(view[at:at + WRITE_SLICE])
+        await writer.drain()
 
 
 # the APIs answered by a Coordinator method of the request payload

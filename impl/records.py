@@ -201,78 +201,128 @@ CODECS = (0, 1, 2, 3, 4)  # CompressionType ids: none, gzip, snappy, lz4, zstd
 
 
 class _Reader:
-    """The decompressed records section, read as needed: ``buf[at:]`` holds what was
-    read and not yet parsed. Raises CorruptBatch (MESSAGE_TOO_LARGE) past ``bound``
-    bytes in all."""
+    """The decompressed records section, parsed as it is read: ``buf[at:]`` holds
+    what was read and not yet parsed (a chunk at most), ``consumed`` counts the bytes
+    parsed. Raises CorruptBatch (MESSAGE_TOO_LARGE) past ``bound`` bytes in all."""
 
     def __init__(self, stream, bound: int):
-        self.stream, self.bound, self.total = stream, bound, 0
+        self.stream, self.bound, self.total, self.consumed = stream, bound, 0, 0
         self.buf, self.at = b"", 0
 
-    def ensure(self, n: int) -> bool:
-        """Whether ``n`` bytes are there from ``at`` (read if not); False at the end."""
-        need = n - (len(self.buf) - self.at)
-        if need <= 0:
+    def _fill(self, n: int) -> bool:
+        """Whether at least ``n`` bytes are there from ``at`` (a chunk read if not)."""
+        if len(self.buf) - self.at >= n:
             return True
-        parts = [self.buf[self.at:]]
-        while need > 0:
-            more = self.stream.read(min(max(need, CHUNK), self.bound - self.total + 1))
-            if not more:
-                break
-            self.total += len(more)
-            if self.total > self.bound:
-                raise CorruptBatch(f"records decompress past {self.bound} bytes (serve's bound per batch)",
-                                   MESSAGE_TOO_LARGE)
-            parts.append(more)
-            need -= len(more)
-        self.buf, self.at = b"".join(parts), 0
-        return need <= 0
+        more = self.stream.read(min(CHUNK, self.bound - self.total + 1))
+        if not more:
+            return len(self.buf) > self.at
+        self.total += len(more)
+        if self.total > self.bound:
+            raise CorruptBatch(f"records decompress past {self.bound} bytes (serve's bound per batch)",
+                               MESSAGE_TOO_LARGE)
+        self.buf, self.at = self.buf[self.at:] + more, 0
+        return True
+
+    def at_end(self) -> bool:
+        return not self._fill(1)
+
+    def varint(self, reader=read_signed_varint) -> int:
+        if not self._fill(10):
+            raise CorruptBatch("the batch ends inside a record")
+        value, n = reader(self.buf, self.at)
+        self.at += n
+        self.consumed += n
+        return value
+
+    def skip(self, n: int):
+        """Pass ``n`` bytes (a key, a value) without keeping them: a generator yielding
+        None after each chunk read."""
+        while n > 0:
+            if len(self.buf) == self.at:
+                if not self._fill(1):
+                    raise CorruptBatch("the batch ends inside a record")
+                yield
+            take = min(len(self.buf) - self.at, n)
+            self.at += take
+            self.consumed += take
+            n -= take
 
 
 def walk(data, limits: Limits):
     """The records of a batch (its bytes, header included): a generator of
     ``(offset delta, timestamp ms)`` per record (DefaultRecord.readFrom, each checked
-    to fill its stated length exactly), and of None between slices of work.
-    Raises CorruptBatch."""
+    to fill its stated length exactly), and of None between slices of work (every
+    SLICE_WORK records or headers, and every chunk of a key or value, which is
+    passed over, never held). Raises CorruptBatch."""
     (_, _, _, _, _, attributes, _, base_ts, _, _, _, _, count) = HEADER.unpack_from(data)
     bound = limits.batch_max_decompressed_bytes
     body = _Reader(_stream(attributes & 7, memoryview(data)[HEADER.size:], bound), bound)
     work = 0
     try:
         for _ in range(count):
-            if not body.ensure(5):  # a varint's most bytes, or what is left
-                if body.at >= len(body.buf):
-                    raise CorruptBatch(f"the batch ends before its {count} records")
-            length, n = read_signed_varint(body.buf, body.at)
-            if length < 0 or not body.ensure(n + length):
-                raise CorruptBatch(f"record length {length} beyond the batch")
-            buf, start = body.buf, body.at + n
-            at, end = start + 1, start + length  # after the attributes
-            delta_ts, n = read_signed_varlong(buf, at)
-            at += n
-            delta_offset, n = read_signed_varint(buf, at)
-            at += n
+            if not body._fill(10) and body.at_end():
+                raise CorruptBatch(f"the batch ends before its {count} records")
+            buf, at = body.buf, body.at
+            length, n = read_signed_varint(buf, at)
+            if length < 0:
+                raise CorruptBatch(f"record length {length}")
+            end = at + n + length
+            if end <= len(buf):  # the whole record is in the chunk read: parsed in place
+                at += n + 1  # after the attributes
+                delta_ts, n = read_signed_varlong(buf, at)
+                at += n
+                delta_offset, n = read_signed_varint(buf, at)
+                at += n
+                for _ in range(2):  # key, value
+                    size, n = read_signed_varint(buf, at)
+                    at += n + max(size, 0)
+                headers, n = read_signed_varint(buf, at)
+                at += n
+                if headers < 0 or headers > length:
+                    raise CorruptBatch(f"a record of {length} bytes with {headers} headers")
+                for _ in range(headers):
+                    for _ in range(2):
+                        size, n = read_signed_varint(buf, at)
+                        at += n + max(size, 0)
+                if at != end:
+                    raise CorruptBatch(f"record of stated length {length} has {at - end + length} bytes")
+                body.consumed += end - body.at
+                body.at = end
+                work += 1 + headers
+                yield delta_offset, base_ts + delta_ts
+                if work >= SLICE_WORK:
+                    work = 0
+                    yield None
+                continue
+            body.at += n  # a record past the chunk: its fields read as they come, keys and values passed over
+            body.consumed += n
+            start = body.consumed
+            yield from body.skip(1)  # attributes
+            delta_ts = body.varint(read_signed_varlong)
+            delta_offset = body.varint()
             for _ in range(2):  # key, value
-                size, n = read_signed_varint(buf, at)
-                at += n + max(size, 0)
-            headers, n = read_signed_varint(buf, at)
-            at += n
+                size = body.varint()
+                if size > start + length - body.consumed:
+                    raise CorruptBatch(f"a record of {length} bytes holds a field of {size}")
+                yield from body.skip(max(size, 0))
+            headers = body.varint()
             if headers < 0 or headers > length:
                 raise CorruptBatch(f"a record of {length} bytes with {headers} headers")
             for _ in range(headers):
                 for _ in range(2):
-                    size, n = read_signed_varint(buf, at)
-                    at += n + max(size, 0)
+                    size = body.varint()
+                    if size > start + length - body.consumed:
+                        raise CorruptBatch(f"a record of {length} bytes holds a header of {size}")
+                    yield from body.skip(max(size, 0))
                 work += 1
-            if at != end:
-                raise CorruptBatch(f"record of stated length {length} has {at - start} bytes")
-            body.at = end
+            if body.consumed - start != length:
+                raise CorruptBatch(f"record of stated length {length} has {body.consumed - start} bytes")
             yield delta_offset, base_ts + delta_ts
             work += 1
             if work >= SLICE_WORK:
                 work = 0
                 yield None
-        if body.ensure(1):
+        if not body.at_end():
             raise CorruptBatch("bytes after the last record")
     except CorruptBatch:
         raise

@@ -248,9 +248,9 @@ def _frame(header_schema, header, schema, payload) -> bytes:
     buf.write(b"\0\0\0\0")
     entity_writer(header_schema)(buf, header)
     entity_writer(schema)(buf, payload)
-    out = buf.getbuffer()
-    out[0:4] = (len(out) - 4).to_bytes(4, "big")
-    return bytes(out)
+    with buf.getbuffer() as out:
+        out[0:4] = (len(out) - 4).to_bytes(4, "big")
+    return buf.getvalue()  # the buffer's own bytes, not a copy (no view of it is left)
 
 
 def response_frame(api_key: int, version: int, correlation_id: int, data: dict) -> bytes:

@@ -83,7 +83,8 @@ def frame_of(api, version, path) -> bytes:
 
 
 def test_every_advertised_version_has_its_cases():
-    assert len(CASES) > 100 and {api for api, _, _ in CASES} == set(SUPPORTED) - {12, 18, 22}  # no array in ApiVersions, Heartbeat, InitProducerId
+    no_array = {12, 18, 22}  # Heartbeat, ApiVersions, InitProducerId
+    assert len(CASES) > 100 and {api for api, _, _ in CASES} == set(SUPPORTED) - no_array
     assert any(path == ("topics", "partition_indexes") for api, version, path in CASES if (api, version) == (9, 7))
 
 

@@ -130,7 +130,7 @@ def test_a_flood_of_random_group_and_instance_ids_is_freed_once_retention_has_pa
         peak = max(peak, rss_mb(server.proc.pid))
         time.sleep(3.5)  # the pending ids expire (1 s), then a check (every 1 s) removes the groups
         end = rss_mb(server.proc.pid)
-        rows = sqlite3.connect(server.store).execute("SELECT count(*) FROM groups").fetchone()[0]
+        rows = sqlite3.connect(server.store / "store.db").execute("SELECT count(*) FROM groups").fetchone()[0]
         removed = sum(int(re.search(r"(\d+) groups removed", line).group(1))
                       for line in server.log if "groups removed" in line)
         print(f"\n{sum(answered):,} requests to random group ids in {took:.1f} s ({sum(answered) / took:,.0f}/s); "
