@@ -524,8 +524,9 @@ def _topic(ctx, param, values):
 @click.option("--log-format", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Log lines as escaped text or one JSON object each; warnings are rate-limited (10 a minute per kind).")
 @click.option("--queued-max-request-bytes", "queued_bytes", default=100 * 1024 * 1024, show_default=True,
-              type=click.IntRange(1), help="queued.max.request.bytes: request bytes read and not yet decoded, over all "
-                                           "connections; a connection waits to read beyond it.")
+              type=click.IntRange(1), help="queued.max.request.bytes: bytes of request frames above 1 MiB (Produce, "
+                                           "Metadata, Fetch, ListOffsets) read and not yet decoded, over all "
+                                           "connections; such a frame waits to be read beyond it.")
 @click.option("--max-connections", default=10_000, show_default=True, type=click.IntRange(1),
               help="max.connections: connections beyond it are closed when accepted.")
 @click.option("--connections-max-idle-ms", "idle_ms", default=600_000, show_default=True, type=click.IntRange(1),
