@@ -10,7 +10,8 @@ failed scenario, never a pass.
 ``run(scenario, variant, target, directory)`` plays it through a recording proxy,
 then judges: the situation's claims; ``rebalance conform --side coordinator`` on the
 trace; ``rebalance conform --side clients`` on the agents' observed log
-(spec/OBSERVED.md). It returns a ``Result`` (also written as ``result.json`` in
+(spec/OBSERVED.md); and, for the record, ``--side members`` (the clients' requests held
+to the model's member: a client's departure, not the broker's; it does not fail a run). It returns a ``Result`` (also written as ``result.json`` in
 ``directory``) with the observable outcome (facts.Facts.outcome).
 """
 from __future__ import annotations
@@ -272,7 +273,8 @@ def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
         claims = [{"claim": f"the situation could be read off the trace ({type(e).__name__}: {e})", "held": False}]
     result = Result(s.name, variant.key, target.name, claims, bool(claims) and all(c["held"] for c in claims),
                     outcome, {"coordinator": _verdict("coordinator", r.trace_path),
-                                      "clients": _verdict("clients", r.clients.observed)},
+                                      "clients": _verdict("clients", r.clients.observed),
+                                      "members": _verdict("members", r.trace_path)},
                     s.departures.get(target.name), round(time.monotonic() - started, 1), error)
     (directory / "result.json").write_text(json.dumps(dataclasses.asdict(result), indent=1))
     return result

@@ -19,6 +19,9 @@ STATIC_EAGER = Variant("confluent", "range", static=True)
 JAVA_COOPERATIVE = Variant("java", "cooperative-sticky")
 JAVA_EAGER = Variant("java", "range")
 JAVA_STATIC = Variant("java", "cooperative-sticky", static=True)
+# the Python clients whose departures from the model README's client findings list (tests/test_findings.py)
+KAFKA_PYTHON = Variant("kafka-python", "cooperative-sticky")
+AIOKAFKA = Variant("aiokafka", "roundrobin")
 
 
 @scenario("two members join, one leaves with LeaveGroup, then the other",
@@ -81,7 +84,7 @@ def _(run, f):
 
 
 @scenario("a member stops (SIGSTOP) past session.timeout.ms, is expired, resumes and rejoins",
-          variants=(COOPERATIVE, EAGER, JAVA_EAGER))
+          variants=(COOPERATIVE, EAGER, JAVA_EAGER, KAFKA_PYTHON, AIOKAFKA))
 def session_timeout(run):
     for name in "ABC":
         run.start(name)

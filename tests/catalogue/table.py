@@ -35,7 +35,10 @@ def _verdicts(r) -> str:
     if r.departure and c["verdict"] == "divergent":
         coordinator += f" — departure: {r.departure}"
     situation = "reached" if r.reached else "NOT reached"
-    return f"situation {situation}; coordinator {coordinator}; clients {r.conform['clients']['verdict']}"
+    m = r.conform.get("members") or {}
+    members = m.get("verdict", "-") + (f" ({m['rule']})" if m.get("verdict") == "divergent" else "")
+    return (f"situation {situation}; coordinator {coordinator}; clients {r.conform['clients']['verdict']}; "
+            f"client requests {members}")
 
 
 def write_table(results, path: Path, seconds: float) -> None:
