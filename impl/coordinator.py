@@ -804,7 +804,8 @@ class Coordinator:
                 "protocol_type": rt.protocol_type() if r.protocol else None,
                 "protocol_name": r.protocol or (None if req.version >= 7 else ""),
                 "leader": rt.name(r.leader), "skip_assignment": r.skip_assignment,
-                "member_id": rt.name(r.member_id),
+                # the model echoes a member.id it never handed out as UNKNOWN_ID: echo the string asked with (R24)
+                "member_id": b.member_id if r.member_id == UNKNOWN_ID else rt.name(r.member_id),
                 "members": [{"member_id": rt.name(mid), "group_instance_id": rt.instance_name(iid),
                              "metadata": data} for mid, iid, data in r.members]}
 

@@ -68,6 +68,7 @@ CAPPED = GROUP_APIS | {Api.METADATA, Api.FIND_COORDINATOR}
 # whose MinSupportedVersion is 0: ApiVersionsResponse.json, kafka-clients 4.4.0), so v5 is read and
 # written with kio's v4 schema, the newest kio has.
 READS = {**SUPPORTED, Api.API_VERSIONS: (0, 5)}
+UNSUPPORTED_VERSION = 35  # Errors.UNSUPPORTED_VERSION
 LAYOUT = {(Api.API_VERSIONS, 5): 4}
 
 
@@ -218,6 +219,8 @@ class Proxy:
         """The response with the proxy's addresses (Metadata, FindCoordinator) or
         capped versions (ApiVersions). Raises FrameError if it does not parse
         (ApiVersions: forwarded unchanged, it may be KIP-511's v0 answer)."""
+        if api_key == Api.API_VERSIONS and int.from_bytes(frame[4:6], "big", signed=True) == UNSUPPORTED_VERSION:
+            return frame  # KIP-511: answered in v0's layout whatever was asked; the client asks again lower
         low, high = READS[api_key]
         if not low <= version <= high:
             if api_key == Api.API_VERSIONS:

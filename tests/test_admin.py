@@ -167,3 +167,14 @@ def test_conform_follows_the_topics_created_and_deleted(server):
                              if json.loads(line)["type"] != "topics"))
     code, verdict = conform("coordinator", blind)
     assert (code, verdict["verdict"]) == (1, "divergent"), verdict
+
+
+@pytest.mark.spec("R24")
+def test_a_joingroup_under_a_member_id_never_handed_out_echoes_it(server):
+    """As Kafka 4.4.0 (GroupMetadataManager.classicGroupJoinExistingMember; the catalogue's
+    fenced_commit on the real broker): UNKNOWN_MEMBER_ID carries the member.id asked with."""
+    stable_member(server.port)
+    r = Client(server.port, "stale").join("g", "stale-1234")
+    assert (r.error_code.value, r.member_id) == (25, "stale-1234")  # UNKNOWN_MEMBER_ID
+    code, verdict = conform("coordinator", server.trace)
+    assert (code, verdict["verdict"]) == (0, "conforms"), verdict

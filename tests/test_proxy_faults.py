@@ -67,3 +67,29 @@ def test_a_delayed_response_arrives_late_only_for_its_member(proxy):
 def test_the_proxy_refuses_to_answer_in_the_brokers_place(proxy):
     with pytest.raises(FaultError, match="broker's to give"):
         proxy.inject("Heartbeat", error="NOT_COORDINATOR")
+
+
+def test_the_java_clients_apiversions_v5_passes_through_to_serve_and_is_capped(proxy):
+    """kafka-clients 4.x asks ApiVersions v5: serve (v0-3) answers UNSUPPORTED_VERSION in
+    v0's layout (KIP-511), which the proxy passes unchanged, and the retry's answer, which
+    it caps. Read as v5, the KIP-511 answer reached the Java client garbled."""
+    import socket
+
+    from rebalance.impl.wire import read_response, request_frame
+
+    def ask(s, version):
+        frame = bytearray(request_frame(Api.API_VERSIONS, min(version, 4), 1, "java", {
+            "client_software_name": "java", "client_software_version": "4.4.0"}))
+        frame[6:8] = version.to_bytes(2, "big")  # v5 has v4's layout (kio has no v5)
+        s.sendall(frame)
+        size = int.from_bytes(s.recv(4), "big")
+        data = b""
+        while len(data) < size:
+            data += s.recv(size - len(data))
+        return data
+    with socket.create_connection(("127.0.0.1", proxy.port)) as s:
+        refused = ask(s, 5)
+        _, r = read_response(refused, Api.API_VERSIONS, 0)
+        assert r.error_code.value == 35 and r.api_keys  # UNSUPPORTED_VERSION, with serve's versions
+        _, r = read_response(ask(s, 3), Api.API_VERSIONS, 3)
+        assert r.error_code.value == 0
