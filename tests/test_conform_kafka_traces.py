@@ -74,3 +74,15 @@ def test_after_a_proxied_restart_sessions_start_when_the_coordinator_loads(monke
             self._rearm(c, None, coordinator.NO_MEMBER_ID, t)
     monkeypatch.setattr(coordinator._Group, "restart", at_the_kill)
     assert check(path).status == "divergent"
+
+
+def test_a_new_leader_is_any_member_that_rejoined(monkeypatch):
+    """Scenario rebalance_timeout (Java consumer, range) on Kafka: the leader B stalled,
+    C joined before A rejoined, and Kafka made A the leader: the first rejoined member in
+    ClassicGroup's HashMap (maybeElectNewJoinedLeader), not the first to rejoin, which is
+    the model's pick; conform searches every rejoined member as the model's first."""
+    path = TRACES / "rebalance_timeout_elects_a_leader_by_hashmap_order.jsonl"
+    assert check(path).status == "conforms"
+    monkeypatch.setattr(coordinator._Group, "_elections", lambda self, c: iter(()))
+    verdict = check(path)
+    assert verdict.status == "divergent" and verdict.divergence.rule == "R5", verdict.divergence

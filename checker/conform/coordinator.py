@@ -348,6 +348,7 @@ class _Group:
         at ``t``. A step at a time past another obligation's deadline (``_deadlines``) is
         not taken: that obligation's step comes first."""
         slack = self.side.options.slack_ms
+        yield from self._elections(c)
         limit = min((d for d, _ in self._deadlines(c)), default=None)
         first = min((q[0].line for q in c.queued.values() if q), default=None) if self.side.ordered else None
         for conn, queue in c.queued.items():
@@ -394,6 +395,24 @@ class _Group:
             self._step(n, timer, at, NO_MEMBER_ID, None)
             n.fired.add(type(timer))
             yield n
+
+    def _elections(self, c: Candidate):
+        """R5's choice: when the leader has not rejoined, Kafka makes the first member in
+        its ClassicGroup's HashMap of members that has rejoined the leader
+        (ClassicGroup.maybeElectNewJoinedLeader, Kafka 4.4.0), an order a trace does not
+        show; the model takes ``first_joiner``. So each member that has rejoined may be
+        the one the model took as first: a candidate per other choice."""
+        g = c.group
+        if g.phase != Phase.PREPARING_REBALANCE:
+            return
+        joined = [m.member_id for m in g.members if m.awaiting_join]
+        if not joined or g.leader in joined:
+            return
+        for mid in joined:
+            if mid != g.first_joiner:
+                n = c.copy()
+                n.group = g._replace(first_joiner=mid)
+                yield n
 
     def _must_fire(self, c: Candidate, t: float) -> bool:
         """Whether a timer or a request must be stepped before a record at ``t``."""
