@@ -2,10 +2,14 @@
 happened on the real Kafka 4.4.0 broker and on ``rebalance serve`` (generations, the
 final assignment, the errors clients were answered, the rebalance latency after the
 scenario's last mark), whether the situation was reached, and the conform verdicts.
-Written by ``python -m catalogue --table FILE``, never by hand."""
+Written by ``python -m catalogue --table FILE``, or from runs saved apart (each
+``--out`` folder's results.json) by ``python -m catalogue.table RESULTS.json... --out FILE``;
+never by hand."""
 from __future__ import annotations
 
+import argparse
 import datetime
+import json
 import os
 import platform
 from pathlib import Path
@@ -67,3 +71,19 @@ def write_table(results, path: Path, seconds: float) -> None:
                   "where a documented departure says so)."]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> None:
+    from .runner import Result
+    p = argparse.ArgumentParser(prog="python -m catalogue.table", description="The side-by-side table from saved runs.")
+    p.add_argument("results", nargs="+", type=Path, help="results.json files of python -m catalogue runs")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--minutes", type=float, default=0.0, help="how long the runs took, for the page's header")
+    a = p.parse_args(argv)
+    results = [Result(**r) for path in a.results for r in json.loads(path.read_text())]
+    write_table(results, a.out, a.minutes * 60)
+    print(f"{len(results)} results written to {a.out}")
+
+
+if __name__ == "__main__":
+    main()
