@@ -2,14 +2,31 @@
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+BASE := $(VENV)/.installed-base
+DOCS := $(VENV)/.installed-docs
+# pytest-xdist's workers: one a core (the suites are CPU-bound; 2 on the CI machine)
+JOBS ?= auto
 
-.PHONY: run test test-slow test-interop test-kafka catalogue bench setup oracle dot clean
+.PHONY: run test test-slow test-interop test-kafka catalogue docs bench setup oracle dot clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark,interop]'
-	touch $(STAMP)
+
+# the main job's install: the base package alone (no extras, no npm, no Java)
+$(BASE): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $(BASE)
+
+# everything: every extra ([prove], [spark], [fuzz], [interop]) and the test tools
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP) $(BASE)
+
+# the documentation site's tools (mkdocs, mkdocs-material, mkdocs-click)
+$(DOCS): pyproject.toml | $(STAMP)
+	$(PY) -m pip install -q -e '.[test,docs]'
+	touch $(DOCS)
 
 setup: $(STAMP) dot tests/interop/node_modules/.package-lock.json
 
@@ -28,14 +45,14 @@ dot:
 oracle: $(STAMP)
 	$(VENV)/bin/rebalance kafka --build >/dev/null
 
-run: setup
+run: $(BASE) dot
 	$(VENV)/bin/rebalance check examples/default.toml
 
 test: setup oracle
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(JOBS)
 
 test-slow: setup
-	$(PY) -m pytest -q -m slow
+	$(PY) -m pytest -q -m slow -n $(JOBS)
 
 # real Kafka clients (librdkafka via confluent-kafka, kafka-python, aiokafka, kafkajs, the Java consumer) against `rebalance serve`
 test-interop: setup oracle
@@ -51,10 +68,16 @@ catalogue: setup oracle
 	cd tests && ../$(PY) -m catalogue --out ../results/catalogue --table ../docs/oracle/side-by-side.md
 	cd tests && ../$(PY) -m catalogue --findings --out ../results/findings
 
+# the site under docs/ (mkdocs.yml; --strict: a broken link or a missing page fails) and the
+# tutorials, every shell block of them run (tests/test_docs.py); the site is written to site/
+docs: setup $(DOCS)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	$(PY) -m pytest -q -m docs -n $(JOBS)
+
 bench: setup
 	$(PY) benchmarks/explore.py
 	$(PY) benchmarks/spark_explore.py
 	$(PY) benchmarks/assignors.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) out site .pytest_cache

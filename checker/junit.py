@@ -83,5 +83,6 @@ def write(path: str | Path, suite: str, rows: list[dict], seconds: float = 0.0) 
             ET.SubElement(case, "skipped", message=r["message"])
     ET.indent(root)
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)  # --junit out/rebalance.xml before out/ exists
     atomic_write(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))
     return path

@@ -67,9 +67,8 @@ from rebalance.spec.actions import PYTHON, View
 
 from .render import lane, partitions
 
-MAX_MEMBERS, MAX_PARTITIONS = 5, 10
-COUNTING_PARTITIONS = 6  # balance and minimal moves: z3 needs ~1 s at 5 x 6, ~20 s at 5 x 7, ~70 s at 5 x 8
-LIMITS = (8, 16)  # the largest bounds accepted (members, partitions)
+from .prove_bounds import (COUNTING_PARTITIONS, LIMITS, MAX_MEMBERS, MAX_PARTITIONS, PLUGIN_EXAMPLES,  # noqa: F401
+                           PLUGIN_GENERATIONS, PLUGIN_MEMBERS, PLUGIN_PARTITIONS)
 SLOTS, PARTITIONS = 3, 4  # the size of the inductive-invariant proof
 TIMEOUT_MS = 120_000  # per z3 query
 WITHHELD, NOBODY = -1, -2  # transcription: a moving partition given to nobody; no member could take it
@@ -763,8 +762,6 @@ def _concrete_view(model, v: View) -> View:
 
 # --- (d) a plug-in assignor (rebalance prove --assignor) ------------------------------------
 
-PLUGIN_MEMBERS, PLUGIN_PARTITIONS, PLUGIN_GENERATIONS = 3, 4, 2  # the exhaustive bound's defaults
-PLUGIN_EXAMPLES = 500  # hypothesis examples beyond the exhaustive bound
 SEARCH_MEMBERS, SEARCH_PARTITIONS = 6, 10  # the hypothesis search's largest inputs
 
 

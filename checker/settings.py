@@ -183,7 +183,7 @@ def ticks(t: dict) -> dict:
 def load_plugin(spec: str):
     """The callable ``spec`` names, ``module:function`` (a module importable from the
     working directory or the installed packages, e.g.
-    ``examples.assignors.sticky:assign``): a plug-in assignor (model/assignors.py
+    ``rebalance.examples.assignors.sticky:assign``): a plug-in assignor (model/assignors.py
     ``assign_plugin`` gives the signature). ConfigError naming the problem: a
     malformed spec, a module that cannot be imported, a missing attribute, one
     that is not callable."""

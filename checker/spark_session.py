@@ -11,16 +11,16 @@ LOG4J = Path(__file__).with_name("log4j2.properties")
 def session(master: str = "local[*]", app: str = "rebalance-check"):
     """A quiet SparkSession on ``master`` (no UI, no console progress bar, errors-only
     logging through log4j2.properties beside this file, SPARK_LOCAL_IP on loopback,
-    shuffle partitions matched to cores). Raises ConfigError without pyspark."""
+    shuffle partitions matched to cores). Raises MissingExtra (a ConfigError) without
+    the ``[spark]`` extra."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYTHONHASHSEED", "0")  # RDD.lookup's partitioner insists
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:
-        from rebalance.model.config import ConfigError
-        raise ConfigError("Spark (--engine spark, simulate) needs pyspark: pip install 'rebalance[spark]'") from None
+    from rebalance.extras import require
+    require("spark", "Spark (--engine spark, simulate)")
+    from pyspark.sql import SparkSession
+
     cores = os.cpu_count() or 2
     java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J}"
     spark = (SparkSession.builder.master(master).appName(app)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,8 @@ from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rebalance.checker import counterexample, junit, prove, replay as replaying, streams_replay, vectors as vectors_module
+from rebalance import examples
+from rebalance.checker import counterexample, junit, prove_bounds, replay as replaying, streams_replay, vectors as vectors_module
 from rebalance.checker.campaign import DEFAULT_SIZES
 from rebalance.checker.simulation import DEFAULT_HORIZON_MS, Timing
 from rebalance.checker.situations import SITUATIONS
@@ -33,14 +35,46 @@ from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_
 from rebalance.checker.properties import applicable, applicable_covers, concrete_reason
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, KIP345_FAULTS, System
+from rebalance.extras import DISTRIBUTION, require
+from rebalance.progress import Reporter
 from rebalance.model.config import CONSUMER_PROTOCOLS, ConfigError
 from rebalance.model.mutations import REGISTRY
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # no hard wrapping: a log line stays one line
 out = Console(soft_wrap=True)
+
+
+class _PipeSafe:
+    """stdout whose reader may go away (``rebalance check ... | head``): once a write or a
+    flush meets the closed pipe, the rest of the output goes to /dev/null, so the command
+    ends with its own exit code (3 stays 3) instead of a BrokenPipeError's."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())  # what is still buffered, and the exit's flush, go nowhere
+        os.close(devnull)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 class Group(click.Group):
@@ -48,7 +82,15 @@ class Group(click.Group):
     option) exits 2 with the message on stderr and, when the command line asks
     for ``--json``, one object ``{"error": {"message", "exit_code": 2, "command"}}``
     on stdout (the design brief: every command prints one JSON object under
-    --json, errors included). A command's own exits (0, 1, 3) pass untouched."""
+    --json, errors included); another click error (e.g. serve's "cannot listen")
+    keeps its exit code, in the same shape. ``conform`` adds the trace's ``line``
+    and ``reason`` (checker/conform/run.py malformed_error). A command's own exits
+    (0, 1, 3) pass untouched."""
+
+    def main(self, *args, **kwargs):
+        if not isinstance(sys.stdout, _PipeSafe):
+            sys.stdout = _PipeSafe(sys.stdout)
+        return super().main(*args, **kwargs)
 
     def parse_args(self, ctx, args):
         ctx.meta["json"] = "--json" in args
@@ -57,41 +99,31 @@ class Group(click.Group):
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
-        except (ConfigError, click.UsageError) as e:
-            message = e.format_message() if isinstance(e, click.UsageError) else str(e)
+        except (ConfigError, click.ClickException) as e:
+            message = e.format_message() if isinstance(e, click.ClickException) else str(e)
             if ctx.meta.get("json"):
-                click.echo(json.dumps({"error": {"message": message, "exit_code": EXIT_BAD_INPUT,
+                code = e.exit_code if isinstance(e, click.ClickException) else EXIT_BAD_INPUT
+                click.echo(json.dumps({"error": {"message": message, "exit_code": code,
                                                  "command": ctx.invoked_subcommand}}))
-            if isinstance(e, click.UsageError):
+            if isinstance(e, click.ClickException):
                 raise
             err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
             ctx.exit(EXIT_BAD_INPUT)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="rebalance")
+@click.version_option(package_name=DISTRIBUTION)
 def main():
     """Kafka-style group rebalancing: specification, model checker, reference.
 
     \b
     rebalance check                      model-check the default bound
-    rebalance check examples/default.toml
+    rebalance check --example default    a shipped configuration (the main job); or a CONFIG.toml
     rebalance check --protocol eager --faults join,leave,crash --json
-    rebalance replay examples/design1_member_joins.toml
+    rebalance replay --example design1_member_joins   a shipped scenario; or a SCENARIO.toml
     rebalance prove                      z3 proofs: assignors, stickiness, inductive invariant
     rebalance conform trace.jsonl        a recorded trace against the model: first divergence and its rule
     """
-
-
-def _progress_callback(progress: Progress, task):
-    t0 = time.perf_counter()
-
-    def update(distinct, transitions, frontier, depth):
-        rate = distinct / max(time.perf_counter() - t0, 1e-9)
-        progress.update(task, description=(
-            f"{distinct:,} states  {rate:,.0f} states/s  {transitions:,} transitions  "
-            f"frontier {frontier:,}  depth {depth}"))
-    return update
 
 
 def _summary(settings: CheckSettings, result, props, covers, files) -> dict:
@@ -247,8 +279,9 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               help="Drop weak fairness on timers (eventual_balance then fails by stuttering).")
 @click.option("--require-covers", is_flag=True,
               help="Exit 1 when a cover is not reached, as for a violation: in CI, a pass over nothing fails.")
-@click.option("--example", help="Check a shipped example configuration by name (default, connect/worker_joins, ...: "
-                                "rebalance.examples) instead of a CONFIG file.")
+@click.option("--example", metavar="NAME",
+              help="Check a shipped example configuration by name instead of a CONFIG file: "
+                   f"{', '.join(examples.names('check'))} (rebalance.examples).")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False),
               help="Also write a JUnit XML report, one test case per property (a violated one a failure with "
                    "its counterexample), for CI.")
@@ -288,8 +321,7 @@ def check(config, protocol, assignor, members, partitions, connectors, static, t
     if example and config:
         raise click.UsageError("give a CONFIG file or --example NAME, not both")
     if example:
-        from rebalance import examples  # the package data (an install from before it shipped lacks it)
-        config = examples.path(example)
+        config = examples.path(example, "check")
     data = load_toml(config) if config else {}
     settings = resolve(data, protocol=protocol, assignor=assignor, members=members, partitions=partitions,
                        faults=faults, budget=budget, mutations=mutations, engine=engine, workers=workers,
@@ -329,16 +361,12 @@ def check(config, protocol, assignor, members, partitions, connectors, static, t
         engine = lambda **more: explore_workers(system, props, settings.workers, **kwargs, **more)  # noqa: E731
     else:
         engine = lambda **more: explore(system, props, **kwargs, **more)  # noqa: E731
-    if err.is_terminal:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                      console=err, transient=True) as progress:
-            task = progress.add_task("exploring", total=None)
-            result = engine(progress=_progress_callback(progress, task))
-    else:
-        result = engine()
-    result.violations = [dataclasses.replace(v, reason=concrete_reason(system, v)) for v in result.violations]
-    files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
-             for v in result.violations}
+    with Reporter(err) as reporter:  # a live line on a terminal, else a line every INTERVAL_S
+        result = engine(progress=reporter.update)
+        reporter.enter("counterexamples")
+        result.violations = [dataclasses.replace(v, reason=concrete_reason(system, v)) for v in result.violations]
+        files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
+                 for v in result.violations}
     summary = _summary(settings, result, props, covers, files) | {"warnings": warnings}
     if files:  # one self-contained HTML report per run: every counterexample's diagram, steps and final state
         report = counterexample.write_check_report(out_dir, _suite(config), files, summary["properties"])
@@ -405,7 +433,7 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
 
 
 @main.command()
-@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.argument("scenario", required=False, type=click.Path(dir_okay=False))
 @click.option("--mutation", "mutations", multiple=True,
               help="Switch on a mutation (model/mutations.py REGISTRY), e.g. connect-leader-state to replay a "
                    "Design II scenario as Kafka Connect behaves; repeatable.")
@@ -413,8 +441,11 @@ def _walks(settings, system, props, walks, depth, seed, spark_master, guard, as_
                                 "module:function (model/assignors.py assign_plugin).")
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
               help="Also draw the replay as a sequence diagram (SVG) at this path, with an HTML report beside it.")
+@click.option("--example", metavar="NAME",
+              help="Replay a shipped scenario by name instead of a SCENARIO file: "
+                   f"{', '.join(examples.names('replay'))} (rebalance.examples).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def replay(scenario, mutations, assignor, svg_path, as_json):
+def replay(scenario, mutations, assignor, svg_path, example, as_json):
     """Run one scripted scenario deterministically, checking every property.
 
     The scenario (TOML) gives the group, the members with the partitions they own
@@ -432,6 +463,10 @@ def replay(scenario, mutations, assignor, svg_path, as_json):
     Exit codes: 0 holds and every expectation met, 1 a property violated or a
     round not as expected (named: round, member, field), 2 bad input.
     """
+    if bool(example) == bool(scenario):
+        raise click.UsageError("give a SCENARIO file or --example NAME" + (", not both" if example else ""))
+    if example:
+        scenario = str(examples.path(example, "replay"))
     if replaying.parse_toml(scenario, "scenario").get("group", {}).get("protocol") == "streams":
         report = streams_replay.run(streams_replay.load(scenario))  # seed 001's rounds, in its notation
         if as_json:
@@ -870,19 +905,19 @@ def proxy(listen, upstream, trace_path, initial_delay_ms, min_session_ms, max_se
 @click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
               help="Use a deliberately wrong spec action in the induction (e.g. install-ignores-owned).")
 @click.option("--max-members", type=int,
-              help=f"Assignor proofs: every member count up to this (at most {prove.LIMITS[0]}; default "
-                   f"{prove.MAX_MEMBERS}, with --assignor {prove.PLUGIN_MEMBERS}).")
+              help=f"Assignor proofs: every member count up to this (at most {prove_bounds.LIMITS[0]}; default "
+                   f"{prove_bounds.MAX_MEMBERS}, with --assignor {prove_bounds.PLUGIN_MEMBERS}).")
 @click.option("--max-partitions", type=int,
-              help=f"Assignor proofs: every partition count up to this (at most {prove.LIMITS[1]}; default "
-                   f"{prove.MAX_PARTITIONS}, with --assignor {prove.PLUGIN_PARTITIONS}).")
-@click.option("--max-counting-partitions", type=int, default=prove.COUNTING_PARTITIONS, show_default=True,
+              help=f"Assignor proofs: every partition count up to this (at most {prove_bounds.LIMITS[1]}; default "
+                   f"{prove_bounds.MAX_PARTITIONS}, with --assignor {prove_bounds.PLUGIN_PARTITIONS}).")
+@click.option("--max-counting-partitions", type=int, default=prove_bounds.COUNTING_PARTITIONS, show_default=True,
               help="Balance and minimal-moves proofs (counting arguments, slow in z3): partitions up to this.")
 @click.option("--assignor", "plugin",
               help="Your own assignor, module:function (model/assignors.py assign_plugin gives its signature): "
                    "prove its obligations instead (exhaustive up to the bound, then a hypothesis search).")
 @click.option("--protocol", type=click.Choice(["eager", "cooperative"]), default="cooperative", show_default=True,
               help="With --assignor: the protocol it runs under (cooperative: it must withhold moving partitions).")
-@click.option("--examples", type=click.IntRange(1), default=prove.PLUGIN_EXAMPLES, show_default=True,
+@click.option("--examples", type=click.IntRange(1), default=prove_bounds.PLUGIN_EXAMPLES, show_default=True,
               help="With --assignor: inputs the hypothesis search tries beyond the exhaustive bound.")
 def prove_command(as_json, mutations, spec_mutations, max_members, max_partitions, max_counting_partitions, plugin,
                   protocol, examples):
@@ -920,14 +955,17 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     Exit codes: 0 every obligation proved, 1 a counterexample, 2 bad input,
     3 incomplete (z3 gave up on an obligation).
     """
+    require("prove", "rebalance prove")
+    from rebalance.checker import prove
+
     if plugin:
-        max_members = prove.PLUGIN_MEMBERS if max_members is None else max_members
-        max_partitions = prove.PLUGIN_PARTITIONS if max_partitions is None else max_partitions
-    max_members = prove.MAX_MEMBERS if max_members is None else max_members
-    max_partitions = prove.MAX_PARTITIONS if max_partitions is None else max_partitions
-    for name, value, top in (("--max-members", max_members, prove.LIMITS[0]),
-                             ("--max-partitions", max_partitions, prove.LIMITS[1]),
-                             ("--max-counting-partitions", max_counting_partitions, prove.LIMITS[1])):
+        max_members = prove_bounds.PLUGIN_MEMBERS if max_members is None else max_members
+        max_partitions = prove_bounds.PLUGIN_PARTITIONS if max_partitions is None else max_partitions
+    max_members = prove_bounds.MAX_MEMBERS if max_members is None else max_members
+    max_partitions = prove_bounds.MAX_PARTITIONS if max_partitions is None else max_partitions
+    for name, value, top in (("--max-members", max_members, prove_bounds.LIMITS[0]),
+                             ("--max-partitions", max_partitions, prove_bounds.LIMITS[1]),
+                             ("--max-counting-partitions", max_counting_partitions, prove_bounds.LIMITS[1])):
         if not 1 <= value <= top:
             raise ConfigError(f"{name} must be between 1 and {top}, got {value}")
     run = dict(max_members=max_members, max_partitions=max_partitions, mutations=frozenset(mutations),
@@ -1036,11 +1074,13 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variant
     rebalance simulate --out big/ --runs 40 --sizes 100x1000 --situations rolling_bounce,process_death
     rebalance simulate --streams --out streams/ --runs 400 --restore-ms 60000
 
-    Exit codes: 0 done, 2 bad input.
+    Exit codes: 0 done, 2 bad input (the [spark] extra missing among them).
     """
     from pathlib import Path
 
     from rich.progress import BarColumn, MofNCompleteColumn
+
+    require("spark", "rebalance simulate")
 
     from rebalance.checker.campaign import Campaign, parse_sizes, run_campaign
 
@@ -1186,18 +1226,19 @@ def conform(paths, side, as_json, out_dir, slack_ms, max_candidates, engine, spa
 def _conform_done(doc: dict, code: int, as_json: bool):
     if as_json:
         click.echo(json.dumps(doc, indent=2))
-    elif doc["verdict"] == "malformed":
-        err.print(f"error: {doc['error']['text']}", highlight=False, markup=False, soft_wrap=True)
-    else:
+    elif doc["verdict"] != "malformed":
         _print_conform(doc)
+    if doc["verdict"] == "malformed":
+        err.print(f"error: {doc['error']['message']}", highlight=False, markup=False)
     sys.exit(code)
 
 
 def _conform_error(as_json: bool, message: str):
+    from rebalance.checker.conform import run as conform_run
+
     if as_json:
-        click.echo(json.dumps({"verdict": "malformed", "error": {"line": 0, "reason": message, "text": message}}))
-    else:
-        err.print(f"error: {message}", highlight=False, markup=False, soft_wrap=True)
+        click.echo(json.dumps({"verdict": "malformed", "error": conform_run.malformed_error(message, 0, message)}))
+    err.print(f"error: {message}", highlight=False, markup=False)  # on stderr either way, as every command's
     sys.exit(EXIT_BAD_INPUT)
 
 

@@ -46,7 +46,11 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple
 
-from hypothesis import strategies as st
+from rebalance.extras import require
+
+require("fuzz", "rebalance.strategies")
+
+from hypothesis import strategies as st  # noqa: E402
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from rebalance.checker.conform import coordinator as conform

@@ -177,6 +177,7 @@ def test_leader_forgets_delay_lasso_at_the_issue_bound(rebalance_check, tmp_path
     assert_churn_lasso(s, tmp_path / "out")
 
 
+@pytest.mark.slow  # 10 CPU-s; the default suite keeps the deferred protocol's smaller checks
 @pytest.mark.spec("R40")
 def test_deferred_holds_where_revoking_rounds_back_off(rebalance_check):
     code, s = rebalance_check("--protocol", "deferred", "--members", "2", "--partitions", "4",

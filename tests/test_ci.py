@@ -73,8 +73,8 @@ def test_junit_report_one_case_per_property(tmp_path):
 
 
 def test_junit_under_walks_and_a_stop_skips(tmp_path):
-    code, _, _ = run_cli("check", "--walks", "3", "--depth", "20", "--junit", "w.xml", cwd=tmp_path)
-    cases = ET.parse(tmp_path / "w.xml").getroot().find("testsuite")
+    code, _, _ = run_cli("check", "--walks", "3", "--depth", "20", "--junit", "reports/w.xml", cwd=tmp_path)
+    cases = ET.parse(tmp_path / "reports" / "w.xml").getroot().find("testsuite")  # its folder made
     assert code == 0 and cases.get("failures") == "0"
     code, _, _ = run_cli("check", "--max-states", "10", "--junit", "s.xml", cwd=tmp_path)
     suite = ET.parse(tmp_path / "s.xml").getroot().find("testsuite")

@@ -39,7 +39,7 @@ def _emit(path, situation: str, protocol: str = "cooperative", mutations=(), unt
 
 def _conform(*args):
     result = CliRunner().invoke(main, ["conform", *map(str, args)])
-    return result.exit_code, result.output
+    return result.exit_code, result.stdout if "--json" in args else result.output  # --json: stdout's one object
 
 
 @pytest.mark.parametrize("protocol", ["eager", "cooperative"])

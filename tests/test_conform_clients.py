@@ -122,7 +122,7 @@ def test_malformed_logs_name_file_and_line(tmp_path, lines, problem):
     result = CliRunner().invoke(main, ["conform", "--side", "clients", str(path)])
     assert result.exit_code == 2 and problem in " ".join(result.output.split())
     result = CliRunner().invoke(main, ["conform", "--side", "clients", str(path), "--json"])
-    assert result.exit_code == 2 and problem in json.loads(result.stdout)["error"]["text"]
+    assert result.exit_code == 2 and problem in json.loads(result.stdout)["error"]["message"]
 
 
 def test_the_command_exits_by_verdict(tmp_path):

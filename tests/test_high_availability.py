@@ -92,6 +92,7 @@ def _check(tmp_path, *args):
     return code, json.loads(out)
 
 
+@pytest.mark.slow  # 7 CPU-s; the default suite keeps the assignor's own tests and the mutation matrix's cases
 def test_check_holds_with_every_streams_cover_reached(tmp_path):
     code, s = _check(tmp_path, "--members", "2", "--tasks", "4", "--faults", "join,leave,crash,restart",
                      "--require-covers")

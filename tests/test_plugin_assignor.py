@@ -11,7 +11,7 @@ from rebalance.checker import prove
 from rebalance.checker.settings import resolve
 
 JOINS = EXAMPLES / "design1_member_joins.toml"
-FLAWED, STICKY = "examples.assignors.flawed_sticky:assign", "examples.assignors.sticky:assign"
+FLAWED, STICKY = "rebalance.examples.assignors.flawed_sticky:assign", "rebalance.examples.assignors.sticky:assign"
 SMALL = ("--max-members", "3", "--max-partitions", "3", "--examples", "100")
 
 

@@ -87,6 +87,7 @@ PAUSED_DEFERRED = ("--protocol", "deferred", "--members", "2", "--partitions", "
                    "--faults", "join,leave,crash,restart,pause", "--max-faults", "2")
 
 
+@pytest.mark.slow  # 13 CPU-s; the default suite's R38 sample: the other tests here
 @pytest.mark.spec("R38")
 def test_deferred_with_a_paused_member_is_balanced_when_quiet(rebalance_check):
     """The reported wrong verdict: a member expelled while paused resumes, heartbeats

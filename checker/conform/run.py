@@ -52,9 +52,15 @@ def check(trace, side: str, options: dict) -> Verdict:
                    figures={s: v.figures for s, v in zip(("coordinator", "members"), verdicts)})
 
 
+def malformed_error(message: str, line: int, reason: str) -> dict:
+    """The ``error`` object of a malformed trace or bad input: every command's error shape
+    (``message``, ``exit_code``, ``command``) with the trace's ``line`` (0: none) and ``reason``."""
+    return {"message": message, "exit_code": EXIT_MALFORMED, "command": "conform", "line": line, "reason": reason}
+
+
 def judge(path, side: str, options: dict, out_dir=None) -> tuple:
     """Judge the trace at ``path``: ``(summary dict, exit code)`` (report.summary; a
-    malformed trace: ``{verdict: "malformed", error: {line, reason}, ...}``, exit 2).
+    malformed trace: ``{verdict: "malformed", error: malformed_error(...), ...}``, exit 2).
     With ``out_dir``, a divergence writes its lane SVG and JSON there."""
     t0 = time.perf_counter()
     try:
@@ -62,7 +68,7 @@ def judge(path, side: str, options: dict, out_dir=None) -> tuple:
     except TraceError as e:
         return ({"verdict": MALFORMED, "side": side, "trace": str(path), "records": None, "records_checked": 0,
                  "rules": [], "divergence": None, "uninterpreted": [],
-                 "error": {"line": e.line, "reason": e.reason, "text": f"{Path(path).name}:{e.line}: {e.reason}"},
+                 "error": malformed_error(f"{Path(path).name}:{e.line}: {e.reason}", e.line, e.reason),
                  "seconds": round(time.perf_counter() - t0, 3)}, EXIT_MALFORMED)
     verdict = check(trace, side, options)
     doc = report.summary(str(path), side, verdict, len(trace.records) + 1, time.perf_counter() - t0)
@@ -85,8 +91,8 @@ def judge_observed(paths, options: dict) -> tuple:
         found = re.match(r"[^:]*:(\d+): (.*)", text)
         return ({"verdict": MALFORMED, "side": "clients", "trace": ",".join(map(str, paths)), "records": None,
                  "records_checked": 0, "rules": [], "divergence": None, "uninterpreted": [],
-                 "error": {"line": int(found.group(1)) if found else 0, "reason": found.group(2) if found else text,
-                           "text": text},
+                 "error": malformed_error(text, int(found.group(1)) if found else 0,
+                                         found.group(2) if found else text),
                  "seconds": round(time.perf_counter() - t0, 3)}, EXIT_MALFORMED)
     doc = report.summary(",".join(map(str, paths)), "clients", verdict, verdict.records_checked,
                          time.perf_counter() - t0)

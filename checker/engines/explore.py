@@ -236,7 +236,8 @@ def explore(system: System, properties, initial: State | None = None,
     hitting one makes the unviolated properties "incomplete". Stopping only at
     level ends makes the counts the same for every engine.
     ``progress``, if given, is called as ``progress(distinct, transitions, frontier,
-    depth)`` after each level. ``covers`` are checked on
+    depth)`` after each level, and with ``phase="liveness"`` once more when the liveness
+    analysis starts. ``covers`` are checked on
     every step until reached. A state is quiescent when no action of the system's
     own (only the environment's) leads to another state. Liveness properties (kind
     "liveness") are decided after a complete exploration (``decide_liveness``)
@@ -362,6 +363,8 @@ def explore(system: System, properties, initial: State | None = None,
     map_large_blocks(ANALYSIS_MMAP_THRESHOLD)
     release_free_heap()
     if live_props and limit is None and not stop:
+        if progress is not None:
+            progress(len(store), transitions, 0, depth, phase="liveness")
         graph.load()  # only now, the memos gone
         violations.extend(decide_liveness(
             system, live_props, graph,

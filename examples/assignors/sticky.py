@@ -1,7 +1,7 @@
 """A third-party cooperative sticky assignor, written against ``rebalance``'s
 plug-in signature (model/assignors.py ``assign_plugin``), as a user would write
-one: it passes ``rebalance check --assignor examples.assignors.sticky:assign``
-and ``rebalance prove --assignor examples.assignors.sticky:assign``.
+one: it passes ``rebalance check --assignor rebalance.examples.assignors.sticky:assign``
+and ``rebalance prove --assignor rebalance.examples.assignors.sticky:assign``.
 
 ``assign(partitions, subscriptions) -> {member id: [partition, ...]}``:
 ``partitions`` the group's partitions in order (``("t-0", ...)``);

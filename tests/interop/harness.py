@@ -113,8 +113,10 @@ class Server:
 
 
 def conform(side: str, *paths) -> tuple:
-    """``rebalance conform --side SIDE PATHS... --json``: (exit code, its JSON object)."""
-    r = subprocess.run([str(REBALANCE), "conform", "--side", side, *map(str, paths), "--json"],
+    """``rebalance conform --side SIDE PATHS... --json``: (exit code, its JSON object); a
+    divergence's files go to ``out/`` beside the first path (not the working directory)."""
+    out = Path(paths[0]).parent / "out"
+    r = subprocess.run([str(REBALANCE), "conform", "--side", side, *map(str, paths), "--json", "--out", str(out)],
                        capture_output=True, text=True, timeout=120)
     return r.returncode, json.loads(r.stdout)
 
