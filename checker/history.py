@@ -1,12 +1,13 @@
 """Kafka's historical rebalance bugs, rediscovered by ``rebalance check``.
 
-``HISTORY``: one ``Bug`` per row of README's table *Kafka's history, rediscovered*:
+``HISTORY``: one ``Bug`` per row of the table *Kafka's history, rediscovered*
+(docs/explanation/history.md):
 the JIRA, the mutations that put the historical behaviour back
 (model/mutations.py REGISTRY, which gives the Kafka versions that had it), the
 ``rebalance check`` arguments that show it, the property its shortest
 counterexample breaks and that counterexample's length in steps (0 and "" for a
 row the checker finds nothing in, with the reason). ``table()`` renders the
-README table from it; tests/test_history.py holds the README to ``table()`` and
+table from it; tests/test_history.py holds the page to ``table()`` and
 runs every row, with and without its mutations.
 """
 from __future__ import annotations
@@ -92,7 +93,7 @@ def versions(bug: Bug) -> str:
 
 
 def table() -> str:
-    """README's table of historical bugs, one line per ``HISTORY`` row, in Markdown."""
+    """The docs' table of historical bugs, one line per ``HISTORY`` row, in Markdown."""
     lines = ["| JIRA | Kafka versions | mutations | property broken | counterexample | what happens | command |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for bug in HISTORY:

@@ -126,10 +126,10 @@ def test_replay_svg_renders_a_happy_path(tmp_path):
     assert code == 2 and "--svg /dev/null/x.svg: cannot write there" in err and "Traceback" not in err
 
 
-def test_readme_shows_a_counterexample_png_rendered_by_dot():
+def test_the_docs_show_a_counterexample_png_rendered_by_dot():
     png = ROOT / "docs" / "img" / "exclusive_processing.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "docs/img/exclusive_processing.png" in (ROOT / "README.md").read_text()
+    assert "../img/exclusive_processing.png" in (ROOT / "docs" / "explanation" / "main-job.md").read_text()
 
 
 def test_walks_write_the_report_too(tmp_path):

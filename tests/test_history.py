@@ -1,4 +1,4 @@
-"""Kafka's historical rebalance bugs (checker/history.py HISTORY): README's table is
+"""Kafka's historical rebalance bugs (checker/history.py HISTORY): the docs' table is
 the one ``table()`` renders, and every row is true: its command finds a
 counterexample to the property named, of the length recorded, while the correct
 model passes the same configuration (or, for a row that finds nothing, holds)."""
@@ -8,11 +8,11 @@ import pytest
 
 from rebalance.checker.history import HISTORY, SLOW, table
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "explanation" / "history.md"
 
 
-def test_readme_table_is_generated_from_history():
-    assert table() in README.read_text()
+def test_the_docs_table_is_generated_from_history():
+    assert table() in PAGE.read_text()
 
 
 def _row(bug):

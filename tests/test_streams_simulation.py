@@ -1,7 +1,7 @@
 """Kafka Streams with restore times (checker/streams_simulation.py, issue 16 item 5):
 the seed 001 situations over Streams eager, cooperative without learners and the
 seed's learners, each run the model's handlers on a virtual clock; the
-`rebalance simulate --streams` campaign on real Spark local mode; and the README
+`rebalance simulate --streams` campaign on real Spark local mode; and the docs
 table, reproduced by its own command (slow)."""
 import csv
 import json
@@ -18,7 +18,7 @@ from rebalance.checker.streams_simulation import (
     DEFAULT_RESTORE_MS, ROW_FIELDS, StreamsSimulation, config, run, run_one, script, simulate,
 )
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "explanation" / "streams.md"  # moved from README.md
 
 
 def _runs(situation, members=3, tasks=6, seed="7", **kw):
@@ -139,9 +139,9 @@ def test_bad_streams_input_exits_2_naming_the_problem(tmp_path, args, message):
 
 @pytest.mark.slow
 def test_the_readme_streams_table_is_what_its_command_prints(tmp_path):
-    text = README.read_text()
-    section = text[text.index("### Restore times: Streams eager, cooperative and learners"):]
-    section = section[:section.index("\n## ")]
+    text = PAGE.read_text()
+    section = text[text.index("## Restore times: Streams eager, cooperative and learners"):]
+    section = section.split("\n## ", 1)[0]
     command = re.search(r"\.venv/bin/rebalance (simulate --streams [^`\n]+)", section).group(1).split()
     out = tmp_path / "streams"
     code, _, stderr = run_cli(*[str(out) if a == "results/streams" else a for a in command], cwd=tmp_path)
