@@ -13,13 +13,16 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# the main job's install: the base package alone (no extras, no npm, no Java)
+# the main job's install: the base package alone (no extras, no npm, no Java); a venv made
+# before the distribution was renamed kafka-rebalance loses the old name's editable install
 $(BASE): pyproject.toml | $(PY)
+	$(PY) -m pip uninstall -q -y rebalance 2>/dev/null || true
 	$(PY) -m pip install -q -e .
 	touch $(BASE)
 
 # everything: every extra ([prove], [spark], [fuzz], [interop]) and the test tools
 $(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip uninstall -q -y rebalance 2>/dev/null || true
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP) $(BASE)
 
