@@ -84,15 +84,21 @@ def _imported_top_modules() -> set:
                     names.update(a.name.split(".")[0] for a in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                     names.add(node.module.split(".")[0])
-    return names - set(sys.stdlib_module_names) - {"rebalance", "__future__"}
+    later_stdlib = {"compression"}  # Python 3.14's compression.zstd; impl/records.py falls back to backports.zstd
+    return names - set(sys.stdlib_module_names) - later_stdlib - {"rebalance", "__future__"}
+
+
+def _normal(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def test_every_imported_package_is_declared():
     """Each third-party module the package imports belongs to a distribution that
     pyproject.toml declares (a dependency or an extra; pytest: the plugin's host)."""
-    declared = {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower().replace("_", "-")
-                for r in metadata.requires(DISTRIBUTION)} | {"pytest"}
+    declared = {_normal(re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0]) for r in metadata.requires(DISTRIBUTION)}
+    declared.add("pytest")
     providers = metadata.packages_distributions()
     undeclared = {m: providers.get(m) for m in _imported_top_modules()
-                  if not {d.lower().replace("_", "-") for d in providers.get(m, ())} & declared}
+                  if not {_normal(d) for d in providers.get(m, ())} & declared}
     assert not undeclared, undeclared
