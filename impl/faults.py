@@ -126,9 +126,10 @@ ERROR_APIS = frozenset(COORDINATOR_APIS | {Api.FIND_COORDINATOR})
 @dataclass
 class Rule:
     """One injection: ``api`` (ApiKeys), ``member`` (a member.id or client.id; None:
-    every member), what to do (``error`` code, ``delay_ms``, or ``drop``), how many
-    more requests (``count``; None: any) and until when (``until``, time.monotonic()
-    s; None: no end)."""
+    every member), what to do (``error`` code, ``delay_ms``, or ``drop``), to the
+    request on its way in (``request``: the proxy only) or the response on its way out,
+    how many more requests (``count``; None: any) and until when (``until``,
+    time.monotonic() s; None: no end)."""
 
     api: int
     member: str | None
@@ -137,6 +138,7 @@ class Rule:
     drop: bool = False
     count: int | None = None
     until: float | None = None
+    request: bool = False
 
     def live(self, now: float) -> bool:
         return (self.count is None or self.count > 0) and (self.until is None or now < self.until)
@@ -144,7 +146,7 @@ class Rule:
     def describe(self) -> dict:
         return {"api": NAME_OF.get(self.api, self.api), "member": self.member,
                 "error": None if self.error is None else ErrorCode(self.error).name.upper(),
-                "delay_ms": self.delay_ms, "drop": self.drop, "count": self.count,
+                "delay_ms": self.delay_ms, "drop": self.drop, "request": self.request, "count": self.count,
                 "for_ms": None if self.until is None else max(0, round((self.until - time.monotonic()) * 1000))}
 
 
@@ -158,12 +160,14 @@ def member_of(req) -> str:
 
 
 class Injections:
-    """The rules of ``inject``: serve's fault layer (``Faults``) and ``rebalance proxy``
-    (impl/proxy.py, which drops and delays only: ``errors=False``) each keep one."""
+    """The rules of ``inject``: serve's fault layer (``Faults``: errors, and delays and
+    drops of responses) and ``rebalance proxy`` (impl/proxy.py: delays and drops, of
+    responses or of requests on their way to the broker: ``errors=False, requests=True``)
+    each keep one."""
 
-    def __init__(self, errors: bool = True):
+    def __init__(self, errors: bool = True, requests: bool = False):
         self.rules: list[Rule] = []
-        self.errors = errors
+        self.errors, self.requests = errors, requests
 
     def match(self, api_key: int, member, client_id: str, want) -> Rule | None:
         """The first live rule for a request of ``api_key`` from ``member`` (its member.id,
@@ -184,14 +188,17 @@ class Injections:
         return None
 
     def inject(self, api: str, error=None, delay_ms: int | None = None, drop: bool = False,
-               member: str | None = None, count: int | None = None, for_ms: int | None = None) -> dict:
+               member: str | None = None, count: int | None = None, for_ms: int | None = None,
+               request: bool = False) -> dict:
         """Add a rule (see the module docstring): exactly one of ``error``,
         ``delay_ms`` (ms, 1..BOUNDS) and ``drop``; ``count`` and ``for_ms`` (ms)
-        within 1..BOUNDS when given; at most MAX_RULES rules. Returns the rule.
-        Raises FaultError."""
+        within 1..BOUNDS when given; ``request``: to the request, not the response (the
+        proxy's); at most MAX_RULES rules. Returns the rule. Raises FaultError."""
         key = api_key(api)
         if sum((error is not None, delay_ms is not None, bool(drop))) != 1:
             raise FaultError("give exactly one of error, delay_ms and drop")
+        if request and not self.requests:
+            raise FaultError("serve delays or drops responses; delay or drop a request with rebalance proxy")
         if error is not None:
             if not self.errors:
                 raise FaultError("the proxy delays or drops responses; an error is the broker's to give "
@@ -209,7 +216,7 @@ class Injections:
         if len(self.rules) >= MAX_RULES:
             raise FaultError(f"at most {MAX_RULES} rules at once (clear some)")
         rule = Rule(key, member or None, code, delay_ms or 0, bool(drop), count,
-                    None if for_ms is None else time.monotonic() + for_ms / 1000)
+                    None if for_ms is None else time.monotonic() + for_ms / 1000, bool(request))
         self.rules.append(rule)
         return rule.describe()
 

@@ -26,14 +26,16 @@ Recorder (impl/trace.py) with recorder "proxy", as forwarded upstream; the
 header's topics come from a Metadata request (v12, every topic) the proxy sends
 upstream at start.
 
-Faults (issue 38): ``inject(api, delay_ms=... | drop=True, member=..., count=..., for_ms=...)``
-(impl/faults.py ``Injections``, the rules serve's fault layer keeps) delays or drops the
-upstream's responses to the matching requests (a member's by its member.id or client.id, or
-everyone's) on their way to the client: what a network does to one client, while the broker
-saw and answered the request. Each is a ``fault`` record (``delay``, ``drop``) in the trace
-after the response, which is recorded as the broker gave it (spec/TRACE.md). A dropped
-response leaves the client to its request timeout; responses behind a delayed one on the same
-connection wait for it, as they would behind a slow link.
+Faults (issue 38): ``inject(api, delay_ms=... | drop=True, member=..., count=..., for_ms=...,
+request=False)`` (impl/faults.py ``Injections``, the rules serve's fault layer keeps) delays or
+drops the upstream's responses to the matching group requests (a member's by its member.id or
+client.id, or everyone's) on their way to the client, or with ``request=True`` the requests on
+their way to the broker: what a network does to one client. A response's fault is a ``fault``
+record (``delay``, ``drop``) after the response, recorded as the broker gave it; a request's
+(``delay_request``, ``drop_request``) comes before the request, which is recorded when
+forwarded, so a dropped one never is (spec/TRACE.md). A dropped message leaves the client to
+its request timeout; messages behind a delayed one on the same connection wait for it, as they
+would behind a slow link.
 
 Connections: a client disconnect closes its upstream connection and vice versa;
 reading waits for the other side to take what was written (bounded buffering:
@@ -84,7 +86,7 @@ class Proxy:
         self.host, self.port = listen
         self.upstream, self.trace, self.initial_delay_ms = upstream, trace, initial_delay_ms
         self.session_bounds = session_bounds
-        self.injections = Injections(errors=False)
+        self.injections = Injections(errors=False, requests=True)
         self.routes: dict = {}  # {upstream (host, port): the proxy's port for it}
         self.servers: list = []
         self.relays: set = set()
@@ -166,6 +168,8 @@ class Proxy:
         while True:
             frame = await read_frame(reader)
             api_key, version, correlation = request_key(frame)
+            if api_key in GROUP_APIS and self.injections.rules and not await self._passes(name, frame, True):
+                continue  # dropped on its way in: the broker never sees it, the client times out
             if len(in_flight) >= MAX_IN_FLIGHT:
                 raise FrameError(f"more than {MAX_IN_FLIGHT} requests in flight")
             in_flight[correlation] = (api_key, version, frame if api_key in GROUP_APIS else None)
@@ -189,7 +193,7 @@ class Proxy:
                 frame = await self._rewrite(api_key, version, correlation, frame)
             if self.trace.enabled:
                 self.trace.response(name, frame)
-            if request is not None and self.injections.rules and not await self._passes(name, request):
+            if request is not None and self.injections.rules and not await self._passes(name, request, False):
                 continue
             writer.write(sized(frame))
             await writer.drain()
@@ -199,19 +203,22 @@ class Proxy:
         record, R37): the proxy cannot see it, whoever restarted it says so."""
         self.trace.restart(groups)
 
-    async def _passes(self, name, frame) -> bool:
-        """Apply a delay or drop rule to the response to group request ``frame``: False
-        if it is dropped; both recorded as ``fault`` records."""
+    async def _passes(self, name, frame, request: bool) -> bool:
+        """Apply a delay or drop rule to group request ``frame`` on its way in
+        (``request``) or to its response on its way out: False if it is dropped; each
+        recorded as a ``fault`` record (``delay``, ``drop``; ``delay_request``,
+        ``drop_request``)."""
         req = read_request(frame)
         rule = self.injections.match(req.api_key, lambda: member_of(req), req.client_id,
-                                     lambda r: True)
+                                     lambda r: r.request == request)
         if rule is None:
             return True
-        api = NAME_OF.get(req.api_key, req.api_key)
+        api, suffix = NAME_OF.get(req.api_key, req.api_key), "_request" if request else ""
         if rule.drop:
-            self.trace.fault("drop", connection=name, correlation_id=req.correlation_id, api=api)
+            self.trace.fault("drop" + suffix, connection=name, correlation_id=req.correlation_id, api=api)
             return False
-        self.trace.fault("delay", connection=name, correlation_id=req.correlation_id, api=api, delay_ms=rule.delay_ms)
+        self.trace.fault("delay" + suffix, connection=name, correlation_id=req.correlation_id, api=api,
+                         delay_ms=rule.delay_ms)
         await asyncio.sleep(rule.delay_ms / 1000)
         return True
 

@@ -93,3 +93,27 @@ def test_the_java_clients_apiversions_v5_passes_through_to_serve_and_is_capped(p
         assert r.error_code.value == 35 and r.api_keys  # UNSUPPORTED_VERSION, with serve's versions
         _, r = read_response(ask(s, 3), Api.API_VERSIONS, 3)
         assert r.error_code.value == 0
+
+
+def test_a_delayed_request_reaches_the_broker_late_and_a_dropped_one_never(proxy):
+    proxy.inject("JoinGroup", delay_ms=700, member="slow", request=True, count=1)
+    started = time.monotonic()
+    join(proxy.port, "slow", 5)
+    assert time.monotonic() - started >= 0.7
+    proxy.inject("JoinGroup", drop=True, member="lost", request=True, count=1)
+    with pytest.raises(asyncio.TimeoutError):
+        join(proxy.port, "lost", 2)
+    records = [json.loads(line) for line in proxy.trace.read_text().splitlines()[1:]]
+    kinds = [r["fault"] for r in records if r["type"] == "fault"]
+    assert kinds == ["delay_request", "drop_request"]
+    asked = [r["client_id"] for r in records if r["type"] == "request"]
+    assert asked == ["slow"]  # recorded as forwarded: the dropped one never was
+    delayed = next(r for r in records if r["type"] == "fault")
+    forwarded = next(r for r in records if r["type"] == "request")
+    assert forwarded["t_ms"] - delayed["t_ms"] >= 700
+
+
+def test_serve_refuses_request_faults():
+    from rebalance.impl.faults import Injections
+    with pytest.raises(FaultError, match="rebalance proxy"):
+        Injections().inject("JoinGroup", delay_ms=100, request=True)
