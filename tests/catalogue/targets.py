@@ -151,7 +151,8 @@ class KafkaTarget(Target):
 
 
 class ServeTarget(Target):
-    """``rebalance serve`` in its own process (store and log in ``directory``)."""
+    """``rebalance serve`` in its own process (its store folder and log in ``directory``, kept across
+    ``stop``/``start``: a restart loads the groups it stored)."""
 
     name = "serve"
 
@@ -177,7 +178,7 @@ class ServeTarget(Target):
             # serve needs one topic to start with; the scenarios create theirs (CreateTopics)
             self.proc = subprocess.Popen([str(REBALANCE), "serve", "--port", str(self.port), "--no-auto-create-topics",
                                           "--topic", "catalogue:1",
-                                          "--store", str(self.directory / "coordinator.db"), *options],
+                                          "--store", str(self.directory / "store"), *options],
                                          stdout=log, stderr=subprocess.STDOUT)
         while not api_versions_answered(*self.upstream):
             if self.proc.poll() is not None or time.monotonic() - started > 30:
