@@ -47,11 +47,13 @@ def main(argv=None) -> int:
             try:
                 for s in group:
                     for v in s.variants:
+                        t.ensure_up()
                         r = run(s, v, t, a.out / where / f"{s.name}-{v.key}")
                         results.append(r)
+                        verdicts = (f"coordinator {r.conform['coordinator']['verdict']}, clients "
+                                    f"{r.conform['clients']['verdict']}") if r.conform else "not judged"
                         print(f"  {'pass' if r.passed else 'FAIL'} {s.name} {v.key} ({r.seconds} s): situation "
-                              f"{'reached' if r.reached else 'NOT reached'}, coordinator "
-                              f"{r.conform['coordinator']['verdict']}, clients {r.conform['clients']['verdict']}"
+                              f"{'reached' if r.reached else 'NOT reached'}, {verdicts}"
                               f"{'; ' + r.error if r.error else ''}", flush=True)
             finally:
                 t.close()

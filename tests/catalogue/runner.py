@@ -257,7 +257,10 @@ def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
     """Play ``s`` as ``variant`` on ``target`` (targets.Target) in ``directory``; judge it."""
     directory.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    r = Run(s, variant, target, directory)
+    try:
+        r = Run(s, variant, target, directory)
+    except Exception as e:  # the target could not take a scenario (a broker that died): a failed run
+        return Result(s.name, variant.key, target.name, [], False, {}, {}, None, 0.0, f"{type(e).__name__}: {e}")
     error = None
     try:
         s.script(r)

@@ -22,7 +22,7 @@ def machine() -> str:
 
 
 def _outcome(r) -> str:
-    if r is None:
+    if r is None or not r.outcome:
         return "not run"
     o = r.outcome
     assignment = "; ".join(f"{m}: {','.join(map(str, ps)) or '-'}" for m, ps in sorted(o["assignment"].items()))
@@ -34,6 +34,8 @@ def _outcome(r) -> str:
 def _verdicts(r) -> str:
     if r is None:
         return "-"
+    if not r.conform:
+        return f"could not run: {r.error}"
     c = r.conform["coordinator"]
     coordinator = c["verdict"] + (f" ({c['rule']}, line {c['line']})" if c["verdict"] == "divergent" else "")
     if r.departure and c["verdict"] == "divergent":

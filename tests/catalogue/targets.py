@@ -119,6 +119,12 @@ class Target:
         """Stop the broker (kill -9 when ``crash``); ``start`` starts it again on its store."""
         raise NotImplementedError
 
+    def ensure_up(self) -> None:
+        """Start the broker again if a scenario left it down (a restart that failed)."""
+        if not api_versions_answered(*self.upstream):
+            self.stop(crash=True)
+            self.start()
+
     def start(self) -> None:
         raise NotImplementedError
 
@@ -187,8 +193,9 @@ class ServeTarget(Target):
         self.startup_s = time.monotonic() - started
 
     def stop(self, crash: bool = False) -> None:
-        self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
-        self.proc.wait(30)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
+            self.proc.wait(30)
 
     def close(self) -> None:
         if self.proc.poll() is None:
