@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import random
 import shutil
+import statistics
 import tempfile
 import threading
 from pathlib import Path
@@ -90,10 +92,14 @@ class Campaign(NamedTuple):
                 raise ConfigError(f"unknown protocol {name!r} (expected one of {', '.join(PROTOCOLS)})")
         if not (self.situations and self.protocols and self.sizes and self.static):
             raise ConfigError("the grid is empty: give at least one situation, protocol, size and static choice")
+        check_coverage(self)
 
     def grid(self) -> list:
+        """The cells, one ``(situation, size, protocol, static)`` each."""
         return [(sit, size, proto, static) for sit in self.situations for size in self.sizes
                 for proto in self.protocols for static in self.static]
+
+    axes = "situations × sizes × protocols × static"  # what a cell is, for messages
 
     def specs(self) -> list:
         """One ``(run, situation, protocol, static, members, partitions, seed)`` per run."""
@@ -131,6 +137,40 @@ class Campaign(NamedTuple):
                 f"{t.initial_delay_ms}, scheduled.rebalance.max.delay.ms {t.scheduled_delay_ms}, "
                 f"latency {t.latency_ms} ms." + (" The cooperative protocols' leaders set the rejoin flag (R74)."
                                                   if self.rejoin_flag else ""))
+
+
+DEFAULT_RUNS = 1_000  # rounded up to a multiple of the grid's cells (default_runs)
+
+
+def default_runs(cells: int) -> int:
+    """The campaign size when --runs is not given: DEFAULT_RUNS rounded up to a multiple of
+    ``cells``, so that every cell of the grid gets as many runs as every other."""
+    return cells * math.ceil(DEFAULT_RUNS / cells)
+
+
+def check_coverage(campaign) -> None:
+    """Every cell of the grid gets a run (runs go round the grid): raises ConfigError
+    with the smallest --runs that covers it when ``campaign.runs`` is below it."""
+    cells = len(campaign.grid())
+    if campaign.runs < cells:
+        raise ConfigError(f"--runs {campaign.runs} leaves cells without a run: the grid has {cells} cells "
+                          f"({campaign.axes}); give --runs {cells} or more")
+
+
+def interval(values: list, how: str) -> tuple:
+    """The 95% interval of a cell's statistic over its sorted ``values`` (the runs not
+    censored): for "mean", mean ± 1.96 standard errors; for "median", the distribution-free
+    interval between the order statistics n/2 ∓ 0.98·√n (the binomial's normal
+    approximation). ``(None, None)`` without values."""
+    n = len(values)
+    if not n:
+        return None, None
+    if how == "mean":
+        mean = sum(values) / n
+        half = 1.96 * statistics.stdev(values) / math.sqrt(n) if n > 1 else 0.0
+        return mean - half, mean + half
+    return (values[max(0, math.floor(n / 2 - 0.98 * math.sqrt(n)))],
+            values[min(n - 1, math.ceil(n / 2 - 1 + 0.98 * math.sqrt(n)))])
 
 
 def validate_grid(campaign, word: str, situations, max_size: tuple, unit: str) -> None:
@@ -216,19 +256,31 @@ def run_campaign(campaign, out: Path, master: str = "local[*]", progress=None) -
     aggregates = [F.round(F.avg(verdict(m.name)), m.digits).alias(m.name) if m.how == "mean"
                   else F.expr(f"percentile({m.name}, 0.5)").alias(m.name)  # null if censored
                   for m in campaign.measures]
+    values = [F.sort_array(F.collect_list(verdict(m.name))).alias(f"{m.name}_values") for m in campaign.measures]
     table = (runs.groupBy(*campaign.keys)
              .agg(F.count("*").alias("runs"), *aggregates,
                   F.sum(F.col("censored").cast("int")).alias("censored"),
-                  F.round(F.avg(F.col("censored").cast("double")), 3).alias("censored_share"))
+                  F.round(F.avg(F.col("censored").cast("double")), 3).alias("censored_share"), *values)
              .collect())
-    table = sorted((r.asDict() for r in table), key=campaign.order)
+    table = sorted((_with_intervals(r.asDict(), campaign.measures) for r in table), key=campaign.order)
     _replace_dir(staging / "runs.parquet", out / "runs.parquet")
     shutil.rmtree(staging, ignore_errors=True)
-    columns = campaign.keys + ("runs",) + tuple(m.name for m in campaign.measures) + ("censored", "censored_share")
+    columns = (campaign.keys + ("runs",) + tuple(m.name for m in campaign.measures) + ("censored", "censored_share")
+               + tuple(f"{m.name}_{end}" for m in campaign.measures for end in ("low", "high")))
     atomic_write(out / "table.csv", _csv(table, columns))
     atomic_write(out / "table.md", _markdown(table, campaign))
     _plots(table, campaign, out)
     return table
+
+
+def _with_intervals(row: dict, measures) -> dict:
+    """A table row with each measure's 95% interval (``<name>_low``, ``<name>_high``,
+    ``interval``) in place of the runs' values Spark collected."""
+    for m in measures:
+        low, high = interval(row.pop(f"{m.name}_values"), m.how)
+        row[f"{m.name}_low"], row[f"{m.name}_high"] = (None, None) if low is None else (
+            round(low, m.digits), round(high, m.digits))
+    return row
 
 
 def _watch(sc, done: threading.Event, progress) -> None:
@@ -282,6 +334,10 @@ def _cell(value, spec: str) -> str:
 
 
 def _plots(table: list, campaign: Campaign, out: Path) -> None:
+    """One PNG per measure: a panel per situation (every one has runs: check_coverage), a
+    group of bars per size, a bar per protocol (and static choice) or variant, its height the
+    statistic over the runs not censored, its whiskers the 95% interval, n (those runs) above
+    it; a cell whose runs were all censored has no bar and says so."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -291,21 +347,36 @@ def _plots(table: list, campaign: Campaign, out: Path) -> None:
     sizes = list(campaign.sizes)
     width = 0.8 / len(variants)
     for metric in campaign.measures:
-        fig, axes = plt.subplots(1, len(campaign.situations), figsize=(4.2 * len(campaign.situations), 4),
+        fig, axes = plt.subplots(1, len(campaign.situations), figsize=(4.2 * len(campaign.situations), 4.4),
                                  squeeze=False)
         for ax, situation in zip(axes[0], campaign.situations):
             rows = [r for r in table if r["situation"] == situation]
             for k, (label, match) in enumerate(variants):
-                cells = {(r["members"], r[size_key]): r[metric.name] or 0 for r in rows
+                cells = {(r["members"], r[size_key]): r for r in rows
                          if all(r[key] == value for key, value in match.items())}
-                xs = [i + (k - (len(variants) - 1) / 2) * width for i in range(len(sizes))]
-                ax.bar(xs, [cells.get(size, 0) for size in sizes], width, label=label)
+                for i, size in enumerate(sizes):
+                    x = i + (k - (len(variants) - 1) / 2) * width
+                    r = cells.get(size)
+                    if r is None:
+                        continue
+                    n = r["runs"] - r["censored"]
+                    if r[metric.name] is None:
+                        ax.annotate("all censored", (x, 0), rotation=90, fontsize="x-small", ha="center", va="bottom")
+                        continue
+                    value, low, high = r[metric.name], r[f"{metric.name}_low"], r[f"{metric.name}_high"]
+                    ax.bar(x, value, width, yerr=[[max(value - low, 0)], [max(high - value, 0)]], capsize=2,
+                           color=f"C{k}", label=label if i == 0 else None)
+                    ax.annotate(f"n={n}", (x, max(high, value)), textcoords="offset points", xytext=(0, 2),
+                                fontsize="x-small", ha="center", va="bottom")
             ax.set_title(situation.replace("_", " "))
             ax.set_xticks(range(len(sizes)), [f"{m}×{p}" for m, p in sizes])
-            ax.set_yscale("symlog")
-        title = f"{metric.how} {metric.title}"
-        axes[0][0].set_ylabel(title)
+            ax.set_xlabel(f"members × {size_key}")
+            ax.set_ylim(bottom=0)
+            ax.margins(y=0.12)
+        axes[0][0].set_ylabel(f"{metric.how} {metric.title}")
         axes[0][-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1, 1))
+        fig.suptitle(f"{metric.how} {metric.title} over the runs not censored, with its 95% interval; n runs a bar",
+                     fontsize="small")
         fig.tight_layout()
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)

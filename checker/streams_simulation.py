@@ -71,7 +71,7 @@ from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import LearnerReady, ScaleDown, partitions_of, union
 
-from .campaign import Measure, validate_grid
+from .campaign import Measure, check_coverage, validate_grid
 from .properties import imbalance
 from .simulation import DEFAULT_HORIZON_MS, Simulation, Timing, run
 from .situations import S, SITUATIONS as CONSUMER_SITUATIONS
@@ -372,10 +372,17 @@ class StreamsCampaign(NamedTuple):
             config(name, 1, self.timing, self.scale_down_ms, _mutations_of(name, self.mutations))
         if not (self.situations and self.variants and self.sizes):
             raise ConfigError("the grid is empty: give at least one situation, variant and size")
+        check_coverage(self)
+
+    axes = "situations × sizes × variants"  # what a cell is, for messages
+
+    def grid(self) -> list:
+        """The cells, one ``(situation, size, variant)`` each."""
+        return [(sit, size, v) for sit in self.situations for size in self.sizes for v in self.variants]
 
     def specs(self) -> list:
         """One ``(run, situation, variant, members, tasks, seed)`` per run."""
-        grid = [(sit, size, v) for sit in self.situations for size in self.sizes for v in self.variants]
+        grid = self.grid()
         return [(i, sit, v, m, t, self.seed) for i in range(self.runs) for sit, (m, t), v in [grid[i % len(grid)]]]
 
     def run(self, spec: tuple) -> tuple:

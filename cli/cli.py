@@ -1010,7 +1010,9 @@ def _print_obligation(ob) -> None:
 @main.command()
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Directory for runs.parquet, table.md, table.csv and the PNG plots (created if missing).")
-@click.option("--runs", default=1_000, show_default=True, type=int, help="Runs in the campaign, spread evenly over the grid.")
+@click.option("--runs", type=int,
+              help="Runs in the campaign, going round the grid's cells; fewer than the cells is refused with the "
+                   "smallest that covers them. [default: 1,000 rounded up to a multiple of the cells]")
 @click.option("--seed", default=1, show_default=True, type=int, help="Seed: the same runs, seed and grid give the same results.")
 @click.option("--situations", default=None,
               help=f"Comma-separated situations (checker/situations.py). [default: {','.join(SITUATIONS)}; "
@@ -1082,7 +1084,7 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variant
 
     require("spark", "rebalance simulate")
 
-    from rebalance.checker.campaign import Campaign, parse_sizes, run_campaign
+    from rebalance.checker.campaign import Campaign, default_runs, parse_sizes, run_campaign
 
     from rebalance.checker.streams_simulation import StreamsCampaign
 
@@ -1094,7 +1096,7 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variant
                              ("rejoin_flag", "--rejoin-flag")):
             if given(name):
                 raise ConfigError(f"{option} does not apply with --streams (its variants are --variants)")
-        campaign = StreamsCampaign(runs=runs, seed=seed, situations=split(situations or ",".join(STREAMS_SITUATIONS)),
+        campaign = StreamsCampaign(runs=runs or 0, seed=seed, situations=split(situations or ",".join(STREAMS_SITUATIONS)),
                                    sizes=parse_sizes(sizes) if sizes else STREAMS_SIZES, variants=split(variants),
                                    horizon_ms=horizon_ms, restore_ms=restore_ms, scale_down_ms=scale_down_ms,
                                    mutations=frozenset(mutations))
@@ -1103,11 +1105,14 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variant
                              ("scale_down_ms", "--scale-down-timeout-ms"), ("mutations", "--mutation")):
             if given(name):
                 raise ConfigError(f"{option} applies only with --streams")
-        campaign = Campaign(runs=runs, seed=seed, situations=split(situations or ",".join(SITUATIONS)),
+        campaign = Campaign(runs=runs or 0, seed=seed, situations=split(situations or ",".join(SITUATIONS)),
                             sizes=parse_sizes(sizes) if sizes else DEFAULT_SIZES, protocols=split(protocols),
                             static={"both": (False, True), "yes": (True,), "no": (False,)}[static],
                             horizon_ms=horizon_ms, timing=Timing(scheduled_delay_ms=scheduled_delay_ms),
                             rejoin_flag=rejoin_flag)
+    if runs is None:
+        campaign = campaign._replace(runs=default_runs(len(campaign.grid())))
+    runs = campaign.runs
     campaign.validate()
     started = time.monotonic()
     if err.is_terminal:
