@@ -41,7 +41,7 @@ DEFERRED_JOINS = ("--protocol", "deferred", "--members", "2", "--partitions", "4
 SLOW = (COOP, DEFERRED_JOINS)  # 15 s or more per run on 2 shared cores
 
 HISTORY = (
-    Bug("KAFKA-12983", ("keep-owned-on-unknown-member-id",), ZOMBIES, "exclusive_ownership", 23,
+    Bug("KAFKA-12983", ("keep-owned-on-unknown-member-id",), ZOMBIES, "exclusive_commits", 23,
         "a zombie answered UNKNOWN_MEMBER_ID rejoins still owning its partitions and commits them under its "
         "new member id while their new owner commits them too"),
     Bug("KAFKA-12890", ("no-pending-sync-expiry",), ("--members", "2", "--partitions", "2", "--faults", "pause"),
@@ -49,9 +49,9 @@ HISTORY = (
         "the leader stops (its heartbeat thread alive) before its JoinGroup response: the group stays in "
         "CompletingRebalance for good"),
     Bug("KAFKA-7026", ("sticky-user-data-without-generation",), ("--protocol", "eager", "--assignor", "sticky") + ZOMBIES,
-        "exclusive_ownership", 28,
+        "exclusive_ownership", 24,
         "a zombie rejoins claiming its old assignment from the StickyAssignor's user data; the leader keeps the "
-        "partition with it and with its new owner, and both commit it"),
+        "partition with it and with its new owner, and both can commit it"),
     Bug("KAFKA-9801", ("static-rejoin-completing-no-rebalance",), STATIC_RESTARTS, "quiescent_balance", 12,
         "a static member restarts while the group completes a rebalance: it gets the current generation and an "
         "empty assignment, and its partitions stay with nobody"),

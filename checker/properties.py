@@ -11,7 +11,8 @@ goal (None on goal states) and ``step``, if given, the steps that must stop
 (see checker/engines/liveness.py, ``find_recurrence``); or, with ``lasso``, an
 invariant part beside its own lasso search. Whether a commit is accepted is
 the model's coordinator's decision (R9, recorded by the checker in
-``Proc.shared``, R41), never recomputed here.
+``Proc.shared``, R41), never recomputed here; ``exclusive_ownership`` reads
+R9's conditions off the state instead.
 """
 from __future__ import annotations
 
@@ -103,13 +104,54 @@ def _owning(p):
     return (p.consumer.member_id, p.consumer.owned) if p.status == RUNNING or p.status == PAUSED else None
 
 
-@projected(lambda g: None, lambda p: (p.shared, p.consumer and p.consumer.member_id) if p.shared else None)
+def _committing(g):
+    """What of the Group ``exclusive_ownership`` reads: the generation and member ids
+    while it accepts commits (Stable or PreparingRebalance, R9), else None."""
+    if g.phase == Phase.STABLE or g.phase == Phase.PREPARING_REBALANCE:
+        return g.generation, frozenset(m.member_id for m in g.members)
+    return None
+
+
+def _stable_owner(p):
+    """What of a process ``exclusive_ownership`` reads: its member id, generation and
+    owned partitions while it is live and Stable (the only phase it commits in, R41),
+    else None."""
+    if (p.status == RUNNING or p.status == PAUSED) and p.consumer.phase == MemberPhase.STABLE and p.consumer.owned:
+        c = p.consumer
+        return c.member_id, c.generation, c.owned
+    return None
+
+
+@projected(_committing, _stable_owner)
 def exclusive_ownership(system: System, state: State):
+    """No partition owned by two members that can both commit it at one instant:
+    each live (running or paused), Stable (it commits only then, R41; the Java
+    consumer's ``AbstractCoordinator.generationIfStable``, AbstractCoordinator.java:1046,
+    Kafka 4.4.0, asked by ``ConsumerCoordinator.sendOffsetCommitRequest``), its member id in the
+    group and its generation the group's, the group Stable or PreparingRebalance
+    (R9, GroupCoordinator.handleCommitOffsets). The design brief's guarantee of
+    generation fencing, read off the state by R9's own conditions, not by the
+    model's commit rule. Without the member's phase it does not hold: a member
+    answered its JoinGroup at the current generation still owns what its stale
+    claim kept until its SyncGroup response arrives (spec/SPEC.md, section 7)."""
+    committing = _committing(state.group)
+    if committing is None:
+        return None
+    generation, members = committing
+    owners = [(c.member_id, c.owned) for c in processing(state)
+              if c.phase == MemberPhase.STABLE and c.owned and c.generation == generation and c.member_id in members]
+    why = _overlap(system, owners)
+    return why and f"{why}, both able to commit it (Stable, member id and generation {generation} current)"
+
+
+@projected(lambda g: None, lambda p: (p.shared, p.consumer and p.consumer.member_id) if p.shared else None)
+def exclusive_commits(system: System, state: State):
     """No partition for which the coordinator accepted OffsetCommits from two
-    processes while both owned it (R9, R41; the guarantee generation fencing
-    gives, GroupCoordinator.handleCommitOffsets): read off the checker's history
-    variable ``Proc.shared``, so it is about commits the model's coordinator
-    actually accepted."""
+    processes while both owned it without a break (R9, R41): read off the checker's
+    history variable ``Proc.shared``, so it is about commits the model's coordinator
+    actually accepted. Stronger than ``exclusive_ownership``: finding F3 breaks it,
+    each commit accepted while the other member's generation or member id was stale
+    (spec/SPEC.md, sections 7 and 11)."""
     procs = state.procs
     for s, p in enumerate(procs):
         if p.shared:
@@ -522,11 +564,14 @@ def _can_empty(system: System) -> bool:
 
 PROPERTIES = (
     Property("exclusive_ownership", "invariant",
-             "no partition has OffsetCommits accepted from two members that both own it",
-             _consumers, exclusive_ownership),
+             "no partition is owned by two members that can both commit it at one instant (Stable, member id "
+             "and generation current; R9, R41)", _consumers, exclusive_ownership),
+    Property("exclusive_commits", "invariant",
+             "no partition has OffsetCommits accepted from two members while both owned it without a break "
+             "(R9, R41)", _consumers, exclusive_commits),
     Property("exclusive_active", "invariant",
-             "no task has OffsetCommits accepted from two members that both run it as an active task "
-             "(R9, R41 over tasks)", _streams, exclusive_ownership),
+             "no task has OffsetCommits accepted from two members while both ran it as an active task without a "
+             "break (R9, R41 over tasks; exclusive_commits under streams)", _streams, exclusive_commits),
     Property("learner_ready_before_active", "invariant",
              "a task is revoked from the member running it for a learner only once that learner is ready (R48)",
              _streams, learner_ready_before_active),

@@ -72,7 +72,7 @@ class Proc(NamedTuple):
     abstract commit each); ``shared``, () or per client slot ``t`` the partitions
     (a bitmask) for which the coordinator accepted this process's OffsetCommit
     while slot ``t``'s process also owned them, kept only while both still own
-    them (``exclusive_ownership``).
+    them (``exclusive_commits``).
 
     ``stage``: in a rolling upgrade (R79), which of the upgrade's assignor lists the
     slot's processes start with (an index into model/upgrade.py ``stages``).

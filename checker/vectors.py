@@ -71,7 +71,7 @@ EXTRA_WALKS = (
     ("delete", "cooperative", "cooperative-sticky", 3, 2, ("leave", "crash", "restart"), 3, ("leave", "crash"),
      ("stable",)),
 )
-# mutations that let a stale commit in: their shortest exclusive_ownership counterexamples give zombie cases
+# mutations that let a stale commit in: their shortest exclusive_commits counterexamples give zombie cases
 FENCING_MUTATIONS = ("no-commit-fencing",)
 ADMIN = "admin"  # an input from outside the group: the admin's DeleteGroup
 DELETE_GROUP = DeleteGroup()
@@ -249,11 +249,11 @@ def walk_cases() -> list:
 def fenced_commit_cases() -> list:
     """A zombie's OffsetCommit (R9, R41): the inputs of the checker's shortest
     execution (breadth first, checker/engines/explore.py) in which a coordinator with a
-    mutation that lets stale commits in accepts one (``exclusive_ownership`` broken),
+    mutation that lets stale commits in accepts one (``exclusive_commits`` broken),
     played against the correct coordinator, which fences it. Two paused members
     and a joiner over 2 partitions, per protocol and mutation."""
     out = []
-    prop = next(p for p in PROPERTIES if p.name == "exclusive_ownership")
+    prop = next(p for p in PROPERTIES if p.name == "exclusive_commits")
     for protocol, assignor in (("eager", "range"), ("cooperative", "cooperative-sticky")):
         cfg = GroupConfig(topics=(("t", 2),), protocol=protocol, assignor=assignor)
         for mutation in FENCING_MUTATIONS:

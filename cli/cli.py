@@ -298,8 +298,9 @@ def check(config, protocol, assignor, members, partitions, connectors, static, t
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
     coordinator timers, offset commits and faults (join, leave, crash, restart,
     pause/resume) within the fault budget, up to renaming of generations and
-    member ids, checking exclusive_ownership (on the commits the coordinator
-    accepts), exclusive_processing, single_leader, revoke_before_assign
+    member ids, checking exclusive_ownership (no two members that can both
+    commit a partition at one instant), exclusive_commits (on the commits the
+    coordinator accepts), exclusive_processing, single_leader, revoke_before_assign
     (cooperative), quiescent_balance and, under weak fairness of the protocol's
     own actions once faults stop, eventual_balance (◇□ balanced) and
     no_rebalance_storm (finitely many rebalances); and refinement: every

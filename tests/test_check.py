@@ -48,11 +48,11 @@ def test_no_commit_fencing_breaks_the_model_with_an_accepted_stale_commit(rebala
     zombies = ("--members", "2", "--partitions", "2", "--faults", "pause,crash,join")
     (_, right), (code, wrong) = (rebalance_check(*zombies, "--continue", *m) for m in ((), ("--mutation", "no-commit-fencing")))
     status = {p["name"]: p["status"] for p in right["properties"]}
-    assert status["exclusive_ownership"] == "holds" and right["actions_fired"]["commit"] > 0
+    assert status["exclusive_commits"] == "holds" and right["actions_fired"]["commit"] > 0
     # the mutation changes what the coordinator does, so the state space differs
     assert wrong["distinct_states"] != right["distinct_states"]
-    assert code == 1 and wrong["counterexample"]["property"] == "exclusive_ownership"
-    doc = json.loads((tmp_path / "out" / "exclusive_ownership.json").read_text())
+    assert code == 1 and wrong["counterexample"]["property"] == "exclusive_commits"
+    doc = json.loads((tmp_path / "out" / "exclusive_commits.json").read_text())
     texts = [st["action"]["text"] for st in doc["steps"][1:]]
     assert texts[-1].startswith("coordinator <- ") and "OffsetCommit(" in texts[-1]
     # the stale commit: a generation older than the group's, accepted

@@ -100,13 +100,13 @@ def test_the_schema_is_valid_and_refuses_what_adr_015_refuses():
 @pytest.mark.spec("R9", "R41")
 def test_a_safety_counterexample_replays_to_the_same_violating_state(counterexamples):
     summary, traces = counterexamples["zombies"]
-    trace = traces["exclusive_ownership"]
+    trace = traces["exclusive_commits"]
     assert not list(validator("counterexample").iter_errors(trace))
     assert [s["#meta"]["index"] for s in trace["states"]] == list(range(len(trace["states"])))
     assert len(trace["states"]) == summary["counterexample"]["length"] + 1 and "loop" not in trace
     states = replay(trace)
     system = system_of(trace["#meta"])
-    prop = next(p for p in applicable(system) if p.name == "exclusive_ownership")
+    prop = next(p for p in applicable(system) if p.name == "exclusive_commits")
     assert prop.check(system, states[-1]) and not any(prop.check(system, s) for s in states[:-1])
     # the choices are Kafka's: the last step delivers a stale OffsetCommit on a zombie's connection
     last = trace["states"][-1][itf.PICKS]

@@ -54,16 +54,16 @@ def test_f2_f3_a_paused_static_member_kept_by_the_rebalance_timeout(rebalance_ch
     the leader gives a partition it still owns to another member (revoke_before_assign).
     F3: its JoinGroup, delayed past that generation, claims the partition again once
     the other owner is expelled, so both had OffsetCommits accepted during one unbroken
-    co-ownership (exclusive_ownership as SPEC section 7 states it; never both at
-    once: each commit was accepted while the other could not commit)."""
+    co-ownership (exclusive_commits); never both at once: each commit was accepted
+    while the other could not commit, so exclusive_ownership holds."""
     code, out = rebalance_check("--members", "2", "--partitions", "2", "--static", "--faults", "crash,restart,pause",
                            "--max-faults", "4", "--continue")
     status = {p["name"]: p["status"] for p in out["properties"]}
-    assert code == 1 and status["revoke_before_assign"] == status["exclusive_ownership"] == "violated", out
-    assert status["single_leader"] == status["unique_instance"] == "holds"
+    assert code == 1 and status["revoke_before_assign"] == status["exclusive_commits"] == "violated", out
+    assert status["single_leader"] == status["unique_instance"] == status["exclusive_ownership"] == "holds"
     doc, steps = _steps(tmp_path, "revoke_before_assign")
     assert doc["length"] == 15 and "B: pause" in steps and steps[-3] == "coordinator timer: RebalanceTimeout()"
-    doc, steps = _steps(tmp_path, "exclusive_ownership")
+    doc, steps = _steps(tmp_path, "exclusive_commits")
     assert doc["length"] == 30 and "the OffsetCommits of both accepted" in doc["reason"]
     # the reason names the execution's own member ids (A2: A's second process), not the canonical ones
     final = doc["final_state"]

@@ -41,13 +41,17 @@ MATRIX = [
     (("no-pending-sync-expiry",), ("--members", "2", "--partitions", "2", "--faults", "pause"),
      {"exclusive_processing", "quiescent_balance", "eventual_balance"}),
     ((), ZOMBIES, {"exclusive_processing"}),  # zombies process; fencing keeps commits exclusive
-    (("no-commit-fencing",), ZOMBIES, {"exclusive_processing", "exclusive_ownership"}),
-    # KAFKA-12983: a member told UNKNOWN_MEMBER_ID rejoins still owning, and commits under its new id
+    # a stale commit accepted: the commits' history shows it; who can commit at one instant (R9's conditions) is
+    # unchanged
+    (("no-commit-fencing",), ZOMBIES, {"exclusive_processing", "exclusive_commits"}),
+    # KAFKA-12983: a member told UNKNOWN_MEMBER_ID rejoins still owning, and commits under its new id (never while
+    # the other owner can commit too: it owns only its grant once Stable, R18)
     (("keep-owned-on-unknown-member-id",), ZOMBIES,
-     {"exclusive_processing", "exclusive_ownership", "revoke_before_assign", "refinement"}),
+     {"exclusive_processing", "exclusive_commits", "revoke_before_assign", "refinement"}),
     # KAFKA-7026: the eager StickyAssignor's user data claims a zombie's old assignment, kept beside the new owner's
     (("sticky-user-data-without-generation",), ("--protocol", "eager", "--assignor", "sticky") + ZOMBIES,
-     {"exclusive_processing", "exclusive_ownership", "refinement", "quiescent_balance", "eventual_balance"}),
+     {"exclusive_processing", "exclusive_ownership", "exclusive_commits", "refinement", "quiescent_balance",
+      "eventual_balance"}),
     # KAFKA-9801: a static member restarting in CompletingRebalance gets the generation and nothing assigned
     (("static-rejoin-completing-no-rebalance",),
      ("--static", "--members", "2", "--partitions", "2", "--faults", "join,crash,restart", "--max-faults", "3"),
@@ -67,8 +71,8 @@ MATRIX = [
     (("withhold-partition",), ("--faults", "join,crash", "--max-faults", "2"), {"quiescent_balance", "eventual_balance"}),
     (("keep-revoked",), COOP, {"refinement", "eventual_balance", "no_rebalance_storm"}),
     # test-only assignors that break the assignor vectors' exclusive and balanced checks (tests/test_vectors.py)
-    (("assign-twice",), SMALL, {"exclusive_ownership", "exclusive_processing", "revoke_before_assign", "refinement",
-                                "quiescent_balance", "eventual_balance"}),
+    (("assign-twice",), SMALL, {"exclusive_ownership", "exclusive_commits", "exclusive_processing",
+                                "revoke_before_assign", "refinement", "quiescent_balance", "eventual_balance"}),
     (("overload-first-member",), SMALL, {"quiescent_balance", "eventual_balance"}),
     (("reset-generation-when-empty",),
      ("--members", "2", "--partitions", "2", "--faults", "leave,join", "--max-faults", "3"), {"single_leader", "refinement"}),
