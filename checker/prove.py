@@ -686,7 +686,8 @@ def symbolic_view(prefix: str, slots: int = SLOTS, partitions: int = PARTITIONS)
     return View(z3.Int(f"{prefix}_phase"), z3.Int(f"{prefix}_generation"),
                 per_slot("live", z3.Bool), per_slot("known", z3.Bool), per_slot("member_generation", z3.Int),
                 per_slot("owned", mask), per_slot("assigned", mask), per_slot("granting", z3.Bool),
-                per_slot("grant", mask))
+                per_slot("grant", mask), per_slot("stable", z3.Bool), per_slot("grant_generation", z3.Int),
+                per_slot("claim", mask), per_slot("claim_generation", z3.Int))
 
 
 def _view_json(model, v: View) -> dict:
@@ -702,10 +703,13 @@ def _view_json(model, v: View) -> dict:
     phase = val(v.phase)
     out = {"phase": spec.Phase(phase).name if 0 <= phase <= 4 else phase, "generation": val(v.generation)}
     for i in range(len(v.live)):
-        out[lane(i)] = {"live": val(v.live[i]), "known": val(v.known[i]),
-                            "member_generation": val(v.member_generation[i]), "owned": masked(v.owned[i]),
-                            "assigned": masked(v.assigned[i]),
-                            "grant": masked(v.grant[i]) if val(v.granting[i]) else None}
+        granting = val(v.granting[i])
+        out[lane(i)] = {"live": val(v.live[i]), "known": val(v.known[i]), "stable": val(v.stable[i]),
+                        "member_generation": val(v.member_generation[i]), "owned": masked(v.owned[i]),
+                        "assigned": masked(v.assigned[i]),
+                        "claim": masked(v.claim[i]), "claim_generation": val(v.claim_generation[i]),
+                        "grant": masked(v.grant[i]) if granting else None,
+                        "grant_generation": val(v.grant_generation[i]) if granting else None}
     return out
 
 

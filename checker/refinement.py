@@ -4,7 +4,9 @@ specification's inductive invariant.
 
 ``view(system, state)`` is the abstraction function: it maps a checker state to the
 specification's ``View`` (per client slot: process, member id known to the
-coordinator, generation, owned partitions, stored assignment, grant in flight).
+coordinator, generation, owned partitions, whether it is Stable, stored assignment,
+recorded subscription's claims and their generation, grant in flight and its
+generation).
 ``action_name(action)`` names the specification action a transition must be: the
 request delivered (``JoinGroup``, ``SyncGroup``, ...), the timer that fired
 (``SessionTimeout``, ...), the response a member handled (``JoinGroupResponse``,
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import Error, SyncGroupResponse, epoch_of, slot_of
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import View
@@ -28,7 +31,7 @@ from rebalance.spec.actions import View
 from .engines.interning import IntMap, RowMemo, _intern, grown
 from .system import PAUSED, RUNNING, Action, State, System
 
-_NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0)
+_NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0, False, spec.NO_GENERATION)
 _LOCAL_NAMES = {"heartbeat": "SendHeartbeat", "scheduled": "ScheduledRebalance", "commit": "SendCommit",
                 "ready": "LearnerReady", "shutdown": "Shutdown", "scale_down": "ScaleDown",
                 "create-topic": "CreateTopic",
@@ -53,6 +56,9 @@ class Refinement:
         self.mutations = system.spec_mutations
         self._proc_ids: dict = {}   # Proc -> part id
         self._group_ids: dict = {}  # Group -> part id
+        # a group part's id -> the id of its part without the claims (a member's own step never reads them: its
+        # verdict is keyed by this one), -1 for a process's part
+        self._local_group = np.empty(0, np.int64)
         self._part_ids: dict = {}   # part -> id
         self._parts: list = []      # id -> part
         # the verdict cache, by step key (``_local_key``, ``_verdict``): the keys of the steps that satisfy
@@ -62,11 +68,16 @@ class Refinement:
         # the bits a part id and a view id take in a step key: 12 and 18 keep a key within two 30-bit
         # digits of a Python int (32 bytes); widened by 8 (the cache starts afresh) when an id outgrows them
         self._part_bits, self._view_bits = 12, 18
-        self._labels: dict = {}     # (kind, detail type) -> (label id, whether its spec action is local)
+        # (kind, detail type) -> (label id, whether its spec action is local, whether it reads no claims)
+        self._labels: dict = {}
         self._views: dict = {}  # part ids of a state -> view id
-        self._view_of_rows = RowMemo()  # the same, asked a batch of part-id rows at once (``_view_rows``)
         self._invariant: list = []  # view id -> Inv's verdict (None or why not), 0 until known
-        self._invariant_marks = np.zeros(0, np.int64)  # the same for ``invariant_rows``: 1 holds, 2 fails, 0 not yet
+        # the engines' path (``step_rows``, ``invariant_rows``) numbers views on its own, kept only as packed
+        # keys of part-id rows (``_view_rows``): no tuple per view (the main job: 47,807 views)
+        self._view_of_rows = RowMemo()
+        self._row_views = 0  # row view ids handed out
+        self._invariant_marks = np.zeros(0, np.int64)  # row view id -> Inv: 1 holds, 2 fails, 0 not yet
+        self._invariant_reasons: dict = {}  # row view id -> why Inv fails
         self._last = self._last_parts = None
         self._before, self._before_view = None, -1  # the last part ids a step left, and their view id
         self._interner = None  # the engine's (checker/engines/interning.py) that the two below index by
@@ -78,7 +89,11 @@ class Refinement:
         self._reason_ids: dict = {}
 
     def _proc(self, p) -> int:
-        """The id of a process's part: (live, member id, generation, owned, granting, grant)."""
+        """The id of a process's part: (live, member id, generation, owned, granting,
+        grant, Stable, the grant's generation). A grant answers the member's own
+        SyncGroup, sent at its generation, and the member changes neither while it
+        syncs (a SyncGroupResponse carries no generation, R8): the grant's generation
+        is the member's."""
         hit = self._proc_ids.get(p)
         if hit is None:
             if p.status == RUNNING or p.status == PAUSED:
@@ -88,7 +103,8 @@ class Refinement:
                     if type(r) is SyncGroupResponse and r.error == Error.NONE:
                         grant |= r.assignment.partitions
                         granting = True
-                part = (True, c.member_id, c.generation, c.owned, granting, grant)
+                part = (True, c.member_id, c.generation, c.owned, granting, grant, c.phase == MemberPhase.STABLE,
+                        c.generation if granting else spec.NO_GENERATION)
             else:
                 part = _NO_PROCESS
             hit = self._proc_ids[p] = self._intern(part)
@@ -96,19 +112,26 @@ class Refinement:
 
     def _group(self, g, slots: int) -> int:
         """The id of the coordinator's part: (phase, generation, member ids, stored
-        assignment per slot). A slot's stored assignment is its newest member's (the
-        latest process's: highest connection epoch, then serial). An older member id of
-        the same slot is a dead process's, kept until its session times out (R11): no
+        assignment per slot, recorded claims per slot, their generations). A slot's
+        stored assignment and subscription are its newest member's (the latest
+        process's: highest connection epoch, then serial). An older member id of the
+        same slot is a dead process's, kept until its session times out (R11): no
         request can speak for it, so nothing is ever granted from its assignment."""
         hit = self._group_ids.get(g)
         if hit is None:
             assigned, newest = [0] * slots, [None] * slots
+            claim, claim_generation = [0] * slots, [spec.NO_GENERATION] * slots
             for m in g.members:
                 slot, rank = slot_of(m.member_id), (epoch_of(m.conn), m.member_id)
                 if newest[slot] is None or rank > newest[slot]:
                     newest[slot], assigned[slot] = rank, m.assignment.partitions
-            part = (int(g.phase), g.generation, frozenset(m.member_id for m in g.members), tuple(assigned))
+                    claim[slot], claim_generation[slot] = m.subscription.owned, m.subscription.generation
+            part = (int(g.phase), g.generation, frozenset(m.member_id for m in g.members), tuple(assigned),
+                    tuple(claim), tuple(claim_generation))
             hit = self._group_ids[g] = self._intern(part)
+            local = self._intern(part[:4])
+            self._local_group = grown(self._local_group, len(self._parts), -1)
+            self._local_group[hit] = local
         return hit
 
     def _intern(self, part: tuple) -> int:
@@ -163,17 +186,21 @@ class Refinement:
         return out
 
     def _view_rows(self, parts: np.ndarray) -> np.ndarray:
-        """The view id (``_view_id``) of each row of a part-id matrix."""
-        return self._view_of_rows.resolve(parts, len(self._parts), lambda firsts: [
-            self._view_id(tuple(parts[i].tolist())) for i in firsts])
+        """The row view id of each row of a part-id matrix: dense, one per distinct
+        row, in the engines' path's own numbering (not ``_view_id``'s)."""
+        def number(firsts):
+            first = self._row_views
+            self._row_views += len(firsts)
+            return range(first, self._row_views)
+        return self._view_of_rows.resolve(parts, len(self._parts), number)
 
     def assemble(self, ids: tuple) -> View:
         """The View of a state from its part ids."""
         parts = self._parts
-        phase, generation, mids, assigned = parts[ids[0]]
-        live, members, generations, owned, granting, grant = zip(*[parts[i] for i in ids[1:]])
+        phase, generation, mids, assigned, claim, claim_generation = parts[ids[0]]
+        live, members, generations, owned, granting, grant, stable, grant_generation = zip(*[parts[i] for i in ids[1:]])
         return View(phase, generation, live, tuple(m in mids for m in members), generations, owned, assigned,
-                    granting, grant)
+                    granting, grant, stable, grant_generation, claim, claim_generation)
 
     def view(self, state: State) -> View:
         """The abstraction of a checker state."""
@@ -207,19 +234,20 @@ class Refinement:
         ``before`` to those with ``after`` ((T, w) int64, ``Interner.ids``), by
         ``actions[aid[t]]``. Returns ``[(t, why)]`` for the steps that are not their
         spec action. A member's own step (the group's part and every other slot's
-        unchanged) is keyed by its label, slot, the group's part and its slot's parts
-        before and after, any other by its label, slot and the two views; each key's
+        unchanged) is keyed by its label, slot, the group's part without the recorded
+        claims (a member's own step never reads them) and its slot's parts before and
+        after, any other by its label, slot and the two views; each key's
         verdict is computed once (``_verdict``'s keys, packed in 64 bits). A step that
         changes no part, by an action that admits stutters (spec ``admits_stutters``),
         holds without a key."""
         labels = list(map(self._label, actions))
-        label = np.array([x for x, _ in labels], np.int64)[aid]
+        label = np.array([x for x, _, _ in labels], np.int64)[aid]
         slot = np.array([a.slot for a in actions], np.int64)[aid]
         pb, pa = self._part_rows(before), self._part_rows(after)
         own = np.where(slot >= 0, slot + 1, -1)  # the acting slot's column (none: -1)
         changed = pb != pa
         elsewhere = (changed & (np.arange(pb.shape[1]) != own[:, None])).any(axis=1)
-        local = np.array([x for _, x in labels], bool)[aid] & ~elsewhere
+        local = np.array([x for _, x, _ in labels], bool)[aid] & ~elsewhere
         # a step of no abstract change (the same parts: the same View) by an action with the stutter
         # case holds (spec ``admits_stutters``): no key, no evaluation
         held = np.array([spec.admits_stutters(action_name(a), self.mutations) for a in actions], bool)[aid] & \
@@ -246,10 +274,13 @@ class Refinement:
                         for t in (rows[f] for f in firsts)]
             on = local.nonzero()[0]
             col = slot[on] + 1  # the group's column for a step of no slot, as `_verdict` keys it
-            keys = label[on] | (slot[on] + 1) << 7 | pb[on, 0] << 15 | pb[on, col] << 31 | pa[on, col] << 47
+            keys = label[on] | (slot[on] + 1) << 7 | self._local_group[pb[on, 0]] << 15 | pb[on, col] << 31 | \
+                pa[on, col] << 47
             verdict[on] = self._local_verdicts.resolve(keys, lambda _, firsts: decide(on, firsts))
             off = (~local & ~held).nonzero()[0]
-            views = self._view_rows(np.concatenate([pb[off], pa[off]]))
+            # an action that reads no claims (spec ``reads_claims``) is keyed by views without them
+            free = np.array([x for _, _, x in labels], bool)[aid[off]]
+            views = self._view_rows(np.concatenate([self._claimless(pb[off], free), self._claimless(pa[off], free)]))
             if len(views) and views.max() >> 24:
                 raise OverflowError("more than 2**24 distinct views: past the step key's view fields")
             keys = label[off] | (slot[off] + 1) << 7 | views[:len(off)] << 15 | views[len(off):] << 39
@@ -260,32 +291,48 @@ class Refinement:
         """``[(i, which clause fails)]`` for the states with id rows ``rows`` ((m, w)
         int64) that break the spec's inductive invariant (spec/actions.py ``Inv``)."""
         parts = self._part_rows(rows)
-        views = self._view_rows(parts)
-        marks = self._invariant_marks = grown(self._invariant_marks, len(self._views), 0)
+        views = self._view_rows(self._claimless(parts, np.ones(len(parts), bool)))  # Inv reads no claims
+        marks = self._invariant_marks = grown(self._invariant_marks, self._row_views, 0)
         distinct, first = np.unique(views, return_index=True)
         new = marks[distinct] == 0
         for v, i in zip(distinct[new].tolist(), first[new].tolist()):
-            marks[v] = 2 if self._invariant_of(tuple(parts[i].tolist())) else 1
-        return [(i, self._invariant[v]) for i in (marks[views] == 2).nonzero()[0].tolist() for v in (int(views[i]),)]
+            bad = spec.invariant_failure(self.assemble(tuple(parts[i].tolist())))
+            marks[v] = 2 if bad else 1
+            if bad:
+                self._invariant_reasons[v] = f"the inductive invariant's clause '{bad}' fails"
+        return [(i, self._invariant_reasons[int(views[i])]) for i in (marks[views] == 2).nonzero()[0].tolist()]
+
+    def _claimless(self, parts: np.ndarray, which: np.ndarray) -> np.ndarray:
+        """``parts`` (part-id rows) with the group's part of the rows ``which`` (bool)
+        replaced by its part without the recorded claims: keys for what reads none."""
+        if not which.any():
+            return parts
+        out = parts.copy()
+        out[which, 0] = self._local_group[out[which, 0]]
+        return out
 
     def _label(self, action: Action) -> tuple:
-        """``(label id, whether its spec action is local)`` of the action's kind and detail type."""
+        """``(label id, whether its spec action is local, whether it reads no claims)``
+        of the action's kind and detail type."""
         label = self._labels.get((action.kind, type(action.detail)))
         if label is None:
+            name = action_name(action)
             label = self._labels[(action.kind, type(action.detail))] = (
-                len(self._labels), spec.ACTIONS[action_name(action)].local)
+                len(self._labels), spec.ACTIONS[name].local, not spec.reads_claims(name))
         return label
 
     def _verdict(self, before: tuple, after: tuple, action: Action, label: tuple) -> str | None:
         """The step's verdict from the part ids of the states before and after it
         (``label``: the action's ``_label``)."""
         slot = action.slot
-        label, local = label
+        label, local, _ = label
         if local and before[0] == after[0] and before[1:slot + 1] == after[1:slot + 1] and \
                 before[slot + 2:] == after[slot + 2:]:
             # a member's own step (the group's part and every other slot's unchanged): its verdict
-            # depends on the group and its own slot only
-            key = _local_key(label, slot, before[0], before[slot + 1], after[slot + 1], self._part_bits)
+            # depends on the group and its own slot only, and not on the recorded claims (only the
+            # leader's install reads them; the frame's "unchanged" holds of them, the group's part unchanged)
+            key = _local_key(label, slot, int(self._local_group[before[0]]), before[slot + 1], after[slot + 1],
+                             self._part_bits)
         else:
             if before is not self._before:  # a state's successors are checked one after another
                 self._before, self._before_view = before, self._view_id(before)

@@ -904,7 +904,7 @@ def proxy(listen, upstream, trace_path, initial_delay_ms, min_session_ms, max_se
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Run the assignors with a known-bad behaviour (e.g. assign-before-revoke); repeatable.")
 @click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
-              help="Use a deliberately wrong spec action in the induction (e.g. install-ignores-owned).")
+              help="Use a deliberately wrong spec action in the induction (e.g. granted-keeps-revoked).")
 @click.option("--max-members", type=int,
               help=f"Assignor proofs: every member count up to this (at most {prove_bounds.LIMITS[0]}; default "
                    f"{prove_bounds.MAX_MEMBERS}, with --assignor {prove_bounds.PLUGIN_MEMBERS}).")
@@ -950,7 +950,7 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     generation) with the model's own assignment, or the abstract states and the
     spec action. Try `--mutation assign-before-revoke`,
     `--mutation generation-mod-4` or
-    `--spec-mutation install-ignores-owned` to see one.
+    `--spec-mutation granted-keeps-revoked` to see one.
 
     \b
     Exit codes: 0 every obligation proved, 1 a counterexample, 2 bad input,

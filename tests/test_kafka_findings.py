@@ -61,6 +61,7 @@ def test_f2_f3_a_paused_static_member_kept_by_the_rebalance_timeout(rebalance_ch
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert code == 1 and status["revoke_before_assign"] == status["exclusive_commits"] == "violated", out
     assert status["single_leader"] == status["unique_instance"] == status["exclusive_ownership"] == "holds"
+    assert status["refinement"] == "holds"  # the spec says what Kafka guarantees (issue 43; once a strict xfail)
     doc, steps = _steps(tmp_path, "revoke_before_assign")
     assert doc["length"] == 15 and "B: pause" in steps and steps[-3] == "coordinator timer: RebalanceTimeout()"
     doc, steps = _steps(tmp_path, "exclusive_commits")

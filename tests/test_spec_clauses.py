@@ -135,7 +135,7 @@ IDS = [f"{c.action}/{c.case}/{c.kind}/{c.clause}" for c in CLAUSES]
 
 
 def test_clauses_are_enumerated_once_each():
-    assert len(set(CLAUSES)) == len(CLAUSES) == 132
+    assert len(set(CLAUSES)) == len(CLAUSES) == 145
     assert set(c.action for c in CLAUSES) == set(spec.ACTIONS)
 
 
@@ -161,7 +161,7 @@ def test_dropping_a_clause_admits_a_forbidden_step(reached, clause):
 
 
 def test_unknown_clause_mutations_change_nothing():
-    s = spec.View(spec.STABLE, 1, (True,), (True,), (1,), (0b1,), (0b1,), (False,), (0,))
+    s = spec.View(spec.STABLE, 1, (True,), (True,), (1,), (0b1,), (0b1,), (False,), (0,), (True,), (-1,), (0b1,), (1,))
     t = s._replace(owned=(0b11,))
     assert spec.evaluate("SyncGroupResponse", s, t, 0) is not None
     assert spec.evaluate("SyncGroupResponse", s, t, 0, frozenset({"drop:Heartbeat:no such case:x"})) is not None
