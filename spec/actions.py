@@ -350,8 +350,8 @@ def _stop_post(L, s, t, i, muts):
 
 
 def _rejoins_post(L, s, t, i, muts):
-    """R19, R32, R53: the member rejoins of its own accord (its ScheduledRebalanceTimeout
-    passed, it was marked leaving): it sends JoinGroup and is no longer Stable;
+    """R19, R32, R53, R55: the member rejoins of its own accord (its ScheduledRebalanceTimeout
+    passed, it was marked leaving, a learner became ready): it sends JoinGroup and is no longer Stable;
     nothing else changes. (No pre-condition: from a slot where it stays as it was,
     the case admits a stutter.)"""
     yield "others and the group unchanged", _member_frame(L, s, t, i)
@@ -464,7 +464,7 @@ ACTIONS = {
     "SendCommit": _member(STUTTER),
     "ScheduledRebalance": _member(REJOINS),
     # Streams (seed 001): a learner becomes ready (R55) and a leaving member shuts down (R54)
-    "LearnerReady": _member(STUTTER),
+    "LearnerReady": _member(REJOINS),  # it may rejoin at once (R55)
     "Shutdown": _member(STOP),
     # the environment
     "Join": _member(START),
