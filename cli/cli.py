@@ -122,7 +122,7 @@ def main():
     rebalance check --protocol eager --faults join,leave,crash --json
     rebalance replay --example design1_member_joins   a shipped scenario; or a SCENARIO.toml
     rebalance prove                      z3 proofs: assignors, stickiness, inductive invariant
-    rebalance conform trace.jsonl        a recorded trace against the model: first divergence and its rule
+    rebalance conform trace.jsonl        a recorded trace against the model: every divergence and its rule
     """
 
 
@@ -1273,6 +1273,11 @@ def _print_conform(doc: dict) -> None:
     files = d["files"]
     out.print(f"  files: {files.get('svg') or files.get('svg_error', '')} {files.get('json') or ''}",
               highlight=False, markup=False)
+    for more in doc["divergences"][1:]:  # after a divergence the side resynchronises and goes on
+        out.print(f"also divergent at line {more['line']} ({more['side']} side, {more['rule']}): {more['reason']}",
+                  highlight=False, markup=False)
+        for e in more["expected"]:
+            out.print(f"    the model allows: {e}", highlight=False, markup=False)
 
 
 from rebalance.ctl import ctl  # noqa: E402  (rebalance ctl: cli/ctl.py)

@@ -103,6 +103,29 @@ def test_hand_edited_response_diverges_at_that_line(tmp_path):
     assert doc["divergence"]["expected"] == ["Heartbeat NONE"]
 
 
+def test_every_divergence_is_reported_after_resynchronising(tmp_path):
+    """Issue 43: after a response the model cannot give, the side takes the model's own
+    answer and goes on: a second hand-edited response, later, is reported too."""
+    path = tmp_path / "edited.jsonl"
+    _emit(path, "churn")
+    lines = path.read_text().splitlines()
+    targets = [i for i, text in enumerate(lines) if '"type":"response"' in text and '"api":"Heartbeat"' in text
+               and '"error":"NONE"' in text]
+    picked = [targets[len(targets) // 3], targets[2 * len(targets) // 3]]
+    for i in picked:
+        record = json.loads(lines[i])
+        record["body"]["error"] = "ILLEGAL_GENERATION"
+        lines[i] = json.dumps(record, separators=(",", ":"))
+    path.write_text("\n".join(lines) + "\n")
+    code, output = _conform(path, "--json", "--out", tmp_path / "out")
+    doc = json.loads(output)
+    assert code == 1 and doc["divergence"]["line"] == picked[0] + 1
+    assert [(d["line"], d["rule"], d["expected"]) for d in doc["divergences"]] == \
+        [(i + 1, "R10", ["Heartbeat NONE"]) for i in picked]
+    code, text = _conform(path, "--out", tmp_path / "out")
+    assert f"also divergent at line {picked[1] + 1} (coordinator side, R10)" in text
+
+
 def test_group_older_than_the_trace_is_incomplete(tmp_path):
     """A trace that starts in the middle of a group's life (a proxy started late):
     its first divergence cannot be judged, and says why (exit 3)."""

@@ -134,3 +134,25 @@ def test_the_command_exits_by_verdict(tmp_path):
     assert result.exit_code == 1
     out = json.loads(result.stdout)
     assert out["verdict"] == "divergent" and out["divergence"]["rule"] == "exclusive_ownership"
+
+
+@pytest.mark.spec("R15")
+def test_an_overlap_after_the_resume_is_divergent():
+    # issue 43: A resumed, reported t-0 lost, and was given it again while B still owned it. The overlap while
+    # A was paused is a zombie's (figures); the one after the resume is double ownership no pause explains
+    log = [*ZOMBIE, cb(12100, "A", "lost", 0), cb(20000, "A", "assigned", 0), cb(21000, "B", "revoked", 0)]
+    v = check([HEADER, *log])
+    assert v.status == DIVERGENT and v.divergence.rule == "exclusive_processing"
+    assert [(o["from_ms"], o["to_ms"], o["paused"]) for o in v.figures["exclusive_processing"]] == \
+        [(9000, 12100, ["A"]), (20000, 21000, [])]
+    assert "t-0 owned by both B and A from 20000 to 21000, neither paused" in v.divergence.reason
+    assert v.divergence.record["t_ms"] == 20000 and v.divergences == (v.divergence,)
+    # a pause that ended before the overlap began does not explain it, one that meets it does
+    assert check([HEADER, *log[:-3], cb(12100, "A", "lost", 0), cb(20000, "A", "assigned", 0),
+                  mark(20500, "B", "paused"), cb(21000, "B", "revoked", 0)]).status == CONFORMS
+
+
+def test_every_divergence_is_reported_in_time_order():
+    v = check([HEADER, *HANDOVER, commit(2100, "A", 1), commit(2200, "A", 1)])
+    assert v.status == DIVERGENT and [d.record["t_ms"] for d in v.divergences] == [2100, 2200]
+    assert v.divergence == v.divergences[0]

@@ -402,3 +402,50 @@ def test_opaque_metadata_is_incomplete():
     verdict = members.check(b.trace(), None)
     assert verdict.status == INCOMPLETE
     assert verdict.uninterpreted == ("line 3: the JoinGroup metadata is opaque bytes (not the consumer protocol)",)
+
+
+@pytest.mark.spec("R15", "R22", "R23")
+def test_a_stale_claim_does_not_hide_the_double_assignment_behind_it():
+    """Issue 43: conform reports every divergence. A, expelled while paused, rejoins
+    still claiming what it lost (R15); the side resynchronises on the model's own
+    JoinGroup, A owning what it claimed (its next JoinGroup, under the new member.id,
+    then matches), and goes on, so the leader's assignment to A of partitions B
+    claims at a newer generation (R23, claims weighed by generation, R22) is
+    reported too: what kafka-python's stale claim could lead to (README, Findings)."""
+    b = Build().alone()  # A-1 owns t-0..t-3 at generation 1
+    b.open("c2")
+    b.join("c2", "", response=b.joined("B-1", -1, "", error="MEMBER_ID_REQUIRED"))
+    b.join("c2", "B-1", response=b.joined("B-1", 2, "B-1", [("B-1", (), -1)]))  # A paused and expelled
+    b.sync("c2", "B-1", 2, [("B-1", range(PARTITIONS))], given=range(PARTITIONS))
+    b.heartbeat("c1", "A-1", 1, error="UNKNOWN_MEMBER_ID")  # A resumes
+    stale = len(b.lines) + 1
+    b.join("c1", "", owned=range(PARTITIONS), generation=1,
+           response=b.joined("A-2", -1, "", error="MEMBER_ID_REQUIRED"))
+    b.join("c1", "A-2", owned=range(PARTITIONS), generation=1, response=None)
+    b.heartbeat("c2", "B-1", 2, error="REBALANCE_IN_PROGRESS")
+    b.join("c2", "B-1", owned=range(PARTITIONS), generation=2, response=b.joined(
+        "B-1", 3, "B-1", [("A-2", range(PARTITIONS), 1), ("B-1", range(PARTITIONS), 2)]))
+    double = len(b.lines) + 1
+    b.sync("c2", "B-1", 3, [("A-2", [0, 1]), ("B-1", [2, 3])], given=[2, 3])
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == DIVERGENT
+    assert [(d.line, d.rule) for d in verdict.divergences] == [(stale, "R15"), (double, "R23")]
+    assert verdict.divergence == verdict.divergences[0] and verdict.figures["skipped_resynchronising"] == 0
+    assert verdict.divergences[1].record["api"] == "SyncGroup"
+
+
+def test_a_request_the_model_sends_nothing_for_says_why():
+    """Issue 43: "the model allows nothing" names the states the member can be in."""
+    b = Build().alone()
+    b.join("c1", "A-1", owned=range(PARTITIONS), generation=1,  # nothing asked it to rejoin
+           response=b.joined("A-1", 2, "A-1", [("A-1", range(PARTITIONS), 1)]))
+    verdict = members.check(b.trace(), None)
+    (why,) = verdict.divergence.expected
+    assert why.startswith("nothing: in none of the") and "STABLE as 'A-1' at generation 1" in why
+    assert "nothing to send (no error, revocation or rebalance asks it to rejoin)" in why
+    # the side takes the JoinGroup as sent and goes on: the round it began conforms
+    b.sync("c1", "A-1", 2, [("A-1", range(PARTITIONS))], given=range(PARTITIONS))
+    b.heartbeat("c1", "A-1", 2)
+    b.commit("c1", "A-1", 2, [0])
+    verdict = members.check(b.trace(), None)
+    assert len(verdict.divergences) == 1 and verdict.figures["skipped_resynchronising"] == 0

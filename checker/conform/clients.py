@@ -21,8 +21,13 @@ never shorter than the real one. Against those intervals:
   two owners.
 - ``exclusive_processing``: two members' intervals of one partition overlap.
   Expected under pauses (a zombie processes on until it learns it was expelled,
-  README "Why exclusive_processing is violated"), so it is reported (figures),
-  never a divergence.
+  README "Why exclusive_processing is violated"): an overlap that begins or goes
+  on while one of the two members is paused (between its ``paused`` and
+  ``resumed`` markers, widened by the skew) is reported (figures), not a
+  divergence. One during which neither was paused is DIVERGENT: the model's
+  members process a partition twice only as zombies (spec/SPEC.md section 7), so
+  a member that resumed, lost its partitions and was given them again while
+  another still owned them is double ownership no pause explains.
 
 An ``unknown`` commit outcome may have been accepted or not: it is never part of a
 violation. Commits are only judged by outcome and time; a lost record (a member
@@ -188,7 +193,8 @@ def check(sources, options: Mapping | None = None) -> Verdict:
     ``{"skew_ms": N}``, the most two writers' clocks may differ (ms, default 0):
     intervals are widened by it before a commit is called outside its member's
     ownership, and overlaps narrowed by it before two commits are called shared.
-    Returns a Verdict: DIVERGENT naming ``exclusive_ownership``, else CONFORMS;
+    Returns a Verdict: DIVERGENT naming ``exclusive_ownership`` or
+    ``exclusive_processing`` (every divergence, in time order), else CONFORMS;
     ``figures`` counts records, members, intervals, commits by outcome, and lists the
     ``exclusive_processing`` overlaps (partition, members, from/to ms, the members
     paused meanwhile). Raises ObservedError (exit 2) for malformed input."""
@@ -199,16 +205,17 @@ def check(sources, options: Mapping | None = None) -> Verdict:
     for i in intervals:
         by_partition.setdefault(i.partition, []).append(i)
     commits = [r for r in records if r.data["event"] == "commit"]
-    found = _outside(commits, by_partition, skew) + _shared(commits, by_partition, skew)
-    overlaps = _overlaps(by_partition, records)
+    overlaps = _overlaps(by_partition, records, skew)
+    found = _outside(commits, by_partition, skew) + _shared(commits, by_partition, skew) + \
+        _unpaused(overlaps, by_partition)
     figures = {"records": len(records), "members": len({r.data["member"] for r in records}),
                "intervals": len(intervals),
                "commits": {o: sum(r.data["outcome"] == o for r in commits) for o in ("ok", "error", "unknown")},
                "exclusive_processing": overlaps}
     if not found:
         return Verdict(CONFORMS, len(records), RULES, figures=figures)
-    _, divergence = min(found, key=lambda f: f[0])
-    return Verdict(DIVERGENT, len(records), RULES, divergence=divergence, figures=figures)
+    ordered = tuple(d for _, d in sorted(found, key=lambda f: f[0]))
+    return Verdict(DIVERGENT, len(records), RULES, divergence=ordered[0], figures=figures, divergences=ordered)
 
 
 def _span(r: Record) -> tuple:
@@ -274,19 +281,52 @@ def _shared_interval(intervals, a: Record, b: Record, skew):
     return None
 
 
-def _overlaps(by_partition, records) -> list:
-    paused = [r for r in records if r.data["event"] in ("paused", "resumed")]
+def pauses(records) -> dict:
+    """``{member: [(paused ms, resumed ms or INF), ...]}`` from the markers, in time order."""
+    out: dict = {}
+    for r in records:
+        event, m = r.data["event"], r.data["member"]
+        if event == "paused":
+            out.setdefault(m, []).append([r.data["t_ms"], INF])
+        elif event == "resumed" and out.get(m) and out[m][-1][1] == INF:
+            out[m][-1][1] = r.data["t_ms"]
+    return {m: [tuple(x) for x in spans] for m, spans in out.items()}
+
+
+def _overlaps(by_partition, records, skew=0) -> list:
+    """Every overlap of two members' intervals of one partition, with the members
+    paused during it (a pause, widened by ``skew``, that meets the overlap)."""
+    paused = pauses(records)
     out = []
     for p, intervals in sorted(by_partition.items()):
         for k, a in enumerate(intervals):
             for b in intervals[k + 1:]:
                 lo, hi = max(a.start, b.start), min(a.end, b.end)
                 if a.member != b.member and lo < hi:
-                    zombies = sorted({r.data["member"] for r in paused if r.data["member"] in (a.member, b.member)
-                                      and r.data["t_ms"] <= hi})
+                    zombies = sorted(m for m in {a.member, b.member}
+                                     if any(start - skew <= hi and lo <= end + skew for start, end in paused.get(m, ())))
                     out.append({"partition": p, "members": [a.member, b.member], "from_ms": lo,
                                 "to_ms": None if hi == INF else hi, "paused": zombies})
     return out
+
+
+def _unpaused(overlaps, by_partition) -> list:
+    """An overlap during which neither member was paused: a divergence."""
+    found = []
+    for o in overlaps:
+        if o["paused"]:
+            continue
+        p, (a, b), lo = o["partition"], o["members"], o["from_ms"]
+        hi = INF if o["to_ms"] is None else o["to_ms"]
+        opened = [i.opened for i in by_partition[p] if i.member in (a, b) and i.start <= lo < i.end]
+        last = max(opened, key=lambda r: r.data["t_ms"])
+        found.append(((lo, last.where), Divergence(
+            last.line, last.data, "clients", "exclusive_processing",
+            (f"{p} owned by one member at a time, or by two only while one of them is paused (a zombie)",),
+            f"{last.where}: {p} owned by both {a} and {b} from {_ms(lo)} to {_ms(hi)}, neither paused meanwhile: "
+            "double ownership no pause explains",
+            tuple((r.line, r.data) for r in opened))))
+    return found
 
 
 def _ms(t: float) -> str:

@@ -33,9 +33,14 @@ observations; between them the coordinator takes silent steps:
 A frontier of candidate states (deduplicated) is kept per group; those that
 cannot produce a response as recorded are dropped. A group whose first request
 names a member.id (or that a restart loaded) existed before the trace began: a
-divergence there is INCOMPLETE, its starting state being unknown. The first response no
-candidate matches is the divergence, with the rule that decides it
-(``RULES``, spec/SPEC.md section 10). A ``restart`` record resumes each group
+divergence there is INCOMPLETE, its starting state being unknown. A response no
+candidate matches is a divergence, with the rule that decides it
+(``RULES``, spec/SPEC.md section 10). The side then resynchronises: the candidates
+that had this response ready go on with the model's own answer in its place, and
+the group's responses the model cannot give are skipped, not reported, until one
+matches again; every divergence found so is reported. A group with no candidate
+to go on from (the model held the request, or an expiry or injected input no
+candidate could take) is judged no further. A ``restart`` record resumes each group
 from what the model stored last (``stored``, R37), every session timer
 restarted. OffsetFetch and DescribeGroups read state the model does not keep
 (offsets, descriptions): they are counted, not judged.
@@ -64,7 +69,7 @@ from .trace import Trace
 # the answer to an OffsetCommit naming no partition the broker hosts: the broker
 # answers it (UNKNOWN_TOPIC_OR_PARTITION for each) and the coordinator never sees it
 NOT_HOSTED = OffsetCommitResponse(Error.NONE)
-from .verdict import CONFORMS, DIVERGENT, INCOMPLETE, Divergence, Verdict
+from .verdict import CONFORMS, DIVERGENT, INCOMPLETE, Divergence, Verdict, divergent
 
 SIDE = "coordinator"
 UNKNOWN_ID = -1  # a member.id string the coordinator never handed out (impl/coordinator.py's UNKNOWN_ID)
@@ -532,22 +537,30 @@ class _Group:
         return self._resolve(line, t, take)
 
     def respond(self, line: int, record: dict):
-        """Match a response record. Returns (matched, expected readable responses, rule key)."""
+        """Match a response record. Returns (matched, expected readable responses, rule
+        key, the earliest cause); when nothing matches, ``self.adopted`` holds the
+        candidates that gave their own answer instead, that answer taken (the
+        resynchronisation's frontier)."""
         conn, cid, t = record["connection"], record["correlation_id"], record["t_ms"]
         options = self.side.options
         matched, expected, keys, causes = [], [], [], []
         held = False
+        self.adopted = {}
+        why = set()  # why a candidate has no answer to compare, when none has one
 
         def visit(c: Candidate) -> bool:
             nonlocal held
             waiting = c.awaiting.get(conn)
             head = waiting[0] if waiting else None
             if head is None or head[0].correlation_id != cid:
+                why.add("an earlier request on this connection is unanswered" if head else
+                        "the request is not on its connection")
                 return False
             if head[1] is None:
                 held = True
                 return False
             if self._must_fire(c, t):
+                why.add("a timer is past its deadline and must fire first")
                 return False  # a timer should have fired first: only its successors count
             n = c.copy()
             at, cause = c.produced.get((conn, cid), (t, ""))
@@ -560,13 +573,17 @@ class _Group:
                 if text not in expected:
                     expected.append(text)
                     keys.append(diff)
-                return True
-            diff = self.match(n, head[0], head[1], record["body"])
-            if diff is None:
                 n.awaiting[conn] = n.awaiting[conn][1:]
                 n.produced.pop((conn, cid), None)
+                self.adopted.setdefault(n.key(), n)
+                return True
+            diff = self.match(n, head[0], head[1], record["body"])
+            n.awaiting[conn] = n.awaiting[conn][1:]
+            n.produced.pop((conn, cid), None)
+            if diff is None:
                 matched.append(n)
             else:
+                self.adopted.setdefault(n.key(), n)
                 text = self.readable(c, head[0].api, head[1])
                 if text not in expected:
                     expected.append(text)
@@ -587,6 +604,9 @@ class _Group:
         if not expected and held:
             expected.append(f"no {record['api']} response yet: the model holds this request")
             keys.append("held")
+        elif not expected:
+            expected.append(f"nothing: in no state the model's coordinator can reach before t_ms {t} is this "
+                            f"{record['api']} answered ({'; '.join(sorted(why)) or 'no state reaches it'})")
         return False, tuple(expected), (keys[0] if keys else None), min(causes, default=None)
 
     def _causes(self, c: Candidate, target: Request) -> list:
@@ -834,6 +854,29 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
     context: dict = {}
     unknown_start: dict = {}  # group id -> why the coordinator side cannot know where it started
     injected: set = set()  # (connection, correlation id) of requests a fault answered (impl/faults.py)
+    found: list = []  # every divergence
+    last_state: dict = {}  # group id -> the last matching state before its first divergence
+    group_of: dict = {}  # a divergence's line -> its group id
+    resyncing: set = set()  # groups since a divergence, until a response matches again
+    lost: set = set()  # groups with no candidate to go on from after a divergence: judged no further
+    skipped = 0
+
+    def stop(uninterpreted: tuple, figures: dict) -> Verdict:
+        """The verdict when the search cannot go on: INCOMPLETE, or DIVERGENT with what was found."""
+        if found:
+            return divergent(checked, rules, found, figures | {"incomplete": list(uninterpreted)})
+        return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=uninterpreted, figures=figures)
+
+    def diverge(gid: str, div: Divergence, go_on: bool) -> None:
+        nonlocal skipped
+        if gid in resyncing:
+            skipped += 1
+        else:
+            found.append(div)
+            group_of[div.line] = gid
+        resyncing.add(gid)
+        if not go_on:
+            lost.add(gid)
     for line, record in trace.records:
         kind = record["type"]
         if kind == "request":
@@ -847,6 +890,9 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 continue
             r = side.prepared.request(line, record)
             gid = r.body["group_id"]
+            if gid in lost:
+                requests[(r.conn, r.correlation_id)] = None
+                continue
             if gid not in side.groups:
                 named = [r.body["member_id"]] if "member_id" in r.body else [m["member_id"] for m in r.body["members"]]
                 if any(named):  # the group's first request names a member this trace never saw handed out
@@ -870,17 +916,18 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                     if g is None:  # a group this trace never saw: nothing to hold it to
                         continue
                     context[gid].append((line, record))
+                    if gid in lost:
+                        continue
                     try:
                         ok = g.delete(line, record["t_ms"], error)
                     except _Bound as e:
-                        return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
-                                       figures={"not_judged": not_judged, "bound": options.max_candidates})
+                        return stop((str(e),), {"not_judged": not_judged, "bound": options.max_candidates})
                     if not ok:
-                        return Verdict(DIVERGENT, checked, frozenset(rules), divergence=Divergence(
+                        diverge(gid, Divergence(
                             line, record, SIDE, "R44", (f"group {gid!r}: only an Empty group is deleted, and "
                                                         "a known one is never GROUP_ID_NOT_FOUND",),
                             f"the coordinator answered DeleteGroups of {gid!r} with {error}, which the model's "
-                            "group there cannot give (R44)", tuple(context[gid])), figures={"not_judged": not_judged})
+                            "group there cannot give (R44)", tuple(context[gid])), False)
                 checked += 1
                 continue
             gid, r = entry
@@ -889,12 +936,10 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
             try:
                 ok, expected, key, cause = g.respond(line, record)
             except _Bound as e:
-                return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
-                               figures={"not_judged": not_judged, "bound": options.max_candidates})
+                return stop((str(e),), {"not_judged": not_judged, "bound": options.max_candidates})
             if not ok and gid in unknown_start:
-                return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(
-                    unknown_start[gid], f"line {line}: so this {r.api} response cannot be judged"),
-                    figures={"not_judged": not_judged})
+                return stop((unknown_start[gid], f"line {line}: so this {r.api} response cannot be judged"),
+                            {"not_judged": not_judged})
             if not ok:
                 rule = rule_for(r.api, key, r.body)
                 reason = (f"the model's coordinator cannot give this {r.api} response here "
@@ -904,9 +949,14 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                     rule = rule_for(cr.api, ckey, cr.body)
                     reason += (f"; the cause is earlier: the model answers the {cr.api} request of line {cr.line} "
                                f"otherwise (it differs in {ckey}; {rule})")
-                div = Divergence(line, record, SIDE, rule, expected, reason, tuple(context[gid]))
-                return Verdict(DIVERGENT, checked, frozenset(rules), div,
-                               figures={"not_judged": not_judged, "last_state": g.last_state()})
+                if gid not in resyncing:
+                    last_state[gid] = g.last_state()
+                diverge(gid, Divergence(line, record, SIDE, rule, expected, reason, tuple(context[gid])),
+                        bool(g.adopted))
+                if g.adopted:
+                    g.frontier = list(g.adopted.values())
+                continue
+            resyncing.discard(gid)
             checked += 1
             rules.update(_exercised(r.api, record["body"]))
             for c in g.frontier:
@@ -923,35 +973,37 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 if g is None:
                     continue
                 context[gid].append((line, record))
+                if gid in lost:
+                    continue
                 try:
                     removable = g.expire(line, record["t_ms"])
                 except _Bound as e:
-                    return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
-                                   figures={"not_judged": not_judged, "bound": options.max_candidates})
+                    return stop((str(e),), {"not_judged": not_judged, "bound": options.max_candidates})
                 if not removable:
-                    return Verdict(DIVERGENT, checked, frozenset(rules), divergence=Divergence(
+                    diverge(gid, Divergence(
                         line, record, SIDE, "R43", (f"group {gid!r} stays: the model removes only an Empty group",),
                         f"the coordinator removed group {gid!r}, which the model says is not Empty (R43)",
-                        tuple(context[gid])), figures={"not_judged": not_judged})
+                        tuple(context[gid])), False)
             checked += 1
         elif kind == "fault":
             fault = record["fault"]
             if fault == "error":  # the fault layer answered the request after this record: not the model
                 injected.add((record["connection"], record["correlation_id"]))
-            elif fault in INJECTED_INPUTS and record["group"] in side.groups:
+            elif fault in INJECTED_INPUTS and record["group"] in side.groups and record["group"] not in lost:
                 gid = record["group"]
                 rule, event_of = INJECTED_INPUTS[fault](record)
                 context[gid].append((line, record))
                 try:
                     taken = side.groups[gid].inject(line, record["t_ms"], event_of)
                 except _Bound as e:
-                    return Verdict(INCOMPLETE, checked, frozenset(rules), uninterpreted=(str(e),),
-                                   figures={"not_judged": not_judged, "bound": options.max_candidates})
+                    return stop((str(e),), {"not_judged": not_judged, "bound": options.max_candidates})
                 if not taken:
-                    return Verdict(DIVERGENT, checked, frozenset(rules), divergence=Divergence(
-                        line, record, SIDE, rule, ("no state that has processed every request before it",),
+                    diverge(gid, Divergence(
+                        line, record, SIDE, rule, ("nothing: no state that has processed every request before it "
+                                                   "can take it",),
                         f"the injected {fault} cannot follow the requests recorded before it ({rule})",
-                        tuple(context[gid])), figures={"not_judged": not_judged})
+                        tuple(context[gid])), False)
+                    continue
                 rules.add(rule)
                 checked += 1
             # delay, drop, coordinator_away/back, pause, resume: the network's and the handler's,
@@ -969,5 +1021,9 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 unknown_start[gid] = f"line {line}: group {gid!r} was loaded from a store this trace did not " \
                                      "record: its state then is unknown"
             checked += 1
-    return Verdict(CONFORMS, checked, frozenset(rules), figures={"not_judged": not_judged,
-                                                                 "groups": len(side.groups)})
+    figures = {"not_judged": not_judged, "groups": len(side.groups)}
+    if found:
+        first = min(d.line for d in found)
+        return divergent(checked, rules, found, figures | {"last_state": last_state.get(group_of[first]),
+                                                            "skipped_resynchronising": skipped})
+    return Verdict(CONFORMS, checked, frozenset(rules), figures=figures)

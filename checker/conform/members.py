@@ -96,7 +96,7 @@ from rebalance.model.protocol import (
 from ..kafka_json import Codec
 from ..render import bracket
 from ..vectors_run import check_assignment
-from .verdict import CONFORMS, DIVERGENT, INCOMPLETE, Divergence, Verdict
+from .verdict import CONFORMS, INCOMPLETE, Divergence, Verdict, divergent
 
 COOPERATIVE_PROTOCOLS = frozenset({"cooperative-sticky"})
 MAIN_LINE = ("JoinGroup", "SyncGroup", "LeaveGroup")
@@ -141,6 +141,9 @@ class Client:
         self.records: list = []
         self.round_members = ()
         self.signal = None  # (api, error) of the last error response: what the next JoinGroup answers
+        # since a divergence, until the model can send a request of this client again: the client's requests
+        # the model cannot send are skipped, not reported (they follow from the divergence)
+        self.resyncing = False
 
 
 def _option(options, name: str, default):
@@ -149,9 +152,10 @@ def _option(options, name: str, default):
 
 def check(trace, options=None) -> Verdict:
     """Hold every client's requests in ``trace`` against the model's member handler.
-    Returns a Verdict: DIVERGENT with the first request no candidate state could
-    send (its line, the rule, what the model would have sent), INCOMPLETE naming
-    what could not be read, CONFORMS otherwise. Sources: see the module docstring."""
+    Returns a Verdict: DIVERGENT with every request no candidate state could send
+    (its line, the rule, what the model would have sent, or why nothing), each
+    client resynchronised after a divergence (``_resync``), INCOMPLETE naming what
+    could not be read, CONFORMS otherwise. Sources: see the module docstring."""
     return _Checker(trace.header, _option(options, "max_candidates", 256)).run(trace.records)
 
 
@@ -174,7 +178,9 @@ class _Checker:
         self.uninterpreted: list = []
         self.rules: set = set()
         self.checked = 0
-        self.figures = {"clients": 0, "requests": 0, "abstracted_heartbeats": 0, "leader_assignments": 0}
+        self.figures = {"clients": 0, "requests": 0, "abstracted_heartbeats": 0, "leader_assignments": 0,
+                        "skipped_resynchronising": 0}
+        self.divergences: list = []
 
     # --- the walk -------------------------------------------------------------------
     def run(self, records) -> Verdict:
@@ -194,13 +200,12 @@ class _Checker:
                 self.uninterpreted.append(f"line {line}: {e}")
                 continue
             if divergence is not None:
-                return self._verdict(DIVERGENT, divergence)
-        return self._verdict(INCOMPLETE if self.uninterpreted else CONFORMS)
-
-    def _verdict(self, status: str, divergence=None) -> Verdict:
+                self.divergences.append(divergence)
         self.figures["clients"] = len(self.clients)
-        return Verdict(status, self.checked, frozenset(self.rules), divergence,
-                       tuple(self.uninterpreted) if status == INCOMPLETE else (), dict(self.figures))
+        if self.divergences:
+            return divergent(self.checked, self.rules, self.divergences, dict(self.figures))
+        return Verdict(INCOMPLETE if self.uninterpreted else CONFORMS, self.checked, frozenset(self.rules), None,
+                       tuple(self.uninterpreted), dict(self.figures))
 
     def _owner(self, rec):
         if rec["type"] == "response":
@@ -452,13 +457,19 @@ class _Checker:
         if not accepted:
             expected = sorted({self._text(client.cfg, c.pending[0]) for c in seen
                                if c.pending and _api(c.pending[0]) == api})
-            return self._diverge(client, line, rec, observed, expected, seen)
-        if api == "SyncGroup" and observed[3]:
-            divergence = self._leader(client, line, rec, observed, {c.inflight[0] for c in accepted})
-            if divergence is not None:
-                return divergence
+            divergence = None if client.resyncing else self._diverge(client, line, rec, observed, expected, seen)
+            # the model's own request of this API taken as the one sent (a JoinGroup's member owning what the
+            # client claimed: the client's word for what it owns); failing that, the observed request sent
+            # from every state reached (a JoinGroup or SyncGroup), or every state reached
+            self._resync(client, {self._as_sent(c, observed) for c in seen
+                                  if c.pending and _api(c.pending[0]) == api}
+                         or {self._forced(c, observed) for c in seen if api != "LeaveGroup"} or seen)
+            return divergence
+        client.resyncing = False
         client.candidates = accepted
         self._exercised(client, observed, accepted)
+        if api == "SyncGroup" and observed[3]:
+            return self._leader(client, line, rec, observed, {c.inflight[0] for c in accepted})
         return None
 
     def _side(self, client: Client, line: int, rec: dict, observed: tuple):
@@ -476,7 +487,10 @@ class _Checker:
         accepted, seen = self._search(client, api, accept)
         if not accepted:
             expected = sorted({self._identity_text(client.cfg, api, c.consumer) for c in seen})
-            return self._diverge(client, line, rec, observed, expected, seen)
+            divergence = None if client.resyncing else self._diverge(client, line, rec, observed, expected, seen)
+            self._resync(client, client.candidates)  # a Heartbeat or OffsetCommit changes no state
+            return divergence
+        client.resyncing = False
         if api == "Heartbeat" and not any(self._stable_after(client.cfg, c, member_id, generation) for c in accepted):
             self.figures["abstracted_heartbeats"] += 1
         client.candidates = accepted
@@ -522,6 +536,47 @@ class _Checker:
         return Divergence(line, rec, "members", rule, expected,
                           f"the leader's assignments break {rule}: {'; '.join(failures)}", tuple(client.records))
 
+    @staticmethod
+    def _as_sent(cand: Candidate, observed: tuple) -> Candidate:
+        """``cand`` having sent its next request in the observed one's place: a
+        JoinGroup's claim (owned partitions, their generation) becomes what the
+        member owns."""
+        cand = cand._replace(pending=cand.pending[1:], inflight=(cand.pending[0],))
+        if observed[0] != "JoinGroup":
+            return cand
+        owned, generation = observed[3], observed[4]
+        c = cand.consumer
+        return cand._replace(consumer=c._replace(owned=owned, owned_generation=(
+            NO_GENERATION if not owned else c.owned_generation if generation is None else generation)))
+
+    @staticmethod
+    def _forced(cand: Candidate, observed: tuple) -> Candidate:
+        """``cand`` having sent the observed JoinGroup or SyncGroup, which the model's
+        member would not have: joining (owning what it claims) or syncing under the
+        member.id and generation it names."""
+        c = cand.consumer._replace(heartbeat_inflight=False)
+        if observed[0] == "JoinGroup":
+            _, member_id, instance, owned, generation = observed
+            generation = NO_GENERATION if not owned else c.owned_generation if generation is None else generation
+            sent = JoinGroup(member_id, Subscription(owned, generation), instance)
+            c = c._replace(phase=MemberPhase.JOINING, member_id=member_id, leader=False, owned=owned,
+                           owned_generation=generation)
+        else:
+            _, member_id, generation, assignments = observed
+            sent = SyncGroup(member_id, generation, tuple((m, Assignment(a)) for m, a in assignments))
+            c = c._replace(phase=MemberPhase.SYNCING, member_id=member_id, generation=generation)
+        return cand._replace(consumer=c, pending=(), inflight=(sent,))
+
+    def _resync(self, client: Client, candidates) -> None:
+        """After a request the model cannot send (reported, or skipped while the client
+        resynchronises): the client goes on from ``candidates``, and its requests are
+        skipped until the model can send one of them again."""
+        if not client.resyncing:
+            client.resyncing = True
+        else:
+            self.figures["skipped_resynchronising"] += 1
+        client.candidates = set(candidates)
+
     # --- reporting ---------------------------------------------------------------------
     def _exercised(self, client: Client, observed: tuple, accepted) -> None:
         api = observed[0]
@@ -551,11 +606,34 @@ class _Checker:
             elif any(c.consumer.phase == MemberPhase.STABLE and owned == c.consumer.owned for c in seen):
                 rule = "R18"  # rejoins though its last assignment revoked nothing
         if not expected:
-            expected = ["nothing: no state the model's member can be in sends this request"]
+            expected = [self._nothing(client, api, seen)]
         reason = f"no state of the model's member could send this {api}" + (
             " after membership was lost (UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION / FENCED_INSTANCE_ID)"
             if rule == "R15" else "")
         return Divergence(line, rec, "members", rule, tuple(expected), reason, tuple(client.records))
+
+    def _nothing(self, client: Client, api: str, seen) -> str:
+        """Why the model's member sends no ``api`` here: the states it can be in,
+        what each waits for or would send next (a few, sorted)."""
+        states = sorted({self._state_text(client.cfg, c) for c in seen})
+        more = f"; and {len(states) - 4} more" if len(states) > 4 else ""
+        return (f"nothing: in none of the {len(states)} states the model's member can be in here does it send a "
+                f"{api}: " + "; ".join(states[:4]) + more)
+
+    def _state_text(self, cfg: GroupConfig, cand: Candidate) -> str:
+        c = cand.consumer
+        who = "" if c.member_id == NO_MEMBER_ID else \
+            f" as {self.ids.member_names.get(c.member_id)!r} at generation {c.generation}"
+        owns = bracket(cfg.partition_name(p) for p in partitions_of(c.owned))
+        if cand.inflight:
+            doing = f"waits for its {_api(cand.inflight[0])} response"
+        elif cand.pending:
+            doing = f"sends {_api(cand.pending[0])} next"
+        elif cand.queue:
+            doing = f"{len(cand.queue)} response(s) unread"
+        else:
+            doing = "has nothing to send (no error, revocation or rebalance asks it to rejoin)"
+        return f"{c.phase.name}{who} owning {owns}, {doing}"
 
     def _text(self, cfg: GroupConfig, req) -> str:
         """A model request in Kafka's terms, one line."""

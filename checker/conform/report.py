@@ -19,14 +19,18 @@ COORDINATOR = "coordinator"
 
 def summary(path: str, side: str, verdict: Verdict, records: int, seconds: float, files=None) -> dict:
     """The ``--json`` object: {verdict, side, trace, records, records_checked, rules,
-    divergence: {line, rule, reason, expected, record, files: {svg, json}} or None,
-    uninterpreted, seconds, figures}."""
+    divergence: {line, rule, reason, expected, record, files: {svg, json}} or None (the
+    first), divergences: [{line, side, rule, reason, expected, record}] (every one, in
+    trace order), uninterpreted, seconds, figures}."""
     d = verdict.divergence
     return {"verdict": verdict.status, "side": side, "trace": path, "records": records,
             "records_checked": verdict.records_checked, "rules": sorted(verdict.rules, key=_rule_order),
             "divergence": None if d is None else {
                 "line": d.line, "side": d.side, "rule": d.rule, "reason": d.reason, "expected": list(d.expected),
                 "record": d.record, "files": files or {"svg": None, "json": None}},
+            "divergences": [{"line": x.line, "side": x.side, "rule": x.rule, "reason": x.reason,
+                             "expected": list(x.expected), "record": x.record}
+                            for x in (verdict.divergences or ((d,) if d else ()))],
             "uninterpreted": list(verdict.uninterpreted), "seconds": round(seconds, 3),
             "figures": verdict.figures}
 

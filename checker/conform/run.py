@@ -27,7 +27,7 @@ from pathlib import Path
 from ..files import atomic_write
 from . import report
 from .trace import TraceError, read
-from .verdict import CONFORMS, DIVERGENT, EXIT_CODE, INCOMPLETE, Verdict
+from .verdict import CONFORMS, DIVERGENT, EXIT_CODE, INCOMPLETE, Verdict, divergent
 
 SIDES = ("coordinator", "members", "both", "clients")
 MALFORMED = "malformed"
@@ -42,10 +42,9 @@ def check(trace, side: str, options: dict) -> Verdict:
     verdicts = [check(trace, s, options) for s in ("coordinator", "members")]
     rules = frozenset().union(*(v.rules for v in verdicts))
     checked = max(v.records_checked for v in verdicts)
-    divergent = [v for v in verdicts if v.status == DIVERGENT]
-    if divergent:
-        first = min(divergent, key=lambda v: v.divergence.line)
-        return first._replace(rules=rules, records_checked=checked)
+    found = [d for v in verdicts if v.status == DIVERGENT for d in v.divergences]
+    if found:
+        return divergent(checked, rules, found, {s: v.figures for s, v in zip(("coordinator", "members"), verdicts)})
     uninterpreted = tuple(x for v in verdicts for x in v.uninterpreted)
     status = INCOMPLETE if any(v.status == INCOMPLETE for v in verdicts) else CONFORMS
     return Verdict(status, checked, rules, uninterpreted=uninterpreted,
