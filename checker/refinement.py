@@ -73,7 +73,7 @@ class Refinement:
         self._views: dict = {}  # part ids of a state -> view id
         self._invariant: list = []  # view id -> Inv's verdict (None or why not), 0 until known
         # the engines' path (``step_rows``, ``invariant_rows``) numbers views on its own, kept only as packed
-        # keys of part-id rows (``_view_rows``): no tuple per view (the main job: 47,807 views)
+        # keys of part-id rows (``_view_rows``): no tuple per view
         self._view_of_rows = RowMemo()
         self._row_views = 0  # row view ids handed out
         self._invariant_marks = np.zeros(0, np.int64)  # row view id -> Inv: 1 holds, 2 fails, 0 not yet

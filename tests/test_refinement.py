@@ -279,7 +279,7 @@ def test_a_paused_static_member_kept_by_the_rebalance_timeout_refines():
     respects the recorded subscriptions (R23 over claims), and only members settled
     in the current generation hold anything (the inductive invariant). Every state
     up to F2's (the install that gives away what the paused member owns beyond its
-    claim, 15 steps, 13,452 states) refines; the whole space at budget 4 (F3 too)
+    claim, 15 steps) refines; the whole space at budget 4 (F3 too)
     is tests/test_kafka_findings.py's slow test."""
     from rebalance.checker.settings import resolve
     system = resolve({}, members=2, partitions=2, faults=["crash", "restart", "pause"], budget=4, static=True).system()
