@@ -117,8 +117,8 @@ def test_no_commit_fencing_is_caught_from_the_observed_log(tmp_path):
     assert code == 1 and verdict["verdict"] == "divergent", verdict
     assert verdict["divergence"]["rule"] == "exclusive_ownership" and verdict["divergence"]["record"]["member"] == "A"
     # the broker's side of the same run: the zombie's commit accepted where the model fences it (R9); judged on
-    # the coordinator's side alone, which a client's recorded departure earlier in the trace cannot mask (the
-    # side "both" stops at the first divergence: kafka-python's R13 rejoin, under load, in one CI run)
+    # the coordinator's side alone, where a client's recorded departure earlier in the trace does not come first
+    # (the side "both" names the earliest divergence: kafka-python's R13 rejoin, under load, in one CI run)
     code, verdict = conform("coordinator", server.trace)
     assert code == 1 and verdict["divergence"]["rule"] == "R9", verdict
     assert verdict["divergence"]["record"]["api"] == "OffsetCommit"
