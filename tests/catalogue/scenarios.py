@@ -313,3 +313,40 @@ def _(run, f):
     yield "DeleteGroups was answered NON_EMPTY_GROUP, then NONE once A left, then GROUP_ID_NOT_FOUND", \
         answers == ["NON_EMPTY_GROUP", "NONE", "GROUP_ID_NOT_FOUND"]
     yield "B then started the group over at generation 1", f.generations(run.marks["again"]) == [1]
+
+
+@scenario("a joining member never gets its JoinGroup answer (dropped in the network), so it sends no SyncGroup: "
+          "the pending-sync timeout (the rebalance timeout, 3 s) removes it (KAFKA-12890)",
+          variants=(JAVA_COOPERATIVE, JAVA_EAGER))
+def sync_timeout(run):
+    for name in "AB":
+        run.start(name, session_ms=10_000, max_poll_ms=3000)
+    run.wait_balanced()
+    run.mark("join")
+    run.start("C", session_ms=10_000, max_poll_ms=3000)
+    given = run.wait(lambda: run.facts().first("JoinGroup", "MEMBER_ID_REQUIRED", after=run.marks["join"], client="C"),
+                     "C to be given its member id", 30)
+    # its JoinGroup under that id is answered only once A and B rejoined: that answer is lost
+    run.proxy.inject("JoinGroup", drop=True, member=given[1]["body"]["member_id"], count=1)
+    run.wait(lambda: [g for g in run.facts().generations(run.marks["join"])
+                      if "C" not in run.facts().members_of(g)] and len(run.facts().generations(run.marks["join"])) >= 2,
+             "a generation without C after C's round", 60)
+    run.wait_balanced(timeout=90)
+
+
+@sync_timeout.situation
+def _(run, f):
+    join = run.marks["join"]
+    dropped = [r for r in f.other if r["type"] == "fault" and r["fault"] == "drop" and r["api"] == "JoinGroup"
+               and r["t_ms"] >= join]
+    gens = f.generations(join)
+    first = gens[0] if gens else None
+    yield "C's JoinGroup answer of its first round was dropped", bool(dropped) and first is not None and \
+        "C" in f.members_of(first)
+    c_synced = [q for q in f.client_requests("SyncGroup", "C") if q["body"]["generation_id"] == first]
+    yield "C sent no SyncGroup for that generation", not c_synced
+    completed = [r["t_ms"] for q, r in f.of("SyncGroup", "NONE", after=join) if q["body"]["generation_id"] == first]
+    without_c = [t for t, c, g, _ in f.joins(join) if g != first and g in gens and "C" not in f.members_of(g)]
+    waited = without_c and completed and min(without_c) - max(completed)
+    yield "a generation without C followed, about the rebalance timeout (3 s) after the others synced", \
+        bool(waited) and 2000 < waited < 9000
