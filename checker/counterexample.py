@@ -80,7 +80,10 @@ def _final_lines(cfg: GroupConfig, state) -> list:
     lines = ["group " + _group_line(cfg, state)]
     for slot in range(len(state.procs)):
         p = view[lane(slot)]
-        if "member_id" in p:
+        if "epoch" in p:  # KIP-848
+            lines.append(f"{lane(slot)} ({p['process']}) {p['member_id']} epoch {p['epoch']} "
+                         f"{p['state']} owns {bracket(p['owned'])}")
+        elif "member_id" in p:
             lines.append(f"{lane(slot)} ({p['process']}) {p['member_id']} gen {p['generation']} "
                          f"{p['phase']} owns {bracket(p['owned'])}")
         else:
@@ -90,6 +93,9 @@ def _final_lines(cfg: GroupConfig, state) -> list:
 
 def _group_line(cfg: GroupConfig, state) -> str:
     c = state_view(cfg, state)["coordinator"]
+    if "group_epoch" in c:  # KIP-848
+        members = ", ".join(f"{m}:{x['state']}@{x['epoch']}{bracket(x['assignment'])}" for m, x in c["members"].items())
+        return f"{c['state']} epoch {c['group_epoch']} target epoch {c['target_epoch']} {{{members}}}"
     members = ", ".join(f"{m}:{bracket(x['assignment'])}" for m, x in c["members"].items())
     return f"{c['phase']} gen {c['generation']} leader {c['leader']} {{{members}}}"
 

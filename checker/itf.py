@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from rebalance.model import coordinator
 from rebalance.model.config import GroupConfig
+from rebalance.model.consumer_group.membership import NONE as NO_ASSIGNMENT, Membership
 from rebalance.model.member import subscription
 from rebalance.model.protocol import DeleteGroup, Receive, connection
 from rebalance.model.streams import StreamsMemory
@@ -39,9 +40,12 @@ CHECK_VARS = ("group", "clients", "faults_left", ACTION, PICKS)
 VECTOR_VARS = ("group", "responses", ACTION, PICKS)
 # Codec JSON fields that are sets, maps (JSON object keyed by a name) and optional values
 SET_FIELDS = frozenset({"owned_partitions", "partitions", "assigned", "deferred", "pending_member_ids",
-                        "previous"})
-MAP_FIELDS = {"member_ids_issued": None, "committed_while_shared_with": "partitions", "clients": None}  # -> values
-OPTION_FIELDS = frozenset({"group_instance_id", "consumer"})
+                        "previous", "pending_revocation"})
+MAP_FIELDS = {"member_ids_issued": None, "committed_while_shared_with": "partitions", "clients": None,  # -> values
+              "target_assignment": "partitions", "partition_epochs": "partition_epoch"}
+OPTION_FIELDS = frozenset({"group_instance_id", "instance_id", "consumer", "membership", "partition_epoch"})
+# KIP-848's optional partition or topic sets (null: not sent, or none yet): None or Some(set)
+OPTION_SET_FIELDS = frozenset({"owned", "current", "target", "reconciling", "topics", "subscribed_topics"})
 NONE = {"tag": "None", "value": {"#tup": []}}
 
 
@@ -52,6 +56,8 @@ def value(x, field: str | None = None):
     of OPTION_FIELDS as None/Some."""
     if field in OPTION_FIELDS:
         return NONE if x is None else {"tag": "Some", "value": value(x)}
+    if field in OPTION_SET_FIELDS or (field == "assignment" and not isinstance(x, dict)):
+        return NONE if x is None else {"tag": "Some", "value": value(x if isinstance(x, list) else [x], "partitions")}
     if isinstance(x, bool) or isinstance(x, str):
         return x
     if isinstance(x, int):
@@ -101,6 +107,9 @@ def clients(codec: Codec, state: State) -> dict:
     out = {}
     for slot, p in enumerate(state.procs):
         c = p.consumer
+        if type(c) is Membership:
+            out[lane(slot)] = _kip848_client(codec, slot, p)
+            continue
         out[lane(slot)] = {
             "process": STATUS_NAMES[p.status], "connection": codec.conn(connection(slot, p.epoch)),
             "consumer": None if c is None else {
@@ -120,6 +129,27 @@ def clients(codec: Codec, state: State) -> dict:
     return out
 
 
+def _kip848_client(codec: Codec, slot: int, p) -> dict:
+    """A KIP-848 client: its membership state, member epoch, owned, current and target
+    assignments (null: none yet), and what is in flight."""
+    c = p.consumer
+    return {
+        "process": STATUS_NAMES[p.status], "connection": codec.conn(connection(slot, p.epoch)),
+        "membership": {"state": c.state.name, "member_id": codec.member(c.member_id),
+                       "group_instance_id": codec.instance(c.instance_id), "member_epoch": c.epoch,
+                       "owned_partitions": codec.parts(c.owned),
+                       "current": None if c.current == NO_ASSIGNMENT else codec.parts(c.current),
+                       "target": None if c.target == NO_ASSIGNMENT else codec.parts(c.target),
+                       "reconciling": None if c.reconciling == NO_ASSIGNMENT else codec.parts(c.reconciling),
+                       "subscribed_topics": codec.topic_names(c.topics), "regex": c.regex,
+                       "heartbeat_inflight": c.inflight},
+        "to_coordinator": [codec.encode(r) for r in p.requests],
+        "to_member": [codec.encode(r) for r in p.responses],
+        "committed": p.committed,
+        "committed_while_shared_with": {lane(t): codec.parts(m) for t, m in enumerate(p.shared) if m},
+    }
+
+
 def action_picks(codec: Codec, before: State, action: Action) -> dict:
     """The nondeterministic choices of ``action`` from ``before``: the client and its
     connection, the message (the request delivered, the response handled, the
@@ -130,6 +160,8 @@ def action_picks(codec: Codec, before: State, action: Action) -> dict:
         chosen["connection"] = codec.conn(connection(action.slot, before.procs[action.slot].epoch))
     if action.kind == "timer":
         chosen["timer"] = value(codec.encode(action.detail))
+    elif isinstance(action.detail, str):  # KIP-848: a resume that found the heartbeat timed out
+        chosen["message"] = action.detail
     elif action.detail is not None and action.kind != "scheduled":
         chosen["message"] = value(codec.encode(action.detail))
     if action.kind in ENVIRONMENT or action.kind == BOUNCE:

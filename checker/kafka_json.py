@@ -18,6 +18,8 @@ fields of model/protocol.py (``conn`` spelled ``connection``); ``decode`` invert
 from __future__ import annotations
 
 from rebalance.model import protocol as P
+from rebalance.model.consumer_group import messages as K
+from rebalance.model.consumer_group.group import ConsumerGroup, ConsumerGroupMember, group_state
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import Group, MemberMetadata
 from rebalance.model.protocol import (
@@ -33,7 +35,8 @@ MESSAGES = {cls.__name__: cls for cls in (
     P.JoinGroup, P.SyncGroup, P.Heartbeat, P.LeaveGroup, P.OffsetCommit, P.JoinGroupResponse,
     P.SyncGroupResponse, P.HeartbeatResponse, P.LeaveGroupResponse, P.OffsetCommitResponse, P.Receive,
     P.SessionTimeout, P.RebalanceTimeout, P.SyncTimeout, P.InitialRebalanceDelay, P.PendingMemberTimeout,
-    P.DeleteGroup, P.ForceRebalance, P.Reply)}
+    P.DeleteGroup, P.ForceRebalance, P.Reply, K.ConsumerGroupHeartbeat, K.ConsumerGroupHeartbeatResponse,
+    K.MemberRebalanceTimeout, K.RegexResolved, K.TopicsChanged)}
 RENAMED = {"conn": "connection"}
 # message field -> (Codec's encoder, its inverse); other fields (generations, flags,
 # the protocol name) are written as they are
@@ -43,7 +46,13 @@ FIELD_CODECS = {
     "conn": ("conn", "conn_of"), "request": ("encode", "decode"), "response": ("encode", "decode"),
     "subscription": ("subscription", "subscription_of"), "assignment": ("assignment", "assignment_of"),
     "assignments": ("assignments", "assignments_of"), "partitions": ("parts", "mask"),
+    # KIP-848 (ConsumerGroupHeartbeat): a field not sent is null
+    "instance_id": ("instance", "instance_of"), "owned": ("optional_parts", "optional_mask"),
+    "topics": ("topic_names", "topics_of"),
 }
+# a field whose codec depends on the message: ConsumerGroupHeartbeatResponse's assignment is a partition list
+CLASS_FIELD_CODECS = {(K.ConsumerGroupHeartbeatResponse, "assignment"): ("optional_parts", "optional_mask"),
+                      (K.TopicsChanged, "topics"): ("topic_names", "topics_of")}
 
 
 class Codec:
@@ -88,6 +97,23 @@ class Codec:
 
     def mask(self, names) -> int:
         return P.mask_of(self.index[n] for n in names)
+
+    def optional_parts(self, mask):
+        return None if mask is None else self.parts(mask)
+
+    def optional_mask(self, names):
+        return None if names is None else self.mask(names)
+
+    def topic_names(self, topics):
+        """A topic bitmask as its names, ``"*"`` for every topic, null for none sent."""
+        if topics is None or topics == P.ALL_TOPICS:
+            return None if topics is None else "*"
+        return [name for t, (name, _) in enumerate(self.cfg.topics) if topics >> t & 1]
+
+    def topics_of(self, names):
+        if names is None or names == "*":
+            return None if names is None else P.ALL_TOPICS
+        return P.mask_of(t for t, (name, _) in enumerate(self.cfg.topics) if name in names)
 
     # -- the consumer embedded protocol ---------------------------------------------
     def subscription(self, sub: Subscription) -> dict:
@@ -174,7 +200,7 @@ class Codec:
         if f == "members":
             return (tuple(self._member_entry_of(cls, e) for e in x) if inverse
                     else [self._member_entry(cls, m) for m in x])
-        names = FIELD_CODECS.get(f)
+        names = CLASS_FIELD_CODECS.get((cls, f)) or FIELD_CODECS.get(f)
         return x if names is None else getattr(self, names[inverse])(x)
 
     def _member_entry(self, cls, m) -> dict:
@@ -196,8 +222,39 @@ class Codec:
         return head
 
     # -- the coordinator's group --------------------------------------------------------
+    def consumer_group(self, g: ConsumerGroup) -> dict:
+        """KIP-848: the group and target assignment epochs, the target assignment, the
+        partition epochs (null: free), each member's record."""
+        return {
+            "state": K.GROUP_STATE_NAMES[group_state(g)], "group_epoch": g.epoch, "target_epoch": g.target_epoch,
+            "topics": self.topic_names(g.topics),
+            "target_assignment": {self.member(m): self.parts(p) for m, p in g.target},
+            "partition_epochs": {self.cfg.partition_name(p): (None if e == K.FREE else e)
+                                 for p, e in enumerate(g.partition_epochs)},
+            "members": [{"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id),
+                         "member_epoch": m.epoch, "previous_member_epoch": m.previous_epoch, "state": m.state.name,
+                         "assigned": self.parts(m.assigned), "pending_revocation": self.parts(m.revoking),
+                         "subscribed_topics": self.topic_names(m.topics), "regex": m.regex, "resolved": m.resolved}
+                        for m in g.members],
+        }
+
+    def consumer_group_of(self, d: dict) -> ConsumerGroup:
+        members = tuple(ConsumerGroupMember(
+            self.member_of(m["member_id"]), self.instance_of(m["group_instance_id"]), m["member_epoch"],
+            m["previous_member_epoch"], K.MemberState[m["state"]], self.mask(m["assigned"]),
+            self.mask(m["pending_revocation"]), self.topics_of(m["subscribed_topics"]), m["regex"], m["resolved"])
+            for m in d["members"])
+        epochs = tuple(K.FREE if d["partition_epochs"][self.cfg.partition_name(p)] is None
+                       else d["partition_epochs"][self.cfg.partition_name(p)] for p in range(self.cfg.num_partitions))
+        return ConsumerGroup(d["group_epoch"], d["target_epoch"], members,
+                             tuple(sorted((self.member_of(m), self.mask(p)) for m, p in d["target_assignment"].items())),
+                             epochs,
+                             self.topics_of(d["topics"]))
+
     def group(self, g: Group) -> dict:
         """The whole coordinator state (R1): what an implementation loads before a case."""
+        if type(g) is ConsumerGroup:
+            return self.consumer_group(g)
         return {
             "state": GROUP_STATE_NAMES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
             "protocol": g.protocol, "first_joiner": self.member(g.first_joiner),
@@ -212,6 +269,8 @@ class Codec:
         }
 
     def group_of(self, d: dict) -> Group:
+        if "group_epoch" in d:
+            return self.consumer_group_of(d)
         members = tuple(MemberMetadata(
             self.member_of(m["member_id"]), self.instance_of(m["group_instance_id"]), self.conn_of(m["connection"]),
             self.subscription_of(m["subscription"]), self.assignment_of(m["assignment"]), m["awaiting_join"],
@@ -225,7 +284,13 @@ class Codec:
 
     def summary(self, g: Group) -> dict:
         """What a case expects of the group after a step: state, generation, leader,
-        member ids (with group.instance.id) in the coordinator's order."""
+        member ids (with group.instance.id) in the coordinator's order; KIP-848: state,
+        epochs, each member's epoch, state and assigned partitions."""
+        if type(g) is ConsumerGroup:
+            return {"state": K.GROUP_STATE_NAMES[group_state(g)], "group_epoch": g.epoch,
+                    "target_epoch": g.target_epoch,
+                    "members": [{"member_id": self.member(m.member_id), "member_epoch": m.epoch,
+                                 "state": m.state.name, "assigned": self.parts(m.assigned)} for m in g.members]}
         return {"state": GROUP_STATE_NAMES[g.phase], "generation": g.generation, "leader": self.member(g.leader),
                 "members": [{"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id)}
                             for m in g.members]}

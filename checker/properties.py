@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
+from rebalance.model.config import KIP848
 from rebalance.model.assignors import _move_allowance, newest_echo, resolve_claims
 from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
@@ -632,7 +633,16 @@ PROPERTIES = (
 
 
 def applicable(system: System) -> tuple:
-    return tuple(p for p in PROPERTIES if p.applies(system))
+    return tuple(p for p in _table(system, "PROPERTIES") if p.applies(system))
+
+
+def _table(system: System, name: str) -> tuple:
+    """The properties (``name`` "PROPERTIES") or covers ("COVERS") of the system's protocol:
+    KIP-848's consumer protocol has its own (checker/consumer_properties.py)."""
+    if system.cfg.protocol == KIP848:
+        from . import consumer_properties
+        return getattr(consumer_properties, name)
+    return globals()[name]
 
 
 # --- covers: named situations whose reaching shows a pass is not a pass over nothing ---
@@ -643,6 +653,7 @@ class Cover(NamedTuple):
     description: str
     reached: Callable  # (System, State, Action, State) -> bool, on every step
     applies: Callable = _always
+    kinds: tuple = ()  # the action kinds that can reach it (the engines ask it of no other step); (): any
 
 
 def _reply(action, kind, error=None) -> bool:
@@ -818,7 +829,7 @@ def _returning(s: State, n: State) -> bool:
 
 
 def applicable_covers(system: System) -> tuple:
-    return tuple(c for c in COVERS if c.applies(system))
+    return tuple(c for c in _table(system, "COVERS") if c.applies(system))
 
 
 def concrete_reason(system: System, v) -> str:
@@ -828,7 +839,7 @@ def concrete_reason(system: System, v) -> str:
     counterexample replays the real ones, so its reason names them as its steps do
     (A2, not the canonical A1). A liveness reason, or one the concrete state does not
     reproduce, is kept as it is."""
-    prop = next((p for p in PROPERTIES if p.name == v.property), None)
+    prop = next((p for p in _table(system, "PROPERTIES") if p.name == v.property), None)
     if prop is None or v.loop_start is not None or len(v.path) < 1:
         return v.reason
     action, last = v.path[-1]

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import Group
-from rebalance.model.protocol import NO_GENERATION, MetadataUpdate, Subscribe, instance_name, member_name, partitions_of
+from rebalance.model.consumer_group.group import ConsumerGroup, group_state, target_of
+from rebalance.model.consumer_group.membership import NONE, Membership
+from rebalance.model.consumer_group.messages import GROUP_STATE_NAMES
+from rebalance.model.protocol import (
+    ALL_TOPICS, NO_GENERATION, MetadataUpdate, Subscribe, instance_name, member_name, partitions_of,
+)
 
 from .system import STATUS_NAMES, Action, Proc, State
 
@@ -55,6 +60,16 @@ def message(cfg: GroupConfig, msg) -> str:
                 parts.append("delay passed")
             elif x.scheduled > 0:
                 parts.append(f"delay {x.scheduled} ticks left")
+        elif x is None or f == "regex":
+            continue  # KIP-848: a field not sent (unchanged); the regex flag goes with the topics
+        elif f == "member_epoch":
+            parts.append(f"epoch {x}")
+        elif f == "owned":
+            parts.append(f"owns {bracket(partitions(cfg, x))}")
+        elif f == "topics":
+            parts.append(("regex " if msg.regex else "topics ") + _topic_names(cfg, x))
+        elif f == "assignment" and type(x) is int:
+            parts.append(bracket(partitions(cfg, x)))
         elif f == "assignment":
             parts.append(bracket(partitions(cfg, x.partitions)))
             if x.scheduled:
@@ -65,7 +80,7 @@ def message(cfg: GroupConfig, msg) -> str:
             parts.append("; ".join(f"{member_name(m)}:{bracket(partitions(cfg, a.partitions))}" for m, a in x))
         elif f == "members" and x:
             parts.append("members " + ",".join(member_name(m[0]) for m in x))
-        elif f == "group_instance_id" and x:
+        elif f in ("group_instance_id", "instance_id") and x:
             parts.append(instance_name(x))
         elif f == "skip_assignment" and x:
             parts.append("skip_assignment")
@@ -74,7 +89,42 @@ def message(cfg: GroupConfig, msg) -> str:
     return f"{name}({', '.join(parts)})"
 
 
+def _topic_names(cfg: GroupConfig, topics: int) -> str:
+    if topics == ALL_TOPICS:
+        return "all"
+    return bracket(name for t, (name, _) in enumerate(cfg.topics) if topics >> t & 1)
+
+
+def consumer_group_view(cfg: GroupConfig, g: ConsumerGroup) -> dict:
+    """KIP-848: the group's state and epochs, and each member's epochs, reconciliation
+    state, assigned, pending-revocation and target partitions."""
+    members = {}
+    for m in g.members:
+        members[member_name(m.member_id)] = {
+            "state": m.state.name, "epoch": m.epoch, "previous_epoch": m.previous_epoch,
+            "assignment": partitions(cfg, m.assigned), "pending_revocation": partitions(cfg, m.revoking),
+            "target": partitions(cfg, target_of(g, m.member_id)),
+        }
+        if m.instance_id:
+            members[member_name(m.member_id)]["instance_id"] = instance_name(m.instance_id)
+    return {"state": GROUP_STATE_NAMES[group_state(g)], "group_epoch": g.epoch, "target_epoch": g.target_epoch,
+            "members": members}
+
+
+def membership_view(cfg: GroupConfig, c: Membership) -> dict:
+    """KIP-848: a client's membership state, epoch and partitions."""
+    view = {"member_id": member_name(c.member_id), "state": c.state.name, "epoch": c.epoch,
+            "owned": partitions(cfg, c.owned)}
+    if c.target != NONE:
+        view["target"] = partitions(cfg, c.target)
+    if c.instance_id:
+        view["instance_id"] = instance_name(c.instance_id)
+    return view
+
+
 def coordinator_view(cfg: GroupConfig, g: Group) -> dict:
+    if type(g) is ConsumerGroup:
+        return consumer_group_view(cfg, g)
     members = {}
     for m in g.members:
         flags = [f for f in ("awaiting_join", "awaiting_sync", "pending_sync") if getattr(m, f)]
@@ -92,7 +142,9 @@ def coordinator_view(cfg: GroupConfig, g: Group) -> dict:
 def member_view(cfg: GroupConfig, p: Proc) -> dict:
     view = {"process": STATUS_NAMES[p.status]}
     c = p.consumer
-    if c is not None:
+    if type(c) is Membership:
+        view.update(membership_view(cfg, c))
+    elif c is not None:
         view.update({
             "member_id": member_name(c.member_id),
             "phase": c.phase.name,
@@ -131,6 +183,10 @@ def action_text(cfg: GroupConfig, a: Action) -> str:
         return f"{lane(a.slot)} sends {message(cfg, a.detail)}"
     if a.kind == "timer":
         return f"coordinator timer: {message(cfg, a.detail)}"
+    if a.kind in ("reconcile", "release"):
+        return f"{lane(a.slot)}: {a.kind}"
+    if a.kind == "resume" and a.detail:
+        return f"{lane(a.slot)}: resume, its heartbeat timed out"
     if a.kind == "scheduled":
         return f"{lane(a.slot)}: ScheduledRebalanceTimeout passed"
     if a.kind == "tick":

@@ -13,14 +13,14 @@ from pathlib import Path
 
 from rebalance.model.assignors import assign
 from rebalance.model.protocol import ALL_TOPICS, EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
-from rebalance.model.config import DEFAULT_ASSIGNOR, PROTOCOLS, REJOIN_MODES, STREAMS_VERSIONS, ConfigError, GroupConfig
+from rebalance.model.config import DEFAULT_ASSIGNOR, KIP848, PROTOCOLS, REJOIN_MODES, STREAMS_VERSIONS, ConfigError, GroupConfig
 from rebalance.model.mutations import refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
 from .situations import (Initial, initial_state, member_slot, parse_initial, parse_steps, play_prefix, slots_of,
                          static_slots)
-from .system import FAULT_KINDS, FAULTS, System
+from .system import FAULT_KINDS, FAULTS, System, build
 
 ALL_PROTOCOLS = PROTOCOLS
 ENGINES = ("local", "spark")
@@ -31,7 +31,7 @@ SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "event
 # key -> allowed keys, for unknown-key errors ([initial]'s keys: checker/situations.py parse_initial)
 SCHEMA = {
     "initial": {"owned", "generation", "leader", "static", "subscriptions"},
-    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "rejoin_flag", "connectors",
+    "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "rejoin_flag", "connectors", "regex",
               "connector_cost", "upgrade", "created_topics"},
     "members": {"initial", "joiners", "static", "subscriptions"},
     "faults": {"kinds", "budget", "resubscriptions"},
@@ -74,10 +74,10 @@ class CheckSettings:
         played exactly (ConfigError naming a step that is not enabled), is where
         every engine starts (``System(start=...)``), with the whole fault budget."""
         args = (self.group, self.members, self.joiners, self.faults, self.budget, self.static, self.spec_mutations)
-        system = System(*args)
+        system = build(*args)
         if self.initial is None:
             return system
-        return System(*args, start=play_prefix(system, initial_state(system, self.initial), self.prefix))
+        return build(*args, start=play_prefix(system, initial_state(system, self.initial), self.prefix))
 
 
 def parse_toml(path: str | Path, what: str = "configuration file") -> dict:
@@ -313,6 +313,9 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(delay, bool):
         raise ConfigError(f"group.initial_rebalance_delay must be true or false, got {delay!r}")
     refuse_inapplicable(proto, muts, assignor)
+    regex = g.get("regex", False)  # KIP-848: subscriptions by regular expression
+    if not isinstance(regex, bool):
+        raise ConfigError(f"group.regex must be true or false, got {regex!r}")
     rejoin_flag = g.get("rejoin_flag", False)
     if not isinstance(rejoin_flag, bool):
         raise ConfigError(f"group.rejoin_flag must be true or false, got {rejoin_flag!r}")
@@ -333,7 +336,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     extra.update(subscription_settings(topics, g, m, f, data.get("initial")))
     group = GroupConfig(topics=topics, protocol=proto, assignor=assignor, mutations=frozenset(muts),
                         initial_rebalance_delay=delay, max_moves=g.get("max_moves", 1), plugin=plugin, **ticks(t),
-                        rejoin_flag=rejoin_flag, **extra, **_kinds(g, connectors))
+                        rejoin_flag=rejoin_flag, **extra, **_kinds(g, connectors), **({"regex": True} if regex else {}))
     if plugin is not None:
         probe_plugin(group)
     engine = engine or "local"
@@ -343,8 +346,9 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if workers > 1 and engine != "local":
         raise ConfigError(f"--workers {workers} runs the local engine on {workers} processes; --engine {engine} "
                           f"places its partition owners on the Spark master's cores instead (--spark-master)")
+    from .consumer_properties import PROPERTIES as KIP848_PROPERTIES
     from .properties import PROPERTIES
-    names = tuple(p.name for p in PROPERTIES)
+    names = tuple(p.name for p in (KIP848_PROPERTIES if proto == KIP848 else PROPERTIES))
     fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULT_KINDS)
     # a paused member is a zombie that keeps processing: exclusive_processing is
     # expected to break (generation fencing keeps exclusive_ownership; the design brief);
@@ -354,6 +358,9 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if "events" in data:
         raise ConfigError("[[events]] are replay's steps, each followed by the settled schedule; check explores "
                           "every interleaving from [initial] after the steps of [[prefix]]: give those instead")
+    if "initial" in data and proto == KIP848:
+        raise ConfigError("[initial] and [[prefix]] describe a classic group; the consumer protocol (KIP-848) starts "
+                          "from its members joining an empty group")
     if "initial" in data:
         if members is not None or "initial" in m or "static" in m:
             raise ConfigError("[initial] names the running members and initial.static the static ones: "

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from rebalance.model import coordinator, failover, member, upgrade
-from rebalance.model.config import GroupConfig
+from rebalance.model.config import KIP848, GroupConfig
 from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer, counting, shutting_down
 from rebalance.model.protocol import (
@@ -53,8 +53,9 @@ BOUNCE = "bounce"  # a leader change outside the budget (checker/engines/churn.p
 COMMIT = "commit"  # the application commits what it owns (R41): no fairness, no budget
 # every Action kind: the system's own steps, then the application's and the environment's
 READY, SHUTDOWN = "ready", "shutdown"  # Streams: a learner's restore finishes (R55); a leaving member stops (R54)
-ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", "timer", "tick", COMMIT, READY, SHUTDOWN) + ENVIRONMENT + (
-    BOUNCE,)
+RECONCILE, RELEASE = "reconcile", "release"  # KIP-848: a reconciliation stage; a fenced member's lost callback done
+ACTION_KINDS = ("deliver", "reply", "heartbeat", "scheduled", RECONCILE, RELEASE, "timer", "tick", COMMIT, READY,
+                SHUTDOWN) + ENVIRONMENT + (BOUNCE,)
 TICK = Tick()
 COMMIT_DUE = CommitDue()
 COORDINATOR_LOST = CoordinatorLost()
@@ -181,11 +182,13 @@ class System:
             g2 = failover.recorded(group, g2)
         return g2, replies
 
+    member_handler = staticmethod(member.handle)  # the member's pure handler (model/member.py)
+
     def step_member(self, c: Consumer, event) -> tuple:
         key = (c, event)
         hit = self._member.get(key)
         if hit is None:
-            hit = self._member[key] = member.handle(self.cfg, c, event)
+            hit = self._member[key] = self.member_handler(self.cfg, c, event)
         return hit
 
     # -- composition -----------------------------------------------------------------
@@ -258,8 +261,7 @@ class System:
             procs[slot] = Proc(RUNNING, 1, consumer, (), (), metadata=self.no_proc.metadata)
         return State(formed_group(members, generation, member_id(leader_slot, 1)), tuple(procs), 0)
 
-    @staticmethod
-    def live_members(state: State) -> set:
+    def live_members(self, state: State) -> set:
         """Member ids whose connection belongs to a running process that still holds
         (or, mid-JoinGroup, is being given) that id; the others are silent (R21). A
         process that forgot its member id and is not joining (fenced, R28) speaks
@@ -268,8 +270,39 @@ class System:
         live = set()
         group = state.group
         for s, p in enumerate(state.procs):
-            live |= System.speaks_for(group, s, p)
+            live |= self.speaks_for(group, s, p)
         return live
+
+    @property
+    def whole_environment(self) -> bool:
+        """Whether some environment step acts on the group or on every slot (KIP-345's
+        faults, create-topic, a rolling upgrade's bounces): the engines then take the
+        environment's steps from ``fault_successors`` on each State."""
+        return bool(self.stages) or bool({REMOVE, FAILOVER, CREATE_TOPIC} & self.faults)
+
+    @staticmethod
+    def speaker(s: int, p: Proc):
+        """What ``speaks_for`` reads of slot ``s``'s process ``p`` (None: it speaks for
+        nobody): the engines decide which timers a slot blocks once per such key."""
+        if p.status != RUNNING:
+            return None
+        c = p.consumer
+        return (s, p.epoch, c.member_id, c.phase == MemberPhase.JOINING)
+
+    @staticmethod
+    def armed_timers(group) -> list:
+        """The coordinator's armed timers (model/coordinator.py ``armed_timers``)."""
+        return armed_timers(group)
+
+    @staticmethod
+    def ticks(p: Proc) -> bool:
+        """Whether a tick changes process ``p`` (``ticks``)."""
+        return ticks(p)
+
+    def stutters(self, group, event) -> bool:
+        """Whether the coordinator's answer to heartbeat ``event`` in ``group`` changes
+        nothing (``stutters``)."""
+        return stutters(group, *self.coord(group, event))
 
     @staticmethod
     def speaks_for(group: Group, s: int, p: Proc) -> frozenset:
@@ -397,8 +430,10 @@ class System:
         stutter): None in its place."""
         steps = self.local_steps(s, p)
         heartbeat = steps[1]
-        if heartbeat is not None and stutters(group, *self.coord(group, self.heartbeat_event(s, p, heartbeat))):
-            return steps[:1] + (None,) + steps[2:]
+        if heartbeat is not None:
+            event = self.heartbeat_event(s, p, heartbeat)
+            if event is not None and self.stutters(group, event):
+                return steps[:1] + (None,) + steps[2:]
         return steps
 
     @staticmethod
@@ -436,7 +471,7 @@ class System:
         silent (a live member would have heartbeated, rejoined or synced in time)."""
         armed = self._timers.get(state.group)
         if armed is None:
-            armed = self._timers[state.group] = tuple(armed_timers(state.group))
+            armed = self._timers[state.group] = tuple(self.armed_timers(state.group))
         live = self.live_members(state)
         return [(Action("timer", -1, ev), self.coordinator_event(state, ev))
                 for ev, waiting in armed if live.isdisjoint(waiting)]
@@ -730,6 +765,15 @@ class SendOrder:
         return q[0][0] if q else None
 
 
+def build(cfg: GroupConfig, *args, **kwargs) -> System:
+    """The System for ``cfg``'s protocol, from ``System``'s arguments: KIP-848's consumer
+    protocol is explored as checker/consumer_system.py's ConsumerSystem."""
+    if cfg.protocol == KIP848:
+        from .consumer_system import ConsumerSystem
+        return ConsumerSystem(cfg, *args, **kwargs)
+    return System(cfg, *args, **kwargs)
+
+
 SCHEDULE_LIMIT = 10_000
 
 
@@ -741,7 +785,8 @@ def settle(system: System, state: State, trace: list | None = None, timers: bool
     Appends ``(Action, State)`` to ``trace`` if given. Raises RuntimeError if it
     does not settle within SCHEDULE_LIMIT steps (a livelock in the model)."""
     order = SendOrder(state)
-    rank = {"deliver": 0, "reply": 0, "heartbeat": 1}  # messages in send order, then heartbeats
+    # messages in send order, then the members' own steps (heartbeats, KIP-848's reconciliation stages)
+    rank = {"deliver": 0, "reply": 0, RECONCILE: 1, RELEASE: 1, "heartbeat": 1}
     if timers:
         rank.update(timer=2, scheduled=2, tick=3)  # time passes when nothing else is left
     for _ in range(SCHEDULE_LIMIT):

@@ -916,8 +916,10 @@ def proxy(listen, upstream, trace_path, initial_delay_ms, min_session_ms, max_se
 @click.option("--assignor", "plugin",
               help="Your own assignor, module:function (model/assignors.py assign_plugin gives its signature): "
                    "prove its obligations instead (exhaustive up to the bound, then a hypothesis search).")
-@click.option("--protocol", type=click.Choice(["eager", "cooperative"]), default="cooperative", show_default=True,
-              help="With --assignor: the protocol it runs under (cooperative: it must withhold moving partitions).")
+@click.option("--protocol", type=click.Choice(["eager", "cooperative", "consumer"]), default="cooperative",
+              show_default=True, help="With --assignor: the protocol it runs under (cooperative: it must withhold "
+                                      "moving partitions). consumer: KIP-848's obligations instead (the server "
+                                      "assignors uniform and range, reconciliation's release rule).")
 @click.option("--examples", type=click.IntRange(1), default=prove_bounds.PLUGIN_EXAMPLES, show_default=True,
               help="With --assignor: inputs the hypothesis search tries beyond the exhaustive bound.")
 def prove_command(as_json, mutations, spec_mutations, max_members, max_partitions, max_counting_partitions, plugin,
@@ -938,6 +940,13 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     (c) the inductive invariant of spec/actions.py at a fixed size:
         init => inv, inv and next => inv', inv => exclusive_ownership.
 
+    (e) with --protocol consumer, instead: KIP-848's (spec/KIP848.md K5, K16),
+        exhaustively within the bound: uniform (exactly once, balanced, the
+        fewest moves) and range (exactly once, balanced per topic) on every
+        input, and reconciliation (a partition assigned only once released,
+        epochs within the target's) on every member record, target, holding
+        and report over 4 partitions.
+
     (d) with --assignor module:function, instead: your own assignor's
         obligations (exactly once, loads within one, never assigning a claimed
         partition), exhaustively over every input up to --max-members and
@@ -957,7 +966,7 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
     3 incomplete (z3 gave up on an obligation).
     """
     require("prove", "rebalance prove")
-    from rebalance.checker import prove
+    from rebalance.checker import consumer_prove, prove
 
     if plugin:
         max_members = prove_bounds.PLUGIN_MEMBERS if max_members is None else max_members
@@ -978,9 +987,16 @@ def prove_command(as_json, mutations, spec_mutations, max_members, max_partition
         task = progress.add_task("proving", total=None) if show else None
         sizes = (lambda name, m, n: progress.update(task, description=f"{name}: {m} members, {n} partitions")) \
             if show else None
-        chosen = prove.obligations(**run, on_size=sizes) if not plugin else prove.plugin_obligations(
-            resolve({"group": {"protocol": protocol}}, assignor=plugin).group, max_members, max_partitions,
-            examples=examples)
+        if protocol == "consumer":
+            if plugin:
+                raise ConfigError("--assignor is a classic protocol's plug-in; the consumer protocol's assignors are "
+                                  "the coordinator's (uniform, range)")
+            chosen = consumer_prove.obligations(max_members, max_partitions, frozenset(mutations))
+        elif plugin:
+            chosen = prove.plugin_obligations(resolve({"group": {"protocol": protocol}}, assignor=plugin).group,
+                                              max_members, max_partitions, examples=examples)
+        else:
+            chosen = prove.obligations(**run, on_size=sizes)
         for ob in chosen:
             results.append(ob)
             if not as_json:

@@ -8,10 +8,13 @@ from functools import cached_property
 from .protocol import ALL_TOPICS
 
 CONSUMER_PROTOCOLS = ("eager", "cooperative", "deferred", "incremental")
-PROTOCOLS = CONSUMER_PROTOCOLS + ("streams",)
+KIP848 = "consumer"  # KIP-848's consumer group protocol (group.protocol=consumer): the coordinator assigns
+CLASSIC_PROTOCOLS = CONSUMER_PROTOCOLS + ("streams",)  # the classic group membership protocol's
+PROTOCOLS = CLASSIC_PROTOCOLS + (KIP848,)
 COOPERATIVE_PROTOCOLS = ("cooperative", "deferred", "incremental")
 MEMBER_PROTOCOLS = COOPERATIVE_PROTOCOLS + ("streams",)  # a cooperative member's rules: Streams members too
-ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "streams", "high-availability")
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky", "streams", "high-availability", "uniform")
+SERVER_ASSIGNORS = ("uniform", "range")  # KIP-848's server-side assignors (group.consumer.assignors)
 STREAMS_ASSIGNORS = ("streams", "high-availability")  # the seed's learner assignor; KIP-441's (R57-R60)
 STREAMS_VERSIONS = ("1.0", "2.0")  # seed 001, Algorithm Iteration Plan
 REJOIN_MODES = ("conservative", "eager")  # seed 001, Eager Rebalance
@@ -22,7 +25,7 @@ KIND_PROTOCOLS = ("deferred", "incremental")
 CONNECTOR_TOPIC = "connector"  # where a plug-in assignor is the leader's whole decision
 # the assignor a protocol uses unless told otherwise (range: the Java consumer's default; cooperative-sticky: KIP-429)
 DEFAULT_ASSIGNOR = {"eager": "range", "cooperative": "cooperative-sticky", "deferred": "cooperative-sticky",
-                    "incremental": "cooperative-sticky", "streams": "streams"}
+                    "incremental": "cooperative-sticky", "streams": "streams", KIP848: "uniform"}
 
 def rule(cfg: "GroupConfig", correct):
     """The rule a handler runs in place of ``correct`` (a function of model/, the
@@ -87,6 +90,10 @@ class GroupConfig:
     (a bitmask) that do not exist at the start, each created by a ``create-topic``
     fault. All empty: every member subscribes to every topic, which exists.
 
+    ``regex``: under the consumer protocol (KIP-848), the members subscribe by regular
+    expression (SubscribedTopicRegex): the coordinator resolves a new one asynchronously,
+    and until it has, it matches nothing.
+
     ``rejoin_flag``: the leader's assignment tells every member to rejoin at once
     when the round owes a second one (R74, seed 000's Design I discussion); for the
     cooperative protocols only.
@@ -121,6 +128,7 @@ class GroupConfig:
     created_topics: int = 0
     max_warmup_replicas: int = 2
     probing_ticks: int = 1
+    regex: bool = False
 
     def __post_init__(self):
         if self.connectors:
@@ -135,6 +143,12 @@ class GroupConfig:
         elif self.assignor not in ASSIGNORS:
             raise ConfigError(f"unknown assignor {self.assignor!r} (expected one of {', '.join(ASSIGNORS)}, "
                               "or your own as module:function)")
+        elif self.protocol == KIP848:
+            if self.assignor not in SERVER_ASSIGNORS:
+                raise ConfigError(f"assignor {self.assignor!r} is not a server-side assignor of the consumer protocol "
+                                  f"(expected one of {', '.join(SERVER_ASSIGNORS)})")
+        elif self.assignor == "uniform":
+            raise ConfigError("assignor 'uniform' is KIP-848's server-side assignor: use it with --protocol consumer")
         elif (self.protocol == "streams") != (self.assignor in STREAMS_ASSIGNORS):
             raise ConfigError(f"assignor {self.assignor!r} does not go with the {self.protocol} protocol "
                               f"(the streams protocol goes with the {' or '.join(STREAMS_ASSIGNORS)} assignor)")
@@ -168,6 +182,9 @@ class GroupConfig:
         if self.upgrade or "one-bounce-upgrade" in self.mutations:
             from .upgrade import validate
             validate(self)
+        if self.regex and self.protocol != KIP848:
+            raise ConfigError("regex subscriptions are the consumer protocol's (KIP-848), not the "
+                              f"{self.protocol} protocol's")
         if self.rejoin_flag and self.protocol not in COOPERATIVE_PROTOCOLS:
             raise ConfigError(f"the rejoin flag is for the cooperative protocols ({', '.join(COOPERATIVE_PROTOCOLS)}), "
                               f"not {self.protocol}: an eager round owes no second one")

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .config import CONSUMER_PROTOCOLS, COOPERATIVE_PROTOCOLS, MEMBER_PROTOCOLS, PROTOCOLS, ConfigError
-from .protocol import NO_GENERATION, NO_MEMBER_ID, Phase, Subscription
+from .config import CLASSIC_PROTOCOLS as PROTOCOLS  # a mutation of the classic protocol's rules: every classic one
+from .config import CONSUMER_PROTOCOLS, COOPERATIVE_PROTOCOLS, KIP848, MEMBER_PROTOCOLS, ConfigError
+from .consumer_group.messages import STATIC_LEAVE_EPOCH, MemberState
+from .protocol import NO_GENERATION, NO_MEMBER_ID, Error, Phase, Subscription
 
 
 
@@ -99,7 +101,8 @@ REGISTRY = {m.name: m for m in (
              "KIP-345, GroupCoordinator.doStaticMemberJoinGroup", "R25", PROTOCOLS),
     Mutation("no-commit-fencing",
              "the coordinator accepts offset commits from stale member ids and generations",
-             "GroupCoordinator.handleCommitOffsets", "R9", PROTOCOLS),
+             "GroupCoordinator.handleCommitOffsets; KIP-848: ConsumerGroup.validateOffsetCommit", "R9, K11",
+             PROTOCOLS + (KIP848,)),
     Mutation("withhold-partition",
              "the leader's assignor never gives out the first partition once the group has 4 members or more",
              "test-only: a deliberately wrong assignor, not a Kafka bug (a group left unbalanced for good)",
@@ -112,7 +115,7 @@ REGISTRY = {m.name: m for m in (
     Mutation("reset-generation-when-empty",
              "the coordinator starts the generation again at 0 when the group empties, instead of going on",
              "test-only: a deliberately wrong coordinator, not a Kafka bug (generations must only grow: "
-             "GroupMetadata.initNextGeneration)", "R4", PROTOCOLS, test_only=True),
+             "GroupMetadata.initNextGeneration)", "R4, K1", PROTOCOLS + (KIP848,), test_only=True),
     Mutation("static-rejoin-rebalances",
              "a static member rejoining a Stable group under a new process triggers a rebalance, as a dynamic "
              "member's would, instead of getting its assignment back",
@@ -286,6 +289,87 @@ REGISTRY = {m.name: m for m in (
              "test-only: a deliberately wrong coordinator (GroupMetadata.loadGroup resumes at the record's "
              "generationId; generation fencing, R9, needs generations never handed out twice)", "R72", PROTOCOLS,
              test_only=True),
+    # --- KIP-848, the consumer group protocol (K rules in spec/KIP848.md) ---
+    Mutation("partition-epoch-lost-on-reassign",
+             "the coordinator's partition epochs are updated set by set (assigned, then pending revocation), so a "
+             "partition pending revocation that is targeted to its member again loses its epoch: it counts as free",
+             "KAFKA-16147: ConsumerGroup.maybeUpdatePartitionEpoch removed the old pending revocations after adding "
+             "the new assignment (a partition assigned to two members); fixed by PR #15212 (2024-01)", "K6",
+             (KIP848,), jira="KAFKA-16147", versions="3.7 early access (fixed in 3.8.0)"),
+    Mutation("own-revocations-unreleased",
+             "reconciliation counts a partition the member itself is revoking as held by another member: it waits in "
+             "UNRELEASED_PARTITIONS for its own partition",
+             "KAFKA-19449: CurrentAssignmentBuilder.computeNextAssignment's unreleased partitions included the member's "
+             "own partitions pending revocation; fixed by PR #20781 (2025-10)", "K5", (KIP848,),
+             jira="KAFKA-19449", versions="3.8-4.1 (fixed in 4.2)"),
+    Mutation("keep-unsubscribed-partitions",
+             "a member that changes its subscription keeps the partitions of the topics it dropped until a new "
+             "target assignment is computed; a regular expression not resolved yet leaves them assigned",
+             "KAFKA-19431: the assignment was not made consistent with a changed subscription "
+             "(CurrentAssignmentBuilder.updateCurrentAssignment and the empty target of an unsubscribed topic); "
+             "fixed by PR #20055 (2025-06)", "K5, K9", (KIP848,), jira="KAFKA-19431",
+             versions="3.8-4.0 (fixed in 4.1)"),
+    Mutation("bump-epoch-leaving-unrevoked",
+             "a member leaving UNREVOKED_PARTITIONS is reconciled at its epoch + 1: one that revoked for a "
+             "subscription change at the target epoch goes past the target assignment epoch",
+             "KAFKA-19974: CurrentAssignmentBuilder.build reconciled UNREVOKED_PARTITIONS at memberEpoch + 1, which "
+             "after KAFKA-19431 let a partition be owned by two members at one epoch; fixed by PR #21107 (2025-12)",
+             "K5", (KIP848,), jira="KAFKA-19974", versions="4.1 (fixed in 4.2)"),
+    Mutation("extras-to-first-members",
+             "the uniform assignor gives the extra partitions (total mod members) to the first members in iteration "
+             "order, taking them from members that already hold one: an already balanced assignment moves",
+             "KAFKA-18688: UniformHomogeneousAssignmentBuilder.maybeRevokePartitions; fixed by PR #19677 (2025-05): "
+             "any member may keep the extra partition", "K16", (KIP848,), jira="KAFKA-18688",
+             versions="3.8-4.0 (fixed in 4.1)", assignors=("uniform",)),
+    Mutation("same-assignment-not-acknowledged",
+             "a client given an assignment equal to the partitions it owns does not reconcile it, so it never "
+             "acknowledges it: a coordinator waiting for its revocation waits for good",
+             "KAFKA-16185 and KAFKA-16312: the membership manager compared the target with the owned partitions "
+             "(sameAssignmentReceived) and skipped the reconciliation and its acknowledgement; fixed by PR #15511 "
+             "(2024-03, local epochs in reconciliation)", "K13", (KIP848,), jira="KAFKA-16185, KAFKA-16312",
+             versions="3.7 early access (fixed in 3.8.0)"),
+    Mutation("fetch-while-lost",
+             "a client told it is fenced keeps fetching and processing its partitions until its onPartitionsLost "
+             "callback completes",
+             "KAFKA-20321: ConsumerMembershipManager.signalPartitionsLost invoked the callback before marking the "
+             "partitions pending revocation; fixed by PR #21781 (2026-03)", "K14", (KIP848,), jira="KAFKA-20321",
+             versions="3.8-4.2 (fixed by PR #21781)"),
+    Mutation("empty-group-keeps-assignment-epoch",
+             "fencing the last member bumps the group epoch but not the target assignment epoch: the empty group's "
+             "epochs differ",
+             "KAFKA-20442: consumerGroupFenceMember wrote no target assignment metadata record for an emptied group; "
+             "fixed by PR #22045 (2026-04)", "K7", (KIP848,), jira="KAFKA-20442", versions="3.8-4.3 (fixed in 4.4)"),
+    Mutation("epoch-zero-fenced",
+             "a member rejoining at epoch 0 while the coordinator still has it at a later epoch is answered "
+             "FENCED_MEMBER_EPOCH, again on every rejoin, until its session times out",
+             "KAFKA-19233: throwIfConsumerGroupMemberEpochIsInvalid did not accept epoch 0 as a rejoin; fixed by "
+             "PR #21305 (2026-01)", "K3", (KIP848,), jira="KAFKA-19233", versions="3.8-4.2 (fixed by PR #21305)"),
+    Mutation("static-rejoin-unreleased",
+             "a static member joining at epoch 0 under the member id that already holds its instance id (its join's "
+             "response was lost, or it was fenced) is answered UNRELEASED_INSTANCE_ID, fatal for the Java consumer",
+             "apache/kafka PR #23542 (open, 2026-09): GroupMetadataManager.getOrMaybeSubscribeStaticConsumerGroupMember "
+             "treats the join as a replacement of the instance id's owner, itself; Kafka 4.4 behaves so", "K8",
+             (KIP848,), versions="3.8-4.4 (PR #23542 open)"),
+    Mutation("report-current-assignment",
+             "a heartbeat reports the client's current assignment only, not the partitions a reconciliation in "
+             "progress or pending will still add: the coordinator takes a partition the report leaves out as "
+             "revoked and may give it to another member, while the client goes on to add it",
+             "the Java consumer 4.4 (ConsumerHeartbeatRequestManager.HeartbeatState.buildRequestData reports "
+             "membershipManager.currentAssignment()), found by this model: docs/kip848.md", "K12", (KIP848,),
+             versions="3.8-4.4"),
+    Mutation("grant-before-release",
+             "reconciliation gives a member its target partitions whether or not another member still holds them",
+             "test-only: against CurrentAssignmentBuilder's unreleased partitions (a partition is assigned only once "
+             "its epoch is free)", "K5", (KIP848,), test_only=True),
+    Mutation("unreleased-as-stable",
+             "a member waiting for partitions other members hold is marked STABLE at the target epoch instead of "
+             "UNRELEASED_PARTITIONS",
+             "test-only: against CurrentAssignmentBuilder.computeNextAssignment's states", "K5", (KIP848,),
+             test_only=True),
+    Mutation("server-assignor-drops-partition",
+             "the server assignor leaves the first partition unassigned once the group has 2 members or more",
+             "test-only: a deliberately wrong assignor (ConsumerGroupPartitionAssignor: every subscribed partition "
+             "to exactly one member)", "K16", (KIP848,), test_only=True),
 )}
 
 # mutation name -> ((correct rule, its replacement), ...), filled by ``replaces``
@@ -340,6 +424,10 @@ def refuse_inapplicable(protocol: str, mutations, assignor: str | None = None) -
 
 # ---- the replacements, by the handler whose rule they replace ----------------------------------------------
 from . import assignors, coordinator, failover, high_availability, member, streams, upgrade  # noqa: E402 - the rules replaced are theirs; they import `rule`
+from .consumer_group import (  # noqa: E402
+    assignors as cg_assignors, coordinator as cg_coordinator, group as cg_group, membership as cg_membership,
+    reconciliation as cg_reconciliation,
+)
 
 
 @replaces(coordinator._initial_delay_extended, "initial-delay-runs-once")
@@ -607,3 +695,108 @@ def _everyone_subscribed(cfg, members, metadata: int) -> dict:
 @replaces(assignors._lost, "defer-new-subscriptions")
 def _every_unclaimed_lost(previous: int, losable: int) -> int:
     return previous | losable
+
+
+# ---- KIP-848 -------------------------------------------------------------------------------------------------
+@replaces(cg_coordinator.commit_error, "no-commit-fencing")
+def _accept_every_member_commit(group, mid: int, epoch: int):
+    return Error.NONE
+
+
+@replaces(cg_coordinator.bumped_epoch, "reset-generation-when-empty")
+def _restart_epoch_when_empty(group, members: tuple) -> int:
+    return group.epoch + 1 if members else 0
+
+
+@replaces(cg_group.partition_epochs_after, "partition-epoch-lost-on-reassign")
+def _epochs_set_by_set(epochs: tuple, old, new) -> tuple:
+    # before KAFKA-16147: the assigned set's epochs, then the pending set's, each only if it changed; a removal
+    # frees a partition whatever its epoch (so the pending set's removal frees one just reassigned)
+    out = list(epochs)
+    for field in ("assigned", "revoking"):
+        before = getattr(old, field) if old is not None else 0
+        after = getattr(new, field) if new is not None else 0
+        if old is None or new is None or before != after:
+            for p in range(len(out)):
+                if before >> p & 1:
+                    out[p] = -1
+            for p in range(len(out)):
+                if after >> p & 1:
+                    out[p] = new.epoch
+    return tuple(out)
+
+
+@replaces(cg_reconciliation.unreleased, "own-revocations-unreleased")
+def _own_revocations_unreleased(member, wanted: int, held: int) -> int:
+    return wanted & held
+
+
+@replaces(cg_reconciliation.unreleased, "grant-before-release")
+def _nothing_unreleased(member, wanted: int, held: int) -> int:
+    return 0
+
+
+@replaces(cg_reconciliation.consistent_assignment, "keep-unsubscribed-partitions")
+def _assignment_kept(member, owned, subscribed: int):
+    return member
+
+
+@replaces(cg_reconciliation.subscribed_target, "keep-unsubscribed-partitions")
+def _target_as_assigned(target: int, subscribed: int) -> int:
+    return target
+
+
+@replaces(cg_reconciliation.revoking_epoch, "bump-epoch-leaving-unrevoked")
+def _epoch_after_revoking(member) -> int:
+    return member.epoch + 1
+
+
+@replaces(cg_reconciliation.waiting_state, "unreleased-as-stable")
+def _stable_while_waiting(blocked: int):
+    return MemberState.STABLE
+
+
+@replaces(cg_assignors._extras_to_holders, "extras-to-first-members")
+def _extras_in_order(kept: list, counts: list, quota: int, extras: int) -> list:
+    return [quota + 1 if i < extras else quota for i in range(len(counts))]
+
+
+@replaces(cg_assignors.assign, "server-assignor-drops-partition")
+def _assign_dropping_first(cfg, members, current: dict, existing: int) -> tuple:
+    out = cg_assignors.assign(cfg, members, current, existing)
+    return tuple((m, parts & ~1) for m, parts in out) if len(out) >= 2 else out
+
+
+@replaces(cg_membership.received_target, "same-assignment-not-acknowledged")
+def _same_as_owned_reconciled(c, assignment: int):
+    return c._replace(target=assignment, reconciled=assignment == c.owned)
+
+
+@replaces(cg_membership.fenced_ownership, "fetch-while-lost")
+def _fetching_until_released(owned: int) -> int:
+    return owned
+
+
+@replaces(cg_membership.reported_ownership, "report-current-assignment")
+def _current_only(c) -> int:
+    return c.current if c.current != cg_membership.NONE else 0
+
+
+@replaces(cg_coordinator.emptied_target_epoch, "empty-group-keeps-assignment-epoch")
+def _target_epoch_kept(group) -> int:
+    return group.target_epoch
+
+
+@replaces(cg_coordinator.epoch_error, "epoch-zero-fenced")
+def _epoch_zero_checked(member, received: int, owned) -> object:
+    # KAFKA-19233: no early return for 0; a join on a member known at a later epoch is fenced
+    if received == 0 and member.epoch > 0:
+        return Error.FENCED_MEMBER_EPOCH
+    return cg_coordinator.epoch_error(member, received, owned)
+
+
+@replaces(cg_coordinator.rejoining_static, "static-rejoin-unreleased")
+def _rejoin_is_replacement(holder, mid: int):
+    if holder.epoch != STATIC_LEAVE_EPOCH:
+        raise cg_coordinator._Refused(Error.UNRELEASED_INSTANCE_ID)
+    return cg_coordinator.rejoining_static(holder, mid)

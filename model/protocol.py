@@ -61,8 +61,12 @@ class Error(IntEnum):
     UNKNOWN_MEMBER_ID = 25
     INVALID_SESSION_TIMEOUT = 26
     REBALANCE_IN_PROGRESS = 27
+    INVALID_REQUEST = 42
     MEMBER_ID_REQUIRED = 79
     FENCED_INSTANCE_ID = 82
+    FENCED_MEMBER_EPOCH = 110  # KIP-848: the member must abandon its partitions and rejoin at epoch 0
+    UNRELEASED_INSTANCE_ID = 111  # KIP-848: the group.instance.id is held by a member that has not left
+    STALE_MEMBER_EPOCH = 113  # KIP-848: an OffsetCommit with another epoch than the member's
 
 
 class Phase(IntEnum):

@@ -79,7 +79,7 @@ BAD = [
     ("unknown:assign", "assigned to 'Z9', not a member (A1)"),
     ("raises:assign", "raised KeyError: 'boom'"),
     ("justaname", "unknown assignor 'justaname' (expected one of range, roundrobin, sticky, cooperative-sticky, streams, "
-                  "high-availability, or your own as module:function)"),
+                  "high-availability, uniform, or your own as module:function)"),
 ]
 
 

@@ -40,7 +40,7 @@ def test_every_rule_is_implemented_and_exercised_by_a_named_test():
     rules = set(RULE.findall((ROOT / "spec" / "SPEC.md").read_text()))
     assert len(rules) == 76
     implemented = tags_in("model") | tags_in("checker")
-    tested = marked_rules()
+    tested = {r: t for r, t in marked_rules().items() if r.startswith("R")}  # K..: tests/test_kip848_spec.py
     assert by_number(rules - implemented) == [], "rules implemented nowhere"
     assert by_number(rules - set(tested)) == [], "rules no test is marked for"
     assert by_number(set(tested) - rules) == [], "tests marked for no rule"

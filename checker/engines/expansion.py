@@ -36,13 +36,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..system import (
-    CREATE_TOPIC, FAILOVER, PAUSED, REMOVE, RUNNING, Action, System, _overlapping, _released, _with_proc,
-    recorded, stutters, ticks,
+    PAUSED, RUNNING, Action, System, _overlapping, _released, _with_proc, recorded,
 )
 from .interning import IntMap, Interner, _intern, grown
 
-from rebalance.model.coordinator import armed_timers
-from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import Error, OffsetCommit, slot_of
 
 # a slot table's columns (``_slot_row``); an Action id or a count of -1 or 0: none
@@ -126,7 +123,7 @@ class Expander:
         self._env_arrays = (np.zeros(0, np.int64),) * 3
         # faults that act on the group or every slot (KIP-345's, create-topic) or a rolling upgrade's
         # bounces: the environment's steps are then System's, on the State
-        self._whole = bool(system.stages) or bool({REMOVE, FAILOVER, CREATE_TOPIC} & set(system.faults))
+        self._whole = system.whole_environment
 
     def action_id(self, action: Action) -> int:
         return _intern(self._action_ids, self.actions, action)
@@ -151,10 +148,7 @@ class Expander:
             if type(event.request) is OffsetCommit:
                 row[D_COMMIT] = 1
                 row[D_PARTS] = event.request.partitions if event.request.partitions < OWNED_LIMIT else -1
-        c = p.consumer
-        row[SPEAKER] = self._speakers.setdefault(
-            (s, p.epoch, c.member_id, c.phase == MemberPhase.JOINING) if p.status == RUNNING else None,
-            len(self._speakers))
+        row[SPEAKER] = self._speakers.setdefault(system.speaker(s, p), len(self._speakers))
         if row[SPEAKER] == len(self._speaker_of):  # a new speaker: a process it stands for
             self._speaker_of.append((s, pid))
         if p.status == RUNNING:
@@ -164,9 +158,10 @@ class Expander:
                 if step is not None:
                     row[a], row[q] = action_id(step[0]), interner.proc_id(step[1])
             if heartbeat is not None:
-                row[H_EID] = _intern(self._events, self._event_list, system.heartbeat_event(s, p, heartbeat))
+                event = system.heartbeat_event(s, p, heartbeat)  # None: a heartbeat that is never a stutter
+                row[H_EID] = -1 if event is None else _intern(self._events, self._event_list, event)
             row[STREAMS] = len(streams)
-        row[TICKS] = ticks(p)
+        row[TICKS] = system.ticks(p)
         env = self._env
         row[E_START] = len(env[0])
         for a, q, cost in system.slot_environment(s, p):
@@ -268,7 +263,7 @@ class Expander:
                                         (COMMIT_STEP, C_AID, C_PID)):
                 keep = t[:, a_col] >= 0
                 if block == HEARTBEAT and keep.any():  # not a heartbeat the coordinator answers NONE, changing nothing
-                    on = keep.nonzero()[0]
+                    on = (keep & (t[:, H_EID] >= 0)).nonzero()[0]
                     keep[on] = self._stutter.resolve(gid[on] << 32 | t[on, H_EID], self._stutters) == 0
                 elif block == COMMIT_STEP and keep.any():  # R41: only while another live owner shares its partitions
                     on = keep.nonzero()[0]
@@ -346,7 +341,7 @@ class Expander:
         out = []
         for k in keys:
             group = self.interner.groups[k >> 32]
-            out.append(int(stutters(group, *self.system.coordinator_step(group, self._event_list[k & 0xFFFFFFFF]))))
+            out.append(int(self.system.stutters(group, self._event_list[k & 0xFFFFFFFF])))
         return out
 
     @staticmethod
@@ -372,7 +367,7 @@ class Expander:
             out = []
             for k in keys:
                 s, pid = self._speaker_of[k >> 32]
-                live = System.speaks_for(interner.groups[k & 0xFFFFFFFF], s, interner.procs[pid])
+                live = self.system.speaks_for(interner.groups[k & 0xFFFFFFFF], s, interner.procs[pid])
                 out.append(sum(1 << j for j, (waiting, _) in enumerate(self._armed(k & 0xFFFFFFFF))
                                if not live.isdisjoint(waiting)))
             return out
@@ -402,7 +397,7 @@ class Expander:
         armed = self._timers.get(gid)
         if armed is None:
             armed = self._timers[gid] = tuple((waiting, self.action_id(Action("timer", -1, ev)))
-                                              for ev, waiting in armed_timers(self.interner.groups[gid]))
+                                              for ev, waiting in self.system.armed_timers(self.interner.groups[gid]))
             if len(armed) > 62:
                 raise OverflowError("more than 62 armed timers in a group: past the timer masks' bits")
         return armed

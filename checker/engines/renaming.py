@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from rebalance.model.consumer_group.group import ConsumerGroup, ConsumerGroupMember
+from rebalance.model.consumer_group.membership import Membership
+from rebalance.model.consumer_group.messages import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
 from rebalance.model.coordinator import Group, MemberMetadata
 from rebalance.model.member import Consumer
 from rebalance.model.streams import StreamsMemory
@@ -133,6 +136,8 @@ def _member(m: MemberMetadata, n: _Names) -> MemberMetadata:
 
 
 def _group(g: Group, n: _Names) -> Group:
+    if type(g) is ConsumerGroup:
+        return _consumer_group(g, n)
     return g._replace(generation=n.gen(g.generation), leader=n.mid(g.leader),
                       members=tuple(_member(m, n) for m in g.members), first_joiner=n.mid(g.first_joiner),
                       issued=tuple((slot, n.serial(slot, k)) for slot, k in g.issued),
@@ -140,6 +145,8 @@ def _group(g: Group, n: _Names) -> Group:
 
 
 def _proc(slot: int, p: Proc, n: _Names) -> Proc:
+    if type(p.consumer) is Membership:
+        return _membership_proc(slot, p, n)
     return Proc(p.status, n.epoch(slot, p.epoch), _consumer(p.consumer, n),
                 tuple(_message(r, n) for r in p.requests), tuple(_message(r, n) for r in p.responses), p.shared,
                 p.committed, p.stage, p.metadata)
@@ -318,6 +325,45 @@ class Renamer:
             plan = self._renamings[key] = len(self._renamings), names  # the plan's number keys the parts it renames
             self._plan_names.append(names)
         return plan
+
+
+# --- KIP-848: member ids are client-generated, ``member_id(slot, process epoch)``, so they are
+# renamed with the slot's process epochs (a new process's id stays fresh); every epoch
+# (group, target assignment, member, previous, partition) is renamed as a generation
+
+def _kip848_mid(m: int, n: _Names) -> int:
+    if m == NO_MEMBER_ID:
+        return m
+    return member_id(slot_of(m), n.epoch(slot_of(m), serial_of(m)))
+
+
+def _cg_member(m: ConsumerGroupMember, n: _Names) -> ConsumerGroupMember:
+    return m._replace(member_id=_kip848_mid(m.member_id, n), epoch=n.gen(m.epoch),
+                      previous_epoch=n.gen(m.previous_epoch))
+
+
+def _consumer_group(g: ConsumerGroup, n: _Names) -> ConsumerGroup:
+    return g._replace(epoch=n.gen(g.epoch), target_epoch=n.gen(g.target_epoch),
+                      members=tuple(_cg_member(m, n) for m in g.members),
+                      target=tuple((_kip848_mid(m, n), parts) for m, parts in g.target),
+                      partition_epochs=tuple(n.gen(e) for e in g.partition_epochs))
+
+
+def _kip848_message(x, n: _Names):
+    kind = type(x)
+    if kind is ConsumerGroupHeartbeat or kind is ConsumerGroupHeartbeatResponse:
+        return x._replace(member_id=_kip848_mid(x.member_id, n), member_epoch=n.gen(x.member_epoch))
+    if kind is OffsetCommit:
+        return x._replace(member_id=_kip848_mid(x.member_id, n), generation=n.gen(x.generation))
+    return x  # OffsetCommitResponse: no names
+
+
+def _membership_proc(slot: int, p: Proc, n: _Names) -> Proc:
+    c = p.consumer
+    c = c._replace(member_id=_kip848_mid(c.member_id, n), epoch=n.gen(c.epoch))
+    return p._replace(epoch=n.epoch(slot, p.epoch), consumer=c,
+                      requests=tuple(_kip848_message(r, n) for r in p.requests),
+                      responses=tuple(_kip848_message(r, n) for r in p.responses))
 
 
 def _slot_proc(slot_proc: tuple, n: _Names) -> Proc:

@@ -143,16 +143,22 @@ class Steps:
         return marks, list(first.values())
 
     def _on_each(self, states, after, src, aid, actions, hits: list) -> None:
-        """The checks on States, and the covers not reached yet, transition by transition."""
+        """The checks on States, and the covers not reached yet, transition by transition; a
+        cover that names the action ``kinds`` it can be reached by is asked only on those
+        (a transition with nothing to ask is skipped before its State is built)."""
         system = self.system
+        covers = [[c for c in self.pending if not c.kinds or a.kind in c.kinds] for a in actions]
         for t, (i, k) in enumerate(zip(src.tolist(), aid.tolist())):
+            pending = covers[k] if self.pending else ()
+            if not self._on_states and not pending:
+                continue
             s, a, n = states[i], actions[k], self.interner.state(tuple(after[t].tolist()))
             for key, fn in self._on_states:
                 why = fn(system, s, a, n)
                 if why:
                     hits.append((t, key, why))
-            if self.pending:
-                met = [c for c in self.pending if c.reached(system, s, a, n)]
+            if pending:
+                met = [c for c in pending if c in self.pending and c.reached(system, s, a, n)]
                 if met:
                     self.reached.extend(c.name for c in met)
                     self.pending = [c for c in self.pending if c not in met]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from .explore import UNFAIR_KINDS, Violation, fairness_class
 from ..properties import PROPERTIES
-from ..system import System
+from ..system import System, build
 
 SHORTEN_SECONDS = 30.0  # the most a shortening spends replaying candidates
 SPARK_BATCH = 64  # walks per Spark job: the run stops at the end of the batch holding a violation
@@ -218,7 +218,7 @@ def _walk_task(key, names, seed: int, depth: int, index: int) -> tuple:
     """Executor side: walk ``index`` of the system ``key`` (``System.spec``)."""
     hit = _INITIAL.get(key)
     if hit is None:
-        system = System(*key)
+        system = build(*key)
         hit = _INITIAL[key] = (system, system.initial())
     system, initial = hit
     return (index,) + walk(system, Checks(names), initial, seed, index, depth)

@@ -55,7 +55,7 @@ import numpy as np
 from rebalance.model import assignors, coordinator, member, protocol
 
 from .. import system as system_module
-from ..system import State, System
+from ..system import State, System, build
 from .explore import (
     UNFAIR_KINDS, Result, Violation, concrete, conclude, cycles_uncollected, decide_liveness, fairness_class, marks_of,
     replay,
@@ -328,7 +328,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     liveness its transitions (src rank, index, dst rank, class code, marks, as
     numpy arrays; the class keys by code) and its states' goal bits and churn
     summaries."""
-    system = System(*job.spec)
+    system = build(*job.spec)
     interner = system.interner = Interner()  # the local engine's successor path: ids, renaming and refinement by id
     canonical = Renamer().canonical
     props, covers = _checks(job.names)

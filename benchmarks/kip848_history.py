@@ -1,0 +1,74 @@
+"""KIP-848's historical bugs as mutations, each with its shortest counterexample: the
+history table of docs/kip848.md, generated (never typed).
+
+For every consumer-protocol mutation of model/mutations.py, explored (breadth first, so
+each counterexample is a shortest one) in the configuration tests/test_kip848_check.py's
+mutation matrix gives it, and, if no property breaks there, held to
+`rebalance prove --protocol consumer`'s obligations; prints a Markdown table row per
+mutation: the JIRA (or PR),
+the Kafka versions, the mutation, each property it breaks with the length of its
+shortest counterexample (steps), the distinct states and the CPU seconds, then the
+machine and the date.
+
+Usage: python benchmarks/kip848_history.py [--all]   (--all: the test-only mutations too)
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import platform
+import time
+from datetime import date
+from pathlib import Path
+
+from rebalance.checker import consumer_prove
+from rebalance.checker.engines.explore import explore
+from rebalance.checker.properties import applicable
+from rebalance.model.mutations import REGISTRY
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def matrix() -> list:
+    """tests/test_kip848_check.py's FAST + SLOW: ``[(mutations, configuration, violated)]``."""
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    spec = importlib.util.spec_from_file_location("test_kip848_check", ROOT / "tests" / "test_kip848_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, module.FAST + module.SLOW
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--all", action="store_true", help="the test-only mutations too")
+    args = parser.parse_args()
+    module, rows = matrix()
+    print("| bug | Kafka versions | mutation | caught by (shortest counterexample, steps) | states | CPU s |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for mutations, config, _ in rows:
+        if len(mutations) != 1:
+            continue
+        m = REGISTRY[mutations[0]]
+        if m.test_only and not args.all:
+            continue
+        settings = module.settings_of(mutations, config)
+        system = settings.system()
+        t0 = time.process_time()
+        result = explore(system, applicable(system))
+        cpu = time.process_time() - t0
+        expected = settings.expect_violated
+        caught = ", ".join(f"{v.property} ({len(v.path) - 1})" for v in result.violations
+                           if v.property not in expected)
+        if not caught:  # what the bounded check cannot reach, `rebalance prove --protocol consumer` may
+            proofs = [ob.name.split(":")[0] for ob in consumer_prove.obligations(4, 6, frozenset(mutations))
+                      if ob.status == "counterexample"]
+            caught = ", ".join(f"prove: {name} (one step)" for name in proofs) or "nothing"
+        bug = m.jira or ("test-only" if m.test_only else m.source.split(":")[0])
+        print(f"| {bug} | {m.versions or '—'} | `{m.name}` | {caught} | {result.distinct_states:,} | {cpu:.1f} |")
+    print(f"\n{platform.node()} ({platform.processor() or platform.machine()}, Python {platform.python_version()}), "
+          f"{date.today().isoformat()}; benchmarks/kip848_history.py")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""The coordinator's state of a consumer group (KIP-848): ``ConsumerGroup`` and its
+``ConsumerGroupMember`` records, the derived group state, and the partition epochs'
+bookkeeping.
+
+Sources: org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup (groupEpoch,
+targetAssignmentEpoch, targetAssignment, currentPartitionEpoch, maybeUpdateGroupState,
+updateMember / removeMember with maybeUpdatePartitionEpoch), ConsumerGroupMember
+(memberEpoch, previousMemberEpoch, state, assignedPartitions,
+partitionsPendingRevocation, subscribedTopicNames / subscribedTopicRegex, instanceId,
+isReconciledTo).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..config import GroupConfig, rule
+from ..protocol import ALL_TOPICS, NO_INSTANCE_ID, partitions_of
+from .messages import FREE, GroupState, MemberState
+
+
+class ConsumerGroupMember(NamedTuple):
+    """One member at the coordinator. ``epoch``, ``previous_epoch``: its member epoch and
+    the one before (-2 after a static member's temporary leave); ``state``: its
+    reconciliation state; ``assigned``, ``revoking``: its assigned partitions and those
+    pending revocation (bitmasks); ``topics``: its subscription (a topic bitmask,
+    ``ALL_TOPICS`` for every topic), by regular expression if ``regex``, which the
+    coordinator has ``resolved`` or not yet (an unresolved one matches nothing,
+    CurrentAssignmentBuilder.subscribedTopicIds)."""
+
+    member_id: int
+    instance_id: int
+    epoch: int
+    previous_epoch: int
+    state: MemberState
+    assigned: int
+    revoking: int
+    topics: int = ALL_TOPICS
+    regex: bool = False
+    resolved: bool = True
+
+
+class ConsumerGroup(NamedTuple):
+    """A consumer group at the coordinator. ``epoch``: the group epoch; ``target_epoch``:
+    the target assignment epoch; ``members``: ConsumerGroupMember by member id;
+    ``target``: the target assignment, ``((member_id, partitions), ...)`` by member id;
+    ``partition_epochs``: per partition of the configuration, the epoch of the member
+    holding it (assigned or pending revocation) or ``FREE``; ``topics``: the topics that
+    exist (the metadata image, a topic bitmask)."""
+
+    epoch: int
+    target_epoch: int
+    members: tuple
+    target: tuple
+    partition_epochs: tuple
+    topics: int = ALL_TOPICS
+
+
+def empty_group(cfg: GroupConfig) -> ConsumerGroup:
+    """A consumer group with no members, epoch 0, every partition free and the topics
+    ``cfg.created_topics`` not created yet."""
+    every = (1 << len(cfg.topics)) - 1
+    return ConsumerGroup(0, 0, (), (), (FREE,) * cfg.all_partitions.bit_length(), every & ~cfg.created_topics)
+
+
+def find(group: ConsumerGroup, mid: int) -> ConsumerGroupMember | None:
+    for m in group.members:
+        if m.member_id == mid:
+            return m
+    return None
+
+
+def find_instance(group: ConsumerGroup, iid: int) -> ConsumerGroupMember | None:
+    """The member holding group.instance.id ``iid`` (ConsumerGroup.staticMember), or None."""
+    if iid == NO_INSTANCE_ID:
+        return None
+    for m in group.members:
+        if m.instance_id == iid:
+            return m
+    return None
+
+
+def target_of(group: ConsumerGroup, mid: int) -> int:
+    """The member's target assignment (0 if it has none)."""
+    for m, parts in group.target:
+        if m == mid:
+            return parts
+    return 0
+
+
+def subscribed_partitions(cfg: GroupConfig, group: ConsumerGroup, m: ConsumerGroupMember) -> int:
+    """The partitions of the existing topics the member subscribes to, an unresolved
+    regular expression matching none (CurrentAssignmentBuilder.subscribedTopicIds)."""
+    if m.regex and not m.resolved:
+        return 0
+    topics = group.topics if m.topics == ALL_TOPICS else m.topics & group.topics
+    return cfg.partitions_of_topics(topics)
+
+
+def reconciled(m: ConsumerGroupMember, target_epoch: int) -> bool:
+    """ConsumerGroupMember.isReconciledTo: Stable at the target assignment epoch."""
+    return m.state == MemberState.STABLE and m.epoch == target_epoch
+
+
+def group_state(group: ConsumerGroup) -> GroupState:
+    """ConsumerGroup.maybeUpdateGroupState."""
+    if not group.members:
+        return GroupState.EMPTY
+    if group.epoch > group.target_epoch:
+        return GroupState.ASSIGNING
+    if any(not reconciled(m, group.target_epoch) for m in group.members):
+        return GroupState.RECONCILING
+    return GroupState.STABLE
+
+
+def with_member(group: ConsumerGroup, m: ConsumerGroupMember) -> tuple:
+    """``group.members`` with ``m`` put in place of the member of its id (or added)."""
+    rest = [x for x in group.members if x.member_id != m.member_id]
+    return tuple(sorted(rest + [m]))
+
+
+def without_member(group: ConsumerGroup, mid: int) -> tuple:
+    return tuple(x for x in group.members if x.member_id != mid)
+
+
+def _held(m: ConsumerGroupMember | None) -> int:
+    return (m.assigned | m.revoking) if m is not None else 0
+
+
+def _set_epochs(epochs: list, mask: int, epoch: int) -> None:
+    for p in partitions_of(mask):
+        epochs[p] = epoch
+
+
+def partition_epochs_after(epochs: tuple, old: ConsumerGroupMember | None,
+                           new: ConsumerGroupMember | None) -> tuple:
+    """K6: ConsumerGroup.maybeUpdatePartitionEpoch (after KAFKA-16147): the partitions the old
+    record held (assigned or pending revocation) are freed, then those the new one holds
+    take its epoch. Kafka throws IllegalStateException where a removed epoch is not the
+    old member's or an added partition is held already; the model keeps the bookkeeping
+    as it comes out and lets the invariants judge it (valid_partition_epochs)."""
+    out = list(epochs)
+    if old is not None:
+        for p in partitions_of(_held(old)):
+            if out[p] == old.epoch:
+                out[p] = FREE
+    if new is not None:
+        _set_epochs(out, _held(new), new.epoch)
+    return tuple(out)
+
+
+def update_partition_epochs(cfg: GroupConfig, epochs: tuple, old: ConsumerGroupMember | None,
+                            new: ConsumerGroupMember | None) -> tuple:
+    """The partition epochs after the member record ``old`` became ``new`` (either None
+    for an added or removed member), by ``partition_epochs_after`` or its mutation's
+    replacement."""
+    return rule(cfg, partition_epochs_after)(epochs, old, new)
