@@ -20,6 +20,7 @@ from rebalance.model.protocol import (
     Error, OffsetCommitResponse, SessionTimeout, member_name, partitions_of, union,
 )
 
+from .consumer_refinement import refinement
 from .properties import Cover, Property, exclusive_commits, exclusive_processing, on_groups, projected
 from .system import PAUSED, RUNNING, State
 
@@ -365,6 +366,9 @@ PROPERTIES = (
              _consumer_protocol, lost_means_stopped),
     Property("sticky_target", "invariant", "a new uniform target moves no more than balance requires (KAFKA-18688)",
              lambda system: _consumer_protocol(system) and system.cfg.assignor == "uniform", None, sticky_target),
+    Property("refinement", "invariant",
+             "every step an action of spec/consumer_actions.py, every state within its invariant",
+             _consumer_protocol, None, refinement),
     Property("converges", "liveness",
              "once faults stop, the group converges: Stable, every running client Stable at the group epoch owning its "
              "target (TLA+ EventuallyConverges), under weak fairness", _consumer_protocol, converged),

@@ -16,6 +16,7 @@ from rebalance.model.protocol import ALL_TOPICS, EMPTY_SUBSCRIPTION, NO_INSTANCE
 from rebalance.model.config import DEFAULT_ASSIGNOR, KIP848, PROTOCOLS, REJOIN_MODES, STREAMS_VERSIONS, ConfigError, GroupConfig
 from rebalance.model.mutations import refuse_inapplicable
 from rebalance.spec.actions import SPEC_MUTATIONS
+from rebalance.spec.consumer_actions import SPEC_MUTATIONS as KIP848_SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
 from .situations import (Initial, initial_state, member_slot, parse_initial, parse_steps, play_prefix, slots_of,
@@ -394,7 +395,8 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         engine=engine,
         workers=workers,
         timer_fairness=bool(timer_fairness if timer_fairness is not None else c.get("timer_fairness", True)),
-        spec_mutations=frozenset(names_in("--spec-mutation", list(spec_mutations), tuple(SPEC_MUTATIONS))),
+        spec_mutations=frozenset(names_in("--spec-mutation", list(spec_mutations),
+                                          tuple(KIP848_SPEC_MUTATIONS if proto == KIP848 else SPEC_MUTATIONS))),
         initial=initial,
         prefix=prefix,
     )

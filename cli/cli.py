@@ -40,6 +40,7 @@ from rebalance.progress import Reporter
 from rebalance.model.config import CONSUMER_PROTOCOLS, ConfigError
 from rebalance.model.mutations import REGISTRY
 from rebalance.spec.actions import SPEC_MUTATIONS
+from rebalance.spec.consumer_actions import SPEC_MUTATIONS as KIP848_SPEC_MUTATIONS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_BAD_INPUT, EXIT_INCOMPLETE = 0, 1, 2, 3
 
@@ -248,7 +249,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--max-faults", "budget", type=int, help="Fault budget: faults per execution (default 2).")
 @click.option("--mutation", "mutations", multiple=True, type=click.Choice(sorted(REGISTRY)),
               help="Switch on a known-bad behaviour (repeatable).")
-@click.option("--spec-mutation", "spec_mutations", multiple=True, type=click.Choice(sorted(SPEC_MUTATIONS)),
+@click.option("--spec-mutation", "spec_mutations", multiple=True,
+              type=click.Choice(sorted({**SPEC_MUTATIONS, **KIP848_SPEC_MUTATIONS})),
               help="Check the model against a deliberately wrong spec action (the refinement check then "
                    "fails naming it; repeatable).")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
