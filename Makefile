@@ -7,7 +7,7 @@ DOCS := $(VENV)/.installed-docs
 # pytest-xdist's workers: one a core (the suites are CPU-bound; 2 on the CI machine)
 JOBS ?= auto
 
-.PHONY: run test test-slow test-interop test-kafka catalogue docs bench setup oracle dot clean
+.PHONY: run test test-slow test-interop test-kafka catalogue docs bench setup oracle dot chromium clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -37,11 +37,19 @@ setup: $(STAMP) dot tests/interop/node_modules/.package-lock.json
 tests/interop/node_modules/.package-lock.json: tests/interop/package-lock.json
 	cd tests/interop && npm ci --no-audit --no-fund --silent
 
+# $(call debian,PROGRAM,PACKAGE): install Debian's PACKAGE unless PROGRAM is there (as root, else with sudo)
+debian = command -v $(1) >/dev/null || { \
+  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $(2) >/dev/null; \
+  else sudo apt-get update -qq && sudo apt-get install -y -qq $(2) >/dev/null; fi; }
+
 # graphviz's `dot` renders counterexamples as SVG (Debian package graphviz)
 dot:
-	@command -v dot >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
-	  else sudo apt-get update -qq && sudo apt-get install -y -qq graphviz >/dev/null; fi; }
+	@$(call debian,dot,graphviz)
+
+# headless Chromium for `rebalance explore`'s browser test (tests/test_explore.py drives it through Playwright;
+# Debian package chromium): `make test` only, `make run` needs no browser
+chromium:
+	@$(call debian,chromium,chromium)
 
 # the real Apache Kafka 4.4.0 (broker, clients, Streams, Connect) and the Java agents, built by Maven
 # into ~/.cache/rebalance (rebalance.oracle.maven; Java 17 and Maven needed): the tests' oracle
@@ -51,7 +59,7 @@ oracle: $(STAMP)
 run: $(BASE) dot
 	$(VENV)/bin/rebalance check examples/default.toml
 
-test: setup oracle
+test: setup oracle chromium
 	$(PY) -m pytest -q -n $(JOBS)
 
 test-slow: setup

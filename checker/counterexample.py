@@ -26,7 +26,7 @@ from rebalance.model.config import ConfigError, GroupConfig
 from .engines.explore import Violation
 from . import itf
 from .files import atomic_write
-from .render import action_text, bracket, changes, lane, state_view
+from .render import action_lane, action_text, bracket, changes, lane, state_view
 from .system import BOUNCE, ENVIRONMENT, SendOrder
 
 FAULTS_DRAWN = frozenset(ENVIRONMENT + (BOUNCE,))  # drawn as faults; a commit is drawn as a message
@@ -41,8 +41,7 @@ def steps_json(cfg: GroupConfig, path) -> dict:
     for i, (action, state) in enumerate(path):
         view = state_view(cfg, state)
         step = {"step": i, "action": None if action is None else {
-            "kind": action.kind, "lane": "coordinator" if action.slot < 0 or action.kind == "deliver"
-            else lane(action.slot), "text": action_text(cfg, action)}}
+            "kind": action.kind, "lane": action_lane(action), "text": action_text(cfg, action)}}
         step["changes"] = view if prev is None else changes(prev, view)
         steps.append(step)
         prev = view
@@ -162,7 +161,7 @@ def sequence_dot(name: str, title: str, lanes, rows, arrows, extra_edges=(), not
     return g.source
 
 
-def _holdings(cfg: GroupConfig, state) -> dict:
+def holdings(cfg: GroupConfig, state) -> dict:
     """Per lane with a consumer: ``(owned, assigned)`` partition names, assigned being
     what the coordinator holds for its member id (empty when it holds none)."""
     view = state_view(cfg, state)
@@ -261,8 +260,8 @@ def diagram(cfg: GroupConfig, path, title: str, loop_start: int | None = None, r
                 style.update({"class": "loop", "fillcolor": "lightcyan"})
             events[actor] = [f"{actor}_{r}", lines, style]
             used.add(actor)
-        holdings = _holdings(cfg, state)
-        for name, holding in holdings.items():
+        holding_of = holdings(cfg, state)
+        for name, holding in holding_of.items():
             used.add(name)
             if held.get(name) == holding and i != violating:
                 continue
@@ -282,7 +281,7 @@ def diagram(cfg: GroupConfig, path, title: str, loop_start: int | None = None, r
             row_of[i] = r
         prev_state = state
     lanes = ["loop"] * (loop_start is not None) + ["coordinator"] + [lane(s) for s in range(slots) if lane(s) in used]
-    first = _holdings(cfg, path[0][1])
+    first = holdings(cfg, path[0][1])
     heads = {name: html_label([f"<B>{name}</B>", _holding_line(h)]) for name, h in first.items() if name in lanes}
     arrows = [(a, b, c) for a, b, c in arrows if a.split("_")[0] in lanes and a != b]
     extra = []

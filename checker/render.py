@@ -173,6 +173,12 @@ def state_view(cfg: GroupConfig, s: State) -> dict:
     return view
 
 
+def action_lane(a: Action) -> str:
+    """The lane a counterexample's step lists an action in: ``coordinator`` for a
+    delivery and for an action of no client (a timer, the clock), else its client's."""
+    return "coordinator" if a.slot < 0 or a.kind == "deliver" else lane(a.slot)
+
+
 def action_text(cfg: GroupConfig, a: Action) -> str:
     """One line describing a transition."""
     if a.kind == "deliver":

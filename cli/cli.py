@@ -1304,3 +1304,6 @@ main.add_command(ctl)
 from rebalance.kafka_broker import kafka  # noqa: E402  (rebalance kafka: cli/kafka_broker.py)
 
 main.add_command(kafka)
+from rebalance.explore import explore as explore_command  # noqa: E402  (rebalance explore: cli/explore.py)
+
+main.add_command(explore_command)
