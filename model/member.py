@@ -413,11 +413,13 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         if c.scheduled == 0 and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             c = _rejoin(cfg, c, out)
     elif kind is Leave:
-        # R20: graceful shutdown revokes and sends LeaveGroup (onLeavePrepare);
-        # a static member sends none (KIP-345): it stays until its session times out
+        # R20: graceful shutdown revokes and sends LeaveGroup (onLeavePrepare); R27: a static
+        # member sends none (KIP-345), it stays until its session times out, unless the
+        # application asks it to leave (KIP-1092): its LeaveGroup then names only its member.id
+        # (AbstractCoordinator.maybeLeaveGroup, AbstractCoordinator.java:1176, Kafka 4.4.0)
         if c.owned:
             out.append(Callback("revoked", c.owned))
-        if c.member_id != NO_MEMBER_ID and not c.group_instance_id:
+        if c.member_id != NO_MEMBER_ID and (not c.group_instance_id or event.leave_group):
             out.append(Send(LeaveGroup(((c.member_id, NO_INSTANCE_ID),))))
         c = c._replace(phase=MemberPhase.LEFT, owned=0, owned_generation=NO_GENERATION)
     else:

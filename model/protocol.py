@@ -500,7 +500,10 @@ class ScaleDown(NamedTuple):
 
 
 class Leave(NamedTuple):
-    """The application closes the consumer (graceful shutdown)."""
+    """The application closes the consumer (graceful shutdown). ``leave_group``: a static
+    member leaves the group too (KIP-1092, Kafka 4.1+: KafkaConsumer.close with
+    CloseOptions.GroupMembershipOperation.LEAVE_GROUP; R27); no effect on a dynamic one."""
+    leave_group: bool = False
     tag: int = 112
 
 

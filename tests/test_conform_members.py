@@ -379,6 +379,44 @@ def test_replaced_static_process_still_running_is_judged_as_itself():
     assert verdict.figures["clients"] == 2
 
 
+def test_java_poll_timeout_leave_then_rejoin_conforms():
+    """Kafka 4.4.0's Java consumer whose application stops polling past
+    max.poll.interval.ms (tests/test_interop_java.py): its heartbeat thread sends
+    LeaveGroup (KIP-62; AbstractCoordinator.maybeLeaveGroup, "consumer poll timeout has
+    expired") and resets its member.id; the next poll rejoins on the same connection as a
+    new member; a static one sends no LeaveGroup and rejoins with its group.instance.id.
+    A member that left may join again as a new one, as a new process would; one fenced
+    (R28) may not."""
+    b = Build(instance="static-A").alone()
+    b.join("c1", "", response=None)
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    for error, status in (("NONE", CONFORMS), ("FENCED_INSTANCE_ID", DIVERGENT)):
+        b = Build().alone()
+        if error == "NONE":
+            b.call("c1", "LeaveGroup", {"members": [{"member_id": "A-1", "group_instance_id": None,
+                                                     "reason": "consumer poll timeout has expired."}]},
+                   {"error": "NONE", "members": [{"member_id": "A-1", "group_instance_id": None, "error": "NONE"}]})
+        else:
+            b.heartbeat("c1", "A-1", 1, error=error)
+        b.join("c1", "", response=None)
+        verdict = members.check(b.trace(), None)
+        assert verdict.status == status, (error, verdict.divergence)
+    assert verdict.divergence.rule == "R13"
+
+
+def test_java_static_member_leaving_on_close_conforms():
+    """Kafka 4.4.0's consumer closed with CloseOptions LEAVE_GROUP (KIP-1092; the agent's
+    ``close leave``): a static member sends LeaveGroup naming only its member.id (R27)."""
+    b = Build(instance="static-A").alone()
+    b.call("c1", "LeaveGroup", {"members": [{"member_id": "A-1", "group_instance_id": None,
+                                             "reason": "the consumer is being closed"}]},
+           {"error": "NONE", "members": [{"member_id": "A-1", "group_instance_id": None, "error": "NONE"}]})
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == CONFORMS, verdict.divergence
+    assert "R20" in verdict.rules
+
+
 @pytest.mark.spec("R14")
 def test_eager_member_claiming_diverges():
     """The Java client's default [range, cooperative-sticky] is eager whatever is

@@ -22,12 +22,20 @@ pytestmark = pytest.mark.kafka_broker(**{"group.consumer.min.heartbeat.interval.
                                         "group.consumer.heartbeat.interval.ms": 300})
 
 
-def held_to_the_model(server: Server, group: Group) -> dict:
-    """Every side's verdict, each asserted to conform; {side: verdict}."""
+def held_to_the_model(server: Server, group: Group, duplicates=()) -> dict:
+    """Every side's verdict, each asserted to conform; {side: verdict}. ``duplicates``: a
+    pair of processes run with one group.instance.id, whose overlap (the old one keeps its
+    partitions until its next Heartbeat is fenced, R28) is double ownership no pause
+    explains: the clients side may be divergent by exactly that (exclusive_processing)."""
     verdicts = {}
     for side, path in (("coordinator", server.trace), ("both", server.trace), ("clients", group.observed)):
         code, verdicts[side] = conform(side, path)
-        assert (code, verdicts[side]["verdict"]) == (0, "conforms"), (side, verdicts[side])
+        v = verdicts[side]
+        unexplained = [o for o in v["figures"].get("exclusive_processing", ()) if not o["paused"]]
+        if side == "clients" and unexplained and all(sorted(o["members"]) == sorted(duplicates) for o in unexplained):
+            assert code == 1 and {d["rule"] for d in v["divergences"]} == {"exclusive_processing"}, v
+        else:
+            assert (code, v["verdict"]) == (0, "conforms"), (side, v)
     return verdicts
 
 
@@ -38,7 +46,10 @@ def test_static_restart_within_the_session_and_a_duplicate_fenced(tmp_path):
     rebalance, and it gets its partitions back (R25, R26). (2) A second process with
     A's group.instance.id takes A's place with A's partitions and no rebalance; the
     old process's next Heartbeat is answered FENCED_INSTANCE_ID (R24, R28) and its
-    poll throws FencedInstanceIdException: it says so and exits 1."""
+    poll throws FencedInstanceIdException: it says so and exits 1. (3) The agent's
+    ``pause`` and ``resume``: A2 stops fetching its partitions and starts again, its
+    membership untouched. (4) ``close leave``: the static B leaves at once with a
+    LeaveGroup (KIP-1092's CloseOptions), and the group rebalances onto A2."""
     server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}")
     group = Group(server, "g", TOPIC, PARTITIONS)
     try:
@@ -54,23 +65,55 @@ def test_static_restart_within_the_session_and_a_duplicate_fenced(tmp_path):
         assert max(server.generations()) == generation, "a static restart within the session rebalanced"
 
         old = group.members["A"]
-        group.start("java", "A2", instance_id="static-A", session_ms=SESSION_MS)
+        group.start("java", "A2", instance_id="static-A", session_ms=SESSION_MS, args=("--consumed",))
         wait_for(lambda: old.poll() is not None, 30, "the fenced process to exit")
         assert old.returncode == 1 and group.fatal["A"][0].startswith("fatal FencedInstanceIdException"), group.fatal
         group.members.pop("A")
         assert group.wait_balanced()["A2"] == owned["A"]
         assert max(server.generations()) == generation, "the replacement rebalanced"
+
+        produce(server.port, owned["A"])
+        wait_for(lambda: consumed(group, "A2") == {(p, 0) for p in owned["A"]}, 30, "A2 to consume")
+        group.tell("A2", "pause")
+        time.sleep(0.5)
+        produce(server.port, owned["A"])
+        time.sleep(1.5)
+        assert consumed(group, "A2") == {(p, 0) for p in owned["A"]}, "A2 fetched while paused"
+        group.tell("A2", "resume")
+        wait_for(lambda: len(consumed(group, "A2")) == 2 * len(owned["A"]), 30, "A2 to consume once resumed")
+
+        group.tell("B", "close leave")
+        assert group.members.pop("B").wait(30) == 0
+        wait_for(lambda: group.owned().get("A2") == set(range(PARTITIONS)), 30, "A2 to take over B's partitions")
+        assert max(server.generations()) == generation + 1
     finally:
         group.stop_all()
         server.stop()
     # the situation, from serve's trace: the old process was answered FENCED_INSTANCE_ID (R24)
     assert any("FENCED_INSTANCE_ID" in json.dumps(r["body"]) for r in server.records("response")
                if r["api"] in ("Heartbeat", "OffsetCommit"))
-    verdicts = held_to_the_model(server, group)
+    assert [r["client_id"] for r in server.records("request") if r["api"] == "LeaveGroup"] == ["B"]
+    # the replaced process keeps A's partitions until its next Heartbeat tells it (R28): when A2's
+    # assignment comes first, A and A2 both own them, running, for up to a heartbeat interval
+    verdicts = held_to_the_model(server, group, duplicates=("A", "A2"))
     assert verdicts["both"]["figures"]["members"]["clients"] == 5  # A, B, their restarts, and A2 apart from A
-    # the replaced process keeps A's partitions until its next Heartbeat tells it (a zombie's window, R28)
     overlaps = group.double_ownership()
     assert all(d.endswith("assigned to A2 while A held it") for d in overlaps), overlaps
+
+
+def produce(port: int, partitions) -> None:
+    """One record into each of ``partitions`` of TOPIC (librdkafka)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}"})
+    for p in partitions:
+        producer.produce(TOPIC, b"x", partition=p)
+    assert producer.flush(10) == 0
+
+
+def consumed(group: Group, name: str) -> set:
+    """{(partition, offset)} of ``name``'s consumed records so far."""
+    return {(e["partition"], e["offset"]) for e in group.snapshot() if e["member"] == name and e["event"] == "consumed"}
 
 
 @pytest.mark.interop
@@ -109,3 +152,44 @@ def test_consumer_protocol_on_kafka(kafka_broker, tmp_path):
         group.stop_all()
     code, verdict = conform("clients", group.observed)
     assert (code, verdict["verdict"]) == (0, "conforms"), verdict
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+def test_poll_timeout_leaves_and_rejoins(tmp_path, static):
+    """A member whose application stops polling past max.poll.interval.ms (2 s here): its
+    heartbeat thread leaves the group (KIP-62; AbstractCoordinator.maybeLeaveGroup,
+    AbstractCoordinator.java:1171, "consumer poll timeout has expired") and resets its
+    member.id (:1183); when it polls again it loses its partitions and rejoins under a new
+    member.id. Dynamic: it sent LeaveGroup, so the group rebalanced without it meanwhile.
+    Static: it sends none (KIP-345), so its rejoin with its group.instance.id replaces
+    itself and gets its partitions back without a rebalance (R25)."""
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}")
+    group = Group(server, "g", TOPIC, PARTITIONS)
+    try:
+        for name in "AB":
+            group.start("java", name, session_ms=SESSION_MS, args=("--max-poll-ms", 2000),
+                        instance_id=f"static-{name}" if static else None)
+        was = group.wait_balanced()
+        generation = max(server.generations())
+        stalled = group.snapshot()[-1]["t_ms"]
+        group.tell("A", "stall 4000")
+        if not static:
+            wait_for(lambda: group.balanced_among(["B"]), 30, "B to take over from the stalled A")
+        wait_for(lambda: any(e["member"] == "A" and e["event"] == "lost" and e["t_ms"] > stalled
+                             for e in group.snapshot()), 30, "A to lose its partitions")
+        owned = group.wait_balanced()
+    finally:
+        group.stop_all()
+        server.stop()
+    # the situation, from serve's trace: A left by its poll timeout (dynamic), and rejoined without its member.id
+    leaves = [r["client_id"] for r in server.records("request") if r["api"] == "LeaveGroup"]
+    assert leaves == ([] if static else ["A"]), leaves
+    assert any(r["client_id"] == "A" and r["api"] == "JoinGroup" and r["body"]["member_id"] == ""
+               and r["t_ms"] > stalled for r in server.records("request"))
+    if static:
+        assert owned == was and max(server.generations()) == generation
+    verdicts = held_to_the_model(server, group)
+    # dynamic: B is given A's partitions while A, stalled, still owns them (a zombie, reported)
+    zombie = [o for o in verdicts["clients"]["figures"]["exclusive_processing"] if o["paused"] == ["A"]]
+    assert bool(zombie) == (not static), verdicts["clients"]["figures"]["exclusive_processing"]

@@ -161,6 +161,18 @@ def test_static_member_sends_no_leave_group_and_fenced_member_stops():
     assert c.phase == MemberPhase.LEFT and out == ()
 
 
+@pytest.mark.spec("R27")
+def test_java_static_member_closed_with_leave_group_sends_leave_group():
+    """KIP-1092 (tests/test_interop_java.py, the agent's ``close leave``): a static member
+    whose application asks it to leave revokes and sends LeaveGroup naming only its
+    member.id, as Kafka 4.4.0's consumer does; by default it sends none."""
+    from rebalance.model.protocol import LeaveGroup, Send
+    stable = member.assigned_consumer(CFG, A1, IA, 1, True, 0b11, 0b11)
+    for leave_group, sent in ((False, ()), (True, (Send(LeaveGroup(((A1, 0),))),))):
+        c, out = member.handle(CFG, stable, Leave(leave_group=leave_group))
+        assert c.phase == MemberPhase.LEFT and tuple(o for o in out if type(o) is Send) == sent
+
+
 def test_check_static_holds_and_catches_missing_fencing(rebalance_check):
     code, s = rebalance_check("--protocol", "cooperative", "--static", "--members", "3", "--partitions", "4",
                          "--faults", "restart,crash,leave")

@@ -40,7 +40,8 @@ What is compared (what the protocol fixes):
   still claims it (R23; claims resolved by generation, R22).
 * Heartbeat and OffsetCommit: the member.id and generation the client was last
   given (R10, R41); an OffsetCommit commits only partitions the member owns (R41).
-* LeaveGroup: the member.id the client holds (R20); static members send none (R27).
+* LeaveGroup: the member.id the client holds (R20); static members send none (R27)
+  unless the application asks them to leave (KIP-1092).
 
 What is abstracted, because the protocol allows it (and why; spec/SPEC.md,
 "Member-side conformance"):
@@ -72,6 +73,10 @@ What is abstracted, because the protocol allows it (and why; spec/SPEC.md,
   all its assignors).
 * Reconnection: a new connection of a known client may resend the request left
   unanswered on the old one.
+* Leaving and joining again: a member that left (a LeaveGroup, or silently if
+  static) may join again as a new member on the same connection, as the Java
+  consumer does after its poll timeout (KIP-62, AbstractCoordinator.maybeLeaveGroup)
+  and an application that unsubscribes and subscribes again.
 
 Opaque consumer-protocol bytes (another protocol_type, unparseable metadata or
 assignment), errors the model does not know and topics not in the header make a
@@ -393,8 +398,9 @@ class _Checker:
     # --- the search -------------------------------------------------------------------
     def _silent(self, client: Client, cand: Candidate, api: str):
         """Successors of ``cand`` by one silent step: processing the next queued
-        response (or dropping an optional one); for a JoinGroup, ``Start``; for a
-        LeaveGroup, ``Leave``."""
+        response (or dropping an optional one); for a JoinGroup, ``Start``, or, once the
+        member left (``_left``), ``Start`` as a new member; for a LeaveGroup, and for a
+        static member's JoinGroup, ``Leave``."""
         cfg = client.cfg
         if cand.queue:
             (response, optional), rest = cand.queue[0], cand.queue[1:]
@@ -404,7 +410,14 @@ class _Checker:
         c = cand.consumer
         if api == "JoinGroup" and c.phase == MemberPhase.UNJOINED and not cand.pending:
             yield self._step(cfg, cand, Start(self._instance_of(client)))
+        if api == "JoinGroup" and _left(c) and not cand.pending:  # joins again, as a new member
+            yield self._step(cfg, Candidate(NEW_CONSUMER), Start(self._instance_of(client)))
+        # a static member sends LeaveGroup only when told to (R27, KIP-1092), so its Leave
+        # may also be silent, before a JoinGroup
+        static = c.group_instance_id != NO_INSTANCE_ID
         if api == "LeaveGroup" and c.phase != MemberPhase.LEFT and not cand.pending:
+            yield self._step(cfg, cand, Leave(leave_group=True))
+        if api == "JoinGroup" and static and c.phase != MemberPhase.LEFT and not cand.pending:
             yield self._step(cfg, cand, Leave())
 
     def _instance_of(self, client: Client) -> int:
@@ -667,6 +680,17 @@ def _resent(candidates) -> set:
     """``candidates`` on a new connection: the request unanswered on the old one is to be
     sent again; responses already received stay queued."""
     return {c._replace(inflight=(), pending=c.inflight + c.pending) for c in candidates}
+
+
+def _left(c: Consumer) -> bool:
+    """Whether the member left of its own accord (Leave: LEFT under the member.id and
+    generation it had), not by a fatal error (R28's FENCED_INSTANCE_ID resets the
+    member.id, R35 and R42 the generation): such a process may join again as a new
+    member, as the Java consumer does after its poll timeout (KIP-62:
+    AbstractCoordinator.maybeLeaveGroup, AbstractCoordinator.java:1171 and :1183, Kafka
+    4.4.0, sends LeaveGroup unless static and resets the member.id; the next poll
+    rejoins) or an application that unsubscribes and subscribes again."""
+    return c.phase == MemberPhase.LEFT and c.member_id != NO_MEMBER_ID and c.generation != NO_GENERATION
 
 
 def _group_of(rec: dict) -> str:

@@ -15,6 +15,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 
 import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.CloseOptions.GroupMembershipOperation;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -38,7 +39,10 @@ import org.apache.kafka.common.errors.TimeoutException;
  * <p>Reads commands on stdin, one a line, carried out on the polling thread between polls
  * (KafkaConsumer is not thread-safe):
  * <ul>
- * <li>{@code close}: close the consumer gracefully (as does the end of stdin);</li>
+ * <li>{@code close [leave|remain]}: close the consumer gracefully (as does the end of stdin): by
+ *     default a dynamic member sends LeaveGroup and a static one does not (KIP-345); {@code leave}
+ *     makes a static member leave too, {@code remain} keeps a dynamic one in the group until its
+ *     session times out (CloseOptions.GroupMembershipOperation, KIP-1092);</li>
  * <li>{@code commit PARTITION OFFSET}: commitSync of that offset, if the callbacks so far say
  *     the partition is owned, as a correct application commits only what it owns (a zombie
  *     that has not yet learned of its loss does): outcome "ok", "error" with the exception's
@@ -47,7 +51,9 @@ import org.apache.kafka.common.errors.TimeoutException;
  * <li>{@code pause} / {@code resume}: KafkaConsumer.pause of every assigned partition /
  *     resume of every paused one (fetching stops; the membership does not);</li>
  * <li>{@code stall MS}: stop calling poll for MS ms (the heartbeat thread runs on: past
- *     max.poll.interval.ms the consumer leaves the group itself, KIP-62).</li>
+ *     max.poll.interval.ms the consumer leaves the group itself, KIP-62), between a "paused"
+ *     and a "resumed" marker: the application, busy elsewhere, keeps what it owns until its
+ *     next poll tells it otherwise (a zombie, spec/OBSERVED.md).</li>
  * </ul>
  * An unknown or malformed command is reported on stderr and ignored.
  *
@@ -59,12 +65,15 @@ import org.apache.kafka.common.errors.TimeoutException;
 public final class ConsumerAgent implements ConsumerRebalanceListener {
     static final Duration POLL = Duration.ofMillis(100);
     static final Duration CLOSE = Duration.ofSeconds(30);
+    static final Map<String, GroupMembershipOperation> CLOSE_OPERATIONS = Map.of(
+            "leave", GroupMembershipOperation.LEAVE_GROUP, "remain", GroupMembershipOperation.REMAIN_IN_GROUP);
 
     private final Options options;
     private final Observed log;
     private final KafkaConsumer<byte[], byte[]> consumer;
     private final BlockingQueue<String> commands = new LinkedBlockingQueue<>();
     private final Set<Integer> owned = new HashSet<>();  // partitions of the topic, from the callbacks
+    private GroupMembershipOperation membership = GroupMembershipOperation.DEFAULT;  // what close does
 
     private ConsumerAgent(Options options) {
         this.options = options;
@@ -125,7 +134,7 @@ public final class ConsumerAgent implements ConsumerRebalanceListener {
             code = 1;
         }
         try {
-            consumer.close(CloseOptions.timeout(CLOSE));
+            consumer.close(CloseOptions.timeout(CLOSE).withGroupMembershipOperation(membership));
         } catch (KafkaException e) {  // a fatal state may fail the close too: the consumer is closed anyway
             System.err.println("close: " + e);
         }
@@ -137,7 +146,7 @@ public final class ConsumerAgent implements ConsumerRebalanceListener {
     private boolean carryOut(String line) throws InterruptedException {
         try {
             return carryOut(line.split("\\s+"));
-        } catch (NumberFormatException | ArrayIndexOutOfBoundsException e) {
+        } catch (IllegalArgumentException | ArrayIndexOutOfBoundsException e) {
             System.err.println("bad command: " + line);
             return true;
         }
@@ -146,6 +155,10 @@ public final class ConsumerAgent implements ConsumerRebalanceListener {
     private boolean carryOut(String[] words) throws InterruptedException {
         switch (words[0]) {
             case "close":
+                membership = words.length == 1 ? GroupMembershipOperation.DEFAULT : CLOSE_OPERATIONS.get(words[1]);
+                if (membership == null) {
+                    throw new IllegalArgumentException(words[1]);
+                }
                 return false;
             case "commit":
                 int partition = Integer.parseInt(words[1]);
@@ -160,7 +173,10 @@ public final class ConsumerAgent implements ConsumerRebalanceListener {
                 consumer.resume(consumer.paused());
                 return true;
             case "stall":
-                Thread.sleep(Long.parseLong(words[1]));
+                long ms = Long.parseLong(words[1]);
+                log.marker("paused");
+                Thread.sleep(ms);
+                log.marker("resumed");
                 return true;
             default:
                 System.err.println("unknown command: " + String.join(" ", words));

@@ -87,7 +87,10 @@ final class Observed {
         write(r);
     }
 
-    /** A marker without fields: "closed" once the application closed its consumer. */
+    /**
+     * A marker without fields: "closed" once the application closed its consumer; "paused" and
+     * "resumed" around a stall of its poll loop.
+     */
     void marker(String event) {
         write(record(event, nowMs()));
     }
