@@ -19,13 +19,10 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from rebalance.model.config import KIP848
-from rebalance.model.assignors import _move_allowance, newest_echo, resolve_claims
-from rebalance.model.coordinator import commit_allowed, find_instance
 from rebalance.model.member import MemberPhase
-from rebalance.model.upgrade import rebalance_protocol
 from rebalance.model.protocol import (
     NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
-    instance_name, mask_of, member_name, partitions_of, union,
+    epoch_of, instance_name, mask_of, member_name, partitions_of, slot_of, union,
 )
 
 from .engines import churn
@@ -237,25 +234,63 @@ def revoke_before_assign(system: System, state: State):
     return None
 
 
+@on_groups
 def moves_within_allowance(system: System, state: State, action, nxt: State):
     """A Design III round moves, of each resource kind, at most what ``max_moves``
-    pays for at that kind's cost (R67; seed 000, Design III): when the leader's
-    assignment is stored (the group turns Stable), the owned resources (the claims
-    resolved as the leader resolves them, R22) given to no one of their owners
-    number at most model/assignors.py ``_move_allowance`` per kind. Lost resources
-    (R68) and contested claims are no moves."""
+    pays for at that kind's cost, max(1, ⌊max_moves / cost⌋) (R67; seed 000,
+    Design III): when the leader's assignment is stored (the group turns Stable),
+    the owned resources (each claim resolved as R22 says, ``claim_owners``) given
+    to no one of their owners number at most that per kind. Lost resources (R68)
+    and contested claims are no moves."""
     group = nxt.group
     if group.phase != Phase.STABLE or state.group.phase == Phase.STABLE:
         return None
-    owners = resolve_claims(system.cfg, [(m.member_id, m.instance_id, m.subscription) for m in group.members])
+    owners, _ = claim_owners(group.members)
     given = {m.member_id: m.assignment.partitions for m in group.members}
     moved = mask_of(p for p, mid in owners.items() if not given[mid] >> p & 1)
     for kind, pool, cost in system.cfg.kinds:
-        allowed = _move_allowance(system.cfg, cost)
+        allowed = max(1, system.cfg.max_moves // cost)
         if (moved & pool).bit_count() > allowed:
             return (f"generation {group.generation} moves {_names(system.cfg, moved & pool)} of {kind}, more than "
                     f"the {allowed} max_moves = {system.cfg.max_moves} pays for at {cost} a move")
     return None
+
+
+def claim_owners(members) -> tuple:
+    """R22 as spec/SPEC.md states it, over the coordinator's member records
+    (MemberMetadata): ``({partition: member id}, contested bitmask)``, each claimed
+    partition owned by the one member claiming it at the highest generation of its
+    claims, none when two or more tie there (contested)."""
+    best: dict = {}  # partition -> (highest generation claiming it, [member ids claiming it there])
+    for m in members:
+        sub = m.subscription
+        for p in partitions_of(sub.owned):
+            top = best.get(p)
+            if top is None or sub.generation > top[0]:
+                best[p] = (sub.generation, [m.member_id])
+            elif sub.generation == top[0]:
+                top[1].append(m.member_id)
+    owners = {p: mids[0] for p, (_, mids) in best.items() if len(mids) == 1}
+    return owners, mask_of(p for p, (_, mids) in best.items() if len(mids) > 1)
+
+
+def newest_echo(group) -> tuple:
+    """R31: the newest echo the members' recorded subscriptions carry
+    (``(generation, assigned, deferred, revoked, successive)``, the highest
+    generation's), zeros when none does."""
+    return max((m.subscription.echo for m in group.members if m.subscription.echo), default=(0, 0, 0, 0, 0))
+
+
+def can_commit(group, mid: int, generation: int) -> bool:
+    """CanCommit (spec/SPEC.md section 7; R9): the member id is a member, its
+    generation the group's, the group Stable or PreparingRebalance."""
+    return (group.phase in (Phase.STABLE, Phase.PREPARING_REBALANCE) and generation == group.generation
+            and any(m.member_id == mid for m in group.members))
+
+
+def instance_holder(group, iid: int):
+    """The coordinator's record of the member holding group.instance.id ``iid``, or None."""
+    return next((m for m in group.members if m.instance_id == iid), None)
 
 
 @projected(lambda g: g.phase, lambda p: (p.consumer.owned, p.consumer.topics, p.consumer.metadata, p.consumer.member_id)
@@ -338,7 +373,7 @@ def new_partitions_at_once(system: System, state: State, action, nxt: State):
     if group.phase != Phase.STABLE or state.group.phase == Phase.STABLE or not group.members:
         return None
     deferred = max((m.assignment.echo for m in group.members if m.assignment.echo), default=(0, 0))[1]
-    previous = newest_echo(m.subscription for m in group.members)
+    previous = newest_echo(group)
     released = union(m.subscription.released for m in group.members)
     wrong = deferred & (~(previous[1] | previous[2]) | released)
     if wrong:
@@ -365,7 +400,7 @@ def static_restart_no_rebalance(system: System, state: State, action, nxt: State
     old = _static_rejoin(state, action)
     if old is None:
         return None
-    new = find_instance(nxt.group, old.instance_id)
+    new = instance_holder(nxt.group, old.instance_id)
     if (nxt.group.phase == Phase.STABLE and nxt.group.generation == state.group.generation
             and new is not None and new.assignment == old.assignment):
         return None
@@ -381,7 +416,7 @@ def _static_rejoin(state: State, action):
     req = action.detail
     if req.member_id != NO_MEMBER_ID or not req.group_instance_id:
         return None
-    return find_instance(state.group, req.group_instance_id)
+    return instance_holder(state.group, req.group_instance_id)
 
 
 def bounded_deferral(system: System, state: State):
@@ -405,7 +440,7 @@ def bounded_deferral(system: System, state: State):
 def _deferred_before(group) -> int:
     """The partitions deferred in the newest echo the members' subscriptions carry,
     as the leader of this round read them (R31)."""
-    return newest_echo(m.subscription for m in group.members)[2]
+    return newest_echo(group)[2]
 
 
 def _always(system: System) -> bool:
@@ -423,30 +458,39 @@ def _streams(system: System) -> bool:
 # --- Streams (seed 001; spec/SPEC.md R45-R55) --------------------------------------
 
 
-def learner_ready_before_active(system: System, state: State):
-    """In a Stable group, a stateful task revoked from the member running it in order
-    to go to a member learning it, only once that learner said it is ready (R48;
-    seed 001: active tasks go "to instances with learner tasks that indicate
-    ready"). A task no member runs goes to its learner at once (the seed's "Leader
-    Transfer During Scaling"), which this does not forbid. A member holding the
-    task's standby counts as ready (R55: a learner placed there is ready at once;
-    R57: KIP-441 ranks a standby within acceptable.recovery.lag as caught up).
-    KIP-441's assignor (R57-R60): its warmup replicas are the learners."""
-    group = state.group
-    if group.phase != Phase.STABLE:
+def learner_ready_before_active(system: System, state: State, action, nxt: State):
+    """On the step that stores a round's assignment (the group turns Stable): a
+    stateful task revoked from the member running it in order to go to a member
+    learning it, only once that learner is ready (R48; seed 001: active tasks go
+    "to instances with learner tasks that indicate ready"). Ready is what
+    happened, not what the learner's user data says: its process finished the
+    task's restore (``Proc.restored``, R55) or runs the task's standby (R55: a
+    learner placed there is ready at once; R57: KIP-441 ranks a standby within
+    acceptable.recovery.lag as caught up). A task no member runs goes to its
+    learner at once (the seed's "Leader Transfer During Scaling"), which this
+    does not forbid. KIP-441's assignor (R57-R60): its warmup replicas are the
+    learners."""
+    group = nxt.group
+    if group.phase != Phase.STABLE or state.group.phase == Phase.STABLE:
         return None
     stateful = system.cfg.all_partitions & ~system.cfg.stateless
+    ready = {}  # member id -> what its process has restored or runs the standby of
+    for x in group.members:
+        p = nxt.procs[slot_of(x.conn)]
+        if p.epoch == epoch_of(x.conn) and (p.status == RUNNING or p.status == PAUSED) and p.consumer.streams:
+            ready[x.member_id] = p.restored | p.consumer.streams.standby
     for m in group.members:
         revoked = m.subscription.owned & ~m.assignment.partitions & stateful
         if not revoked:
             continue
         for x in group.members:
-            learning, user_data = (x.assignment.streams or (0, 0))[0], x.subscription.streams or (0, 0, 0)
-            ready = user_data[1] | user_data[2]  # R55: a learner where the task's standby ran is ready at once
-            early = revoked & learning & ~ready
+            if x.member_id not in ready:  # its process is gone, and what it had restored with it
+                continue
+            learning = (x.assignment.streams or (0, 0))[0]
+            early = revoked & learning & ~ready[x.member_id]
             if early and x.member_id != m.member_id:
                 return (f"{_names(system.cfg, early)} revoked from {member_name(m.member_id)} in generation "
-                        f"{group.generation} for {member_name(x.member_id)}, whose learner is not ready")
+                        f"{group.generation} for {member_name(x.member_id)}, whose learner has not restored it")
     return None
 
 
@@ -536,8 +580,15 @@ def _mixed_protocols(system, s, a, n) -> bool:
     """R78: a Stable generation whose members run different RebalanceProtocols (eager
     [cooperative-sticky, range] beside cooperative [cooperative-sticky])."""
     g = n.group
-    return g.phase == Phase.STABLE and len({rebalance_protocol(m.subscription.assignors)
+    return g.phase == Phase.STABLE and len({runs_cooperative(m.subscription.assignors)
                                              for m in g.members if m.subscription.assignors}) > 1
+
+
+def runs_cooperative(assignors: tuple) -> bool:
+    """R77: a consumer runs the cooperative protocol only when every assignor of its
+    partition.assignment.strategy supports it, and of the built-in ones only the
+    CooperativeStickyAssignor does (ConsumerPartitionAssignor.supportedProtocols)."""
+    return all(a == "cooperative-sticky" for a in assignors)
 
 
 def _static(system: System) -> bool:
@@ -574,8 +625,8 @@ PROPERTIES = (
              "no task has OffsetCommits accepted from two members while both ran it as an active task without a "
              "break (R9, R41 over tasks; exclusive_commits under streams)", _streams, exclusive_commits),
     Property("learner_ready_before_active", "invariant",
-             "a task is revoked from the member running it for a learner only once that learner is ready (R48)",
-             _streams, learner_ready_before_active),
+             "a task is revoked from the member running it for a learner only once that learner has restored it "
+             "(R48, R55)", _streams, None, learner_ready_before_active),
     Property("bounded_warmups", "invariant",
              "at most max.warmup.replicas warmup replicas at a time (KIP-441's assignor, R58)",
              _high_availability, bounded_warmups),
@@ -681,8 +732,8 @@ def _lost(system, s, a, n) -> bool:
 
 def _zombie_fenced(system, s, a, n) -> bool:
     for p in n.procs:
-        if p.status == PAUSED and p.consumer.owned and not commit_allowed(
-                system.cfg, n.group, p.consumer.member_id, p.consumer.generation):
+        if p.status == PAUSED and p.consumer.owned and not can_commit(n.group, p.consumer.member_id,
+                                                                      p.consumer.generation):
             return True
     return False
 

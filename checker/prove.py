@@ -60,11 +60,13 @@ import z3
 
 from rebalance.model.assignors import assign, contested_claims, resolve_claims
 from rebalance.model.config import GroupConfig
+from rebalance.model.mutations import REGISTRY
 from rebalance.model.protocol import (EMPTY_SUBSCRIPTION, Subscription, mask_of, member_id, partitions_of, slot_of,
                                       union)
 from rebalance.spec import actions as spec
 from rebalance.spec.actions import PYTHON, View
 
+from . import round_obligations
 from .render import lane, partitions
 
 from .prove_bounds import (COUNTING_PARTITIONS, LIMITS, MAX_MEMBERS, MAX_PARTITIONS, PLUGIN_EXAMPLES,  # noqa: F401
@@ -916,7 +918,11 @@ def obligations(max_members: int = MAX_MEMBERS, max_partitions: int = MAX_PARTIT
     ``spec_mutations``: spec mutations (spec/actions.py) the induction uses;
     ``on_size(name, members, partitions)`` is called after each size a symbolic
     obligation covers; ``counting_partitions`` caps the partitions of the
-    counting proofs (balance, minimal moves), whose z3 time grows steeply."""
+    counting proofs (balance, minimal moves), whose z3 time grows steeply. The
+    deferral's mutations reach only the rounds of Designs II and III
+    (checker/round_obligations.py), the assignors called alone having no deferral."""
+    rounds = mutations
+    mutations = frozenset(m for m in mutations if REGISTRY[m].protocols != ("deferred",))
     for assignor in ("range", "roundrobin"):
         yield exhaustive_obligation(assignor, max_members, max_partitions, mutations)
     for assignor in ("sticky", "cooperative-sticky"):
@@ -927,4 +933,7 @@ def obligations(max_members: int = MAX_MEMBERS, max_partitions: int = MAX_PARTIT
     yield stickiness_obligation(max_members, max_partitions, min(max_partitions, counting_partitions), mutations,
                                 on_size)
     yield subscriptions_obligation(max_members, max_partitions, mutations)
+    for name, bound, why, cx, seconds in round_obligations.obligations(max_members, max_partitions, rounds):
+        yield Obligation(name, bound, "exhaustive", "counterexample" if why else "proved", seconds,
+                         cx and {**cx, "violates": why})
     yield from induction_obligations(spec_mutations)

@@ -79,7 +79,14 @@ class Proc(NamedTuple):
     slot's processes start with (an index into model/upgrade.py ``stages``).
     ``metadata``: the topics that exist (a topic bitmask, R62; ``ALL_TOPICS``: every
     one), as the slot's processes see them: a ``create-topic`` fault sets it on
-    every slot, and a process starts with it."""
+    every slot, and a process starts with it.
+
+    A history variable of the checker's for Streams (R55): ``restored``, the tasks
+    (a bitmask) the process learns whose restore has finished: a ``ready`` step
+    (its restore ran to within the acceptable lag), or a learner placed where the
+    process ran the task's standby (ready at once); kept while it learns the task.
+    What the member reports as ready in its user data is its own claim; this is
+    what happened (``learner_ready_before_active``)."""
 
     status: int
     epoch: int
@@ -90,6 +97,7 @@ class Proc(NamedTuple):
     committed: bool = False
     stage: int = 0
     metadata: int = ALL_TOPICS
+    restored: int = 0
 
 
 class State(NamedTuple):
@@ -206,7 +214,7 @@ class System:
         responses if ``conn`` is its live connection, else ``p`` itself (dropped)."""
         if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
             return Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
-                        p.committed, p.stage, p.metadata)
+                        p.committed, p.stage, p.metadata, p.restored)
         return p
 
     @staticmethod
@@ -339,7 +347,8 @@ class System:
             same = c2.owned == c.owned and c2.generation == c.generation
             reply = (Action("reply", s, resp),
                      Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:],
-                          _masked(p.shared, c2.owned), p.committed and same, p.stage, p.metadata))
+                          _masked(p.shared, c2.owned), p.committed and same, p.stage, p.metadata,
+                          restored(p, c, c2)))
         elif not p.requests:
             c2, outs = self.step_member(c, HeartbeatDue())
             sent = self.requests_of(outs)
@@ -375,7 +384,8 @@ class System:
             for t in partitions_of(st.learning & ~st.ready):
                 event = LearnerReady(t)
                 c2, outs = self.step_member(c, event)
-                out.append((Action(READY, s, event), p._replace(consumer=c2, requests=p.requests + self.requests_of(outs))))
+                out.append((Action(READY, s, event), p._replace(consumer=c2, requests=p.requests + self.requests_of(outs),
+                                                                restored=p.restored | 1 << t)))
         if shutting_down(self.cfg, c, idle):
             outs = self.step_member(c, Leave())[1]
             out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (),
@@ -421,7 +431,7 @@ class System:
         replies are then routed (``route``), an OffsetCommit recorded (``_committed``)."""
         req = p.requests[0]
         popped = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed,
-                      p.stage, p.metadata)
+                      p.stage, p.metadata, p.restored)
         return Action("deliver", s, req), Receive(connection(s, p.epoch), req), popped
 
     def own_steps(self, group: Group, s: int, p: Proc) -> tuple:
@@ -674,6 +684,16 @@ def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
     procs = state.procs
     procs = _released(procs[:s] + (proc,) + procs[s + 1:], s, proc.consumer.owned if proc.consumer else 0)
     return State(state.group, procs, state.faults_left - cost)
+
+
+def restored(p: Proc, c: Consumer, c2: Consumer) -> int:
+    """R55: ``Proc.restored`` after process ``p``'s consumer went from ``c`` to ``c2``
+    handling a response: the tasks it still learns whose restore had finished, and
+    those it now learns where it ran the standby (a learner placed there is ready
+    at once; KIP-441's caught-up standby, R57)."""
+    if not c.streams:
+        return p.restored
+    return (p.restored | c.streams.standby) & c2.streams.learning
 
 
 def recorded(p: Proc, added: tuple) -> Proc:

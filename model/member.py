@@ -253,7 +253,7 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
                    echo=(c.generation,) + r.assignment.echo if r.assignment.echo else ())
     c = c._replace(memory=rule(cfg, _memory_after_sync)(c, r.assignment))
     if cfg.streams:
-        c, newly_ready = _streams_assignment(c, r.assignment)
+        c, newly_ready = _streams_assignment(cfg, c, r.assignment)
         if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R55: a warm standby is ready at once
             return _rejoin(cfg, c, out)
     # R18: after revoking, rejoin at once (Design I); R62: a topic it waits for exists; R74: told to
@@ -285,14 +285,21 @@ def _subscribe(cfg: GroupConfig, c: Consumer, topics: int, out: list) -> Consume
     return _rejoin(cfg, c, out)
 
 
-def _streams_assignment(c: Consumer, a) -> tuple:
+def _ready_learners(learning: int, ready: int, standby: int) -> int:
+    """R55: of the tasks an assignment has the member learn, those ready at once: the
+    ones it had restored already (``ready``) and the ones whose standby it ran.
+    Replaced by ``ready-on-assignment`` (test-only)."""
+    return learning & (ready | standby)
+
+
+def _streams_assignment(cfg: GroupConfig, c: Consumer, a) -> tuple:
     """R46, R55: take the assignment's learner and standby tasks; a learner stays
     ready while it keeps learning, and one placed where the task's standby ran
     is ready at once (seed 001, Standby Task Utilization). ``(consumer', newly
     ready bitmask)``."""
     learning, standby = a.streams or (0, 0)
     st = c.streams
-    ready = learning & (st.ready | st.standby)
+    ready = rule(cfg, _ready_learners)(learning, st.ready, st.standby)
     return c._replace(streams=st._replace(learning=learning, ready=ready, standby=standby)), ready & ~st.ready
 
 

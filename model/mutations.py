@@ -142,6 +142,16 @@ REGISTRY = {m.name: m for m in (
              "seed 001, Assignment Algorithm (active tasks 'to instances with learner tasks that indicate "
              "ready'); KIP-441's acceptable.recovery.lag exists to prevent it", "R48", ("streams",),
              assignors=("streams",)),
+    Mutation("max-moves-off-by-one",
+             "a Design III round moves one resource of each kind more than max_moves pays for (R67's allowance "
+             "counted from zero)",
+             "test-only: a deliberately wrong model, not a Kafka bug (seed 000, Design III: at most max_moves "
+             "partitions move per round)", "R34, R67", ("incremental",), test_only=True),
+    Mutation("ready-on-assignment",
+             "a Streams member reports every learner task ready as soon as it is assigned, before its restore has "
+             "run (R55's 'restored to within the acceptable lag' read as 'assigned')",
+             "test-only: a deliberately wrong member, not a Kafka bug (seed 001: a learner 'indicates ready' once "
+             "restored; KIP-441's acceptable.recovery.lag)", "R55", ("streams",), test_only=True),
     Mutation("active-to-lagging-client",
              "KIP-441's assignor gives each stateful active task to its balanced owner whether or not that member "
              "is caught up on it: no task is kept on a caught-up member and no warmup replica is needed (R58's "
@@ -489,6 +499,16 @@ def _restart_generation_when_empty(group) -> int:
 @replaces(streams._promotable, "promote-unready-learner")
 def _promote_learning() -> str:
     return "learning"
+
+
+@replaces(assignors._move_allowance, "max-moves-off-by-one")
+def _one_move_too_many(cfg, cost: int) -> int:
+    return max(1, cfg.max_moves // cost) + 1
+
+
+@replaces(member._ready_learners, "ready-on-assignment")
+def _every_learner_ready(learning: int, ready: int, standby: int) -> int:
+    return learning
 
 
 @replaces(streams._learner_takers, "learners-to-anyone")

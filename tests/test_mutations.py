@@ -107,6 +107,8 @@ MATRIX = [
     # Connect's two kinds (R66-R68): a round moving both connectors at once; lost resources given out at once
     # under incremental, which breaks nothing checked (tests/test_kinds.py replays the rounds that differ)
     (("moves-ignore-cost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), {"moves_within_allowance"}),
+    (("max-moves-off-by-one",), ("--protocol", "incremental", "--members", "1", "--partitions", "4", "--faults", "join",
+                                 "--max-faults", "1"), {"moves_within_allowance"}),
     (("incremental-reassigns-lost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), set()),
     # differing subscriptions and a topic created mid-run (R61-R65)
     (("assign-unsubscribed",), SUBSCRIPTIONS, {"subscribed_only"}),
@@ -114,6 +116,9 @@ MATRIX = [
     # KIP-441's assignor without its caught-up constraint (R58): the balanced owner takes a task it has no state of
     (("active-to-lagging-client",), STREAMS + ("--assignor", "high-availability", "--tasks", "4", "--stateless", "0",
                                                "--faults", "join", "--max-faults", "1"),
+     {"learner_ready_before_active"}),
+    # a learner reported ready before its restore ran: the leader promotes it (judged by the restores that finished)
+    (("ready-on-assignment",), STREAMS + ("--tasks", "4", "--faults", "join", "--max-faults", "1"),
      {"learner_ready_before_active"}),
     (("unbounded-warmups",), STREAMS + ("--assignor", "high-availability", "--tasks", "6", "--stateless", "0",
                                         "--max-warmup", "1", "--faults", "join", "--max-faults", "1"),

@@ -37,10 +37,11 @@ def test_every_obligation_proved_on_a_small_bound(tmp_path):
     names = [o["name"] for o in obligations]
     for needed in ("range", "roundrobin", "sticky: exactly once", "cooperative-sticky: loads within one",
                    "never assigned while claimed elsewhere", "moves no more than the balanced minimum",
-                   "init ⇒ inv", "inv ∧ next ⇒ inv′", "inv ⇒ exclusive_ownership"):
+                   "init ⇒ inv", "inv ∧ next ⇒ inv′", "inv ⇒ exclusive_ownership",
+                   "Design III: moves within the allowance", "Design II: lost partitions held once"):
         assert any(needed in n for n in names), needed
     assert all(o["seconds"] >= 0 and o["bound"] and o["counterexample"] is None for o in obligations)
-    assert len(obligations) == 12
+    assert len(obligations) == 14
     # the z3 obligations speak of the transcription; the tie to the model says how far it reaches
     assert obligations[2]["bound"].startswith("the transcription: members 1..3, partitions 1..5, any claims, "
                                               "any generations (0..7)")
@@ -104,8 +105,8 @@ def test_bad_bounds_are_bad_input(tmp_path, args):
 
 def test_text_output_lists_each_obligation_with_its_time(tmp_path):
     code, out, _ = run_cli("prove", *TINY, cwd=tmp_path)
-    assert code == 0 and "12 obligations" in out and "all proved" in out
-    assert sum(line.split()[0] == "proved" for line in out.splitlines() if line.strip()) == 12 and " s  " in out
+    assert code == 0 and "14 obligations" in out and "all proved" in out
+    assert sum(line.split()[0] == "proved" for line in out.splitlines() if line.strip()) == 14 and " s  " in out
 
 
 @pytest.mark.spec("R22")
@@ -157,7 +158,7 @@ def test_default_bound_all_proved(tmp_path):
     code, out, err = run_cli("prove", "--json", cwd=tmp_path)
     obligations = json.loads(out)["obligations"]
     assert code == 0 and {o["status"] for o in obligations} == {"proved"}, err
-    assert len(obligations) == 12
+    assert len(obligations) == 14
     assert obligations[2]["bound"].startswith("the transcription: members 1..5, partitions 1..10")
     tie = next(o for o in obligations if o["name"] == "transcription agrees with model/assignors.py")
     assert tie["bound"].endswith("claim resolution (R22): members 1..5, every generation vector in 0..7, every set "
@@ -171,3 +172,34 @@ def test_an_assignor_ignoring_subscriptions_gives_a_concrete_counterexample(tmp_
     # the smallest input: A subscribes to t0 only and is given t1's partition
     assert cx["subscriptions"] == {"A": ["t0"]} and cx["model_assignment"] == {"A": ["t0-0", "t1-0"]}
     assert "not subscribed" in cx["violates"]
+
+
+@pytest.mark.spec("R34", "R67")
+@pytest.mark.parametrize("mutation,violates", [
+    ("max-moves-off-by-one", "moves 2 partitions, more than the 1 max_moves 1 pays for"),
+    ("moves-ignore-cost", "moves 2 connectors, more than the 1 max_moves 2 pays for")])
+def test_the_move_allowance_obligation_catches_a_round_moving_too_much(mutation, violates):
+    """Design III's allowance (checker/round_obligations.py), judged by R67's formula
+    written there, not the model's ``_move_allowance``: each mutation gives a round
+    that moves one resource too many, and the concrete input replays it."""
+    from rebalance.checker import round_obligations
+    why, cx, _ = round_obligations.allowance_obligation(3, 5, frozenset({mutation}))
+    assert why == violates
+    assert round_obligations.allowance_obligation(3, 5)[0] is None
+    moved = [p for member in cx["input"] for p in member["claims"] if p not in cx["output"][member["member"]]["assigned"]]
+    assert len(moved) == 2
+
+
+@pytest.mark.spec("R31", "R33")
+def test_the_deferral_obligation_catches_a_leader_that_forgets_the_delay():
+    """The seed's Design II as written (the delay in the leader's memory): a new
+    leader holds lost partitions back although a member with nothing could take them
+    (R33), and the obligation says so with the round (judged by
+    checker/round_obligations.py's own reading of R32, R33, R40; the correct model
+    holds it, and `prove` lists it, in test_every_obligation_proved_on_a_small_bound)."""
+    from rebalance.checker import round_obligations
+    why, cx, _ = round_obligations.deferral_obligation(*round_obligations.DEFERRAL, frozenset({"leader-forgets-delay"}))
+    assert why == "lost partitions held back while a member that owns nothing is there"
+    assert any(not m["claims"] for m in cx["input"])
+    assert any(a["scheduled"] for a in cx["output"].values())
+    assert round_obligations.deferral_obligation(*round_obligations.DEFERRAL)[0] is None
