@@ -28,7 +28,9 @@ from rebalance.model.protocol import (
 from .engines import churn
 from .refinement import refinement
 from .render import lane
-from .system import CREATE_TOPIC, DOWNGRADE, FAILOVER, PAUSED, REMOVE, RUNNING, SUBSCRIBE, State, System, processing
+from .system import (
+    CREATE_TOPIC, DOWNGRADE, FAILOVER, PAUSED, REMOVE, RESTARTING, RUNNING, SUBSCRIBE, State, System, processing,
+)
 
 
 class Property(NamedTuple):
@@ -395,17 +397,32 @@ def unique_instance(system: System, state: State):
 
 
 def static_restart_no_rebalance(system: System, state: State, action, nxt: State):
-    """A static member rejoining a Stable group under a new process (its old member
-    id not yet expired) gets the current generation and its assignment back (R26)."""
-    old = _static_rejoin(state, action)
-    if old is None:
+    """A static member restarting within session.timeout.ms causes no rebalance and
+    gets its assignment back (R26; KIP-345), to the end: from the delivery of its new
+    process's JoinGroup (no member id, its group.instance.id) to a Stable group until
+    that process is Stable again (``Proc.restarting``), no request of the slot's
+    makes the group leave Stable (a restart answered with a stale generation fails
+    its SyncGroup and rejoins, a few steps later: caught here), and the JoinGroup's
+    own step keeps the group Stable at its generation with the member's stored
+    assignment. Within the session timeout: timed (checker/timed.py), the coordinator
+    last heard from the slot less than session.timeout.ms before (``Proc.quiet``,
+    whatever the coordinator still records: a rebalance timeout that dropped the old
+    member is caught); untimed (R21), its old member is still recorded."""
+    if action.kind != "deliver" or nxt.procs[action.slot].restarting != RESTARTING:
         return None
-    new = instance_holder(nxt.group, old.instance_id)
-    if (nxt.group.phase == Phase.STABLE and nxt.group.generation == state.group.generation
-            and new is not None and new.assignment == old.assignment):
+    why = None
+    if state.group.phase == Phase.STABLE and nxt.group.phase != Phase.STABLE:
+        why = f"went {nxt.group.phase.name}"
+    else:
+        old = _static_rejoin(state, action)
+        new = old and instance_holder(nxt.group, old.instance_id)
+        if old is not None and (nxt.group.generation != state.group.generation or new is None
+                                or new.assignment != old.assignment):
+            why = f"went to generation {nxt.group.generation}" if new is not None else "lost the member"
+    if why is None:
         return None
-    return (f"{instance_name(old.instance_id)} restarted and the group went to "
-            f"{nxt.group.phase.name} generation {nxt.group.generation}")
+    return (f"{instance_name(system.instance_of(action.slot))} restarted within the session timeout and, on its "
+            f"{type(action.detail).__name__}, the group {why}")
 
 
 def _static_rejoin(state: State, action):
@@ -417,6 +434,51 @@ def _static_rejoin(state: State, action):
     if req.member_id != NO_MEMBER_ID or not req.group_instance_id:
         return None
     return instance_holder(state.group, req.group_instance_id)
+
+
+# --- the timed mode's properties (checker/timed.py): timers that fire in their window ---------------
+
+
+@projected(lambda g: g.clock, lambda p: p.status == RUNNING and p.consumer.phase != MemberPhase.LEFT)
+def bounded_rebalance(system: System, state: State):
+    """Timed: a rebalance that no fault interrupts ends, the group Stable or Empty,
+    within the rebalance timeout of its start (R4: the barrier's deadline; R5: a
+    leader that rejoined; R8: whose SyncGroup comes at once): ``Clock.rebalancing``
+    at most the rebalance timeout in ticks. "Never fires" and "fires too late"
+    break it, and so does a barrier that completes on a leader that cannot assign.
+    A group with no running process is left to its members' session timeouts."""
+    clock = state.group.clock
+    if clock is None or clock.rebalancing <= system.timing.rebalance_ticks:
+        return None
+    if not any(p.status == RUNNING and p.consumer.phase != MemberPhase.LEFT for p in state.procs):
+        return None
+    return (f"the group is still {state.group.phase.name} at generation {state.group.generation} "
+            f"more than {system.timing.rebalance_ticks} ticks (the rebalance timeout) after it began rebalancing, "
+            f"no fault since")
+
+
+def timers_in_window(system: System, state: State, action, nxt: State):
+    """Timed: no timer fires too early. A session timeout expels no member whose
+    process is running and holds its member id (it heartbeats in time: R11, each
+    request restarts the session), and the barrier's deadline passes no earlier
+    than the rebalance timeout after the rebalance began (R4)."""
+    if action.kind != "timer":
+        return None
+    event = action.detail
+    if type(event) is SessionTimeout:
+        mid = event.member_id
+        expelled = any(m.member_id == mid for m in state.group.members) and not any(
+            m.member_id == mid for m in nxt.group.members)
+        if expelled and any(mid in System.speaks_for(state.group, s, p) for s, p in enumerate(state.procs)):
+            return f"{member_name(mid)}'s session expired while its process runs and heartbeats"
+    elif type(event) is RebalanceTimeout and 0 <= state.group.clock.rebalancing < system.timing.rebalance_ticks:
+        return (f"the rebalance timeout passed {state.group.clock.rebalancing} ticks into the rebalance, before "
+                f"its {system.timing.rebalance_ticks}")
+    return None
+
+
+def _timed(system: System) -> bool:
+    return system.timing is not None
 
 
 def bounded_deferral(system: System, state: State):
@@ -645,7 +707,13 @@ PROPERTIES = (
              "at most one member per group.instance.id (a duplicate is fenced)", _static, unique_instance),
     Property("static_restart_no_rebalance", "invariant",
              "a static member restarting within session.timeout.ms causes no rebalance and gets its "
-             "assignment back", _static, None, static_restart_no_rebalance),
+             "assignment back, until it is Stable again", _static, None, static_restart_no_rebalance),
+    Property("bounded_rebalance", "invariant",
+             "timed: a rebalance that no fault interrupts ends within the rebalance timeout", _timed,
+             bounded_rebalance),
+    Property("timers_in_window", "invariant",
+             "timed: no timer fires too early (a session never lapses while its member heartbeats; the barrier's "
+             "deadline never before the rebalance timeout)", _timed, None, timers_in_window),
     Property("bounded_deferral", "liveness",
              "a lost partition is owned again in the round after its ScheduledRebalanceTimeout passes, and "
              "never stays unowned forever while time passes, whatever leader changes happen",

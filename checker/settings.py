@@ -12,16 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rebalance.model.assignors import assign
-from rebalance.model.protocol import ALL_TOPICS, EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, member_id
+from rebalance.model.protocol import ALL_TOPICS, EMPTY_SUBSCRIPTION, NO_INSTANCE_ID, Error, member_id
 from rebalance.model.config import DEFAULT_ASSIGNOR, KIP848, PROTOCOLS, REJOIN_MODES, STREAMS_VERSIONS, ConfigError, GroupConfig
 from rebalance.model.mutations import refuse_inapplicable
+from rebalance.model.timing import SessionBounds, Timeouts, session_timeout_error
 from rebalance.spec.actions import SPEC_MUTATIONS
 from rebalance.spec.consumer_actions import SPEC_MUTATIONS as KIP848_SPEC_MUTATIONS
 
 from .engines.guards import MAX_CHECK_SLOTS
 from .situations import (Initial, initial_state, member_slot, parse_initial, parse_steps, play_prefix, slots_of,
                          static_slots)
-from .system import FAULT_KINDS, FAULTS, System, build
+from .system import FAILOVER, FAULT_KINDS, FAULTS, System, build
+from .timed import Timing
 
 ALL_PROTOCOLS = PROTOCOLS
 ENGINES = ("local", "spark")
@@ -36,7 +38,8 @@ SCHEMA = {
               "connector_cost", "upgrade", "created_topics"},
     "members": {"initial", "joiners", "static", "subscriptions"},
     "faults": {"kinds", "budget", "resubscriptions"},
-    "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms"},
+    "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms", "timed", "session_timeout_ms",
+             "rebalance_timeout_ms", "initial_rebalance_delay_ms"},
     "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
     "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks",
                 "max_warmup_replicas", "probing_ticks"},
@@ -69,16 +72,18 @@ class CheckSettings:
     spec_mutations: frozenset = field(default_factory=frozenset)
     initial: Initial | None = None  # [initial]: the group's state to start from (checker/situations.py)
     prefix: tuple = ()  # [[prefix]]: steps played from it first, (action, slot, table) each
+    timing: Timing | None = None  # [time] timed: the timed mode's durations (checker/timed.py), else untimed (R21)
 
     def system(self) -> System:
         """The System to explore. With ``initial``: its Stable group, then ``prefix``
         played exactly (ConfigError naming a step that is not enabled), is where
         every engine starts (``System(start=...)``), with the whole fault budget."""
         args = (self.group, self.members, self.joiners, self.faults, self.budget, self.static, self.spec_mutations)
-        system = build(*args)
         if self.initial is None:
-            return system
-        return build(*args, start=play_prefix(system, initial_state(system, self.initial), self.prefix))
+            return build(*args, timing=self.timing)
+        untimed = build(*args)  # the prefix is played untimed; timed, the clock starts where it ends
+        return build(*args, start=play_prefix(untimed, initial_state(untimed, self.initial), self.prefix),
+                     timing=self.timing)
 
 
 def parse_toml(path: str | Path, what: str = "configuration file") -> dict:
@@ -179,6 +184,39 @@ def ticks(t: dict) -> dict:
         n += 1
     return {"scheduled_delay_ticks": -(-most // tick), "rejoin_ticks": -(-ms["rejoin_interval_ms"] // tick),
             "revoking_backoff_ticks": tuple(backoff)}
+
+
+def timing_settings(t: dict, timed: bool | None, faults, protocol: str) -> Timing | None:
+    """The timed mode's durations (checker/timed.py) from the ``[time]`` table, or
+    None when it is off (``time.timed``, overridden by ``--timed``): ``tick_ms``, the
+    members' ``session_timeout_ms`` and ``rebalance_timeout_ms`` (max.poll.interval.ms;
+    the Java consumer's 45 s and 300 s by default) and
+    ``initial_rebalance_delay_ms`` (group.initial.rebalance.delay.ms, Kafka's 3 s).
+    ConfigError for a value that is not a whole number of ms, a session timeout
+    the broker would refuse (R42) or a failover fault (a loaded group's deadlines
+    are not modelled) or the consumer protocol (KIP-848: its timers are not timed)."""
+    on = t.get("timed", False) if timed is None else timed
+    if not isinstance(on, bool):
+        raise ConfigError(f"time.timed must be true or false, got {on!r}")
+    if not on:
+        return None
+    if protocol == KIP848:
+        raise ConfigError("the timed mode times the classic protocol's coordinator timers; the consumer protocol "
+                          "(KIP-848) is explored untimed: drop time.timed or --timed")
+    if FAILOVER in faults:
+        raise ConfigError("the timed mode does not explore coordinator failover (a loaded group's deadlines are "
+                          "not modelled): drop the failover fault or time.timed")
+    defaults = Timing(tick_ms=TIME_DEFAULTS["tick_ms"])
+    session = _count("time.session_timeout_ms", t.get("session_timeout_ms", defaults.timeouts.session_ms), 1)
+    if session_timeout_error(session) != Error.NONE:
+        bounds = SessionBounds()
+        raise ConfigError(f"time.session_timeout_ms {session} lies outside the broker's group.min.session.timeout.ms "
+                          f"{bounds.min_ms} and group.max.session.timeout.ms {bounds.max_ms} (R42)")
+    return Timing(tick_ms=_count("time.tick_ms", t.get("tick_ms", defaults.tick_ms), 1),
+                  timeouts=Timeouts(session, _count("time.rebalance_timeout_ms",
+                                                    t.get("rebalance_timeout_ms", defaults.timeouts.rebalance_ms), 1)),
+                  initial_delay_ms=_count("time.initial_rebalance_delay_ms",
+                                          t.get("initial_rebalance_delay_ms", defaults.initial_delay_ms), 0))
 
 
 def load_plugin(spec: str):
@@ -292,10 +330,11 @@ def subscription_settings(topics: tuple, group: dict, members: dict, faults: dic
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, workers=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
-            spec_mutations=(), streams=None, connectors=None) -> CheckSettings:
+            spec_mutations=(), streams=None, connectors=None, joiners=None, timed=None) -> CheckSettings:
     """Merge a validated file (``data``, see ``validate``) with command-line overrides
     (None = not given); ``streams``: the [streams] keys given on the command line;
-    ``connectors``: Connect's connectors beside the tasks (R66), over group.connectors."""
+    ``connectors``: Connect's connectors beside the tasks (R66), over group.connectors;
+    ``joiners``: over members.joiners; ``timed``: the timed mode, over time.timed."""
     g, m, f, c, t = (data.get(k, {}) for k in ("group", "members", "faults", "check", "time"))
     proto = protocol or g.get("protocol", "cooperative")
     if proto not in ALL_PROTOCOLS:
@@ -369,13 +408,14 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         initial = parse_initial(group, data["initial"], "[initial]")
         prefix = tuple(parse_steps(data.get("prefix", []), "prefix", "[[prefix]]"))
         n_members = len(initial.owned)
-        n_joiners = slots_of(initial, prefix) - n_members + _count("members.joiners", m.get("joiners", 0), 0)
+        n_joiners = slots_of(initial, prefix) - n_members + _count(
+            "members.joiners", joiners if joiners is not None else m.get("joiners", 0), 0)
         static = static_slots(True if static else initial.static, n_members + n_joiners)
     elif "prefix" in data:
         raise ConfigError("[[prefix]] needs [initial]: the group's state the steps start from")
     else:
         n_members = _count("members", members if members is not None else m.get("initial", 3), 1)
-        n_joiners = _count("members.joiners", m.get("joiners", 1), 0)
+        n_joiners = _count("members.joiners", joiners if joiners is not None else m.get("joiners", 1), 0)
     if n_members + n_joiners > MAX_CHECK_SLOTS:
         raise ConfigError(f"{n_members} members + {n_joiners} joiner(s) is beyond what a check can hold: at most "
                           f"{MAX_CHECK_SLOTS} client slots (settling the initial state alone grows as slots^3; "
@@ -399,4 +439,5 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
                                           tuple(KIP848_SPEC_MUTATIONS if proto == KIP848 else SPEC_MUTATIONS))),
         initial=initial,
         prefix=prefix,
+        timing=timing_settings(t, timed, fault_kinds, proto),
     )

@@ -304,7 +304,7 @@ class Simulation:
                 return
             self.in_flight[conn] = RESPONSE_OF[type(request)]
             self.observer.request(self.now, conn, request)
-        self._coordinator(Receive(conn, request), coordinator.session_refreshed(request))
+        self._coordinator(Receive(conn, request), coordinator.session_refreshed(self.cfg, request))
 
     def _release(self, conn: int) -> None:
         """The next request held behind a produced response reaches the coordinator."""

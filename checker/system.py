@@ -26,13 +26,16 @@ from typing import NamedTuple
 
 from rebalance.model import coordinator, failover, member, upgrade
 from rebalance.model.config import KIP848, GroupConfig
-from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group
+from rebalance.model.coordinator import EMPTY_GROUP, Group, armed_timers, formed_group, session_refreshed
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, assigned_consumer, counting, shutting_down
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, CoordinatorLost, Error, HeartbeatDue, LeaveGroup, LearnerReady, Leave,
+    NO_INSTANCE_ID, NO_MEMBER_ID, CommitDue, CoordinatorLost, Error, HeartbeatDue, JoinGroup, LeaveGroup, LearnerReady,
+    Leave,
     MetadataUpdate, OffsetCommit, Phase, Receive, ScaleDown, ScheduledRebalanceDue, Send, Start, Subscribe, Tick,
     connection, epoch_of, instance_id, member_id, partitions_of, slot_of, union, ALL_TOPICS,
 )
+
+from . import timed
 
 ABSENT, RUNNING, PAUSED, CRASHED = 0, 1, 2, 3
 STATUS_NAMES = ("absent", "running", "paused", "crashed")
@@ -86,7 +89,16 @@ class Proc(NamedTuple):
     (its restore ran to within the acceptable lag), or a learner placed where the
     process ran the task's standby (ready at once); kept while it learns the task.
     What the member reports as ready in its user data is its own claim; this is
-    what happened (``learner_ready_before_active``)."""
+    what happened (``learner_ready_before_active``).
+
+    Two for static membership (``static_restart_no_rebalance``): ``quiet``, in the
+    timed mode (checker/timed.py), the ticks since the coordinator last received a
+    request from the slot's process, kept across its restarts (capped at the
+    session timeout; a static slot's only); ``restarting``, where a static slot's
+    process is in its restart: ``FRESH`` from its start to its first request,
+    ``RESTARTING`` once that request, a JoinGroup with no member id and the slot's
+    group.instance.id, reached a Stable group within the session timeout, until
+    the process is Stable (``NOT_RESTARTING`` otherwise)."""
 
     status: int
     epoch: int
@@ -98,6 +110,11 @@ class Proc(NamedTuple):
     stage: int = 0
     metadata: int = ALL_TOPICS
     restored: int = 0
+    quiet: int = 0
+    restarting: int = 0
+
+
+NOT_RESTARTING, FRESH, RESTARTING = 0, 1, 2  # Proc.restarting
 
 
 class State(NamedTuple):
@@ -133,12 +150,16 @@ class System:
     wrong specification actions the refinement check compares the model with
     (spec/actions.py, SPEC_MUTATIONS); ``start``: the state every engine starts
     from instead of the settled group of ``members`` (a configuration's
-    ``[initial]`` and ``[[prefix]]``, checker/situations.py), or None.
+    ``[initial]`` and ``[[prefix]]``, checker/situations.py), or None;
+    ``timing``: the timed mode's durations (checker/timed.py), None for the untimed
+    exploration of R21.
     """
 
     def __init__(self, cfg: GroupConfig, members: int, joiners: int, faults, max_faults: int,
-                 static=frozenset(), spec_mutations=frozenset(), start: State | None = None):
+                 static=frozenset(), spec_mutations=frozenset(), start: State | None = None,
+                 timing: timed.Timing | None = None):
         self.cfg = cfg
+        self.timing = timing  # the timed mode (checker/timed.py), or None: untimed (R21)
         self.start_state = start
         self.static = frozenset(static)
         self.spec_mutations = frozenset(spec_mutations)
@@ -165,7 +186,7 @@ class System:
         """The constructor's arguments: ``System(*system.spec)`` builds an equal system
         (how the Spark engine rebuilds it on executors, without the caches)."""
         return (self.cfg, self.members, self.joiners, tuple(sorted(self.faults)), self.max_faults,
-                tuple(sorted(self.static)), tuple(sorted(self.spec_mutations)), self.start_state)
+                tuple(sorted(self.static)), tuple(sorted(self.spec_mutations)), self.start_state, self.timing)
 
     def instance_of(self, slot: int) -> int:
         """The group.instance.id of ``slot``'s processes (NO_INSTANCE_ID if dynamic)."""
@@ -188,6 +209,11 @@ class System:
         g2, replies = coordinator.handle(self.cfg, group, event)
         if FAILOVER in self.faults:  # R72: keep what a failover would load
             g2 = failover.recorded(group, g2)
+        if self.timing is not None:  # the deadlines the step starts, keeps and cancels
+            if type(event) is Receive:
+                g2 = timed.stepped(self.timing, group, g2, session_refreshed(self.cfg, event.request))
+            else:
+                g2 = timed.stepped(self.timing, group, g2, NO_MEMBER_ID, fired=event)
         return g2, replies
 
     member_handler = staticmethod(member.handle)  # the member's pure handler (model/member.py)
@@ -214,7 +240,7 @@ class System:
         responses if ``conn`` is its live connection, else ``p`` itself (dropped)."""
         if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
             return Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
-                        p.committed, p.stage, p.metadata, p.restored)
+                        p.committed, p.stage, p.metadata, p.restored, p.quiet, p.restarting)
         return p
 
     @staticmethod
@@ -228,7 +254,8 @@ class System:
         c, out = self.step_member(NEW_CONSUMER, Start(self.instance_of(slot) if static else NO_INSTANCE_ID,
                                                       self.cfg.subscription_of(slot), proc.metadata,
                                                       assignors=assignors))
-        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), (), stage=proc.stage, metadata=proc.metadata)
+        return Proc(RUNNING, proc.epoch + 1, c, self.requests_of(out), (), stage=proc.stage, metadata=proc.metadata,
+                    quiet=proc.quiet, restarting=FRESH if static and slot in self.static else NOT_RESTARTING)
 
     def coordinator_event(self, state: State, event, procs: list | None = None) -> State:
         procs = list(state.procs) if procs is None else procs
@@ -247,6 +274,12 @@ class System:
         """The state exploration starts from: ``start`` if given, else the configured
         members started from an empty group and run, deterministically, to a
         quiescent Stable group."""
+        if self.timing is not None:  # timed: the untimed settled group, every armed timer at its full duration
+            state = System(*self.spec[:-1]).initial()
+            never = self.timing.session_ticks  # a static slot with no process yet: the coordinator never heard it
+            procs = tuple(p._replace(quiet=never) if s in self.static and p.status == ABSENT else p
+                          for s, p in enumerate(state.procs))
+            return State(timed.started(self.timing, state.group), procs, state.faults_left)
         state = self.start_state if self.start_state is not None else settle(self, self.started())
         if FAILOVER in self.faults and state.group.record is None:  # R72: a starting Stable group is stored
             state = state._replace(group=failover.recorded(state.group, state.group))
@@ -348,7 +381,9 @@ class System:
             reply = (Action("reply", s, resp),
                      Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:],
                           _masked(p.shared, c2.owned), p.committed and same, p.stage, p.metadata,
-                          restored(p, c, c2)))
+                          restored(p, c, c2), p.quiet,
+                          NOT_RESTARTING if p.restarting == RESTARTING and c2.phase == MemberPhase.STABLE
+                          else p.restarting))
         elif not p.requests:
             c2, outs = self.step_member(c, HeartbeatDue())
             sent = self.requests_of(outs)
@@ -389,7 +424,7 @@ class System:
         if shutting_down(self.cfg, c, idle):
             outs = self.step_member(c, Leave())[1]
             out.append((Action(SHUTDOWN, s, None), Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (),
-                                                        stage=p.stage, metadata=p.metadata)))
+                                                        stage=p.stage, metadata=p.metadata, quiet=self.went_quiet(p))))
         return tuple(out)
 
     def successors(self, state: State) -> list:
@@ -401,7 +436,7 @@ class System:
                 action, event, popped = self.delivery(s, p)
                 g2, replies = self.coord(group, event)
                 ps = list(procs)
-                ps[s] = popped
+                ps[s] = self.heard(group, s, popped, event.request) if self.static else popped
                 self.route(ps, replies)
                 nxt = State(g2, tuple(ps), left)
                 if type(event.request) is OffsetCommit:
@@ -424,6 +459,33 @@ class System:
         out.extend(self.fault_successors(state))
         return out
 
+    def heard(self, group: Group, s: int, p: Proc, request) -> Proc:
+        """Static slot ``s``'s process ``p`` once the coordinator has ``request`` from it
+        (``Proc.quiet`` and ``Proc.restarting``): its first request restarts it within
+        the session timeout if it is a JoinGroup with no member id and the slot's
+        group.instance.id reaching a Stable group from a running (not paused) process,
+        while (timed) the coordinator last
+        heard from the slot less than session.timeout.ms ago or (untimed, R21) still
+        holds the old member's record."""
+        if s not in self.static:
+            return p
+        if p.restarting == FRESH:
+            within = (type(request) is JoinGroup and request.member_id == NO_MEMBER_ID and request.group_instance_id
+                      and p.status == RUNNING and group.phase == Phase.STABLE
+                      and (p.quiet < self.timing.session_ticks if self.timing else any(
+                          m.instance_id == request.group_instance_id for m in group.members)))
+            p = p._replace(restarting=RESTARTING if within else NOT_RESTARTING)
+        return p._replace(quiet=0) if p.quiet else p
+
+    def went_quiet(self, p: Proc) -> int:
+        """``Proc.quiet`` of a slot whose process ``p`` stops: kept if it was Stable,
+        else the session timeout (no restart of it counts as KIP-345's: a member that
+        went down mid-rebalance, owing a SyncGroup, is rightly expelled by the
+        pending-sync timeout before its session lapses, R12; KAFKA-12890)."""
+        if self.timing is None or p.consumer is None or p.consumer.phase == MemberPhase.STABLE:
+            return p.quiet
+        return self.timing.session_ticks
+
     @staticmethod
     def delivery(s: int, p: Proc) -> tuple:
         """The head request of slot ``s``'s channel taken off for the coordinator:
@@ -431,7 +493,7 @@ class System:
         replies are then routed (``route``), an OffsetCommit recorded (``_committed``)."""
         req = p.requests[0]
         popped = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed,
-                      p.stage, p.metadata, p.restored)
+                      p.stage, p.metadata, p.restored, p.quiet, p.restarting)
         return Action("deliver", s, req), Receive(connection(s, p.epoch), req), popped
 
     def own_steps(self, group: Group, s: int, p: Proc) -> tuple:
@@ -442,7 +504,13 @@ class System:
         heartbeat = steps[1]
         if heartbeat is not None:
             event = self.heartbeat_event(s, p, heartbeat)
-            if event is not None and self.stutters(group, event):
+            if event is not None and self.timing is not None:
+                # one that only restarts the session is taken when the session would lapse
+                g2, replies = self.coord(group, event)
+                due = timed.session_left(group, p.consumer.member_id)
+                if replies[0].response.error == Error.NONE and (due is None or due > 1 or g2 == group):
+                    return steps[:1] + (None,) + steps[2:]
+            elif event is not None and self.stutters(group, event):
                 return steps[:1] + (None,) + steps[2:]
         return steps
 
@@ -466,10 +534,12 @@ class System:
         return nxt if q is p else _with_proc(nxt, s, q, 0)
 
     def tick_successors(self, state: State) -> list:
-        """R38: one tick passes, between rounds only (the group Stable, no message in
+        """R38: one tick passes (timed: ``timed_tick``), between rounds only (the group Stable, no message in
         flight but responses a paused process has yet to read: its pause is real
         time passing, ``clock_runs``) and only while some running member's
         ScheduledRebalanceTimeout counts down; it counts each of them down."""
+        if self.timing is not None:
+            return self.timed_tick(state)
         if not clock_runs(state) or not any(map(ticks, state.procs)):
             return []
         procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0]) if ticks(p) else p
@@ -478,7 +548,10 @@ class System:
 
     def timer_successors(self, state: State) -> list:
         """R21: an armed coordinator timer fires once every member it waits for is
-        silent (a live member would have heartbeated, rejoined or synced in time)."""
+        silent (a live member would have heartbeated, rejoined or synced in time).
+        Timed: once its deadline has come (checker/timed.py), whoever it waits for."""
+        if self.timing is not None:
+            return [(Action("timer", -1, ev), self.coordinator_event(state, ev)) for ev in timed.due(state.group)]
         armed = self._timers.get(state.group)
         if armed is None:
             armed = self._timers[state.group] = tuple(self.armed_timers(state.group))
@@ -488,7 +561,35 @@ class System:
 
     def fault_successors(self, state: State) -> list:
         """The environment's actions (spec/SPEC.md section 6): resume and a rolling
-        upgrade's bounces (free) and, within the budget, join, leave, crash, restart and pause."""
+        upgrade's bounces (free) and, within the budget, join, leave, crash, restart and
+        pause. Timed, each one leaves a rebalance under way unjudged by
+        ``bounded_rebalance`` (``timed.faulted``)."""
+        out = self._environment(state)
+        if self.timing is not None:
+            out = [(a, n._replace(group=timed.faulted(n.group))) for a, n in out]
+        return out
+
+    def timed_tick(self, state: State) -> list:
+        """The timed mode's clock (checker/timed.py): one tick passes when nothing is
+        urgent (no timer due, no message in flight but responses a paused process has
+        yet to read, no running member's own heartbeat or ScheduledRebalanceTimeout
+        due); it counts every armed timer down, the members' countdowns (R38), each
+        static slot's ``quiet`` and the rebalance's age. ``[(Action, State)]``, at
+        most one; none when nothing would change."""
+        group = state.group
+        if timed.due(group) or any(p.requests or p.responses and p.status != PAUSED for p in state.procs):
+            return []
+        for s, p in enumerate(state.procs):
+            if p.status == RUNNING and any(self.own_steps(group, s, p)[1:3]):
+                return []
+        cap = self.timing.session_ticks
+        procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0] if ticks(p) else p.consumer,
+                                 quiet=min(p.quiet + 1, cap) if s in self.static else p.quiet)
+                      for s, p in enumerate(state.procs))
+        nxt = State(timed.ticked(self.timing, group), procs, state.faults_left)
+        return [(Action("tick", -1, None), nxt)] if nxt != state else []
+
+    def _environment(self, state: State) -> list:
         out = self.upgrade_successors(state) if self.stages else []
         for s, p in enumerate(state.procs):
             out.extend((a, _with_proc(state, s, q, cost))
@@ -630,16 +731,20 @@ class System:
                 c2, outs = self.step_member(p.consumer, Leave())
                 out.append((Action("leave", s, None),
                             Proc(ABSENT, p.epoch, None, p.requests + self.requests_of(outs), (), stage=p.stage,
-                                 metadata=p.metadata)))
+                                 metadata=p.metadata, quiet=self.went_quiet(p))))
             if "pause" in faults:
-                out.append((Action("pause", s, None), p._replace(status=PAUSED)))
+                # a restarted process that pauses may rightly be expelled before it is Stable: its restart is no
+                # longer judged (static_restart_no_rebalance)
+                out.append((Action("pause", s, None), p._replace(
+                    status=PAUSED, restarting=NOT_RESTARTING if p.restarting == RESTARTING else p.restarting)))
         elif p.status == CRASHED and "restart" in faults:
             out.append((Action("restart", s, None), self.start(s, p)))
         if p.status == CRASHED and DOWNGRADE in faults and s in self.static:
             # R73: the static member's process restarts without group.instance.id (KIP-345's downgrade)
             out.append((Action(DOWNGRADE, s, None), self.start(s, p, static=False)))
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
-            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), (), stage=p.stage, metadata=p.metadata)))
+            out.append((Action("crash", s, None), Proc(CRASHED, p.epoch, None, (), (), stage=p.stage, metadata=p.metadata,
+                                                       quiet=self.went_quiet(p))))
         return out
 
 

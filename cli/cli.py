@@ -169,7 +169,10 @@ def _config_summary(s: CheckSettings) -> dict:
             "spec_mutations": sorted(s.spec_mutations),
             "timer_fairness": s.timer_fairness, "engine": s.engine, "workers": s.workers,
             "max_states": s.max_states, "max_depth": s.max_depth} | (
-                {"upgrade": True} if s.group.upgrade else {}) | ({} if s.initial is None else {
+                {"upgrade": True} if s.group.upgrade else {}) | ({} if s.timing is None else {"timed": {
+                    "tick_ms": s.timing.tick_ms, "session_timeout_ms": s.timing.timeouts.session_ms,
+                    "rebalance_timeout_ms": s.timing.timeouts.rebalance_ms,
+                    "initial_rebalance_delay_ms": s.timing.initial_delay_ms}}) | ({} if s.initial is None else {
                 "initial": {"generation": s.initial.generation, "leader": lane(s.initial.leader),
                             "owned": {lane(k): partition_names(s.group, v) for k, v in sorted(s.initial.owned.items())}},
                 "prefix": [f"{lane(slot)} {action}" if slot >= 0 else action for action, slot, _ in s.prefix]})
@@ -226,7 +229,12 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--assignor", help="Leader's assignor: range, roundrobin, sticky, cooperative-sticky (streams: streams, "
                                  "or KIP-441's high-availability), or your own as module:function (model/assignors.py assign_plugin gives its signature).")
 @click.option("--members", type=int, help="Members running at the start (default 3).")
+@click.option("--joiners", type=int, help="Further client slots a join fault can start (default 1).")
 @click.option("--partitions", type=int, help="One topic 't' with this many partitions (default 4).")
+@click.option("--timed/--no-timed", "timed", default=None,
+              help="The timed mode (docs/timed.md): a discrete clock, each coordinator timer firing at its deadline "
+                   "([time] tick_ms, session_timeout_ms, rebalance_timeout_ms), instead of at any time once the "
+                   "members it waits for are silent.")
 @click.option("--connectors", type=int,
               help="Deferred and incremental: Kafka Connect's connectors (topic 'connector'), a resource kind "
                    "balanced apart from the partitions, its tasks (default 0: one kind; spec R66).")
@@ -290,7 +298,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--out", "out_dir", default="out", show_default=True, type=click.Path(file_okay=False),
               help="Where counterexample files go.")
-def check(config, protocol, assignor, members, partitions, connectors, static, tasks, stateless, standby, streams_version,
+def check(config, protocol, assignor, members, joiners, partitions, timed, connectors, static, tasks, stateless,
+          standby, streams_version,
           rejoin, max_warmup, faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states,
           max_depth, max_seconds,
           max_memory, walks, depth, seed, keep_going, timer_fairness, require_covers, example, junit_path, as_json,
@@ -330,7 +339,7 @@ def check(config, protocol, assignor, members, partitions, connectors, static, t
                        faults=faults, budget=budget, mutations=mutations, engine=engine, workers=workers,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations,
-                       connectors=connectors,
+                       connectors=connectors, joiners=joiners, timed=timed,
                        streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
                                                   ("version", streams_version), ("rejoin", rejoin),
                                                   ("max_warmup_replicas", max_warmup)) if v is not None})

@@ -196,7 +196,8 @@ class GroupRuntime:
                 if group.phase != before.phase:
                     self.empty_since = time.monotonic() if group.phase == Phase.EMPTY else None
                 self._log_phase()
-        self._sync_timers(before, session_refreshed(event.request) if type(event) is Receive else NO_MEMBER_ID)
+        self._sync_timers(before, session_refreshed(self.server.cfg, event.request) if type(event) is Receive
+                         else NO_MEMBER_ID)
         self.server.send(write, outputs)
 
     def _name_members(self, c: Connection | None, timeouts) -> None:

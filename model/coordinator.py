@@ -57,7 +57,9 @@ class Group(NamedTuple):
     members send no ``Protocols``); ``pending``: member ids handed out with
     MEMBER_ID_REQUIRED, not yet used to join (R36); ``record``: the last group
     ``stored`` (R37) as a failover would load it, kept by the checker only when it
-    explores failovers (model/failover.py, R72), else None."""
+    explores failovers (model/failover.py, R72), else None; ``clock``: the armed
+    timers' deadlines, kept by the checker's timed mode only (checker/timed.py),
+    else None. No handler reads either."""
 
     phase: Phase
     generation: int
@@ -70,6 +72,7 @@ class Group(NamedTuple):
     pending: tuple = ()
     record: object = None
     new_member_added: bool = False
+    clock: object = None
 
 
 EMPTY_GROUP = Group(Phase.EMPTY, 0, NO_MEMBER_ID, (), NO_MEMBER_ID, ())
@@ -161,11 +164,18 @@ def select_protocol(members) -> str:
     return max(order, key=votes.__getitem__, default="")
 
 
-def session_refreshed(request) -> int:
-    """The member whose session timer a request restarts, or NO_MEMBER_ID (R11):
-    JoinGroup, SyncGroup, Heartbeat and OffsetCommit name their member
-    (GroupCoordinator.completeAndScheduleNextHeartbeatExpiration). The checker's
-    untimed environment needs no such rule (R21); impl/ restarts the timer."""
+def session_refreshed(cfg: GroupConfig, request) -> int:
+    """The member whose session timer ``request`` restarts, or NO_MEMBER_ID (R11,
+    ``_session_refreshed`` or its mutation's replacement): impl/ restarts the
+    timer, and so do the simulator, conform and the checker's timed mode; the
+    untimed exploration needs no such rule (R21)."""
+    return rule(cfg, _session_refreshed)(request)
+
+
+def _session_refreshed(request) -> int:
+    """R11: JoinGroup, SyncGroup, Heartbeat and OffsetCommit name their member, whose
+    session restarts (GroupCoordinator.completeAndScheduleNextHeartbeatExpiration).
+    Replaced by ``heartbeat-keeps-no-session`` (test-only)."""
     rk = type(request)
     if rk is JoinGroup or rk is SyncGroup or rk is Heartbeat or rk is OffsetCommit:
         return request.member_id
@@ -318,9 +328,7 @@ def _complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
     joined = [m.member_id for m in group.members if m.awaiting_join]
     if not joined:
         return group
-    leader = group.leader
-    if leader not in joined:  # R5: the old leader did not rejoin
-        leader = group.first_joiner if group.first_joiner in joined else joined[0]
+    leader = rule(cfg, _barrier_leader)(group, joined)
     members = tuple(m._replace(awaiting_join=False, pending_sync=True) for m in group.members)
     group = Group(Phase.COMPLETING_REBALANCE, generation, leader, members, NO_MEMBER_ID, group.issued,
                   protocol=select_protocol(members), pending=group.pending)
@@ -328,6 +336,16 @@ def _complete_join(cfg: GroupConfig, group: Group, out: list) -> Group:
         if m.member_id in joined:
             out.append(_join_response(group, m))
     return group
+
+
+def _barrier_leader(group: Group, joined: list) -> int:
+    """R5: the leader of the generation a barrier completes: the old one if it
+    rejoined, else the first member to rejoin (GroupMetadata.maybeElectNewJoinedLeader;
+    ClassicGroup.maybeElectNewJoinedLeader in Kafka 4.4 takes any). Replaced by
+    ``keep-silent-static-leader`` (test-only)."""
+    if group.leader in joined:
+        return group.leader
+    return group.first_joiner if group.first_joiner in joined else joined[0]
 
 
 def _remove(cfg: GroupConfig, group: Group, mids, out: list) -> Group:
@@ -468,10 +486,11 @@ def _replace_static(cfg: GroupConfig, group: Group, old: MemberMetadata, conn: i
     members = tuple(sorted(x for x in group.members if x.member_id != old.member_id) + [m])
     group = group._replace(members=members, issued=issued, leader=leader, first_joiner=first)
     if rule(cfg, _static_rejoin_keeps_generation)(group):
+        answered = group._replace(generation=rule(cfg, _static_rejoin_generation)(group))
         if rule(cfg, _skip_assignment_supported)(req):
-            out.append(_join_response(group, m, skip_assignment=mid == leader))
+            out.append(_join_response(answered, m, skip_assignment=mid == leader))
         else:  # before JoinGroup v9 the response names the previous leader: the new process follows
-            out.append(Reply(conn, JoinGroupResponse(Error.NONE, mid, group.generation, old_leader, (), False,
+            out.append(Reply(conn, JoinGroupResponse(Error.NONE, mid, answered.generation, old_leader, (), False,
                                                      group.protocol)))
         return group
     return _await_join(cfg, group, m, out)
@@ -489,6 +508,14 @@ def _skip_assignment_supported(req: JoinGroup) -> bool:
     """R26: KIP-814's skip_assignment answer needs JoinGroup v9+. Replaced by
     ``static-leader-told-it-leads-before-v9``."""
     return req.supports_skip_assignment
+
+
+def _static_rejoin_generation(group: Group) -> int:
+    """R26: the generation a static member rejoining without a rebalance is given:
+    the group's (GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin
+    answers with group.generationId()). Replaced by ``static-rejoin-stale-generation``
+    (test-only)."""
+    return group.generation
 
 
 def _generation_error(group: Group, req) -> Error:
@@ -615,8 +642,16 @@ def _rebalance_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
     "Server Behavior Changes": the rebalance timeout only stops PreparingRebalance."""
     if group.phase != Phase.PREPARING_REBALANCE:
         return group
-    group = group._replace(members=tuple(m for m in group.members if m.awaiting_join or m.instance_id))
+    kept = rule(cfg, _kept_at_rebalance_timeout)
+    group = group._replace(members=tuple(m for m in group.members if kept(m)))
     return _complete_join(cfg, group, out)
+
+
+def _kept_at_rebalance_timeout(m: MemberMetadata) -> bool:
+    """R27: the rebalance timeout keeps the members that rejoined and the static ones
+    (GroupMetadataManager.completeClassicGroupJoin removes only the dynamic members
+    that have not rejoined). Replaced by ``rebalance-timeout-removes-static``."""
+    return m.awaiting_join or bool(m.instance_id)
 
 
 def _sync_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:

@@ -25,7 +25,7 @@ from typing import NamedTuple
 from .config import CLASSIC_PROTOCOLS as PROTOCOLS  # a mutation of the classic protocol's rules: every classic one
 from .config import CONSUMER_PROTOCOLS, COOPERATIVE_PROTOCOLS, KIP848, MEMBER_PROTOCOLS, ConfigError
 from .consumer_group.messages import STATIC_LEAVE_EPOCH, MemberState
-from .protocol import NO_GENERATION, NO_MEMBER_ID, Error, Phase, Subscription
+from .protocol import NO_GENERATION, NO_MEMBER_ID, Error, Heartbeat, Phase, Subscription
 
 
 
@@ -147,6 +147,32 @@ REGISTRY = {m.name: m for m in (
              "counted from zero)",
              "test-only: a deliberately wrong model, not a Kafka bug (seed 000, Design III: at most max_moves "
              "partitions move per round)", "R34, R67", ("incremental",), test_only=True),
+    Mutation("keep-silent-static-leader",
+             "a JoinGroup barrier that completes without the old leader keeps it as the leader when it is static "
+             "(R27 keeps it in the group): the members that rejoined wait in CompletingRebalance for an assignment "
+             "the silent leader never sends, until the pending-sync timeout expels it",
+             "test-only: against ClassicGroup.maybeElectNewJoinedLeader (Kafka 4.4: a leader that failed to join "
+             "before the rebalance timeout is replaced by a member that joined); stalls each restart of a static "
+             "leader for a whole rebalance timeout", "R5, R27", PROTOCOLS, test_only=True),
+    Mutation("rebalance-timeout-removes-static",
+             "the rebalance timeout removes the static members that did not rejoin, as it does the dynamic ones, "
+             "so a static member restarting within session.timeout.ms rejoins as a new member and the group "
+             "rebalances",
+             "test-only: against KIP-345 and GroupMetadataManager.completeClassicGroupJoin (only dynamic members "
+             "that have not rejoined are removed; seed 002, Server Behavior Changes)", "R27", PROTOCOLS,
+             test_only=True),
+    Mutation("static-rejoin-stale-generation",
+             "a static member rejoining a Stable group under a new process is answered with the generation before "
+             "the group's: its SyncGroup fails with ILLEGAL_GENERATION and it rejoins, so the group rebalances a few "
+             "steps after the restart",
+             "test-only: against GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin (the current "
+             "generationId); the one-step static_restart_no_rebalance of before issue 43 held with it", "R26",
+             PROTOCOLS, test_only=True),
+    Mutation("heartbeat-keeps-no-session",
+             "a Heartbeat does not restart its member's session timer (JoinGroup, SyncGroup and OffsetCommit still "
+             "do): a live, idle member is expired one session.timeout.ms after its last other request",
+             "test-only: against GroupCoordinator.completeAndScheduleNextHeartbeatExpiration on every Heartbeat "
+             "(R11)", "R11", PROTOCOLS, test_only=True),
     Mutation("ready-on-assignment",
              "a Streams member reports every learner task ready as soon as it is assigned, before its restore has "
              "run (R55's 'restored to within the acceptable lag' read as 'assigned')",
@@ -504,6 +530,29 @@ def _promote_learning() -> str:
 @replaces(assignors._move_allowance, "max-moves-off-by-one")
 def _one_move_too_many(cfg, cost: int) -> int:
     return max(1, cfg.max_moves // cost) + 1
+
+
+@replaces(coordinator._barrier_leader, "keep-silent-static-leader")
+def _keep_static_leader(group, joined: list) -> int:
+    old = coordinator.find(group, group.leader)
+    if group.leader in joined or (old is not None and old.instance_id):
+        return group.leader
+    return group.first_joiner if group.first_joiner in joined else joined[0]
+
+
+@replaces(coordinator._kept_at_rebalance_timeout, "rebalance-timeout-removes-static")
+def _keep_only_rejoined(m) -> bool:
+    return m.awaiting_join
+
+
+@replaces(coordinator._static_rejoin_generation, "static-rejoin-stale-generation")
+def _generation_before(group) -> int:
+    return group.generation - 1
+
+
+@replaces(coordinator._session_refreshed, "heartbeat-keeps-no-session")
+def _heartbeat_refreshes_nothing(request) -> int:
+    return NO_MEMBER_ID if type(request) is Heartbeat else coordinator._session_refreshed(request)
 
 
 @replaces(member._ready_learners, "ready-on-assignment")

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Callable, NamedTuple
 
 from .coordinator import Group, armed_timers
-from .protocol import Error, InitialRebalanceDelay, PendingMemberTimeout, SessionTimeout
+from .protocol import Error, InitialRebalanceDelay, PendingMemberTimeout, Phase, SessionTimeout
 
 
 class Timeouts(NamedTuple):
@@ -91,7 +91,11 @@ def rearm(before: Group, after: Group, armed, refreshed: int) -> tuple:
     now; ``refreshed``: the member whose request restarts its session timer
     (``session_refreshed``, R11/R37), or NO_MEMBER_ID. A per-member timer's key is
     the timer; a barrier's key is (timer, generation), so a new barrier runs a new
-    deadline while one that stays armed keeps its own."""
+    deadline while one that stays armed keeps its own. A completed JoinGroup barrier
+    restarts every member's session, a static member that did not rejoin (R27)
+    included (GroupMetadataManager.completeClassicGroupJoin calls
+    rescheduleClassicGroupMemberHeartbeat for each member, GroupMetadataManager.java:7561,
+    Kafka 4.4.0)."""
     if after is before:  # a heartbeat, most often: only its member's session restarts
         timer = SessionTimeout(refreshed)
         return (), (((timer, timer),) if timer in armed else ())
@@ -99,6 +103,7 @@ def rearm(before: Group, after: Group, armed, refreshed: int) -> tuple:
     for timer, _ in armed_timers(after):
         keyed[timer if _per_member(timer) else (timer, after.generation)] = timer
     cancel = tuple(k for k in armed if k not in keyed)
+    completed = after.phase == Phase.COMPLETING_REBALANCE and after.generation != before.generation
     start = tuple((k, t) for k, t in keyed.items()
-                  if k not in armed or (type(t) is SessionTimeout and t.member_id == refreshed))
+                  if k not in armed or (type(t) is SessionTimeout and (completed or t.member_id == refreshed)))
     return cancel, start

@@ -17,6 +17,7 @@ SUBSCRIPTIONS = (str(EXAMPLES / "subscriptions.toml"),)
 SMALL = ("--members", "1", "--partitions", "3", "--faults", "join,crash", "--max-faults", "2")
 KIP345 = ("--static", "--members", "2", "--partitions", "2", "--max-faults", "2", "--faults")
 REMOVAL, FAILOVER = KIP345 + ("crash,restart,remove,downgrade",), KIP345 + ("crash,restart,failover,downgrade",)
+TIMED = (str(EXAMPLES / "static_timed.toml"),)
 
 # (mutations, configuration, the properties violated; every other one holds)
 MATRIX = [
@@ -123,6 +124,13 @@ MATRIX = [
     (("unbounded-warmups",), STREAMS + ("--assignor", "high-availability", "--tasks", "6", "--stateless", "0",
                                         "--max-warmup", "1", "--faults", "join", "--max-faults", "1"),
      {"bounded_warmups"}),
+    # the timed mode (docs/timed.md): each coordinator timer fires at its deadline
+    (("keep-silent-static-leader",), TIMED, {"bounded_rebalance"}),
+    (("rebalance-timeout-removes-static",), TIMED + ("--max-faults", "3"), {"static_restart_no_rebalance"}),
+    (("static-rejoin-stale-generation",), TIMED, {"static_restart_no_rebalance"}),
+    # fires too early: a live member's session lapses although it heartbeats
+    (("heartbeat-keeps-no-session",), TIMED + ("--max-faults", "0"),
+     {"timers_in_window", "exclusive_processing", "eventual_balance", "no_rebalance_storm"}),
     # the checker's clients send no DeleteGroups: `rebalance serve` catches it (tests/test_admin.py)
     (("delete-non-empty-group",), SMALL, set()),
     # issue 38's timed and versioned rules, caught by conform on Kafka's traces (tests/test_conform_kafka_traces.py)

@@ -117,9 +117,9 @@ def test_a_group_that_only_handed_out_member_ids_is_not_stored():
 
 @pytest.mark.spec("R37")
 def test_session_timers_restart_on_member_requests():
-    assert session_refreshed(Heartbeat(A1, 3)) == A1
-    assert session_refreshed(JoinGroup(B1, COOP_AND_RANGE)) == B1
-    assert session_refreshed(LeaveGroup(((A1, 0),))) == 0
+    assert session_refreshed(CFG, Heartbeat(A1, 3)) == A1
+    assert session_refreshed(CFG, JoinGroup(B1, COOP_AND_RANGE)) == B1
+    assert session_refreshed(CFG, LeaveGroup(((A1, 0),))) == 0
 
 
 @pytest.mark.spec("R36")

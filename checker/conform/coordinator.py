@@ -387,7 +387,7 @@ class _Group:
                 n.produced[(conn, r.correlation_id)] = (at, "")
                 yield n
                 continue
-            self._step(n, Receive(r.model_conn, req), at, session_refreshed(req), r)
+            self._step(n, Receive(r.model_conn, req), at, session_refreshed(self.side.cfg, req), r)
             yield n
         for key, (timer, deadline) in c.timers.items():
             if deadline - slack > t:

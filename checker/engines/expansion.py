@@ -28,7 +28,9 @@ on more than those parts is computed by ``System`` on the State and interned, in
 its place: that record where a mask is too wide to pack, a reply or a fault that
 may release another slot's overlap (``shared``), Streams' steps, the clock, and
 the faults that act on the group or every slot (KIP-345's, create-topic) or a
-rolling upgrade's bounces.
+rolling upgrade's bounces. A timed system, or one with static members, has every
+successor computed on the State (``System.successors``; its clock and the static
+slots' restart history read a slot and the group together).
 The successors, and their order, are ``System.successors``'s.
 """
 from __future__ import annotations
@@ -124,6 +126,9 @@ class Expander:
         # faults that act on the group or every slot (KIP-345's, create-topic) or a rolling upgrade's
         # bounces: the environment's steps are then System's, on the State
         self._whole = system.whole_environment
+        # every successor on the State: the timed mode's clock and the static slots' restart history read the
+        # group and a slot together (System.heard, timed_tick); these configurations are small
+        self._whole_states = system.timing is not None or bool(system.static)
 
     def action_id(self, action: Action) -> int:
         return _intern(self._action_ids, self.actions, action)
@@ -238,6 +243,12 @@ class Expander:
         system, interner = self.system, self.interner
         m, width = matrix.shape
         slots = width - 2
+        if self._whole_states:
+            parts = _Parts(width)
+            for i, state in enumerate(states):
+                ids = tuple(matrix[i].tolist())
+                self._python(parts, i, 0, [(a, interner.ids(n, state, ids)) for a, n in system.successors(state)])
+            return self._assemble(parts, matrix, states)
         gid = matrix[:, 0]
         tables = [self._table(s, matrix[:, 1 + s]) for s in range(slots)]
         shared = np.zeros(m, bool)

@@ -149,7 +149,7 @@ def _proc(slot: int, p: Proc, n: _Names) -> Proc:
         return _membership_proc(slot, p, n)
     return Proc(p.status, n.epoch(slot, p.epoch), _consumer(p.consumer, n),
                 tuple(_message(r, n) for r in p.requests), tuple(_message(r, n) for r in p.responses), p.shared,
-                p.committed, p.stage, p.metadata, p.restored)
+                p.committed, p.stage, p.metadata, p.restored, p.quiet, p.restarting)
 
 
 def shape(state: State) -> State:
