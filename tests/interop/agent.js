@@ -3,11 +3,16 @@
 //
 //   node agent.js NAME --bootstrap HOST:PORT --group G --topic T [--instance-id ID] [--session-ms MS]
 //
-// kafkajs (eager, its RoundRobinAssigner) has no rebalance listener: its GROUP_JOIN
-// event carries the new assignment once SyncGroup has answered. The agent derives
-// the callbacks from it, taken then: what left the assignment is "revoked" and what
-// joined it "assigned", so an interval closes no earlier than kafkajs stopped
-// processing (an over-approximation, as spec/OBSERVED.md asks). Nor does kafkajs
+// kafkajs (eager, its RoundRobinAssigner) has no rebalance listener. When a rebalance
+// stops its fetching it emits REBALANCING before it rejoins (runner.js, kafkajs 2.2.4:
+// fetchManager.start fails, REBALANCING, then joinAndSync): eager, so everything it
+// owned is "revoked" there, when its processing stopped and before its JoinGroup; its
+// GROUP_JOIN event carries the new assignment once SyncGroup has answered, "assigned"
+// then. A rejoin without REBALANCING revokes at GROUP_JOIN what left the assignment,
+// which closes an interval no earlier than kafkajs stopped processing (an
+// over-approximation, as spec/OBSERVED.md asks). Diffing at GROUP_JOIN alone logged a
+// member's new partition before the member that gave it up logged its revocation,
+// an overlap of a millisecond that no pause explains (conform's clients side). Nor does kafkajs
 // tell the application that its membership was lost (runner.js: UNKNOWN_MEMBER_ID
 // clears the member id and rejoins, saying so only in its log): the agent reads
 // that log line as the loss of everything it owned (README, Findings). kafkajs ignores
@@ -48,6 +53,10 @@ function lost () {
   if (owned.size) say('lost', { partitions: tps(owned) })
   owned = new Set()
 }
+consumer.on(consumer.events.REBALANCING, () => {
+  if (owned.size) say('revoked', { partitions: tps(owned) })
+  owned = new Set()
+})
 consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
   const now = new Set(payload.memberAssignment[topic] || [])
   const revoked = [...owned].filter(p => !now.has(p))
