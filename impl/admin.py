@@ -28,10 +28,16 @@ DEFAULT_PARTITIONS = 1  # num.partitions, Kafka's default: a CreateTopics with -
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # org.apache.kafka.common.internals.Topic.validate
 TOPIC, BROKER = 2, 4  # ConfigResource.Type ids
 # the configs DescribeConfigs reports for a topic: Kafka's defaults, all read only here, but the retention
-# ones, which CreateTopics may set and the broker's log.retention.ms and log.retention.bytes default
+# ones, which CreateTopics may set and the broker's log.retention.ms and log.retention.bytes default, and
+# cleanup.policy, which CreateTopics may set
 TOPIC_CONFIGS = {"cleanup.policy": "delete", "compression.type": "producer", "max.message.bytes": "1048588",
                  "message.timestamp.type": "CreateTime", "min.insync.replicas": "1"}
 RETENTION = ("retention.ms", "retention.bytes")  # the topic configs serve honours (-1: no limit)
+# cleanup.policy: kept and reported (Kafka Connect refuses internal topics that are not compact,
+# TopicAdmin.verifyTopicCleanupPolicyOnlyCompact); serve keeps every record of a compacted topic, as Kafka
+# keeps its active segment uncompacted, and deletes by retention only under "delete"
+CLEANUP_POLICY, CLEANUP_POLICIES = "cleanup.policy", ("compact", "delete")
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5  # DescribeConfigsResponse.ConfigSource ids
 BROKER_CONFIGS = {"num.partitions": str(DEFAULT_PARTITIONS),
                   "default.replication.factor": "1", "offsets.topic.replication.factor": "1"}
 
@@ -46,12 +52,18 @@ def topic_name_error(name: str) -> str | None:
 
 
 def topic_configs(configs) -> tuple:
-    """``(the retention configs among ``configs`` ({name, value} entries) as ints, or
-    the error message of one that is not an integer of -1 or more)``; other
-    configs are accepted and not kept."""
+    """``(the configs serve keeps among ``configs`` ({name, value} entries), the error
+    message of one that is not valid or None)``: the retention configs as ints of -1
+    or more, cleanup.policy as a comma-separated list of compact and delete (Kafka's
+    ValidList of TopicConfig.CLEANUP_POLICY_*); other configs are accepted and not kept."""
     out = {}
     for c in configs or ():
-        if c.name in RETENTION:
+        if c.name == CLEANUP_POLICY:
+            policies = [p.strip() for p in (c.value or "").split(",")]
+            if not set(policies) <= set(CLEANUP_POLICIES) or not c.value:
+                return out, f"Invalid value {c.value} for configuration {c.name}: must be a list of compact, delete"
+            out[c.name] = ",".join(policies)
+        elif c.name in RETENTION:
             try:
                 out[c.name] = int(c.value)
             except (TypeError, ValueError):
@@ -108,16 +120,18 @@ def delete_topics(cluster: Cluster, body) -> tuple:
     return tuple(gone), {"throttle_time": 0, "responses": results}
 
 
-def describe_configs(cluster: Cluster, body, retention) -> dict:
+def describe_configs(cluster: Cluster, body, retention, created) -> dict:
     """DescribeConfigs: a topic's configs (``retention(topic)``: its retention.ms and
-    retention.bytes) or this broker's defaults (read only, source DEFAULT_CONFIG),
-    the keys asked for or all; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION,
-    another resource type INVALID_REQUEST."""
+    retention.bytes; ``created(topic)``: those set at its creation, reported as source
+    DYNAMIC_TOPIC_CONFIG, the others as DEFAULT_CONFIG) or this broker's defaults
+    (read only, source DEFAULT_CONFIG), the keys asked for or all; an unknown topic
+    is UNKNOWN_TOPIC_OR_PARTITION, another resource type INVALID_REQUEST."""
     results = []
     for r in body.resources:
-        configs, error, message = {}, 0, None
+        configs, error, message, dynamic = {}, 0, None, {}
         if r.resource_type == TOPIC:
-            configs = {**TOPIC_CONFIGS, **{k: str(v) for k, v in retention(r.resource_name).items()}}
+            dynamic = created(r.resource_name)
+            configs = {**TOPIC_CONFIGS, **{k: str(v) for k, v in {**retention(r.resource_name), **dynamic}.items()}}
             if not cluster.partitions(r.resource_name):
                 error, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist"
         elif r.resource_type == BROKER:
@@ -127,7 +141,8 @@ def describe_configs(cluster: Cluster, body, retention) -> dict:
         keys = configs if r.configuration_keys is None else [k for k in r.configuration_keys if k in configs]
         results.append({"error_code": error, "error_message": message, "resource_type": r.resource_type,
                         "resource_name": r.resource_name, "configs": [] if error else [
-                            {"name": k, "value": configs[k], "read_only": True, "is_default": True,
-                             "config_source": 5, "is_sensitive": False, "synonyms": [], "config_type": 0,
+                            {"name": k, "value": configs[k], "read_only": k not in dynamic, "is_default": k not in dynamic,
+                             "config_source": DYNAMIC_TOPIC_CONFIG if k in dynamic else DEFAULT_CONFIG,
+                             "is_sensitive": False, "synonyms": [], "config_type": 0,
                              "documentation": None} for k in keys]})
     return {"throttle_time": 0, "results": results}

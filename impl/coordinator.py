@@ -278,7 +278,7 @@ class Coordinator:
         self.auto_create_topics = auto_create_topics
         self.reader = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="store-read")
         self.records = Records(store, self.write, self.read, limits)
-        self.topic_configs: dict = {}  # topic -> its retention configs set at creation (impl/admin.py RETENTION)
+        self.topic_configs: dict = {}  # topic -> its configs set at creation (impl/admin.py topic_configs)
         self.pool = MemoryPool(limits.queued_max_request_bytes)
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
         # Kafka (0.11+) always delays the initial rebalance, group.initial.rebalance.delay.ms 0 included (R30)
@@ -634,7 +634,7 @@ class Coordinator:
         if key in HANDLERS:
             return await HANDLERS[key](self, b)
         if key == Api.DESCRIBE_CONFIGS:
-            return admin.describe_configs(cluster, b, self.retention)
+            return admin.describe_configs(cluster, b, self.retention, lambda t: self.topic_configs.get(t, {}))
         if key == Api.INIT_PRODUCER_ID:
             return self.records.init_producer_id(b.transactional_id, getattr(b, "producer_id", -1),
                                                  getattr(b, "producer_epoch", -1))
@@ -690,7 +690,14 @@ class Coordinator:
         """The topic's retention.ms and retention.bytes: set at its creation, else the
         broker's log.retention.ms and log.retention.bytes."""
         return {"retention.ms": self.limits.log_retention_ms, "retention.bytes": self.limits.log_retention_bytes,
-                **self.topic_configs.get(topic, {})}
+                **{k: v for k, v in self.topic_configs.get(topic, {}).items() if k in admin.RETENTION}}
+
+    def applied_retention(self, topic: str) -> dict:
+        """``retention(topic)``, or none (-1) for a topic whose cleanup.policy is compact
+        only: Kafka deletes by retention only under "delete" (LogManager.cleanupLogs)."""
+        if "delete" not in self.topic_configs.get(topic, {}).get(admin.CLEANUP_POLICY, "delete").split(","):
+            return {"retention.ms": -1, "retention.bytes": -1}
+        return self.retention(topic)
 
     async def _retain_logs(self) -> None:
         """Every log.retention.check.interval.ms, each log's batches past its topic's
@@ -699,7 +706,7 @@ class Coordinator:
             await asyncio.sleep(self.limits.log_retention_check_interval_ms / 1000)
             if self.store.offline is None:
                 try:
-                    moved = await self.records.retain(self.retention, int(time.time() * 1000))
+                    moved = await self.records.retain(self.applied_retention, int(time.time() * 1000))
                 except StoreOffline:
                     continue
                 if moved:

@@ -127,6 +127,27 @@ def test_create_describe_and_delete_topics(server):
     assert topics() == [("kept", 3), ("one", 1), ("t", 4)]
 
 
+def test_a_compacted_topic_keeps_its_cleanup_policy(server):
+    """Kafka Connect creates its internal topics with cleanup.policy=compact and refuses
+    to start on one that DescribeConfigs says is not (TopicAdmin.verifyTopicCleanupPolicyOnlyCompact)."""
+    admin = Client(server.port, "admin")
+
+    def create(name, policy):
+        r = admin.call(Api.CREATE_TOPICS, 7, topics=[{"name": name, "num_partitions": 1, "replication_factor": -1,
+                                                      "assignments": [], "configs": [
+                                                          {"name": "cleanup.policy", "value": policy}]}],
+                       timeout=1000, validate_only=False)
+        return r.topics[0].error_code
+    assert create("configs", "compact") == 0 and create("both", "compact,delete") == 0
+    assert create("bad", "shred") == 40  # INVALID_CONFIG
+    r = admin.call(Api.DESCRIBE_CONFIGS, 4, resources=[
+        {"resource_type": 2, "resource_name": name, "configuration_keys": ["cleanup.policy"]}
+        for name in ("configs", "both", "t")], include_synonyms=False, include_documentation=False)
+    assert [[(c.name, c.value, c.config_source) for c in x.configs] for x in r.results] == [
+        [("cleanup.policy", "compact", 1)], [("cleanup.policy", "compact,delete", 1)],
+        [("cleanup.policy", "delete", 5)]]  # DYNAMIC_TOPIC_CONFIG, then Kafka's default
+
+
 @pytest.mark.parametrize("flag,created", [((), False), (("--auto-create-topics",), True)])
 def test_metadata_auto_creates_topics_only_when_told(tmp_path, flag, created):
     server = Server(tmp_path, "t:4", initial_delay_ms=0, args=flag)

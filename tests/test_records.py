@@ -16,7 +16,7 @@ from kio.records.schema import NewRecordBatch, Record
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
-from interop.harness import REBALANCE, wait_for
+from interop.harness import REBALANCE, Server, wait_for
 from rebalance.impl import records as R
 from rebalance.impl.limits import Limits
 from rebalance.impl.wire import SUPPORTED, Api, read_response
@@ -291,6 +291,33 @@ def latest(client, partition=0) -> int:
     r = client.call(Api.LIST_OFFSETS, 7, replica_id=-1, isolation_level=0, topics=[
         {"name": "t", "partitions": [{"partition_index": partition, "current_leader_epoch": -1, "timestamp": -1}]}])
     return r.topics[0].partitions[0].offset
+
+
+def earliest(client, topic) -> int:
+    r = client.call(Api.LIST_OFFSETS, 7, replica_id=-1, isolation_level=0, topics=[
+        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": R.EARLIEST}]}])
+    return r.topics[0].partitions[0].offset
+
+
+def test_retention_deletes_nothing_from_a_compact_only_topic(tmp_path):
+    """Kafka deletes by retention only the logs whose cleanup.policy has delete
+    (LogManager.cleanupLogs): a compacted topic (Kafka Connect's internal ones)
+    keeps its old records, the default topic loses them."""
+    server = Server(tmp_path, "t:1", args=("--log-retention-ms", 1000, "--log-retention-check-interval-ms", 100))
+    try:
+        c = Client(server.port, "p")
+        for name, policy in (("compacted", "compact"), ("both", "compact,delete")):
+            r = c.call(Api.CREATE_TOPICS, 7, topics=[{"name": name, "num_partitions": 1, "replication_factor": -1,
+                                                      "assignments": [], "configs": [
+                                                          {"name": "cleanup.policy", "value": policy}]}],
+                       timeout=1000, validate_only=False)
+            assert r.topics[0].error_code == 0
+        for topic in ("t", "compacted", "both"):
+            assert produce(c, batch([b"old"]), topic=topic).error_code == 0  # T0: long past retention
+        wait_for(lambda: earliest(c, "t") == 1 and earliest(c, "both") == 1, 30, "retention to delete the old batches")
+        assert earliest(c, "compacted") == 0
+    finally:
+        server.stop()
 
 
 def test_on_the_wire_a_corrupt_batch_gets_corrupt_message_and_the_log_is_untouched(server):
