@@ -6,6 +6,10 @@ BASE := $(VENV)/.installed-base
 DOCS := $(VENV)/.installed-docs
 # pytest-xdist's workers: one a core (the suites are CPU-bound; 2 on the CI machine)
 JOBS ?= auto
+# SUBSET=FILE runs only the tests FILE names, one pytest node id a line (# comments): .ci/run's
+# named subsets of the long suites (.ci/slow); without it a suite runs whole. PYTEST_ARGS: more of
+# pytest's options (CI's --durations)
+ids = $(if $(SUBSET),$(foreach i,$(shell grep -v -e '^\#' -e '^$$' $(SUBSET)),'$(i)'))
 
 .PHONY: run test test-slow test-interop test-kafka catalogue docs bench setup oracle dot chromium clean
 
@@ -60,18 +64,18 @@ run: $(BASE) dot
 	$(VENV)/bin/rebalance check examples/default.toml
 
 test: setup oracle chromium
-	$(PY) -m pytest -q -n $(JOBS)
+	$(PY) -m pytest -q -n $(JOBS) $(PYTEST_ARGS)
 
 test-slow: setup
-	$(PY) -m pytest -q -m slow -n $(JOBS)
+	$(PY) -m pytest -q -m slow -n $(JOBS) $(PYTEST_ARGS) $(ids)
 
 # real Kafka clients (librdkafka via confluent-kafka, kafka-python, aiokafka, kafkajs, the Java consumer) against `rebalance serve`
 test-interop: setup oracle
-	$(PY) -m pytest -q -m interop tests examples/app
+	$(PY) -m pytest -q -m interop -n $(JOBS) $(PYTEST_ARGS) $(or $(ids),tests examples/app)
 
 # the real Kafka 4.4.0 broker (tests marked kafka)
 test-kafka: setup oracle
-	$(PY) -m pytest -q -m kafka tests
+	$(PY) -m pytest -q -m kafka -n $(JOBS) $(PYTEST_ARGS) $(or $(ids),tests)
 
 # the whole scenario catalogue and the findings on Kafka 4.4.0 and on serve (tests/catalogue), outside CI: writes the
 # side-by-side table (about 25 minutes on two cores)
