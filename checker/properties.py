@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 from rebalance.model.config import KIP848
 from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import (
-    NO_GENERATION, NO_MEMBER_ID, Error, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
+    NO_GENERATION, NO_MEMBER_ID, CommitDue, Error, HeartbeatDue, Receive, connection, InitialRebalanceDelay, JoinGroup, JoinGroupResponse, Phase, RebalanceTimeout, SessionTimeout, SyncGroupResponse, SyncTimeout,
     epoch_of, instance_name, mask_of, member_name, partitions_of, slot_of, union,
 )
 
@@ -31,6 +31,9 @@ from .render import lane
 from .system import (
     CREATE_TOPIC, DOWNGRADE, FAILOVER, PAUSED, REMOVE, RESTARTING, RUNNING, SUBSCRIBE, State, System, processing,
 )
+
+
+HEARTBEAT_DUE, COMMIT_DUE = HeartbeatDue(), CommitDue()
 
 
 class Property(NamedTuple):
@@ -184,6 +187,138 @@ def single_leader(system: System, state: State):
                         f"both lead generation {c.generation}")
             leaders[c.generation] = c.member_id
     return None
+
+
+# --- progress: what a Stable member may do now is answered as the rules say (R9, R10, R24, R41) -----------
+# Every running member that is Stable with nothing in flight may send a Heartbeat or, owning partitions, an
+# OffsetCommit at once. Rather than a transition for each (most change no state: a commit no other owner shares,
+# a Heartbeat answered NONE), each such request is judged in every state where it could be sent: the member's
+# handler gives the request and the coordinator's the answer, both the model's (the subjects), and the answer is
+# held to the rule written here from spec/SPEC.md. A request sent in one state and delivered in a later one meets a
+# group that this member, silent meanwhile, also reaches without having sent it: it is judged there too.
+
+
+def _whole(group):
+    return group
+
+
+def _idle_member(p):
+    """What a process's own request now depends on, if it is a running Stable member
+    with nothing in flight (so it may heartbeat or commit at once), else None."""
+    if p.status != RUNNING:
+        return None
+    c = p.consumer
+    if c.phase != MemberPhase.STABLE or c.heartbeat_inflight or p.requests or p.responses:
+        return None
+    return p.epoch, c
+
+
+def _answer(system: System, group, s: int, p, due):
+    """``(request, error)``: what slot ``s``'s member sends on ``due`` (HeartbeatDue or
+    CommitDue: the member's handler) and the coordinator's answer to it in ``group``
+    (its handler); None if it sends nothing."""
+    sent = System.requests_of(system.step_member(p.consumer, due)[1])
+    if not sent:
+        return None
+    # not memoised: a Heartbeat's or an OffsetCommit's answer is computed faster than the Group is hashed
+    replies = system.coordinator_step(group, Receive(connection(s, p.epoch), sent[0]))[1]
+    return sent[0], replies[0].response.error
+
+
+def heartbeat_rule(group, req) -> Error:
+    """R10 with R24, as spec/SPEC.md states them, for a Heartbeat ``req`` in ``group``:
+    with a group.instance.id, UNKNOWN_MEMBER_ID if nobody holds it and
+    FENCED_INSTANCE_ID if another member id does; without, UNKNOWN_MEMBER_ID for an
+    unknown member id; then ILLEGAL_GENERATION for another generation,
+    REBALANCE_IN_PROGRESS in PreparingRebalance, NONE otherwise."""
+    if req.group_instance_id:
+        holder = instance_holder(group, req.group_instance_id)
+        if holder is None:
+            return Error.UNKNOWN_MEMBER_ID
+        if holder.member_id != req.member_id:
+            return Error.FENCED_INSTANCE_ID
+    elif not any(m.member_id == req.member_id for m in group.members):
+        return Error.UNKNOWN_MEMBER_ID
+    if req.generation != group.generation:
+        return Error.ILLEGAL_GENERATION
+    return Error.REBALANCE_IN_PROGRESS if group.phase == Phase.PREPARING_REBALANCE else Error.NONE
+
+
+JUDGED = 1 << 14  # states whose progress verdicts System.judged keeps: more than a batch's distinct projections
+
+
+def _progress(system: System, state: State) -> tuple:
+    """The verdicts of ``heartbeat_answered``, ``commit_accepted`` and
+    ``commit_progress`` on ``state``, computed together (the three read the same
+    requests) and kept in ``System.judged`` by the State's identity: the engines
+    decide the three, with the same projection, on the same State objects of a
+    batch, one after the other (checker/engines/steps.py ``Projection``)."""
+    hit = system.judged.get(id(state))
+    if hit is not None and hit[0] is state:
+        return hit[1]
+    if len(system.judged) >= JUDGED:
+        system.judged.clear()
+    verdicts = _judge_progress(system, state.group, state.procs, tuple(map(_idle_member, state.procs)))
+    system.judged[id(state)] = (state, verdicts)
+    return verdicts
+
+
+def _judge_progress(system: System, group, procs, idle) -> tuple:
+    heartbeat = accepted = progress = None
+    for s, p in enumerate(procs):
+        if idle[s] is None:
+            continue
+        c = p.consumer
+        sent = _answer(system, group, s, p, HEARTBEAT_DUE)
+        if sent is not None and heartbeat is None:
+            req, error = sent
+            want = heartbeat_rule(group, req)
+            if error != want:
+                heartbeat = (f"{member_name(req.member_id)}'s Heartbeat at generation {req.generation} is answered "
+                             f"{error.name}, not {want.name} (R10) ({group.phase.name} generation {group.generation})")
+        if not c.owned or not can_commit(group, c.member_id, c.generation):
+            continue
+        sent = _answer(system, group, s, p, COMMIT_DUE)
+        if sent is None:
+            progress = progress or f"{member_name(c.member_id)}, Stable in generation {c.generation}, commits nothing"
+            continue
+        req, error = sent
+        if error == Error.NONE:
+            continue
+        if accepted is None and req.member_id == c.member_id and req.generation == c.generation:
+            accepted = (f"{member_name(c.member_id)}, Stable in generation {c.generation} owning "
+                        f"{_names(system.cfg, c.owned)}, has its OffsetCommit refused with {error.name}")
+        progress = progress or (f"{member_name(c.member_id)}, Stable in generation {c.generation}, commits as "
+                                f"{member_name(req.member_id)} at generation {req.generation}: refused with {error.name}")
+    return heartbeat, accepted, progress
+
+
+@projected(_whole, _idle_member)
+def heartbeat_answered(system: System, state: State):
+    """Every Heartbeat a Stable member may send now is answered as R10 and R24 say
+    (``heartbeat_rule``): a stale one with the error its rule names, a current one
+    NONE, whether or not the answer changes anything (a Heartbeat answered NONE
+    without a change is no transition, but is judged here)."""
+    return _progress(system, state)[0]
+
+
+@projected(_whole, _idle_member)
+def commit_accepted(system: System, state: State):
+    """An OffsetCommit that a Stable member owning partitions sends under its current
+    member id and generation, while it can commit (CanCommit: a member of the
+    current generation, the group Stable or PreparingRebalance; R9), is accepted.
+    A coordinator that refuses a legitimate commit (a static member's, one in
+    PreparingRebalance) breaks it."""
+    return _progress(system, state)[1]
+
+
+@projected(_whole, _idle_member)
+def commit_progress(system: System, state: State):
+    """A Stable member owning partitions that can commit (CanCommit, R9) commits (R41)
+    and has its commit accepted: also one that lost its membership and rejoined, whose
+    generation is current again. A member that commits what the coordinator must
+    refuse (a generation it reset, a member id it forgot) or does not commit breaks it."""
+    return _progress(system, state)[2]
 
 
 def on_groups(step):
@@ -694,6 +829,15 @@ PROPERTIES = (
              _high_availability, bounded_warmups),
     Property("exclusive_processing", "invariant",
              "no partition is processed by two live (running or paused) members", _always, exclusive_processing),
+    Property("commit_accepted", "invariant",
+             "an OffsetCommit of a Stable owner at its current member id and generation, while it can commit, is "
+             "accepted (R9)", _always, commit_accepted),
+    Property("commit_progress", "invariant",
+             "a Stable owner that can commit commits and is accepted, also after losing its membership and "
+             "rejoining (R41, R9)", _always, commit_progress),
+    Property("heartbeat_answered", "invariant",
+             "every Heartbeat a Stable member may send is answered as R10 and R24 say, a stale one with the error "
+             "its rule names, whether or not the answer changes anything", _always, heartbeat_answered),
     Property("single_leader", "invariant",
              "at most one member leads each generation; generations only grow",
              _always, single_leader, generations_grow),

@@ -174,11 +174,12 @@ class System:
         self._timers: dict = {}
         self.stages = upgrade.stages(cfg)  # R79: the rolling upgrade's assignor lists, () if none
         self.refinement = None  # checker/refinement.py's checker and caches, built on first use
+        self.judged: dict = {}  # verdicts checker/properties.py computes together, memoised per what they read
 
     def forget(self) -> None:
         """Drop the memoised handlers' results and the refinement check's caches (pure
         memos: what is asked again is computed again), as an exploration ends."""
-        self._coord, self._member, self._local, self._timers = {}, {}, {}, {}
+        self._coord, self._member, self._local, self._timers, self.judged = {}, {}, {}, {}, {}
         self.refinement = None
 
     @property

@@ -107,18 +107,19 @@ def member_error(group: Group, mid: int, iid: int) -> Error:
     return Error.NONE if find(group, mid) is not None else Error.UNKNOWN_MEMBER_ID
 
 
-def _commit_fencing(group: Group, mid: int, generation: int) -> bool:
+def _commit_fencing(group: Group, mid: int, generation: int, iid: int) -> bool:
     """R9: the member is known, its generation is current, and the group is not in
-    CompletingRebalance (GroupCoordinator.handleCommitOffsets). Replaced by
-    ``no-commit-fencing``."""
+    CompletingRebalance (GroupCoordinator.handleCommitOffsets); its group.instance.id
+    ``iid`` is checked before (R24). Replaced by ``no-commit-fencing``,
+    ``refuse-static-commits`` and ``refuse-commits-while-preparing``."""
     return (group.phase in (Phase.STABLE, Phase.PREPARING_REBALANCE)
             and generation == group.generation and find(group, mid) is not None)
 
 
-def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int) -> bool:
-    """Whether an OffsetCommit from (member id, generation) is accepted (R9,
-    ``_commit_fencing`` or its mutation's replacement)."""
-    return rule(cfg, _commit_fencing)(group, mid, generation)
+def commit_allowed(cfg: GroupConfig, group: Group, mid: int, generation: int, iid: int = 0) -> bool:
+    """Whether an OffsetCommit from (member id, generation, group.instance.id) is
+    accepted (R9, ``_commit_fencing`` or its mutation's replacement)."""
+    return rule(cfg, _commit_fencing)(group, mid, generation, iid)
 
 
 def voting(sub) -> bool:
@@ -561,10 +562,16 @@ def _sync(group: Group, conn: int, req: SyncGroup, out: list) -> Group:
     return group._replace(phase=Phase.STABLE, members=tuple(members))
 
 
-def _heartbeat(group: Group, conn: int, req: Heartbeat, out: list) -> Group:
+def _heartbeat(cfg: GroupConfig, group: Group, conn: int, req: Heartbeat, out: list) -> Group:
     """R10 (GroupCoordinator.handleHeartbeat)."""
-    out.append(Reply(conn, HeartbeatResponse(_generation_error(group, req))))
+    out.append(Reply(conn, HeartbeatResponse(rule(cfg, _heartbeat_error)(group, req))))
     return group
+
+
+def _heartbeat_error(group: Group, req: Heartbeat) -> Error:
+    """R10: a Heartbeat's answer is ``_generation_error``'s. Replaced by
+    ``heartbeat-ignores-generation`` (test-only)."""
+    return _generation_error(group, req)
 
 
 def _leave(cfg: GroupConfig, group: Group, conn: int, req: LeaveGroup, out: list) -> Group:
@@ -601,7 +608,7 @@ def _commit(cfg: GroupConfig, group: Group, conn: int, req: OffsetCommit, out: l
     """R9 (GroupCoordinator.handleCommitOffsets)."""
     if member_error(group, req.member_id, req.group_instance_id) == Error.FENCED_INSTANCE_ID:
         error = Error.FENCED_INSTANCE_ID
-    elif commit_allowed(cfg, group, req.member_id, req.generation):
+    elif commit_allowed(cfg, group, req.member_id, req.generation, req.group_instance_id):
         error = Error.NONE
     elif find(group, req.member_id) is None:
         error = Error.UNKNOWN_MEMBER_ID
@@ -742,7 +749,7 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
         elif rk is SyncGroup:
             group = _sync(group, conn, req, out)
         elif rk is Heartbeat:
-            group = _heartbeat(group, conn, req, out)
+            group = _heartbeat(cfg, group, conn, req, out)
         elif rk is LeaveGroup:
             group = _leave(cfg, group, conn, req, out)
         elif rk is OffsetCommit:

@@ -65,7 +65,8 @@ class Consumer(NamedTuple):
     every one); ``snapshot``: as the leader, the topics some member subscribed to
     that did not exist when it assigned (ConsumerCoordinator's assignmentSnapshot,
     kept only when topics can be created); ``released``: the partitions it revoked
-    on dropping their topics, until its next assignment (R64)."""
+    on dropping their topics, until its next assignment (R64). ``reset``: it was
+    answered UNKNOWN_MEMBER_ID once (only kept under ``commit-generation-after-reset``)."""
 
     phase: MemberPhase
     member_id: int
@@ -85,6 +86,7 @@ class Consumer(NamedTuple):
     metadata: int = ALL_TOPICS
     snapshot: int = 0
     released: int = 0
+    reset: bool = False
 
 
 NEW_CONSUMER = Consumer(MemberPhase.UNJOINED, NO_MEMBER_ID, NO_INSTANCE_ID, NO_GENERATION, False, 0,
@@ -115,6 +117,13 @@ def _on_unknown_member_id(c: Consumer, out: list) -> Consumer:
     (ConsumerCoordinator.onJoinPrepare calls onPartitionsLost; KAFKA-12983's fix).
     Replaced by ``keep-owned-on-unknown-member-id``."""
     return _lose(c, out, reset_member_id=True)
+
+
+def _commit_generation(c: Consumer) -> int:
+    """R41: an OffsetCommit carries the member's current generation
+    (ConsumerCoordinator.sendOffsetCommitRequest, generationIfStable). Replaced by
+    ``commit-generation-after-reset`` (test-only)."""
+    return c.generation
 
 
 def _claim_after_rebalance_in_progress(c: Consumer) -> Consumer:
@@ -377,7 +386,7 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
     elif kind is CommitDue:
         # R41: commit what it owns, under its member id and generation (ConsumerCoordinator.commitOffsetsAsync)
         if c.phase == MemberPhase.STABLE and c.owned and not c.heartbeat_inflight:
-            out.append(Send(OffsetCommit(c.member_id, c.generation, c.owned, c.group_instance_id)))
+            out.append(Send(OffsetCommit(c.member_id, rule(cfg, _commit_generation)(c), c.owned, c.group_instance_id)))
     elif kind is Start:
         if c.phase == MemberPhase.UNJOINED:
             c = c._replace(group_instance_id=event.group_instance_id, assignors=event.assignors,

@@ -147,6 +147,28 @@ REGISTRY = {m.name: m for m in (
              "counted from zero)",
              "test-only: a deliberately wrong model, not a Kafka bug (seed 000, Design III: at most max_moves "
              "partitions move per round)", "R34, R67", ("incremental",), test_only=True),
+    Mutation("refuse-static-commits",
+             "the coordinator refuses every OffsetCommit that carries a group.instance.id, a current static "
+             "member's included (REBALANCE_IN_PROGRESS): a static member never commits",
+             "test-only: against GroupCoordinator.handleCommitOffsets (a static member's commit is validated by "
+             "validateCurrentMember, then accepted like any other); no property held it before issue 43: nothing "
+             "required a commit to succeed", "R9, R24", PROTOCOLS, test_only=True),
+    Mutation("refuse-commits-while-preparing",
+             "the coordinator refuses OffsetCommits in PreparingRebalance (REBALANCE_IN_PROGRESS), though the "
+             "member is current: a member cannot commit what it revokes while the group rejoins",
+             "test-only: against GroupCoordinator.handleCommitOffsets, which accepts commits of the current "
+             "generation in PreparingRebalance (R9; KIP-429's cooperative members commit before revoking)", "R9",
+             PROTOCOLS, test_only=True),
+    Mutation("commit-generation-after-reset",
+             "a member once answered UNKNOWN_MEMBER_ID commits with generation -1 ever after, though it rejoined "
+             "and is Stable again: every commit of it is refused",
+             "test-only: against ConsumerCoordinator.sendOffsetCommitRequest (generationIfStable: the generation of "
+             "the last successful join); the issue-43 report's 'always commits with generation -1 after "
+             "UNKNOWN_MEMBER_ID'", "R41", PROTOCOLS, test_only=True),
+    Mutation("heartbeat-ignores-generation",
+             "the coordinator answers a Heartbeat of an older generation NONE instead of ILLEGAL_GENERATION, so a "
+             "member that missed a generation never learns it and changes nothing (no transition: a stutter)",
+             "test-only: against GroupCoordinator.handleHeartbeat (R10)", "R10", PROTOCOLS, test_only=True),
     Mutation("keep-silent-static-leader",
              "a JoinGroup barrier that completes without the old leader keeps it as the leader when it is static "
              "(R27 keeps it in the group): the members that rejoined wait in CompletingRebalance for an assignment "
@@ -492,8 +514,34 @@ def _skip_assignment_always(req) -> bool:
 
 
 @replaces(coordinator._commit_fencing, "no-commit-fencing")
-def _accept_every_commit(group, mid: int, generation: int) -> bool:
+def _accept_every_commit(group, mid: int, generation: int, iid: int) -> bool:
     return True
+
+
+@replaces(coordinator._commit_fencing, "refuse-static-commits")
+def _refuse_static_commits(group, mid: int, generation: int, iid: int) -> bool:
+    return not iid and coordinator._commit_fencing(group, mid, generation, iid)
+
+
+@replaces(coordinator._commit_fencing, "refuse-commits-while-preparing")
+def _refuse_commits_while_preparing(group, mid: int, generation: int, iid: int) -> bool:
+    return group.phase == Phase.STABLE and coordinator._commit_fencing(group, mid, generation, iid)
+
+
+@replaces(member._on_unknown_member_id, "commit-generation-after-reset")
+def _remember_the_reset(c, out: list):
+    return member._on_unknown_member_id(c, out)._replace(reset=True)
+
+
+@replaces(member._commit_generation, "commit-generation-after-reset")
+def _commit_reset_generation(c) -> int:
+    return NO_GENERATION if c.reset else c.generation
+
+
+@replaces(coordinator._heartbeat_error, "heartbeat-ignores-generation")
+def _stale_heartbeat_answered_none(group, req):
+    error = coordinator._generation_error(group, req)
+    return Error.NONE if error == Error.ILLEGAL_GENERATION else error
 
 
 @replaces(coordinator._replaced_instance, "no-fencing-on-duplicate-instance")

@@ -31,7 +31,8 @@ def pytest_run(cwd, *args):
 def test_rebalance_option_lists_one_item_per_property(tmp_path):
     code, out = pytest_run(tmp_path, "--rebalance", str(ROOT / "examples" / "default.toml"), "--collect-only", "-q")
     items = [line.rsplit("::", 1)[1] for line in out.splitlines() if "::" in line]
-    assert code == 0 and items == ["exclusive_ownership", "exclusive_commits", "exclusive_processing", "single_leader",
+    assert code == 0 and items == ["exclusive_ownership", "exclusive_commits", "exclusive_processing", "commit_accepted",
+                                   "commit_progress", "heartbeat_answered", "single_leader",
                                    "revoke_before_assign", "refinement", "quiescent_balance", "eventual_balance",
                                    "no_rebalance_storm"], out
     code, out = pytest_run(tmp_path, "--rebalance", "default", "--rebalance-args=--static", "--collect-only", "-q")
@@ -42,7 +43,7 @@ def test_a_violated_property_fails_its_item_with_the_counterexample(tmp_path):
     (tmp_path / "good.toml").write_text(SMALL)
     (tmp_path / "wrong.toml").write_text(WRONG)
     code, out = pytest_run(tmp_path, "--rebalance", "good.toml", "-q", "-rA")
-    assert code == 0 and "9 passed" in out, out
+    assert code == 0 and "12 passed" in out, out
     code, out = pytest_run(tmp_path, "--rebalance", "wrong.toml", "-q", "-rA")
     assert code == 1
     assert "FAILED wrong.toml::revoke_before_assign" in out and "PASSED wrong.toml::exclusive_ownership" in out
@@ -66,7 +67,7 @@ def test_junit_report_one_case_per_property(tmp_path):
         assert code == expected_code, err
         suite = ET.parse(tmp_path / f"{name}.xml").getroot().find("testsuite")
         cases = {c.get("name"): c for c in suite.iter("testcase")}
-        assert len(cases) == 9 and suite.get("failures") == str(len(failed))
+        assert len(cases) == 12 and suite.get("failures") == str(len(failed))
         assert sorted(n for n, c in cases.items() if c.find("failure") is not None) == sorted(failed)
     text = cases["revoke_before_assign"].find("failure").text
     assert "SyncGroup(A1, gen 2" in text and "revoke_before_assign.svg" in text

@@ -50,6 +50,7 @@ class Steps:
         self._sort(list(checks) + [(bit, p.step) for bit, p in marking])
         self._kinds: dict = {}  # action kind -> code (the group memo's keys)
         self._projections: dict = {}  # projected invariant -> its Projection
+        self._projected: dict = {}  # a projection (its pair of functions) -> its Projected, shared
 
     def _sort(self, entries: list) -> None:
         """Split ``[(name or bit, step function)]`` by what each reads: on id rows
@@ -90,7 +91,10 @@ class Steps:
             if hasattr(fn, "projection"):
                 projection = self._projections.get(fn)
                 if projection is None:
-                    projection = self._projections[fn] = Projection(system, fn, self.interner)
+                    shared = self._projected.get(fn.projection)
+                    if shared is None:
+                        shared = self._projected[fn.projection] = Projected(self.interner, *fn.projection)
+                    projection = self._projections[fn] = Projection(system, fn, shared)
                 verdicts, of_row = projection.decide(rows, states.__getitem__)
                 out.extend((i, 0, name, verdicts[of_row[i]]) for i in of_row.nonzero()[0].tolist())
             else:
@@ -164,22 +168,22 @@ class Steps:
                     self.pending = [c for c in self.pending if c not in met]
 
 
-class Projection:
-    """A ``projected`` check (checker/properties.py) decided once per distinct
-    projection of the states it is asked about: a state's projection is the row of
-    its parts' projection ids (the group's, then each slot's process's), each
-    part's computed once per interned id."""
+class Projected:
+    """The projection ids of states' parts for one projection (``projected``'s pair of
+    functions), each distinct row of them numbered: shared by every check projected
+    alike, so that a batch's rows are projected and numbered once for all of them.
+    A state's projection is the row of its parts' projection ids (the group's, then
+    each slot's process's), each part's computed once per interned id."""
 
-    def __init__(self, system: System, check, interner: Interner):
-        self.system, self.check, self.interner = system, check, interner
-        self.group, self.proc = check.projection
+    def __init__(self, interner: Interner, group, proc):
+        self.interner, self.group, self.proc = interner, group, proc
         self._ids: dict = {}  # projection value -> id
         self._values: list = []
         self._of_group = np.empty(0, np.int64)  # group id -> projection id (-1: not known yet)
         self._of_proc = np.empty(0, np.int64)   # proc id -> projection id (-1: not known yet)
-        self._verdicts = RowMemo()  # a row of projection ids -> its verdict's index in _reasons
-        self._reasons: list = [None]
-        self._reason_ids: dict = {None: 0}
+        self._numbers = RowMemo()  # a row of projection ids -> its number
+        self.count = 0  # rows numbered so far
+        self._batch = None  # the last rows numbered: (rows, numbers, positions of the rows numbered anew)
 
     def _rows(self, rows: np.ndarray) -> np.ndarray:
         """The projection ids of ``rows``' parts ((m, w - 1) int64)."""
@@ -196,13 +200,51 @@ class Projection:
         out[:, 1:] = self._of_proc[rows[:, 1:-1]]
         return out
 
+    def number(self, rows: np.ndarray) -> tuple:
+        """``(numbers, fresh)``: the number of each of ``rows``' projections ((m, w) int64
+        id rows; the same array as the last call's gives the same answer) and the
+        positions in ``rows`` of the first state of each projection numbered anew, in
+        the order of their numbers (the last ``len(fresh)`` of ``count``)."""
+        if self._batch is not None and self._batch[0] is rows:
+            return self._batch[1:]
+        fresh: list = []
+
+        def numbered(firsts):
+            fresh.extend(firsts)
+            self.count += len(firsts)
+            return list(range(self.count - len(firsts), self.count))
+        numbers = self._numbers.resolve(self._rows(rows), len(self._values), numbered)
+        self._batch = (rows, numbers, fresh)
+        return numbers, fresh
+
+
+class Projection:
+    """A ``projected`` check (checker/properties.py) decided once per distinct
+    projection of the states it is asked about (``Projected``, shared with the
+    checks projected alike)."""
+
+    def __init__(self, system: System, check, projected: Projected):
+        self.system, self.check, self.projected = system, check, projected
+        self._verdicts = np.empty(0, np.int64)  # projection number -> its verdict's index in _reasons
+        self._known = 0  # projection numbers decided
+        self._reasons: list = [None]
+        self._reason_ids: dict = {None: 0}
+
     def decide(self, rows: np.ndarray, state_of) -> tuple:
         """``(verdicts, index of each row's)``: the check's verdicts (None where it
         holds) and, for each of the states with id rows ``rows`` ((m, w) int64), the
         index of its own, each distinct projection's computed once, on the first
-        state that has it, ``state_of(i)`` (a ``RowMemo`` of the projection ids)."""
-        return self._reasons, self._verdicts.resolve(self._rows(rows), len(self._values), lambda firsts: [
-            _intern(self._reason_ids, self._reasons, self.check(self.system, state_of(i))) for i in firsts])
+        state that has it, ``state_of(i)``."""
+        numbers, fresh = self.projected.number(rows)
+        count = self.projected.count
+        if self._known < count:
+            if count - self._known != len(fresh):
+                raise RuntimeError("a projected check missed a batch of the projection it shares")
+            self._verdicts = grown(self._verdicts, count, 0)
+            self._verdicts[self._known:count] = [
+                _intern(self._reason_ids, self._reasons, self.check(self.system, state_of(i))) for i in fresh]
+            self._known = count
+        return self._reasons, self._verdicts[numbers]
 
     def holds(self, rows: np.ndarray, state_of) -> np.ndarray:
         """A uint8 array, 1 for each state of ``rows`` where the check holds (``decide``)."""
@@ -217,6 +259,6 @@ def goal_holds(system: System, goal, interner: Interner):
     A ``projected`` goal is decided once per distinct projection (``Projection``),
     any other on each state."""
     if hasattr(goal, "projection"):
-        return Projection(system, goal, interner).holds
+        return Projection(system, goal, Projected(interner, *goal.projection)).holds
     return lambda rows, state_of: np.array([0 if goal(system, state_of(i)) else 1 for i in range(len(rows))],
                                            np.uint8)
