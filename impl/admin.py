@@ -23,6 +23,7 @@ INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_REQUEST = 42
 INVALID_CONFIG = 40
+POLICY_VIOLATION = 44
 
 DEFAULT_PARTITIONS = 1  # num.partitions, Kafka's default: a CreateTopics with -1, an auto-created topic
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")  # org.apache.kafka.common.internals.Topic.validate

@@ -686,16 +686,43 @@ class Coordinator:
     async def _list_offsets(self, b) -> dict:
         return await broker.list_offsets(self.cluster, self.records, b)
 
+    async def _delete_records(self, b) -> dict:
+        """DeleteRecords: each partition's log start moved up to the offset asked
+        (``Records.delete_records``); a partition not hosted is
+        UNKNOWN_TOPIC_OR_PARTITION, one of a topic that is not cleanup.policy=delete
+        POLICY_VIOLATION (Partition.deleteRecordsOnLeader, Partition.scala:1524, Kafka
+        4.4.0). Kafka Streams purges its repartition topics so
+        (TaskManager.maybePurgeCommittedRecords)."""
+        topics = []
+        for t in b.topics:
+            parts = []
+            for p in t.partitions:
+                if not self.cluster.hosts(t.name, p.partition_index):
+                    error, low = broker.UNKNOWN_TOPIC_OR_PARTITION, -1
+                elif not self.deletes(t.name):
+                    error, low = admin.POLICY_VIOLATION, -1
+                else:
+                    error, low = await self.records.delete_records(t.name, p.partition_index, p.offset)
+                parts.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": error})
+            topics.append({"name": t.name, "partitions": parts})
+        return {"throttle_time": 0, "topics": topics}
+
     def retention(self, topic: str) -> dict:
         """The topic's retention.ms and retention.bytes: set at its creation, else the
         broker's log.retention.ms and log.retention.bytes."""
         return {"retention.ms": self.limits.log_retention_ms, "retention.bytes": self.limits.log_retention_bytes,
                 **{k: v for k, v in self.topic_configs.get(topic, {}).items() if k in admin.RETENTION}}
 
+    def deletes(self, topic: str) -> bool:
+        """Whether the topic's cleanup.policy (set at its creation, else Kafka's default
+        "delete") has "delete": a compact-only topic has no records deleted by retention
+        or DeleteRecords."""
+        return "delete" in self.topic_configs.get(topic, {}).get(admin.CLEANUP_POLICY, "delete").split(",")
+
     def applied_retention(self, topic: str) -> dict:
         """``retention(topic)``, or none (-1) for a topic whose cleanup.policy is compact
         only: Kafka deletes by retention only under "delete" (LogManager.cleanupLogs)."""
-        if "delete" not in self.topic_configs.get(topic, {}).get(admin.CLEANUP_POLICY, "delete").split(","):
+        if not self.deletes(topic):
             return {"retention.ms": -1, "retention.bytes": -1}
         return self.retention(topic)
 
@@ -921,6 +948,7 @@ HANDLERS = {
     Api.PRODUCE: Coordinator._produce,
     Api.FETCH: Coordinator._fetch,
     Api.LIST_OFFSETS: Coordinator._list_offsets,
+    Api.DELETE_RECORDS: Coordinator._delete_records,
     Api.CREATE_TOPICS: Coordinator._create_topics,
     Api.DELETE_TOPICS: Coordinator._delete_topics,
     Api.LIST_GROUPS: Coordinator._list_groups,

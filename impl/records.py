@@ -51,7 +51,7 @@ try:  # Python 3.14's compression.zstd, or its backport before
 except ImportError:  # pragma: no cover - the Python this runs on decides
     from backports.zstd import ZstdDecompressor
 
-from .broker import KAFKA_STORAGE_ERROR, UNSUPPORTED_VERSION
+from .broker import KAFKA_STORAGE_ERROR, OFFSET_OUT_OF_RANGE, UNSUPPORTED_VERSION
 from .limits import Limits
 from .store import LogState, StoreOffline
 
@@ -627,6 +627,27 @@ class Records:
                 log.start = start
                 moved += 1
         return moved
+
+    async def delete_records(self, topic: str, partition: int, offset: int) -> tuple:
+        """``(error, low watermark)`` of DeleteRecords on one partition: ``offset`` -1
+        is the high watermark; below 0 or above the high watermark is
+        OFFSET_OUT_OF_RANGE; the log start moves up to it, never down
+        (Partition.deleteRecordsOnLeader, Partition.scala:1526-1535, Kafka 4.4.0:
+        maybeIncrementLogStartOffset); a store offline is KAFKA_STORAGE_ERROR."""
+        if self.store.offline is not None:
+            return KAFKA_STORAGE_ERROR, -1
+        log = self.log(topic, partition)
+        target = log.high_watermark if offset == -1 else offset
+        if target < 0 or target > log.high_watermark:
+            return OFFSET_OUT_OF_RANGE, -1
+        if target > log.start:
+            try:
+                await self.write(self.store.delete_records, log.log_id, target, log.end)
+            except StoreOffline:
+                self.wake()
+                return KAFKA_STORAGE_ERROR, -1
+            log.start = target
+        return NONE, log.start
 
     def init_producer_id(self, transactional_id, producer_id: int = -1, epoch: int = -1) -> dict:
         """InitProducerId for an idempotent producer: a new producer id at epoch 0, or

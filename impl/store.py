@@ -259,6 +259,15 @@ class Store:
         self._write([("DELETE FROM batches WHERE log_id = ? AND base_offset < ?", (log_id, start)),
                      ("UPDATE logs SET start = ? WHERE log_id = ?", (start, log_id))])
 
+    def delete_records(self, log_id: int, start: int, end: int) -> None:
+        """Move the log start to ``start`` (DeleteRecords; ``end``: the log's end
+        offset): the batches wholly below it are deleted, the one holding ``start``
+        stays (a fetch from inside a batch is answered with the whole batch)."""
+        holding = "(SELECT MAX(base_offset) FROM batches WHERE log_id = ? AND base_offset <= ?)"
+        delete = (("DELETE FROM batches WHERE log_id = ?", (log_id,)) if start >= end else
+                  (f"DELETE FROM batches WHERE log_id = ? AND base_offset < {holding}", (log_id, log_id, start)))
+        self._write([delete, ("UPDATE logs SET start = ? WHERE log_id = ?", (start, log_id))])
+
     def save_producer_id(self, next_id: int) -> None:
         """The next producer id InitProducerId hands out, so none is handed out twice."""
         self._write([("INSERT OR REPLACE INTO meta VALUES ('next_producer_id', ?)", (str(next_id),))])

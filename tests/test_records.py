@@ -8,6 +8,7 @@ import datetime
 import gzip
 import io
 import socket
+import sqlite3
 import struct
 
 import cramjam
@@ -281,6 +282,46 @@ def test_retention_ms_and_bytes_move_the_log_start(tmp_path):
     run_records(tmp_path, scenario)
 
 
+def test_delete_records_moves_the_log_start_within_a_batch(tmp_path):
+    """DeleteRecords (Partition.deleteRecordsOnLeader): the log start moves to the offset
+    asked (-1: the high watermark), never back, never past the high watermark; the batch
+    holding the new start stays and is fetched whole, the batches below it go."""
+    async def scenario(records):
+        for values in ([b"a", b"b"], [b"c", b"d"], [b"e"]):
+            await records.produce("t", 0, batch(values))
+        log = records.log("t", 0)
+        assert await records.delete_records("t", 0, 3) == (R.NONE, 3)
+        assert await records.offset_for(log, R.EARLIEST) == (3, -1)
+        assert values_of((await records.fetch([(log, 3, 1 << 20)], 1 << 30))[0]) == [b"c", b"d", b"e"]
+        assert await records.delete_records("t", 0, 1) == (R.NONE, 3)  # never back
+        assert await records.delete_records("t", 0, 6) == (R.OFFSET_OUT_OF_RANGE, -1)
+        assert await records.delete_records("t", 0, -2) == (R.OFFSET_OUT_OF_RANGE, -1)
+        assert await records.delete_records("t", 0, -1) == (R.NONE, 5)  # the high watermark: empty
+        assert await records.offset_for(log, R.LATEST) == (5, -1)
+    run_records(tmp_path, scenario)
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        assert db.execute("SELECT count(*) FROM batches").fetchone() == (0,)
+
+
+def test_delete_records_on_the_wire_refuses_compacted_topics(server):
+    """Kafka Streams purges its repartition topics with DeleteRecords; a topic whose
+    cleanup.policy is compact only is POLICY_VIOLATION, an unknown one
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    c = Client(server.port, "admin")
+    assert c.call(Api.CREATE_TOPICS, 7, topics=[{"name": "changelog", "num_partitions": 1, "replication_factor": 1,
+                                                 "assignments": [], "configs": [
+                                                     {"name": "cleanup.policy", "value": "compact"}]}],
+                  timeout=1000, validate_only=False).topics[0].error_code == 0
+    produce(c, batch([b"a", b"b", b"c"]))
+    r = c.call(Api.DELETE_RECORDS, 2, timeout=1000, topics=[
+        {"name": "t", "partitions": [{"partition_index": 0, "offset": 2}, {"partition_index": 9, "offset": 0}]},
+        {"name": "changelog", "partitions": [{"partition_index": 0, "offset": 0}]}])
+    assert [[(p.low_watermark, p.error_code) for p in t.partitions] for t in r.topics] == [
+        [(2, 0), (-1, 3)], [(-1, 44)]]
+    assert fetch_all(c, offset=2) == (0, [b"a", b"b", b"c"])  # the batch holding offset 2 is fetched whole
+    assert fetch_all(c) == (1, [])  # OFFSET_OUT_OF_RANGE: below the log start
+
+
 def produce(client, data, acks=-1, topic="t", partition=0):
     r = client.call(Api.PRODUCE, 9, transactional_id=None, acks=acks, timeout=1000, topic_data=[
         {"name": topic, "partition_data": [{"index": partition, "records": data}]}])
@@ -390,10 +431,10 @@ def test_metadata_for_all_topics_as_librdkafka_sends_it(server):
     assert [(t.name, len(t.partitions)) for t in body.topics] == [("t", 4)]
 
 
-def fetch_all(c, topic="t", partition=0):
+def fetch_all(c, topic="t", partition=0, offset=0):
     f = c.call(Api.FETCH, 12, replica_id=-1, max_wait=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
                session_id=0, session_epoch=-1, topics=[{"topic": topic, "partitions": [
-                   {"partition": partition, "current_leader_epoch": -1, "fetch_offset": 0, "last_fetched_epoch": -1,
+                   {"partition": partition, "current_leader_epoch": -1, "fetch_offset": offset, "last_fetched_epoch": -1,
                     "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}], forgotten_topics_data=[], rack_id="")
     part = f.responses[0].partitions[0]
     return part.error_code, values_of(part.records)
