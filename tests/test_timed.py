@@ -100,6 +100,16 @@ def test_the_correct_model_holds_timed(rebalance_check):
     assert s["actions_fired"]["tick"] > 0 and s["configuration"]["timed"]["session_timeout_ms"] == 30_000
 
 
+def caught_only_timed(rebalance_check, mutation: str, prop: str, length: int) -> None:
+    """``mutation`` violates ``prop`` timed, by a counterexample of ``length`` steps, and
+    holds everything with --no-timed."""
+    code, s = rebalance_check(*BUDGET_3, "--mutation", mutation)
+    assert code == 1 and s["counterexample"]["property"] == prop
+    assert s["counterexample"]["length"] == length
+    code, s = rebalance_check(*BUDGET_3, "--mutation", mutation, "--no-timed")
+    assert code == 0, [p for p in s["properties"] if p["status"] != "holds"]
+
+
 @pytest.mark.slow  # the matrix (tests/test_mutations.py) catches it timed in the default suite
 @pytest.mark.spec("R5", "R27")
 def test_a_coordinator_keeping_a_silent_static_leader_is_caught_only_timed(rebalance_check):
@@ -108,11 +118,7 @@ def test_a_coordinator_keeping_a_silent_static_leader_is_caught_only_timed(rebal
     assignment it never sends until the pending-sync timeout, a whole rebalance
     timeout later (Kafka elects a member that joined, ClassicGroup.maybeElectNewJoinedLeader).
     Untimed the same configuration holds: the sync timeout may fire at once."""
-    code, s = rebalance_check(*BUDGET_3, "--mutation", "keep-silent-static-leader")
-    assert code == 1 and s["counterexample"]["property"] == "bounded_rebalance"
-    assert s["counterexample"]["length"] == 10
-    code, s = rebalance_check(*BUDGET_3, "--mutation", "keep-silent-static-leader", "--no-timed")
-    assert code == 0, [p for p in s["properties"] if p["status"] != "holds"]
+    caught_only_timed(rebalance_check, "keep-silent-static-leader", "bounded_rebalance", 10)
 
 
 @pytest.mark.slow  # the matrix (tests/test_mutations.py) catches it timed in the default suite
@@ -122,11 +128,7 @@ def test_a_rebalance_timeout_removing_static_members_is_caught_only_timed(rebala
     rebalance timeout a joiner's round runs; restarting within its session timeout it
     joins as a new member and the group rebalances (KIP-345 defeated). Untimed its
     session timeout may have fired anyway, so the restart is just another one."""
-    code, s = rebalance_check(*BUDGET_3, "--mutation", "rebalance-timeout-removes-static")
-    assert code == 1 and s["counterexample"]["property"] == "static_restart_no_rebalance"
-    assert s["counterexample"]["length"] == 14
-    code, s = rebalance_check(*BUDGET_3, "--mutation", "rebalance-timeout-removes-static", "--no-timed")
-    assert code == 0, [p for p in s["properties"] if p["status"] != "holds"]
+    caught_only_timed(rebalance_check, "rebalance-timeout-removes-static", "static_restart_no_rebalance", 14)
 
 
 @pytest.mark.slow  # the matrix (tests/test_mutations.py) catches it timed in the default suite
