@@ -26,7 +26,7 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.protocol import (ALL_TOPICS, EMPTY_ASSIGNMENT, NO_GENERATION, Assignment, Subscription, mask_of,
                                       partitions_of)
 
-from . import streams_wire
+from . import connect_protocol, streams_wire
 from .wire import FrameError, make
 
 SUBSCRIPTION, ASSIGNMENT = "consumer_protocol_subscription", "consumer_protocol_assignment"
@@ -95,8 +95,11 @@ def _tps_json(tps) -> list:
 def subscription_json(protocol_type, data: bytes) -> dict:
     """A JoinGroup metadata as a trace's ``Subscription`` (spec/TRACE.md): ``version``,
     ``topics``, ``owned_partitions`` (KIP-429, v1+), ``generation`` (KIP-792, v2+; -1
-    before), ``rack`` (v3+), ``user_data`` (base64); ``{"opaque": base64}`` under a
-    protocol_type other than "consumer" or for bytes that do not parse."""
+    before), ``rack`` (v3+), ``user_data`` (base64); under protocol_type "connect" a
+    worker's metadata (impl/connect_protocol.py); ``{"opaque": base64}`` under another
+    protocol_type or for bytes that do not parse."""
+    if protocol_type == connect_protocol.PROTOCOL_TYPE:
+        return _connect(connect_protocol.read_metadata, data)
     return _json(SUBSCRIPTION, protocol_type, data, lambda s: {
         "topics": list(s.topics), "owned_partitions": _tps_json(getattr(s, "owned_partitions", ())),
         "generation": getattr(s, "generation_id", NO_GENERATION), "rack": getattr(s, "rack_id", None),
@@ -106,11 +109,21 @@ def subscription_json(protocol_type, data: bytes) -> dict:
 def assignment_json(protocol_type, data: bytes):
     """A SyncGroup assignment as a trace's ``Assignment`` (spec/TRACE.md): ``version``,
     ``assigned_partitions``, ``user_data`` (base64); None for empty bytes (no
-    assignment); ``{"opaque": base64}`` as for ``subscription_json``."""
+    assignment); a Connect assignment under protocol_type "connect"; ``{"opaque": base64}``
+    as for ``subscription_json``."""
     if not data:
         return None
+    if protocol_type == connect_protocol.PROTOCOL_TYPE:
+        return _connect(connect_protocol.read_assignment, data)
     return _json(ASSIGNMENT, protocol_type, data, lambda a: {
         "assigned_partitions": _tps_json(a.assigned_partitions), "user_data": _b64(a.user_data)})
+
+
+def _connect(read, data: bytes) -> dict:
+    try:
+        return read(bytes(data))
+    except FrameError:
+        return {"opaque": _b64(data)}
 
 
 def _json(name: str, protocol_type, data: bytes, fields) -> dict:

@@ -374,8 +374,9 @@ class _Checker:
     def _assignment(self, cfg: GroupConfig, a) -> int:
         if a is None:
             return 0
-        if "opaque" in a:
-            raise Uninterpretable("the assignment is opaque bytes (not the consumer protocol)")
+        if "assigned_partitions" not in a:
+            raise Uninterpretable(f"the assignment is {'opaque bytes' if 'opaque' in a else 'decoded'} "
+                                  "(not the consumer protocol)")
         return self._mask(cfg, a["assigned_partitions"])
 
     def _model_response(self, client: Client, api: str, body: dict):
@@ -702,8 +703,9 @@ def _api(req) -> str:
 
 
 def _subscription_dict(metadata) -> dict:
-    if "opaque" in metadata:
-        raise Uninterpretable("the JoinGroup metadata is opaque bytes (not the consumer protocol)")
+    if "topics" not in metadata:  # opaque bytes, or another protocol's (Connect's, impl/connect_protocol.py)
+        raise Uninterpretable(f"the JoinGroup metadata is {'opaque bytes' if 'opaque' in metadata else 'decoded'} "
+                              "(not the consumer protocol)")
     return metadata
 
 
