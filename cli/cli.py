@@ -30,6 +30,7 @@ from rebalance.checker.streams_simulation import (
     VARIANTS,
 )
 from rebalance.checker.render import lane, partitions as partition_names
+from rebalance.checker.engines.checkpoint import INTERVAL_S as CHECKPOINT_INTERVAL_S, Checkpoint, run_key
 from rebalance.checker.engines.explore import explore, fair_except_timers
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers, concrete_reason
@@ -277,6 +278,23 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--max-memory", type=click.IntRange(0),
               help=f"Stop past this resident set, MB (exit 3; default 80% of physical memory, "
                    f"{DEFAULT_MAX_MEMORY_MB:,} MB here; 0: no limit).")
+@click.option("--checkpoint", "checkpoint_dir", type=click.Path(file_okay=False),
+              help="Save the exploration into DIR (new or empty) at the end of a breadth-first level, every "
+                   "--checkpoint-interval seconds and before the liveness analysis, atomically (a run killed while "
+                   "writing one keeps the one before), so that a run killed, or stopped by --max-seconds, "
+                   "--max-memory or --max-states, goes on with --resume DIR. DIR grows with the states and "
+                   "transitions explored. Exhaustive exploration by the local engine in one process only "
+                   "(not --walks, --workers, --engine spark).")
+@click.option("--checkpoint-interval", type=click.FloatRange(0),
+              help="With --checkpoint or --resume: the least seconds between two checkpoints (0: every level; "
+                   f"default {CHECKPOINT_INTERVAL_S:.0f}).")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False),
+              help="Go on from the last checkpoint in DIR (written by --checkpoint DIR), checkpointing on into it: "
+                   "the same counts, verdicts and counterexamples as a run that never stopped. Give the options the "
+                   "run was started with (the limits may differ): a checkpoint of another configuration, property "
+                   "set or rebalance version is refused (exit 2), as is a missing or corrupt one. E.g. "
+                   "`rebalance check --max-faults 3 --checkpoint ck --max-seconds 600`, then "
+                   "`rebalance check --max-faults 3 --resume ck`.")
 @click.option("--walks", type=click.IntRange(1),
               help="Instead of exploring every interleaving, check the safety properties along this many random "
                    "walks (TLC's simulation mode: for configurations beyond exhaustive reach).")
@@ -302,8 +320,8 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
           standby, streams_version,
           rejoin, max_warmup, faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states,
           max_depth, max_seconds,
-          max_memory, walks, depth, seed, keep_going, timer_fairness, require_covers, example, junit_path, as_json,
-          out_dir):
+          max_memory, checkpoint_dir, checkpoint_interval, resume_dir, walks, depth, seed, keep_going, timer_fairness,
+          require_covers, example, junit_path, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
@@ -329,6 +347,10 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
     Exit codes: 0 holds, 1 violated (or, with --require-covers, a cover not
     reached: `uncovered` in --json), 2 bad input, 3 incomplete (a limit was hit:
     --max-states, --max-depth, --max-seconds, --max-memory).
+
+    A long run can be checkpointed at every breadth-first level (--checkpoint
+    DIR) and resumed after a kill or a limit (--resume DIR), as TLC's -recover:
+    docs/explanation/checking.md, "Checkpoint and resume".
     """
     if example and config:
         raise click.UsageError("give a CONFIG file or --example NAME, not both")
@@ -350,6 +372,13 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
     if walks and settings.workers > 1:
         raise click.UsageError("--workers splits an exhaustive exploration; --walks runs on one process "
                                "(or on Spark: --engine spark)")
+    if checkpoint_interval is not None and not (checkpoint_dir or resume_dir):
+        raise click.UsageError("--checkpoint-interval needs --checkpoint DIR or --resume DIR")
+    if checkpoint_dir and resume_dir:
+        raise click.UsageError("--resume DIR goes on checkpointing into DIR: give it without --checkpoint")
+    if (checkpoint_dir or resume_dir) and (walks or settings.workers > 1 or settings.engine != "local"):
+        raise click.UsageError("--checkpoint and --resume apply to an exhaustive exploration by the local engine "
+                               "in one process (not --walks, --workers or --engine spark)")
     warnings = [w for w in (None if walks else reach_warning(settings, max_seconds, max_memory),) if w]
     for w in warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
@@ -373,13 +402,26 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
         engine = lambda **more: explore_workers(system, props, settings.workers, **kwargs, **more)  # noqa: E731
     else:
         engine = lambda **more: explore(system, props, **kwargs, **more)  # noqa: E731
-    with Reporter(err) as reporter:  # a live line on a terminal, else a line every INTERVAL_S
+    if checkpoint_dir or resume_dir:
+        kwargs["checkpoint"] = ck = Checkpoint(checkpoint_dir or resume_dir, resume=bool(resume_dir),
+                                               interval_s=CHECKPOINT_INTERVAL_S if checkpoint_interval is None
+                                               else checkpoint_interval)
+        ck.bind(run_key(system, props, covers, stop_on, fair))  # a mismatch refused before anything runs
+        if ck.last is not None:
+            err.print(f"resuming from {resume_dir}: the checkpoint at depth {ck.last[0]} ({ck.last[1]:,} states)",
+                      highlight=False)
+    with Reporter(err, checkpoint=kwargs.get("checkpoint")) as reporter:  # a live line, else one every INTERVAL_S
         result = engine(progress=reporter.update)
         reporter.enter("counterexamples")
         result.violations = [dataclasses.replace(v, reason=concrete_reason(system, v)) for v in result.violations]
         files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))
                  for v in result.violations}
     summary = _summary(settings, result, props, covers, files) | {"warnings": warnings}
+    if kwargs.get("checkpoint") is not None:
+        ck = kwargs["checkpoint"]
+        summary["checkpoint"] = {"dir": checkpoint_dir or resume_dir, "resumed": bool(resume_dir),
+                                 "written": ck.written, "depth": ck.last and ck.last[0],
+                                 "distinct_states": ck.last and ck.last[1]}
     if files:  # one self-contained HTML report per run: every counterexample's diagram, steps and final state
         report = counterexample.write_check_report(out_dir, _suite(config), files, summary["properties"])
         summary["report"] = report

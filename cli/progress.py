@@ -7,6 +7,9 @@ run alive::
 
     progress 40 s: exploring, 1,234,567 states, 4,567,890 transitions, depth 61, queue 80,123, 30,864 states/s
 
+With ``--checkpoint`` or ``--resume``, each line ends with the last checkpoint written
+(``, checkpoint at depth D (N states) written S s ago in T s``).
+
 The engines call ``update(distinct, transitions, frontier, depth)`` after each
 breadth-first level, and with ``phase="liveness"`` when the liveness analysis starts
 (checker/engines/explore.py); ``enter(phase)`` names what the command does next.
@@ -25,8 +28,9 @@ INTERVAL_S = 20.0  # at most this long between two lines off a terminal (the iss
 class Reporter:
     """Context manager; ``update`` is the engines' ``progress`` callback."""
 
-    def __init__(self, console: Console, interval_s: float = INTERVAL_S):
+    def __init__(self, console: Console, interval_s: float = INTERVAL_S, checkpoint=None):
         self.console, self.interval_s = console, interval_s
+        self.checkpoint = checkpoint  # checker/engines/checkpoint.py Checkpoint, or None
         self.figures = (0, 0, 0, 0)
         self.phase = "exploring"
         self._t0 = time.perf_counter()
@@ -65,8 +69,15 @@ class Reporter:
         distinct, transitions, frontier, depth = self.figures
         then, before = (self._t0, 0) if since_start else self._last
         rate = (distinct - before) / max(now - then, 1e-9)
-        return (f"{self.phase}, {distinct:,} states, {transitions:,} transitions, depth {depth}, "
+        line = (f"{self.phase}, {distinct:,} states, {transitions:,} transitions, depth {depth}, "
                 f"queue {frontier:,}, {rate:,.0f} states/s")
+        last = self.checkpoint.last if self.checkpoint is not None else None
+        if last is not None:
+            at, states, took, when = last
+            line += (f", checkpoint at depth {at} ({states:,} states) written {now - when:.0f} s ago "
+                     f"in {took:.2f} s" if took is not None else
+                     f", resumed from the checkpoint at depth {at} ({states:,} states)")
+        return line
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval_s):

@@ -20,6 +20,7 @@ import numpy as np
 
 from rebalance.model.protocol import slot_of
 
+from .checkpoint import run_key
 from .guards import ANALYSIS_MMAP_THRESHOLD, exploration_mmap_threshold, map_large_blocks, release_free_heap
 from .interning import FingerprintSet, Interner, LazyStates, collision_probability, fold
 from .level import BATCH, Level, cat
@@ -208,7 +209,7 @@ class _Store:
 @cycles_uncollected()
 def explore(system: System, properties, initial: State | None = None,
             max_states: int | None = None, max_depth: int | None = None,
-            progress=None, stop_on=frozenset(), covers=(), fair=None, guard=None) -> Result:
+            progress=None, stop_on=frozenset(), covers=(), fair=None, guard=None, checkpoint=None) -> Result:
     """Explore from ``initial`` (default ``system.initial()``), up to renaming.
 
     States are interned in their canonical form (checker/engines/renaming.py: generations,
@@ -244,7 +245,9 @@ def explore(system: System, properties, initial: State | None = None,
     under weak fairness of the system's action classes for which ``fair(class
     key)`` is true (default: all). ``guard`` (checker/engines/guards.py Guard), if given, is
     asked before every ``BATCH`` expanded states: a limit it names stops the run at once
-    (incomplete, its counts those reached).
+    (incomplete, its counts those reached). ``checkpoint`` (checker/engines/checkpoint.py
+    Checkpoint), if given, is written at the end of a complete level when it is due
+    (``Checkpoint.due``) and, if it holds one, resumed from first.
     """
     t0 = time.perf_counter()
     map_large_blocks(exploration_mmap_threshold(0))
@@ -254,7 +257,8 @@ def explore(system: System, properties, initial: State | None = None,
     live_props = [p for p in properties if p.kind == "liveness"]
     place = {p.name: i for i, p in enumerate(properties)}
     marking = marks_of(live_props)
-    graph = Graph(spill=True) if live_props else None  # every transition, the environment's too
+    # every transition, the environment's too
+    graph = Graph(spill=True if checkpoint is None else checkpoint.root) if live_props else None
     interner = system.interner = Interner()
     renamer = Renamer()
     canonical = renamer.canonical
@@ -285,6 +289,19 @@ def explore(system: System, properties, initial: State | None = None,
         record((0, part), name, why, 0)
     level = Level(system, interner, stepping, UNFAIR_KINDS, fairness_class, graph.class_id if graph is not None else None)
     stop = _settle(system, canonical, path_to, found, violations, stop_on, stepping, place)
+    if checkpoint is not None:
+        checkpoint.bind(run_key(system, properties, covers, stop_on, fair))
+        if checkpoint.saved is not None:  # from the end of the last level checkpointed
+            figures, visited = checkpoint.restore(store, graph, interner)
+            lo, hi, depth, transitions = figures["lo"], figures["hi"], figures["depth"], figures["transitions"]
+            kinds, violations = Counter(figures["kinds"]), list(figures["violations"])
+            stepping.reached = list(figures["reached"])
+            stepping.pending = [c for c in stepping.pending if c.name not in stepping.reached]
+            for v in violations:
+                stepping.drop(v.property)
+            quiescent = [q for q in quiescent if q[0] not in {v.property for v in violations}]
+            stop = any(v.property in stop_on for v in violations)
+            map_large_blocks(exploration_mmap_threshold(len(store)))
     while lo < hi and not stop:
         if max_depth is not None and depth >= max_depth:
             limit = f"max_depth {max_depth}"
@@ -343,6 +360,10 @@ def explore(system: System, properties, initial: State | None = None,
         lo, hi = hi, len(store)
         if lo < hi:
             depth += 1
+        if checkpoint is not None and checkpoint.due(final=stop or lo >= hi or (
+                max_states is not None and len(store) >= max_states) or (max_depth is not None and depth >= max_depth)):
+            checkpoint.save(store, graph, interner, lo=lo, hi=hi, depth=depth, transitions=transitions,
+                            kinds=dict(kinds), violations=violations, reached=list(stepping.reached))
         if progress is not None:
             progress(len(store), transitions, hi - lo, depth)
         if stop:

@@ -55,18 +55,24 @@ class Graph:
     Raises ValueError for an edge from a state before the last one added.
 
     With ``spill``, the destinations, classes and ends go to unnamed temporary files
+    (or, ``spill`` a directory, to files named there: a checkpoint's, ``checkpoint``)
     as they are added (TLC's DiskGraph): ``dst`` and ``cls`` stay empty, and ``ends``
     holds only the last state's end, until ``load`` reads them back, which the local
     engine does once its exploration's memos are freed, so that they are not in
     memory together (the main job: 9.3 MB of 1,456,382 edges and 492,020 states).
     ``tree_path`` and ``source`` read them from either."""
 
-    def __init__(self, spill: bool = False):
+    def __init__(self, spill=False):
         self.ends = array("i")  # the states up to the last with an edge
         self.dst = array("i")
         # (destinations, classes as uint16, ends) not loaded yet; unbuffered: pread
-        self._spilled = (tempfile.TemporaryFile(buffering=0), tempfile.TemporaryFile(),
-                         tempfile.TemporaryFile(buffering=0)) if spill else None
+        self._spilled = None
+        if spill is True:
+            self._spilled = (tempfile.TemporaryFile(buffering=0), tempfile.TemporaryFile(),
+                             tempfile.TemporaryFile(buffering=0))
+        elif spill:  # a checkpoint's directory (checker/engines/checkpoint.py): files named there
+            self._spilled = tuple(open(os.path.join(spill, name), "a+b", buffering=b)
+                                  for name, b in (("graph.dst", 0), ("graph.cls", -1), ("graph.ends", 0)))
         self._flushed = 0  # the ends in the spill file: ``ends`` holds those after them
         self.cls = array("B")
         self.marked = array("i")
@@ -133,6 +139,27 @@ class Graph:
                     self.ends.fromfile(e, min(_LOAD, self._flushed - lo))
                 self.ends.extend(tail)
                 self._flushed = 0
+
+    def checkpoint(self) -> dict:
+        """What a checkpoint keeps of a graph spilled to its directory, besides the
+        marked edges: the spill files' lengths (edges, ends flushed), the ends held in
+        memory and the fairness classes."""
+        self._spilled[1].flush()
+        return {"edges": self.edges, "flushed": self._flushed, "ends": self.ends.tolist(),
+                "names": list(self.names)}
+
+    def resume(self, saved: dict) -> None:
+        """Back to ``checkpoint``'s answer ``saved``: the spill files cut to its lengths
+        (a run killed after it may have written more), the classes renumbered alike."""
+        dst, cls, ends = self._spilled
+        for f, size in ((dst, 4 * saved["edges"]), (cls, 2 * saved["edges"]), (ends, 4 * saved["flushed"])):
+            f.truncate(size)
+            f.seek(size)
+        self._flushed = saved["flushed"]
+        self.ends = array("i", saved["ends"])
+        self.names, self.classes = [], {}
+        for key in saved["names"]:
+            self.class_id(key)
 
     def _into(self, i: int) -> int:
         """The first edge into state ``i``, read ``_LOAD`` destinations at a time from
