@@ -85,7 +85,6 @@ line, unless another client diverges.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import NamedTuple
 
 from rebalance.impl.ids import Ids
@@ -101,7 +100,8 @@ from rebalance.model.protocol import (
 from ..kafka_json import Codec
 from ..render import bracket
 from ..vectors_run import check_assignment
-from .verdict import CONFORMS, INCOMPLETE, Divergence, Verdict, divergent
+from . import connect
+from .verdict import CONFORMS, INCOMPLETE, Divergence, Verdict, divergent, option
 
 COOPERATIVE_PROTOCOLS = frozenset({"cooperative-sticky"})
 MAIN_LINE = ("JoinGroup", "SyncGroup", "LeaveGroup")
@@ -151,17 +151,19 @@ class Client:
         self.resyncing = False
 
 
-def _option(options, name: str, default):
-    return options.get(name, default) if isinstance(options, Mapping) else getattr(options, name, default)
-
-
 def check(trace, options=None) -> Verdict:
     """Hold every client's requests in ``trace`` against the model's member handler.
     Returns a Verdict: DIVERGENT with every request no candidate state could send
     (its line, the rule, what the model would have sent, or why nothing), each
     client resynchronised after a divergence (``_resync``), INCOMPLETE naming what
-    could not be read, CONFORMS otherwise. Sources: see the module docstring."""
-    return _Checker(trace.header, _option(options, "max_candidates", 256)).run(trace.records)
+    could not be read, CONFORMS otherwise. Sources: see the module docstring.
+    Kafka Connect's groups (protocol type ``connect``) are held to the Connect rules
+    instead (checker/conform/connect.py), the verdicts combined."""
+    groups = connect.connect_groups(trace.records)
+    records = tuple((line, r) for line, r in trace.records
+                    if not (r["type"] == "request" and r["body"].get("group_id") in groups))
+    verdict = _Checker(trace.header, option(options, "max_candidates", 256)).run(records)
+    return connect.combine(verdict, connect.check(trace, options, groups)) if groups else verdict
 
 
 def rec_key(rec: dict) -> tuple:

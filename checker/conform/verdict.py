@@ -8,6 +8,7 @@ a malformed trace never reaches a side (the reader raises ``TraceError``: exit 2
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 CONFORMS, DIVERGENT, INCOMPLETE = "conforms", "divergent", "incomplete"
@@ -54,3 +55,8 @@ def divergent(records_checked: int, rules, divergences, figures: dict) -> Verdic
     """A DIVERGENT verdict of ``divergences`` (at least one), sorted by line."""
     ordered = tuple(sorted(divergences, key=lambda d: d.line))
     return Verdict(DIVERGENT, records_checked, frozenset(rules), ordered[0], figures=figures, divergences=ordered)
+
+
+def option(options, name: str, default):
+    """A side's option ``name`` from ``options`` (a mapping, an options object, or None)."""
+    return options.get(name, default) if isinstance(options, Mapping) else getattr(options, name, default)
