@@ -16,6 +16,8 @@ import struct
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -215,6 +217,39 @@ def answered_within(port: int) -> float:
            include_topic_authorized_operations=False)
     c.sock.close()
     return time.monotonic() - t0
+
+
+@dataclass
+class Beside:
+    """What ``beside_a_stable_group`` yields: the serve, the sockets the test holds open
+    (closed at the end), and the group's rebalances meanwhile (set when the block ends)."""
+    server: Server
+    held: list = field(default_factory=list)
+    rebalances: int | None = None
+
+
+@contextmanager
+def beside_a_stable_group(tmp_path, group: str):
+    """A serve with a Stable two-member librdkafka ``group``. The block abuses serve while
+    its sockets stay open in ``held``; after it, with them still open, 500 records are
+    produced and read back at their acknowledged offsets (``verify``) and the group's
+    rebalances meanwhile are counted into ``rebalances``."""
+    run = Beside(Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0))
+    try:
+        bootstrap = f"127.0.0.1:{run.server.port}"
+        members = Group(bootstrap, group)
+        stable(run.server, group, 2)
+        mark = len(run.server.log)
+        yield run
+        ledger = Ledger(bootstrap)
+        ledger.produce(500, group)
+        verify(bootstrap, [ledger])
+        run.rebalances = rebalances(run.server, group, mark)
+        members.end()
+    finally:
+        for s in run.held:
+            s.close()
+        run.server.stop()
 
 
 def mount_tmpfs(path: Path, size: str) -> None:
@@ -456,59 +491,29 @@ def test_oversize_batches_and_fetches(tmp_path):
 
 
 def test_stalled_partial_frames_beside_a_stable_librdkafka_group(tmp_path):
-    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
-    stalls = []
-    try:
-        bootstrap = f"127.0.0.1:{server.port}"
-        group = Group(bootstrap, "stalled")
-        stable(server, "stalled", 2)
-        mark = len(server.log)
+    with beside_a_stable_group(tmp_path, "stalled") as run:
         head = struct.pack(">ihhi", 100 * MIB, Api.PRODUCE, 9, 1)
         for _ in range(50):
-            s = socket.create_connection(("127.0.0.1", server.port))
+            s = socket.create_connection(("127.0.0.1", run.server.port))
             s.sendall(head + bytes(MIB))  # a partial 100 MiB frame, then nothing
-            stalls.append(s)
+            run.held.append(s)
         waits, end = [], time.monotonic() + HOLD_S
         while time.monotonic() < end:
-            waits.append(answered_within(server.port))
+            waits.append(answered_within(run.server.port))
             time.sleep(1)
-        ledger = Ledger(bootstrap)
-        ledger.produce(500, "beside")
-        verify(bootstrap, [ledger])
-        moved = rebalances(server, "stalled", mark)
-        group.end()
-        print(f"\n50 partial 100 MiB frames held {HOLD_S} s beside a Stable librdkafka group: {moved} "
-              f"rebalances, a new client answered in at most {max(waits) * 1000:.0f} ms ({len(waits)} tries)")
-        assert moved == 0 and max(waits) < 1
-    finally:
-        for s in stalls:
-            s.close()
-        server.stop()
+    print(f"\n50 partial 100 MiB frames held {HOLD_S} s beside a Stable librdkafka group: {run.rebalances} "
+          f"rebalances, a new client answered in at most {max(waits) * 1000:.0f} ms ({len(waits)} tries)")
+    assert run.rebalances == 0 and max(waits) < 1
 
 
 def test_5000_idle_connections_beside_a_stable_librdkafka_group(tmp_path):
-    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", initial_delay_ms=0)
-    idle = []
-    try:
-        bootstrap = f"127.0.0.1:{server.port}"
-        group = Group(bootstrap, "crowded")
-        stable(server, "crowded", 2)
-        mark = len(server.log)
+    with beside_a_stable_group(tmp_path, "crowded") as run:
         for _ in range(5000):
-            idle.append(socket.create_connection(("127.0.0.1", server.port)))
+            run.held.append(socket.create_connection(("127.0.0.1", run.server.port)))
         time.sleep(3)
-        wait = answered_within(server.port)
-        ledger = Ledger(bootstrap)
-        ledger.produce(500, "crowded")
-        verify(bootstrap, [ledger])
-        moved = rebalances(server, "crowded", mark)
-        group.end()
-        print(f"\n5,000 idle connections: {moved} rebalances, a new client answered in {wait * 1000:.0f} ms")
-        assert moved == 0 and wait < 1
-    finally:
-        for s in idle:
-            s.close()
-        server.stop()
+        wait = answered_within(run.server.port)
+    print(f"\n5,000 idle connections: {run.rebalances} rebalances, a new client answered in {wait * 1000:.0f} ms")
+    assert run.rebalances == 0 and wait < 1
 
 
 def test_control_endpoint_abuse_leaves_the_broker_and_its_threads_alone(tmp_path):
