@@ -51,6 +51,47 @@ def test_a_replaced_static_member_is_fenced_under_its_old_member_id(serve):
     m.teardown()
 
 
+def test_a_leaderless_barrier_keeps_the_frontier_small(serve):
+    """Found by the long profile (seed 332209855165703730598734903948943829312): joins,
+    closes and leaves of three clients, static and dynamic, whose barriers wait while
+    their leader stays away. Conform searched R5's leader choice by forking a
+    candidate per rejoined member in every PreparingRebalance state, so the frontier
+    passed its bound (``conform: incomplete``); the choice is now forked only in the
+    step that completes the barrier (checker/conform/coordinator.py ``_step``)."""
+    m = coordinator_machine(serve.port, serve.trace)()
+    m.begin()
+    m.heartbeat(0, old=False)
+    m.join(0, fresh=False, static=True)
+    m.close(0)
+    m.join(1, fresh=True, static=False)
+    m.close(1)
+    m.close(1)
+    m.leave(2)
+    m.leave(2)
+    m.close(0)
+    m.sync(1)
+    m.join(2, fresh=False, static=True)
+    m.heartbeat(2, old=False)
+    m.heartbeat(2, old=True)
+    m.join(1, fresh=True, static=False)
+    m.leave(2)
+    m.sync(1)
+    m.sync(0)
+    m.leave(0)
+    m.close(2)
+    m.sync(0)
+    m.leave(1)
+    m.leave(0)
+    m.close(0)
+    m.sync(0)
+    m.leave(0)
+    m.join(1, fresh=True, static=False)
+    m.leave(1)
+    m.close(2)
+    m.join(2, fresh=False, static=True)
+    m.teardown()
+
+
 @pytest.mark.slow
 def test_wire_coordinator_agrees_with_the_model_long(serve):
     run_state_machine_as_test(coordinator_machine(serve.port, serve.trace), settings=LONG)
