@@ -800,7 +800,7 @@ def member(bootstrap, group, topics, protocol, instance_id, client_id, session_m
 
     common = dict(instance_id=instance_id, client_id=client_id, session_ms=session_ms, heartbeat_ms=heartbeat_ms,
                   trace=Recorder(trace_path, "member"),
-                  observe=ObservedLog(observe_path, client_id) if observe_path else None)
+                  observe=ObservedLog(observe_path, client_id, instance_id) if observe_path else None)
     streams_options = dict(tasks=tasks, stateless=stateless, standby=standby, members=members,
                            streams_version=streams_version, rejoin=rejoin, restore_size=restore_size,
                            restore_rate=restore_rate, scale_down_ms=scale_down_ms)

@@ -30,8 +30,10 @@ def header(topics, group: str | None = None) -> dict:
 
 
 class ObservedLog:
-    def __init__(self, target, member: str):
-        self.target, self.member = target, member
+    def __init__(self, target, member: str, instance_id: str | None = None):
+        """``member``: the application's name for the consumer; ``instance_id``: its
+        group.instance.id (KIP-345), written on its callbacks, or None."""
+        self.target, self.member, self.instance_id = target, member, instance_id
         self._write = None if isinstance(target, (str, os.PathLike)) else \
             (lambda line: (target.write(line), target.flush()))
 
@@ -55,7 +57,8 @@ class ObservedLog:
         """A rebalance callback: ``kind`` "assigned" | "revoked" | "lost",
         ``partitions`` [(topic, partition)]; ``t_ms``: the callback's entry for an
         assignment, its exit for a revocation or a loss (spec/OBSERVED.md)."""
-        self._record(kind, t_ms, partitions=[{"topic": t, "partition": p} for t, p in sorted(partitions)])
+        self._record(kind, t_ms, partitions=[{"topic": t, "partition": p} for t, p in sorted(partitions)],
+                     **({"group_instance_id": self.instance_id} if self.instance_id else {}))
 
     def commit(self, offsets, outcome: str, sent_ms: float, error: str | None = None) -> None:
         """A commit of ``offsets`` [(topic, partition, offset)] sent at ``sent_ms``

@@ -65,7 +65,27 @@ def test_a_fenced_zombie_is_exclusive_processing_only():
                cb(12100, "A", "lost", 0)])
     assert v.status == CONFORMS
     (overlap,) = v.figures["exclusive_processing"]
-    assert overlap == {"partition": "t-0", "members": ["A", "B"], "from_ms": 9000, "to_ms": 12100, "paused": ["A"]}
+    assert overlap == {"partition": "t-0", "members": ["A", "B"], "from_ms": 9000, "to_ms": 12100, "paused": ["A"],
+                       "replaced": []}
+
+
+@pytest.mark.spec("R28")
+def test_a_replaced_static_member_is_a_zombie_until_fenced():
+    """A second process A2 with A's group.instance.id takes A's place and partitions
+    (replaceStaticMember); A keeps them until its next Heartbeat is answered
+    FENCED_INSTANCE_ID (R28): reported as replaced, not divergent. Two processes with
+    different instance ids, or a newer one overlapped by a later assignment to the
+    older, are double ownership nothing explains."""
+    def static(t, member, event, iid="static-A"):
+        return {**cb(t, member, event, 0), "group_instance_id": iid}
+    log = [static(1000, "A", "assigned"), static(5000, "A2", "assigned"), mark(5200, "A", "killed")]
+    v = check([HEADER, *log])
+    assert v.status == CONFORMS
+    assert [(o["members"], o["replaced"]) for o in v.figures["exclusive_processing"]] == [(["A", "A2"], ["A"])]
+    other = [static(1000, "A", "assigned"), static(5000, "A2", "assigned", "static-B"), mark(5200, "A", "killed")]
+    assert check([HEADER, *other]).divergence.rule == "exclusive_processing"
+    dynamic = [cb(1000, "A", "assigned", 0), cb(5000, "A2", "assigned", 0), mark(5200, "A", "killed")]
+    assert check([HEADER, *dynamic]).divergence.rule == "exclusive_processing"
 
 
 def test_an_unfenced_zombie_commit_is_divergent():

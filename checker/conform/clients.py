@@ -27,7 +27,13 @@ never shorter than the real one. Against those intervals:
   divergence. One during which neither was paused is DIVERGENT: the model's
   members process a partition twice only as zombies (spec/SPEC.md section 7), so
   a member that resumed, lost its partitions and was given them again while
-  another still owned them is double ownership no pause explains.
+  another still owned them is double ownership no pause explains. Nor is an
+  overlap of two processes run with one ``group_instance_id`` (KIP-345): the
+  coordinator gives the newer process the static member's partitions
+  (replaceStaticMember) while the older keeps them until its next request is
+  answered FENCED_INSTANCE_ID (R24, R28), a zombie by replacement: an overlap in
+  which the member that came first is the replaced one of that pair is reported
+  (``replaced``), not a divergence.
 
 An ``unknown`` commit outcome may have been accepted or not: it is never part of a
 violation. Commits are only judged by outcome and time; a lost record (a member
@@ -197,7 +203,7 @@ def check(sources, options: Mapping | None = None) -> Verdict:
     ``exclusive_processing`` (every divergence, in time order), else CONFORMS;
     ``figures`` counts records, members, intervals, commits by outcome, and lists the
     ``exclusive_processing`` overlaps (partition, members, from/to ms, the members
-    paused meanwhile). Raises ObservedError (exit 2) for malformed input."""
+    paused meanwhile, the member replaced by the other). Raises ObservedError (exit 2) for malformed input."""
     skew = (options or {}).get("skew_ms", 0) or 0
     topics, records = read(sources)
     intervals = ownership(records)
@@ -207,7 +213,7 @@ def check(sources, options: Mapping | None = None) -> Verdict:
     commits = [r for r in records if r.data["event"] == "commit"]
     overlaps = _overlaps(by_partition, records, skew)
     found = _outside(commits, by_partition, skew) + _shared(commits, by_partition, skew) + \
-        _unpaused(overlaps, by_partition)
+        _unexplained(overlaps, by_partition)
     figures = {"records": len(records), "members": len({r.data["member"] for r in records}),
                "intervals": len(intervals),
                "commits": {o: sum(r.data["outcome"] == o for r in commits) for o in ("ok", "error", "unknown")},
@@ -293,10 +299,29 @@ def pauses(records) -> dict:
     return {m: [tuple(x) for x in spans] for m, spans in out.items()}
 
 
+def _first_seen(records) -> dict:
+    """``{member: t_ms of its first record}``."""
+    out: dict = {}
+    for r in records:
+        out.setdefault(r.data["member"], r.data["t_ms"])
+    return out
+
+
+def _replaced(a: Interval, b: Interval, first: dict) -> list:
+    """``[the older member]`` when ``a`` and ``b`` were opened by two processes with one
+    ``group_instance_id`` (KIP-345), the older one seen first: a replaced static member
+    keeps its partitions until its next request is fenced (R28); else ``[]``."""
+    iid = a.opened.data.get("group_instance_id")
+    if iid is None or iid != b.opened.data.get("group_instance_id"):
+        return []
+    return [min((a.member, b.member), key=lambda m: (first[m], m))]
+
+
 def _overlaps(by_partition, records, skew=0) -> list:
     """Every overlap of two members' intervals of one partition, with the members
-    paused during it (a pause, widened by ``skew``, that meets the overlap)."""
-    paused = pauses(records)
+    paused during it (a pause, widened by ``skew``, that meets the overlap) and the
+    member replaced by the other (``_replaced``)."""
+    paused, first = pauses(records), _first_seen(records)
     out = []
     for p, intervals in sorted(by_partition.items()):
         for k, a in enumerate(intervals):
@@ -306,15 +331,16 @@ def _overlaps(by_partition, records, skew=0) -> list:
                     zombies = sorted(m for m in {a.member, b.member}
                                      if any(start - skew <= hi and lo <= end + skew for start, end in paused.get(m, ())))
                     out.append({"partition": p, "members": [a.member, b.member], "from_ms": lo,
-                                "to_ms": None if hi == INF else hi, "paused": zombies})
+                                "to_ms": None if hi == INF else hi, "paused": zombies,
+                                "replaced": _replaced(a, b, first)})
     return out
 
 
-def _unpaused(overlaps, by_partition) -> list:
-    """An overlap during which neither member was paused: a divergence."""
+def _unexplained(overlaps, by_partition) -> list:
+    """An overlap that neither a pause nor a static member's replacement explains: a divergence."""
     found = []
     for o in overlaps:
-        if o["paused"]:
+        if o["paused"] or o["replaced"]:
             continue
         p, (a, b), lo = o["partition"], o["members"], o["from_ms"]
         hi = INF if o["to_ms"] is None else o["to_ms"]
@@ -322,9 +348,10 @@ def _unpaused(overlaps, by_partition) -> list:
         last = max(opened, key=lambda r: r.data["t_ms"])
         found.append(((lo, last.where), Divergence(
             last.line, last.data, "clients", "exclusive_processing",
-            (f"{p} owned by one member at a time, or by two only while one of them is paused (a zombie)",),
-            f"{last.where}: {p} owned by both {a} and {b} from {_ms(lo)} to {_ms(hi)}, neither paused meanwhile: "
-            "double ownership no pause explains",
+            (f"{p} owned by one member at a time, or by two only while one of them is paused or replaced by "
+             "the other's group.instance.id (a zombie)",),
+            f"{last.where}: {p} owned by both {a} and {b} from {_ms(lo)} to {_ms(hi)}, neither paused meanwhile "
+            "nor one replaced by the other: double ownership no pause explains",
             tuple((r.line, r.data) for r in opened))))
     return found
 

@@ -191,7 +191,7 @@ def main():
     p.add_argument("--strategy", default="cooperative-sticky",
                    help="confluent: partition.assignment.strategy (a rolling upgrade changes it between restarts)")
     a = p.parse_args()
-    log = ObservedLog(sys.stdout, a.name)
+    log = ObservedLog(sys.stdout, a.name, a.instance_id or None)
     threading.Thread(target=lambda: [commands.put(line) for line in sys.stdin], daemon=True).start()
     CLIENTS[a.client](a)
     log.marker("closed")

@@ -16,6 +16,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.CloseOptions.GroupMembershipOperation;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -77,7 +78,8 @@ public final class ConsumerAgent implements ConsumerRebalanceListener {
 
     private ConsumerAgent(Options options) {
         this.options = options;
-        this.log = new Observed(System.out, options.name);
+        this.log = new Observed(System.out, options.name,
+                options.consumer.getProperty(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG));
         this.consumer = new KafkaConsumer<>(options.consumer);
     }
 

@@ -28,10 +28,13 @@ final class Observed {
 
     private final PrintStream out;
     private final String member;
+    private final String instanceId;
 
-    Observed(PrintStream out, String member) {
+    /** {@code instanceId}: the consumer's group.instance.id (KIP-345), written on its callbacks, or null. */
+    Observed(PrintStream out, String member, String instanceId) {
         this.out = out;
         this.member = member;
+        this.instanceId = instanceId;
     }
 
     /** Wall-clock ms since the Unix epoch, to the microsecond (written as 1795807941742.096, not in E notation). */
@@ -61,6 +64,9 @@ final class Observed {
         ArrayNode ps = r.putArray("partitions");
         partitions.stream().sorted(ORDER).forEach(tp -> ps.addObject()
                 .put("topic", tp.topic()).put("partition", tp.partition()));
+        if (instanceId != null) {
+            r.put("group_instance_id", instanceId);
+        }
         write(r);
     }
 
