@@ -10,6 +10,11 @@ not, so Spark's row shows none.
 
     python benchmarks/spark_explore.py [--workers N] [--spark-master URL] [rebalance check options...]
     python benchmarks/spark_explore.py examples/default.toml      # the main job
+    python benchmarks/spark_explore.py --standalone examples/default.toml
+
+``--standalone`` adds a row: Spark on a standalone cluster on loopback (a master and
+two workers with a core each per two of the machine's, checker/spark_standalone.py),
+started before the rows and stopped after; its cores are the cluster's.
 
 Default configuration: cooperative, faults join,leave,crash,restart, budget 2
 (37,324 distinct states).
@@ -17,6 +22,7 @@ Default configuration: cooperative, faults join,leave,crash,restart, budget 2
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -54,20 +60,39 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--spark-master", default="local[*]")
+    ap.add_argument("--standalone", action="store_true", help="add a row on a Spark standalone cluster on loopback")
     known, rest = ap.parse_known_args()
     args = rest or DEFAULT
     print(f"configuration: rebalance check {' '.join(args)}")
-    rows = [("local", 1, args), (f"workers {known.workers}", known.workers, [*args, "--workers", str(known.workers)]),
-            ("spark", cores_of(known.spark_master), [*args, "--engine", "spark", "--spark-master", known.spark_master])]
+    with contextlib.ExitStack() as stack:
+        rows = [("local", 1, args),
+                (f"workers {known.workers}", known.workers, [*args, "--workers", str(known.workers)]),
+                ("spark", cores_of(known.spark_master),
+                 [*args, "--engine", "spark", "--spark-master", known.spark_master])]
+        if known.standalone:
+            from rebalance.checker.spark_standalone import LoopbackCluster
+            per_worker = -(-(os.cpu_count() or 2) // 2)
+            cluster = stack.enter_context(LoopbackCluster(workers=2, cores=per_worker))
+            rows.append(("standalone", 2 * per_worker, [*args, "--engine", "spark", "--spark-master", cluster.master]))
+        seen = measure(rows)
+    report(rows, seen)
+
+
+def measure(rows: list) -> dict:
+    """Each row's run, one after another, printed as it ends: name -> summary (and CPU seconds)."""
     seen = {}
     for name, cores, argv in rows:
         load = os.getloadavg()[0]
         s = seen[name] = run(argv)
-        cpu = "" if name == "spark" else (f", {s['cpu']:.1f} CPU-s ({s['distinct_states'] / s['cpu']:,.0f} states per "
-                                          f"CPU-second)")
+        cpu = "" if name in ("spark", "standalone") else (
+            f", {s['cpu']:.1f} CPU-s ({s['distinct_states'] / s['cpu']:,.0f} states per CPU-second)")
         print(f"{name:>10}: {s['distinct_states']:,} distinct states, {s['transitions']:,} transitions, depth "
               f"{s['max_depth']}, verdict {s['verdict']}; load {load:.1f}; {s['seconds']:.1f} s on {cores} core(s) "
-              f"-> {_per_core(s, cores):,.0f} states per core-second{cpu}")
+              f"-> {_per_core(s, cores):,.0f} states per core-second{cpu}", flush=True)
+    return seen
+
+
+def report(rows: list, seen: dict) -> None:
     local = seen["local"]
     for name, cores, _ in rows[1:]:
         s = seen[name]

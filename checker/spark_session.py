@@ -31,6 +31,10 @@ def session(master: str = "local[*]", app: str = "rebalance-check"):
              .config("spark.driver.extraJavaOptions", java_opts)
              .config("spark.executor.extraJavaOptions", java_opts)
              .config("spark.executorEnv.PYTHONHASHSEED", "0")
+             # a cluster's executors register after the session starts: a barrier stage (the engine's
+             # owners) waiting for their slots asks again every second, for up to two minutes
+             .config("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
+             .config("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "120")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     return spark
