@@ -11,7 +11,7 @@ JOBS ?= auto
 # pytest's options (CI's --durations)
 ids = $(if $(SUBSET),$(foreach i,$(shell grep -v -e '^\#' -e '^$$' $(SUBSET)),'$(i)'))
 
-.PHONY: run test test-slow test-interop test-kafka catalogue docs bench setup oracle dot chromium clean
+.PHONY: run test test-slow test-interop test-kafka catalogue connect docs bench setup oracle dot chromium clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -82,6 +82,11 @@ test-kafka: setup oracle
 catalogue: setup oracle
 	cd tests && ../$(PY) -m catalogue --out ../results/catalogue --table ../docs/oracle/side-by-side.md
 	cd tests && ../$(PY) -m catalogue --findings --out ../results/findings
+
+# Kafka Connect 4.4.0's scenarios on serve and on Kafka (tests/catalogue/connect.py), outside CI: writes the Connect
+# table docs/connect/results.md (docs/connect.md includes it, with each scenario's time)
+connect: setup oracle
+	cd tests && ../$(PY) -m catalogue --connect --out ../results/connect --table ../docs/connect/results.md
 
 # the site under docs/ (mkdocs.yml; --strict: a broken link or a missing page fails) and the
 # tutorials, every shell block of them run (tests/test_docs.py); the site is written to site/

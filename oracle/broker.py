@@ -28,8 +28,6 @@ lines), ``ValueError`` (a setting the launcher owns, such as ``listeners``).
 from __future__ import annotations
 
 import base64
-import os
-import signal
 import socket
 import subprocess
 import tempfile
@@ -40,9 +38,9 @@ from pathlib import Path
 from rebalance.impl.wire import Api, read_response, request_frame
 
 from .maven import LOG4J2, OracleError, classpath, tool
+from .process import JvmProcess
 
 STARTUP_TIMEOUT_S = 60
-STOP_TIMEOUT_S = 30
 # JVM options: a small heap and the serial collector suit one node on two cores
 JVM_OPTIONS = ("-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
 
@@ -94,7 +92,7 @@ def _read(s: socket.socket, n: int) -> bytes:
     return data
 
 
-class KafkaBroker:
+class KafkaBroker(JvmProcess):
     """One KRaft broker+controller on 127.0.0.1. ``settings``: broker properties on top
     of ``DEFAULTS``; ``port``: the client listener (0: a free one); ``directory``: where
     its config, storage and log go (a temporary folder by default); ``start``: start now."""
@@ -170,38 +168,6 @@ class KafkaBroker:
                 raise OracleError(f"the Kafka broker did not answer within {STARTUP_TIMEOUT_S} s:\n{self.log_tail()}")
             time.sleep(0.05)
         self.startup_s = time.monotonic() - started
-
-    def log_tail(self, lines: int = 20) -> str:
-        if not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self) -> None:
-        """A clean shutdown (SIGTERM), SIGKILL after STOP_TIMEOUT_S."""
-        if not self.alive():
-            return
-        self.resume()
-        self.proc.terminate()
-        try:
-            self.proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.kill9()
-
-    def kill9(self) -> None:
-        """A crash: SIGKILL, no controlled shutdown."""
-        if self.alive():
-            self.proc.kill()
-            self.proc.wait()
-
-    def pause(self) -> None:
-        os.kill(self.proc.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        if self.alive():
-            os.kill(self.proc.pid, signal.SIGCONT)
 
     def close(self) -> None:
         """Stop, and delete a temporary folder."""

@@ -1,13 +1,15 @@
 """Run the whole scenario catalogue on each target and write the side-by-side table.
 
-    python -m catalogue [--target kafka --target serve] [--only NAME ...] [--findings] [--out results/catalogue]
-                        [--table docs/oracle/side-by-side.md]
+    python -m catalogue [--target kafka --target serve] [--only NAME ...] [--findings | --connect]
+                        [--out results/catalogue] [--table docs/oracle/side-by-side.md]
 
 (from tests/, as ``make catalogue`` does). One broker per target and distinct group
 settings; each scenario variant runs on each target in ``--out/<target>/<scenario>-<variant>/``
 (trace, observed log, result.json); the table (table.py) is written from the results, with
 the machine and the date. Exit 0 when every result passed (situation reached, both
-conform sides conforming or a documented departure), 1 otherwise.
+conform sides conforming or a documented departure), 1 otherwise. ``--connect`` runs the
+Kafka Connect scenarios (connect.py, docs/connect.md) instead, ``--table`` then writing
+the Connect table (connect_table.py).
 """
 from __future__ import annotations
 
@@ -30,9 +32,13 @@ def main(argv=None) -> int:
     p.add_argument("--only", action="append", help="scenario names (default: all)")
     p.add_argument("--findings", action="store_true",
                    help="run SPEC section 11's findings (findings.py) instead of the conformance catalogue")
+    p.add_argument("--connect", action="store_true",
+                   help="run the Kafka Connect scenarios (connect.py) instead; --table writes the Connect table")
     p.add_argument("--out", default="results/catalogue", type=Path)
     p.add_argument("--table", default=None, type=Path, help="also write the Markdown table here")
     a = p.parse_args(argv)
+    if a.connect:
+        return connect_main(a)
     registry = FINDINGS if a.findings else CATALOGUE
     chosen = [registry[n] for n in (a.only or registry)]
     results = []
@@ -60,6 +66,33 @@ def main(argv=None) -> int:
     (a.out / "results.json").write_text(json.dumps([r.__dict__ for r in results], indent=1))
     if a.table:
         write_table(results, a.table, time.monotonic() - started)
+    failed = [r for r in results if not r.passed]
+    print(f"{len(results) - len(failed)} of {len(results)} passed in {time.monotonic() - started:.0f} s")
+    return 1 if failed else 0
+
+
+def connect_main(a) -> int:
+    """The Connect scenarios on each target (default: serve and kafka), one broker each."""
+    from .connect import CONNECT, run_connect
+    from .connect_table import write_connect_table
+
+    results, started = [], time.monotonic()
+    for where in a.target or ["serve", "kafka"]:
+        t = target(where, {}, a.out / where / "broker")
+        print(f"{where} started in {t.startup_s:.2f} s", flush=True)
+        try:
+            for name in a.only or CONNECT:
+                r = run_connect(CONNECT[name], t, a.out / where / name)
+                results.append(r)
+                print(f"  {'pass' if r.passed else 'FAIL'} {name} ({r.seconds} s): situation "
+                      f"{'reached' if r.reached else 'NOT reached'}, coordinator {r.conform['coordinator']['verdict']}, "
+                      f"members {r.conform['members']['verdict']}, tasks {'none lost' if r.none_lost else 'LOST'}"
+                      f"{', the real rounds match ' + r.model['matches'] if r.model else ''}"
+                      f"{'; ' + r.error if r.error else ''}", flush=True)
+        finally:
+            t.close()
+    if a.table:
+        write_connect_table(results, a.table, time.monotonic() - started)
     failed = [r for r in results if not r.passed]
     print(f"{len(results) - len(failed)} of {len(results)} passed in {time.monotonic() - started:.0f} s")
     return 1 if failed else 0

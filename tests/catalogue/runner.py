@@ -74,10 +74,17 @@ def scenario(title: str, variants=(Variant(),), partitions: int = 6, settings=No
              registry=None):
     """Register the decorated script as a scenario of ``registry`` (default the
     conformance ``CATALOGUE``); give its situation with ``@<script>.situation``."""
+    return registrar(CATALOGUE if registry is None else registry, lambda script: Scenario(
+        script.__name__, title, script, tuple(variants), partitions, dict(settings or {}),
+        departures=dict(departures or {})))
+
+
+def registrar(registry: dict, make):
+    """A decorator registering ``make(script)`` (a scenario with a ``name`` and a
+    ``situation``) in ``registry``, its situation given with ``@<script>.situation``."""
     def register(script):
-        s = Scenario(script.__name__, title, script, tuple(variants), partitions, dict(settings or {}),
-                     departures=dict(departures or {}))
-        (CATALOGUE if registry is None else registry)[s.name] = s
+        s = make(script)
+        registry[s.name] = s
 
         def situation(fn):
             s.situation = fn
