@@ -641,6 +641,12 @@ def _topic(ctx, param, values):
                    "topic's retention.bytes wins.")
 @click.option("--log-retention-check-interval-ms", "log_check_ms", default=300_000, show_default=True,
               type=click.IntRange(1), help="log.retention.check.interval.ms: how often retention is applied.")
+@click.option("--group-consumer-session-timeout-ms", "consumer_session_ms", default=45_000, show_default=True,
+              type=click.IntRange(1), help="group.consumer.session.timeout.ms: a KIP-848 consumer group's member "
+                                           "that sends no heartbeat for this long is fenced.")
+@click.option("--group-consumer-heartbeat-interval-ms", "consumer_heartbeat_ms", default=5_000, show_default=True,
+              type=click.IntRange(1), help="group.consumer.heartbeat.interval.ms: how often KIP-848 consumer group "
+                                           "members are told to heartbeat.")
 @click.option("--control-port", type=click.IntRange(0, 65535),
               help="Serve the fault-injection control endpoint (JSON over HTTP, `rebalance ctl`) on this "
                    "loopback port (0: any free one, logged); every request needs the random token it prints.")
@@ -649,8 +655,8 @@ def _topic(ctx, param, values):
                    "$XDG_RUNTIME_DIR/rebalance/control-PORT.token (else ~/.cache/rebalance/), where ctl looks.")
 def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, min_session_ms, max_session_ms,
           log_format, queued_bytes, max_connections, idle_ms, retention_ms, check_ms, auto_create_topics,
-          message_max_bytes, fetch_max_bytes, log_retention_ms, log_retention_bytes, log_check_ms, control_port,
-          control_token_file):
+          message_max_bytes, fetch_max_bytes, log_retention_ms, log_retention_bytes, log_check_ms,
+          consumer_session_ms, consumer_heartbeat_ms, control_port, control_token_file):
     """Run the group coordinator on real sockets, speaking Kafka's wire protocol.
 
     A one-broker Kafka cluster: any Kafka client (librdkafka, kafka-python,
@@ -658,7 +664,9 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     fetch records (a log per partition on disk, impl/records.py), join
     groups, heartbeat, commit and fetch offsets, and list, create and delete
     topics and groups. Every group request is an input to the same coordinator
-    handler the checker explores (model/coordinator.py).
+    handler the checker explores (model/coordinator.py); KIP-848's
+    ConsumerGroupHeartbeat (group.protocol=consumer) goes to the consumer group
+    coordinator's (model/consumer_group/coordinator.py).
 
     --trace records what the broker saw in Kafka's terms (member.id strings,
     the consumer protocol decoded), for `rebalance conform`; a new or empty
@@ -679,6 +687,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     from rebalance.impl.limits import Limits
     from rebalance.impl.store import Store
     from rebalance.impl.trace import Recorder
+    from rebalance.model.consumer_group.timing import ConsumerTimeouts
     from rebalance.model.timing import SessionBounds
 
     if min_session_ms > max_session_ms:
@@ -694,7 +703,7 @@ def serve(host, port, topics, store, initial_delay_ms, trace_path, mutations, mi
     async def run():
         coordinator = Coordinator(Cluster(host, port, topics), Store(store), Recorder(trace_path, "serve", append=True),
                                   initial_delay_ms, mutations, SessionBounds(min_session_ms, max_session_ms), limits,
-                                  auto_create_topics)
+                                  auto_create_topics, ConsumerTimeouts(consumer_session_ms, consumer_heartbeat_ms))
         try:
             await coordinator.start()
         except OSError as e:

@@ -24,6 +24,8 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_REQUIRED_ACKS = 21
 UNSUPPORTED_VERSION = 35
 KAFKA_STORAGE_ERROR = 56
+UNKNOWN_TOPIC_ID = 100
+TOPIC_IDS = uuid.UUID("6d2a8c62-5b1e-4f0e-9c3b-2f1d7a0c4e11")  # the namespace of this broker's topic ids
 
 
 class Cluster(NamedTuple):
@@ -50,21 +52,38 @@ def api_versions(error: int = 0) -> dict:
     return {"error_code": error, "api_keys": keys, "throttle_time": 0}
 
 
+def topic_id(name: str) -> uuid.UUID:
+    """The topic id of a topic name: derived from the name (Kafka draws a random one at
+    creation), so it is the same across restarts without being stored. KIP-848's
+    ConsumerGroupHeartbeat names partitions by topic id (KIP-516)."""
+    return uuid.uuid5(TOPIC_IDS, name)
+
+
+def topic_name(cluster: Cluster, tid: uuid.UUID):
+    """The name of the cluster's topic of id ``tid``, or None."""
+    return next((name for name, _ in cluster.topics if topic_id(name) == tid), None)
+
+
 def metadata(cluster: Cluster, body) -> dict:
     """Metadata: this broker, leader of every partition; unknown topics answered
-    UNKNOWN_TOPIC_OR_PARTITION (the caller auto-creates before, if it does). Every
-    topic for a null topic list, and for an empty one at v0
-    (MetadataRequest.isAllTopics)."""
+    UNKNOWN_TOPIC_OR_PARTITION (the caller auto-creates before, if it does), a topic
+    asked for by an unknown id (v10+, name null) UNKNOWN_TOPIC_ID. Every topic for a null
+    topic list, and for an empty one at v0 (MetadataRequest.isAllTopics)."""
     requested = getattr(body, "topics", None)
     if requested is None or (not requested and type(body).__version__ == 0):
         names = [t for t, _ in cluster.topics]
     else:
-        names = [t.name for t in requested]
+        names = [t.name if t.name is not None else topic_name(cluster, t.topic_id) or t.topic_id for t in requested]
     topics = []
     for name in names:
+        if isinstance(name, uuid.UUID):  # asked for by an id no topic has
+            topics.append({"error_code": UNKNOWN_TOPIC_ID, "name": None, "topic_id": name, "is_internal": False,
+                           "partitions": []})
+            continue
         count = cluster.partitions(name)
         topics.append({
-            "error_code": 0 if count else UNKNOWN_TOPIC_OR_PARTITION, "name": name, "topic_id": uuid.UUID(int=0),
+            "error_code": 0 if count else UNKNOWN_TOPIC_OR_PARTITION, "name": name,
+            "topic_id": topic_id(name) if count else uuid.UUID(int=0),
             "is_internal": False,
             "partitions": [{"error_code": 0, "partition_index": p, "leader_id": NODE_ID, "leader_epoch": 0,
                             "replica_nodes": (NODE_ID,), "isr_nodes": (NODE_ID,), "offline_replicas": ()}

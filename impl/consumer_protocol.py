@@ -44,17 +44,24 @@ def topic_partitions(cfg: GroupConfig, mask: int) -> list:
     return out
 
 
-def _mask(cfg: GroupConfig, topic_partitions) -> int:
+def mask_of_topics(cfg: GroupConfig, topic_partitions, key=lambda name: name) -> int:
+    """The bitmask of ``topic_partitions`` (entries with ``topic`` and ``partitions``) over
+    ``cfg.topics``; ``key(topic name)``: what an entry's ``topic`` holds (a name, or a topic
+    id). Partitions of other topics, or beyond a topic's count, are dropped."""
     base, offsets = 0, {}
     for name, count in cfg.topics:
-        offsets[name] = (base, count)
+        offsets[key(name)] = (base, count)
         base += count
     mask = 0
-    for tp in topic_partitions:
-        if tp.topic in offsets:
-            start, count = offsets[tp.topic]
-            mask |= mask_of(start + p for p in tp.partitions if 0 <= p < count)
+    for topic, partitions in topic_partitions:
+        if topic in offsets:
+            start, count = offsets[topic]
+            mask |= mask_of(start + p for p in partitions if 0 <= p < count)
     return mask
+
+
+def _mask(cfg: GroupConfig, topic_partitions) -> int:
+    return mask_of_topics(cfg, ((tp.topic, tp.partitions) for tp in topic_partitions))
 
 
 def _write(name: str, version: int, data: dict) -> bytes:

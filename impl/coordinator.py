@@ -53,7 +53,8 @@ import uuid
 from collections import OrderedDict
 from multiprocessing import shared_memory
 
-from rebalance.model.config import GroupConfig
+from rebalance.model.config import KIP848, GroupConfig
+from rebalance.model.consumer_group.timing import ConsumerTimeouts
 from rebalance.model.coordinator import EMPTY_GROUP, Group, handle, session_refreshed, stored
 from rebalance.model.protocol import (
     EMPTY_ASSIGNMENT, GROUP_STATE_NAMES, MAX_SERIAL, MAX_SLOTS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, DeleteGroup,
@@ -64,11 +65,13 @@ from rebalance.model.timing import (
 )
 
 from . import admin, broker
+from .consumer_group import ConsumerGroupRuntime
 from .consumer_protocol import subscription_json
 from .faults import NOT_COORDINATOR, Faults
 from .limits import POOLED_FRAME_BYTES, Limits, MemoryPool, request_max_bytes
 from .records import Records
 from .store import GroupRecord, Store, StoreOffline
+from .timers import SettledTimers
 from .trace import Recorder, settings
 from .wire import (
     Api, FrameError, UnsupportedVersion, ms, read_request, read_request_frame, request_key, response_frame,
@@ -107,7 +110,7 @@ class Connection:
         return self.reading and bool(self.reader._buffer)  # StreamReader's buffer: what the socket delivered
 
 
-class GroupRuntime:
+class GroupRuntime(SettledTimers):
     """One group: the model's ``Group`` and what impl/ keeps beside it — the
     strings behind the model's member and instance ids (only those its members
     and pending member ids hold), each member's timeouts (ms), the asyncio timers,
@@ -235,29 +238,10 @@ class GroupRuntime:
             self._arm(key, timer)
 
     def _arm(self, key, timer) -> None:
-        if key in self.timers:
-            self.timers[key].cancel()
-        delay = duration_ms(timer, self.group, self._timeouts_of, self.server.initial_delay_ms) / 1000
-        self.timers[key] = asyncio.get_running_loop().call_later(delay, self._fire, key, timer)
+        self._arm_after(key, timer, duration_ms(timer, self.group, self._timeouts_of, self.server.initial_delay_ms) / 1000)
 
     def _timeouts_of(self, member_id: int) -> Timeouts:
         return self.timeouts.get(member_id, DEFAULT_TIMEOUTS)
-
-    def _fire(self, key, timer) -> None:
-        """A timer came due: its step runs once delivered requests are stepped
-        (``Coordinator.settle``), unless one of them restarted or cancelled it."""
-        due = self.timers[key] = asyncio.ensure_future(self.server.settle())
-        due.add_done_callback(lambda f: self._due(key, timer, f))
-
-    def _due(self, key, timer, due) -> None:
-        if due.cancelled() or self.timers.get(key) is not due:
-            return
-        del self.timers[key]
-        self.step(timer)
-
-    def close(self) -> None:
-        for handle_ in self.timers.values():
-            handle_.cancel()
 
 
 class Coordinator:
@@ -269,12 +253,17 @@ class Coordinator:
     max.connections, connections.max.idle.ms (impl/limits.py); ``auto_create_topics``:
     auto.create.topics.enable (a Metadata naming an unknown topic creates it, num.partitions 1).
     ``records``: the partitions' logs (impl/records.py). ``faults``: the fault layer every request passes before
-    dispatch and every response after (impl/faults.py)."""
+    dispatch and every response after (impl/faults.py). ``consumer_timeouts``: group.consumer.session.timeout.ms and
+    group.consumer.heartbeat.interval.ms of KIP-848's consumer groups (``consumer_groups``, impl/consumer_group.py),
+    whose coordinator is model/consumer_group/coordinator.py with the server assignor ``uniform`` over
+    ``consumer_cfg``'s topics (serve's topics when the group was created)."""
 
     def __init__(self, cluster: broker.Cluster, store: Store, trace: Recorder, initial_delay_ms: int = 3000,
                  mutations=(), session_bounds: SessionBounds = SessionBounds(), limits: Limits = Limits(),
-                 auto_create_topics: bool = False):
+                 auto_create_topics: bool = False, consumer_timeouts: ConsumerTimeouts = ConsumerTimeouts()):
         self.cluster, self.store, self.trace, self.limits = cluster, store, trace, limits
+        self.consumer_timeouts = consumer_timeouts
+        self.consumer_groups: dict = {}  # group id -> ConsumerGroupRuntime
         self.auto_create_topics = auto_create_topics
         self.reader = concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="store-read")
         self.records = Records(store, self.write, self.read, limits)
@@ -283,6 +272,7 @@ class Coordinator:
         self.initial_delay_ms, self.session_bounds = initial_delay_ms, session_bounds
         # Kafka (0.11+) always delays the initial rebalance, group.initial.rebalance.delay.ms 0 included (R30)
         self.cfg = GroupConfig(topics=cluster.topics, mutations=frozenset(mutations))
+        self._consumer_config()
         self.connections: dict = {}  # model connection id -> Connection
         self.open: set = set()  # every Connection, before its first request too
         self.slots: dict = {}  # client.id -> slot
@@ -304,6 +294,7 @@ class Coordinator:
         StoreError if the store's records do not decode."""
         stored = tuple(t for t in self.store.topics() if not self.cluster.partitions(t[0]))
         self.cluster = self.cluster._replace(topics=self.cluster.topics + tuple((name, n) for name, n, _ in stored))
+        self._consumer_config()
         self.topic_configs.update((name, configs) for name, _, configs in stored)
         loaded = self.records.load()
         if loaded:
@@ -332,7 +323,7 @@ class Coordinator:
             self.retainer.cancel()
         for c in list(self.open):
             c.writer.close()
-        for rt in self.groups.values():
+        for rt in (*self.groups.values(), *self.consumer_groups.values()):
             rt.close()
         self.trace.shut()
         self.writer.shutdown(wait=True)
@@ -642,8 +633,17 @@ class Coordinator:
             return {"throttle_time": 0, "groups": [self._describe(gid) for gid in b.groups]}
         if key == Api.OFFSET_FETCH:
             return self._offset_fetch(b, await self.write(self.store.offsets, b.group_id))
+        if key == Api.CONSUMER_GROUP_HEARTBEAT:
+            return self._consumer_heartbeat(c, req)
+        if key == Api.CONSUMER_GROUP_DESCRIBE:
+            return {"throttle_time": 0, "groups": [self._consumer_describe(gid) for gid in b.group_ids]}
+        if key == Api.OFFSET_COMMIT and b.group_id in self.consumer_groups:
+            return await self._commit(c, self.consumer_groups[b.group_id], req)
         if key == Api.JOIN_GROUP:
             error = session_timeout_error(ms(b.session_timeout), self.session_bounds)
+            consumer = self.consumer_groups.get(b.group_id)
+            if not error and consumer is not None and not consumer.empty():
+                error = GROUP_ID_NOT_FOUND  # a consumer group's: the migration is not modelled (_consumer_heartbeat)
             if error:  # R42: answered before the group is looked at, so none is made for it
                 return {"throttle_time": 0, "error_code": error, "generation_id": -1, "protocol_type": None,
                         "protocol_name": None if req.version >= 7 else "", "leader": "", "skip_assignment": False,
@@ -739,10 +739,17 @@ class Coordinator:
                 if moved:
                     log.info("retention: the log start of %d partitions moved", moved)
 
+    def _consumer_config(self) -> None:
+        """The configuration of consumer groups created from now on: serve's topics, the
+        server assignor uniform (group.consumer.assignors' first, Kafka's default)."""
+        topics = self.cluster.topics or (("", 1),)  # the model's configuration needs a partition
+        self.consumer_cfg = GroupConfig(topics=topics, protocol=KIP848, assignor="uniform", mutations=self.cfg.mutations)
+
     def _add_topics(self, added: tuple) -> None:
         """``added``: ((name, partitions, retention configs), ...)."""
         if added:
             self.cluster = self.cluster._replace(topics=self.cluster.topics + tuple((t, n) for t, n, _ in added))
+            self._consumer_config()
             for name, count, configs in added:
                 self.topic_configs[name] = configs
                 self.write(self.store.save_topic, name, count, configs)
@@ -776,6 +783,9 @@ class Coordinator:
              "group_type": "classic"}
             for gid, rt in sorted(self.groups.items())
             if not states or GROUP_STATE_NAMES[rt.group.phase].lower() in states]
+        if not types or "consumer" in types:  # KIP-848's groups (ConsumerGroup.asListedGroup)
+            groups += [e for _, rt in sorted(self.consumer_groups.items()) for e in [rt.list_entry()]
+                       if not states or e["group_state"].lower() in states]
         return {"throttle_time": 0, "error_code": 0, "groups": groups}
 
     async def _delete_groups(self, b) -> dict:
@@ -875,13 +885,16 @@ class Coordinator:
         b = req.body
         hosted = [(t.name, p) for t in b.topics for p in t.partitions if self.cluster.hosts(t.name, p.partition_index)]
         error = broker.UNKNOWN_TOPIC_OR_PARTITION
-        if hosted:
+        if hosted and isinstance(rt, ConsumerGroupRuntime):
+            error = rt.commit_error(c, req.version, b)
+        elif hosted:
             generation = getattr(b, "generation_id", None)
             if generation is None:
                 generation = b.generation_id_or_member_epoch
             r = await rt.request(c, OffsetCommit(rt.member_id(b.member_id), generation, 0,
                                                  rt.instance_id(getattr(b, "group_instance_id", None))))
             error = r.error
+        if hosted:
             if error == 0:  # R37: on disk before the response
                 try:
                     await self.write(self.store.commit_offsets, rt.group_id, [
@@ -890,7 +903,8 @@ class Coordinator:
                     error = NOT_COORDINATOR  # (CoordinatorOperationExceptionHelper.handleOperationException)
                 else:
                     self.with_offsets.add(rt.group_id)
-                    self.groups.setdefault(rt.group_id, rt)  # a group with offsets is kept until they expire
+                    if not isinstance(rt, ConsumerGroupRuntime):  # a group with offsets is kept until they expire
+                        self.groups.setdefault(rt.group_id, rt)
         known = {(name, p.partition_index) for name, p in hosted}
         return {"throttle_time": 0, "topics": [
             {"name": t.name, "partitions": [
@@ -910,6 +924,33 @@ class Coordinator:
              "committed_leader_epoch": -1, "metadata": committed.get((topic, p), (-1, ""))[1] or "",
              "error_code": 0} for p in parts]} for topic, parts in wanted.items()]
         return {"throttle_time": 0, "topics": topics, "error_code": 0}
+
+    def _consumer_heartbeat(self, c: Connection, req) -> dict:
+        """ConsumerGroupHeartbeat (KIP-848) through the consumer group's runtime; a group id
+        held by a classic group with members is GROUP_ID_NOT_FOUND (the online migration
+        between the protocols is not modelled; Kafka refuses so under
+        group.consumer.migration.policy=disabled, GroupMetadataManager.getOrMaybeCreateConsumerGroup).
+        A group that does not exist is kept only if the heartbeat joins."""
+        b = req.body
+        classic = self.groups.get(b.group_id)
+        if classic is not None and classic.group.members:
+            return {"throttle_time": 0, "error_code": GROUP_ID_NOT_FOUND, "member_epoch": 0, "heartbeat_interval": 0,
+                    "error_message": f"Group {b.group_id} is not a consumer group."}
+        rt = self.consumer_groups.get(b.group_id)
+        if rt is None:
+            rt = ConsumerGroupRuntime(self, b.group_id)
+            if b.member_epoch == 0:
+                self.consumer_groups[b.group_id] = rt
+        return rt.heartbeat(c, req.version, b)
+
+    def _consumer_describe(self, group_id: str) -> dict:
+        """ConsumerGroupDescribe of one group id: GROUP_ID_NOT_FOUND if no consumer group has it."""
+        rt = self.consumer_groups.get(group_id)
+        if rt is None:
+            return {"error_code": GROUP_ID_NOT_FOUND, "error_message": f"Group {group_id} not found.",
+                    "group_id": group_id, "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
+                    "assignor_name": "", "members": [], "authorized_operations": -2147483648}
+        return rt.describe()
 
     def _describe(self, group_id: str) -> dict:
         rt = self.groups.get(group_id)

@@ -66,6 +66,8 @@ class Api:
     DESCRIBE_CONFIGS = 32
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 # Kafka's name of each API above (ApiKeys: JOIN_GROUP is "JoinGroup"), {api key: name}
@@ -74,13 +76,14 @@ KAFKA_NAMES = {key: "".join(word.capitalize() for word in attr.split("_"))
 
 
 # The versions this server answers, {api key: (min, max)}: within kio's schemas and
-# below the versions that need topic ids (Fetch 13+, Produce 13) or KIP-848 (OffsetCommit 9+).
+# below the versions that need topic ids (Fetch 13+, Produce 13, OffsetCommit 10+); KIP-848's heartbeat at
+# Kafka 4.4.0's versions (ConsumerGroupHeartbeatRequestData, ConsumerGroupDescribeRequestData: 0-1).
 SUPPORTED = {
     Api.PRODUCE: (3, 9),
     Api.FETCH: (4, 12),
     Api.LIST_OFFSETS: (1, 7),
     Api.METADATA: (0, 12),
-    Api.OFFSET_COMMIT: (2, 8),
+    Api.OFFSET_COMMIT: (2, 9),
     Api.OFFSET_FETCH: (1, 7),
     Api.FIND_COORDINATOR: (0, 4),
     Api.JOIN_GROUP: (0, 9),
@@ -97,6 +100,8 @@ SUPPORTED = {
     Api.DESCRIBE_CONFIGS: (1, 4),
     Api.DELETE_GROUPS: (0, 2),
     Api.OFFSET_DELETE: (0, 0),
+    Api.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    Api.CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 
 

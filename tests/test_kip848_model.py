@@ -14,7 +14,7 @@ from rebalance.model.consumer_group.messages import (
 )
 from rebalance.model.consumer_group.reconciliation import reconcile
 from rebalance.model.protocol import (
-    ALL_TOPICS, Callback, Error, HeartbeatDue, OffsetCommit, Receive, Send, SessionTimeout, connection, member_id,
+    ALL_TOPICS, NO_MEMBER_ID, Callback, Error, HeartbeatDue, OffsetCommit, Receive, Send, SessionTimeout, connection, member_id,
 )
 
 CFG = GroupConfig(topics=(("t", 4),), protocol="consumer", assignor="uniform")
@@ -55,6 +55,8 @@ def test_a_join_bumps_the_group_epoch_and_computes_a_target():
 def test_heartbeat_validation_and_unknown_members():
     g = empty_group(CFG)
     assert beat(g, 0, A, 0, owned=None, topics=ALL_TOPICS)[1].error == Error.INVALID_REQUEST  # a join owns []
+    # and nothing else (GroupCoordinatorService.java:493, Kafka 4.4.0; the model accepted it before)
+    assert beat(g, 0, A, 0, owned=0b0001, topics=ALL_TOPICS)[1].error == Error.INVALID_REQUEST
     assert beat(g, 0, A, -3)[1].error == Error.INVALID_REQUEST
     assert beat(g, 0, A, -2)[1].error == Error.INVALID_REQUEST  # a static leave names its instance id
     assert beat(g, 0, A, 5)[1].error == Error.UNKNOWN_MEMBER_ID
@@ -174,6 +176,10 @@ def test_offset_commits_are_fenced_on_the_member_epoch():
     assert commit(A, 2) == Error.NONE
     assert commit(A, 1) == Error.STALE_MEMBER_EPOCH
     assert commit(C, 2) == Error.UNKNOWN_MEMBER_ID
+    assert commit(NO_MEMBER_ID, -1) == Error.UNKNOWN_MEMBER_ID  # an admin's commit to a group with members
+    empty = empty_group(CFG)  # accepted by an empty one (ConsumerGroup.java:663, Kafka 4.4.0; refused before)
+    assert coordinator.handle(CFG, empty, Receive(connection(0, 1), OffsetCommit(NO_MEMBER_ID, -1, 0b0001))
+                              )[1][0].response.error == Error.NONE
 
 
 def _client(**kw):

@@ -43,11 +43,12 @@ class _Refused(Exception):
 def validate(req: ConsumerGroupHeartbeat) -> Error:
     """K2: ConsumerGroupHeartbeatRequest validation (GroupCoordinatorService's
     throwIfConsumerGroupHeartbeatRequestIsInvalid): an epoch below -2, a join without a
-    subscription or its owned partitions, a static leave without an instance id are
-    INVALID_REQUEST."""
+    subscription or with owned partitions other than none ("TopicPartitions must be empty
+    when (re-)joining", GroupCoordinatorService.java:493, Kafka 4.4.0), a static leave
+    without an instance id are INVALID_REQUEST."""
     if req.member_epoch < STATIC_LEAVE_EPOCH:
         return Error.INVALID_REQUEST
-    if req.member_epoch == JOIN_EPOCH and (req.topics is None or req.owned is None):
+    if req.member_epoch == JOIN_EPOCH and (req.topics is None or req.owned != 0):
         return Error.INVALID_REQUEST
     if req.member_epoch == STATIC_LEAVE_EPOCH and req.instance_id == NO_INSTANCE_ID:
         return Error.INVALID_REQUEST
@@ -244,8 +245,12 @@ def _leave(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: ConsumerGroup
 
 
 def commit_error(group: ConsumerGroup, mid: int, epoch: int) -> Error:
-    """K11: ConsumerGroup.validateOffsetCommit: the member must be known (UNKNOWN_MEMBER_ID) and
-    commit at its current epoch (STALE_MEMBER_EPOCH)."""
+    """K11: ConsumerGroup.validateOffsetCommit: a commit at a negative epoch to a group with no
+    members is accepted (the admin client's, or a consumer's without group management:
+    ConsumerGroup.java:663, Kafka 4.4.0); otherwise the member must be known
+    (UNKNOWN_MEMBER_ID) and commit at its current epoch (STALE_MEMBER_EPOCH)."""
+    if epoch < 0 and not group.members:
+        return Error.NONE
     member = find(group, mid)
     if member is None:
         return Error.UNKNOWN_MEMBER_ID

@@ -1,0 +1,170 @@
+"""``rebalance serve`` answers KIP-848's ConsumerGroupHeartbeat (API 68), ConsumerGroupDescribe
+(API 69) and the OffsetCommits of a consumer group through the model's consumer group
+coordinator (model/consumer_group/coordinator.py), on real sockets with a raw kio client:
+joins, reconciliation, leaves, static members, the model's errors and the session timeout
+on serve's timers. One server for the module; each test its own group."""
+import time
+
+import pytest
+
+from interop.harness import Server, wait_for
+from rebalance.impl.broker import topic_id
+from rebalance.impl.wire import Api
+from test_serve import Client
+
+T = topic_id("t")
+SESSION_MS = 600
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("kip848"), "t:4", initial_delay_ms=0,
+               args=("--group-consumer-session-timeout-ms", SESSION_MS, "--group-consumer-heartbeat-interval-ms", 100))
+    yield s
+    s.stop()
+
+
+def beat(c, group, member, epoch, topics=None, owned=None, instance=None, version=1, rebalance_ms=-1, **extra):
+    """One ConsumerGroupHeartbeat; ``owned``: partitions of t (None: not sent)."""
+    fields = dict(group_id=group, member_id=member, member_epoch=epoch, instance_id=instance, rack_id=None,
+                  rebalance_timeout=rebalance_ms, subscribed_topic_names=topics, subscribed_topic_regex=None,
+                  server_assignor=None,
+                  topic_partitions=None if owned is None else [{"topic_id": T, "partitions": owned}] if owned else [])
+    fields.update(extra)
+    return c.call(Api.CONSUMER_GROUP_HEARTBEAT, version, **fields)
+
+
+def join(c, group, member, instance=None):
+    return beat(c, group, member, 0, ["t"], [], instance, rebalance_ms=30_000)
+
+
+def parts(r) -> list:
+    """The partitions of t in a response's assignment (None: no assignment sent)."""
+    if r.assignment is None:
+        return None
+    assert all(tp.topic_id == T for tp in r.assignment.topic_partitions)
+    return sorted(p for tp in r.assignment.topic_partitions for p in tp.partitions)
+
+
+def test_serve_advertises_the_kip848_apis(server):
+    c = Client(server.port)
+    r = c.call(Api.API_VERSIONS, 3, client_software_name="t", client_software_version="1")
+    versions = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+    assert versions[68] == (0, 1) and versions[69] == (0, 1)  # Kafka 4.4.0's ConsumerGroupHeartbeat/Describe
+    assert versions[8][1] == 9  # OffsetCommit v9: a consumer protocol member's (ConsumerGroup.java:675)
+    m = c.call(Api.METADATA, 12, topics=[{"name": None, "topic_id": T}], allow_auto_topic_creation=False,
+               include_topic_authorized_operations=False)
+    assert [(t.name, t.topic_id, len(t.partitions)) for t in m.topics] == [("t", T, 4)]  # by id, as librdkafka asks
+
+
+def test_two_members_share_the_partitions_a_partition_given_only_once_released(server):
+    a, b = Client(server.port, "a"), Client(server.port, "b")
+    r = join(a, "share", "A")
+    assert (r.error_code, r.member_id, r.member_epoch, parts(r)) == (0, "A", 1, [0, 1, 2, 3])
+    assert r.heartbeat_interval.total_seconds() == 0.1
+    r = join(b, "share", "B")  # B's target is two of A's partitions: not released yet
+    assert (r.error_code, r.member_epoch, parts(r)) == (0, 2, [])
+    r = beat(a, "share", "A", 1)  # A must revoke first: it stays at epoch 1, its assignment shrinks
+    assert (r.member_epoch, len(parts(r))) == (1, 2)
+    kept = parts(r)
+    r = beat(a, "share", "A", 1, owned=kept)  # revoked: A moves to epoch 2
+    assert (r.error_code, r.member_epoch) == (0, 2)
+    r = beat(b, "share", "B", 2)  # released: B is given the rest
+    assert sorted(parts(r) + kept) == [0, 1, 2, 3]
+    d = a.call(Api.CONSUMER_GROUP_DESCRIBE, 1, group_ids=["share", "nope"], include_authorized_operations=False)
+    g, missing = d.groups
+    assert (g.group_state, g.group_epoch, g.assignment_epoch, g.assignor_name) == ("Stable", 2, 2, "uniform")
+    assert sorted(m.member_id for m in g.members) == ["A", "B"] and missing.error_code == 69  # GROUP_ID_NOT_FOUND
+    listed = a.call(Api.LIST_GROUPS, 5, states_filter=[], types_filter=["consumer"])
+    assert ("share", "consumer", "Stable") in {(x.group_id, x.group_type, x.group_state) for x in listed.groups}
+
+
+def test_the_models_errors_reach_the_wire(server):
+    c = Client(server.port)
+    assert beat(c, "errs", "X", 3).error_code == 25  # UNKNOWN_MEMBER_ID
+    join(c, "errs", "A")
+    assert beat(c, "errs", "A", 7).error_code == 110  # FENCED_MEMBER_EPOCH: ahead of the member's epoch
+    assert beat(c, "errs", "B", 0, ["t"], [1], rebalance_ms=1000).error_code == 42  # a join owns nothing (K2)
+    assert beat(c, "errs", "", 0, ["t"], [], rebalance_ms=1000).error_code == 42  # v1: the client names itself
+    assert beat(c, "errs", "B", 0, ["t"], []).error_code == 42  # a join gives its rebalance timeout
+    r = beat(c, "errs", "B", 0, ["t"], [], rebalance_ms=1000, server_assignor="nope")
+    assert r.error_code == 112  # UNSUPPORTED_ASSIGNOR
+    r = beat(c, "errs", "", 0, ["t"], [], version=0, rebalance_ms=1000)  # v0: the coordinator names it
+    assert r.error_code == 0 and r.member_id
+
+
+def test_a_leave_gives_the_partitions_to_the_member_that_stays(server):
+    a, b = Client(server.port, "a"), Client(server.port, "b")
+    join(a, "leave", "A")
+    join(b, "leave", "B")
+    r = beat(b, "leave", "B", -1)
+    assert (r.error_code, r.member_epoch) == (0, -1)
+    r = beat(a, "leave", "A", 1, owned=[0, 1, 2, 3])  # A keeps all it had: no assignment sent (unchanged), epoch 3
+    assert (r.error_code, r.member_epoch, parts(r)) == (0, 3, None)
+    d = a.call(Api.CONSUMER_GROUP_DESCRIBE, 0, group_ids=["leave"], include_authorized_operations=False).groups[0]
+    assert [(m.member_id, sorted(m.assignment.topic_partitions[0].partitions)) for m in d.members] == [
+        ("A", [0, 1, 2, 3])]
+    assert beat(b, "leave", "B", 2).error_code == 25  # gone: UNKNOWN_MEMBER_ID
+
+
+def test_a_static_member_leaves_for_now_and_its_restart_takes_its_assignment_back(server):
+    a, b = Client(server.port, "a"), Client(server.port, "b")
+    r = join(a, "static", "A1", instance="i-a")
+    assert parts(r) == [0, 1, 2, 3]
+    assert join(b, "static", "A2", instance="i-a").error_code == 111  # UNRELEASED_INSTANCE_ID
+    r = beat(a, "static", "A1", -2, instance="i-a")
+    assert (r.error_code, r.member_epoch) == (0, -2)
+    r = join(b, "static", "A2", instance="i-a")  # the restarted process, a new member id
+    assert (r.error_code, parts(r)) == (0, [0, 1, 2, 3])
+    assert beat(a, "static", "A1", 1, instance="i-a").error_code == 82  # FENCED_INSTANCE_ID
+
+
+def test_a_silent_member_is_fenced_after_the_session_timeout(server):
+    a, b = Client(server.port, "a"), Client(server.port, "b")
+    join(a, "session", "A")
+    join(b, "session", "B")
+    r = beat(a, "session", "A", 1, owned=[0, 1, 2, 3])
+    kept = parts(r)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # A heartbeats, B is silent
+        r = beat(a, "session", "A", r.member_epoch, owned=kept)
+        kept = parts(r) if r.assignment is not None else kept
+        if kept == [0, 1, 2, 3]:
+            break
+        time.sleep(0.1)
+    assert kept == [0, 1, 2, 3] and r.error_code == 0
+    assert beat(b, "session", "B", 2).error_code == 25  # fenced: UNKNOWN_MEMBER_ID, it must rejoin
+
+
+def commit(c, group, member, epoch, version=9, offset=7):
+    r = c.call(Api.OFFSET_COMMIT, version, group_id=group, generation_id_or_member_epoch=epoch, member_id=member,
+               group_instance_id=None, retention_time=-1,
+               topics=[{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": offset,
+                                                      "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+    return r.topics[0].partitions[0].error_code
+
+
+def test_offset_commits_are_fenced_on_the_member_epoch(server):
+    a, b = Client(server.port, "a"), Client(server.port, "b")
+    join(a, "commits", "A")
+    assert commit(a, "commits", "A", 1) == 0
+    join(b, "commits", "B")
+    r = beat(a, "commits", "A", 1, owned=[0, 1, 2, 3])
+    r = beat(a, "commits", "A", 1, owned=parts(r))  # revoked: epoch 2
+    assert r.member_epoch == 2
+    assert commit(a, "commits", "A", 1) == 113  # STALE_MEMBER_EPOCH (K11)
+    assert commit(a, "commits", "Z", 2) == 25  # UNKNOWN_MEMBER_ID
+    assert commit(a, "commits", "A", 2, version=8) == 35  # UNSUPPORTED_VERSION below v9
+    assert commit(a, "commits", "A", 2, offset=9) == 0
+    f = a.call(Api.OFFSET_FETCH, 7, group_id="commits", topics=[{"name": "t", "partition_indexes": [0]}],
+               require_stable=False)
+    assert f.topics[0].partitions[0].committed_offset == 9
+
+
+def test_a_classic_group_id_is_not_a_consumer_groups(server):
+    from test_serve import stable_member
+    c, _, _ = stable_member(server.port)  # the classic group "g", Stable
+    r = join(Client(server.port), "g", "A")
+    assert r.error_code == 69  # GROUP_ID_NOT_FOUND: the online migration is not modelled
+    join(Client(server.port), "cg", "A")
+    assert Client(server.port).join("cg").error_code == 69
