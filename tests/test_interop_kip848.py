@@ -1,0 +1,82 @@
+"""librdkafka (confluent-kafka) with ``group.protocol=consumer`` (KIP-848) against
+``rebalance serve`` and, the same scenario, against the real Kafka 4.4.0 broker: two
+consumers share a topic's four partitions, one leaves, the other is given them all. The
+outcome must be the same on both; each run prints its times."""
+import time
+
+import pytest
+
+from interop.harness import Server
+
+pytestmark = pytest.mark.kafka_broker(**{"group.consumer.heartbeat.interval.ms": 500,
+                                         "group.consumer.min.heartbeat.interval.ms": 500})
+PARTITIONS = [0, 1, 2, 3]
+
+
+def consumer(bootstrap: str, group: str, name: str, topic: str):
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "client.id": name, "enable.auto.commit": True, "auto.commit.interval.ms": 200})
+    c.subscribe([topic])
+    return c
+
+
+def owned(c) -> list:
+    return sorted(p.partition for p in c.assignment())
+
+
+def poll_until(consumers, done, timeout_s: float, what: str) -> float:
+    """Poll every consumer until ``done()``; the seconds it took."""
+    start = time.monotonic()
+    while not done():
+        assert time.monotonic() - start < timeout_s, f"{what} within {timeout_s} s: " + \
+            ", ".join(str(owned(c)) for c in consumers)
+        for c in consumers:
+            c.poll(0.05)
+    return time.monotonic() - start
+
+
+def share_then_leave(bootstrap: str, topic: str, group: str) -> dict:
+    """A joins and takes every partition; B joins and they share them (disjoint, all four);
+    B closes (a leave heartbeat, epoch -1) and A is given all four. Returns the outcome and
+    the seconds each step took."""
+    a = consumer(bootstrap, group, "A", topic)
+    b = None
+    try:
+        alone = poll_until([a], lambda: owned(a) == PARTITIONS, 60, "A owning every partition")
+        b = consumer(bootstrap, group, "B", topic)
+        shared = poll_until([a, b], lambda: owned(a) and owned(b) and sorted(owned(a) + owned(b)) == PARTITIONS,
+                            60, "A and B sharing the partitions")
+        split = (len(owned(a)), len(owned(b)))
+        b.close()
+        b = None
+        taken = poll_until([a], lambda: owned(a) == PARTITIONS, 60, "A owning every partition after B left")
+        return {"split": split, "final": owned(a), "seconds": (round(alone, 2), round(shared, 2), round(taken, 2))}
+    finally:
+        for c in (a, b):
+            if c is not None:
+                c.close()
+
+
+@pytest.mark.interop
+def test_librdkafka_consumer_protocol_on_serve(tmp_path):
+    server = Server(tmp_path, "kip848:4", initial_delay_ms=0, args=("--group-consumer-heartbeat-interval-ms", 500))
+    try:
+        out = share_then_leave(f"127.0.0.1:{server.port}", "kip848", "kip848-serve")
+    finally:
+        server.stop()
+    print("serve", out)
+    assert out["split"] == (2, 2) and out["final"] == PARTITIONS  # the uniform assignor: two each
+    assert any("consumer group kip848-serve" in line for line in server.log)  # the model's coordinator decided
+
+
+@pytest.mark.kafka
+def test_librdkafka_consumer_protocol_on_kafka(kafka_broker):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    admin.create_topics([NewTopic("kip848", 4, 1)])["kip848"].result(20)
+    out = share_then_leave(kafka_broker.bootstrap, "kip848", "kip848-kafka")
+    print("kafka", out)
+    assert out["split"] == (2, 2) and out["final"] == PARTITIONS  # as on serve
