@@ -5,7 +5,7 @@ cooperative-sticky and eager range: tests/test_interop_faults.py.) Every run is 
 to the model on both sides: serve's trace with ``rebalance conform --side
 coordinator`` and ``--side both`` (the Java client's requests against the model's
 member), the agents' observed log with ``--side clients``. Run with ``pytest -m interop``;
-the agent's KIP-848 mode runs on the real broker (``pytest -m kafka``)."""
+the agent's KIP-848 mode runs on serve (``interop``) and on the real broker (``pytest -m kafka``)."""
 import json
 import subprocess
 import time
@@ -125,17 +125,9 @@ def test_bad_arguments_exit_2(args, problem):
     assert p.returncode == 2 and problem in " ".join(p.stderr.split()) and p.stdout == "", p.stderr
 
 
-@pytest.mark.kafka
-def test_consumer_protocol_on_kafka(kafka_broker, tmp_path):
-    """--group-protocol consumer (KIP-848) on the real broker, which serve does not speak
-    yet: two agents share the partitions (the broker's uniform assignor), close, and their
-    observed log conforms."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    topic = "java-kip848"
-    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
-    group = Group(SimpleNamespace(port=kafka_broker.port, tmp=tmp_path), topic, topic, PARTITIONS)
+def share_and_close(group: Group) -> None:
+    """Two agents with --group-protocol consumer (KIP-848) share the partitions (the
+    coordinator's uniform assignor), close, and their observed log conforms."""
     try:
         for name in "AB":
             group.start("java", name, args=("--group-protocol", "consumer"))
@@ -147,6 +139,26 @@ def test_consumer_protocol_on_kafka(kafka_broker, tmp_path):
         group.stop_all()
     code, verdict = conform("clients", group.observed)
     assert (code, verdict["verdict"]) == (0, "conforms"), verdict
+
+
+@pytest.mark.kafka
+def test_consumer_protocol_on_kafka(kafka_broker, tmp_path):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = "java-kip848"
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(10)
+    share_and_close(Group(SimpleNamespace(port=kafka_broker.port, tmp=tmp_path), topic, topic, PARTITIONS))
+
+
+@pytest.mark.interop
+def test_consumer_protocol_on_serve(tmp_path):
+    """The same on serve, whose consumer group coordinator is the model's (docs/kip848.md, serve)."""
+    server = Server(tmp_path, f"{TOPIC}:{PARTITIONS}", args=("--group-consumer-heartbeat-interval-ms", 300))
+    try:
+        share_and_close(Group(server, "java-kip848", TOPIC, PARTITIONS))
+    finally:
+        server.stop()
 
 
 @pytest.mark.interop

@@ -8,8 +8,11 @@ import pytest
 
 from interop.harness import Server
 
+# group.consumer.assignment.interval.ms 0: a new target at every group epoch bump, as the model computes it
+# (Kafka 4.4.0's default, 1000 ms, holds a bump's target back up to a second: docs/kip848.md, serve)
 pytestmark = pytest.mark.kafka_broker(**{"group.consumer.heartbeat.interval.ms": 500,
-                                         "group.consumer.min.heartbeat.interval.ms": 500})
+                                         "group.consumer.min.heartbeat.interval.ms": 500,
+                                         "group.consumer.assignment.interval.ms": 0})
 PARTITIONS = [0, 1, 2, 3]
 
 
@@ -80,3 +83,41 @@ def test_librdkafka_consumer_protocol_on_kafka(kafka_broker):
     out = share_then_leave(kafka_broker.bootstrap, "kip848", "kip848-kafka")
     print("kafka", out)
     assert out["split"] == (2, 2) and out["final"] == PARTITIONS  # as on serve
+
+
+@pytest.mark.kafka
+def test_raw_heartbeats_get_the_same_answers_from_kafka(kafka_broker):
+    """tests/test_serve_kip848.py's conversation of raw heartbeats, played on Kafka 4.4.0:
+    every answer (error, member epoch, assignment) as serve's model gives it."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from test_serve import Client
+    from test_serve_kip848 import CONVERSATION, conversation
+    from rebalance.impl.wire import Api
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    admin.create_topics([NewTopic("t", 4, 1)])["t"].result(20)
+    m = Client(kafka_broker.port).call(Api.METADATA, 12, topics=[{"name": "t", "topic_id": None}],
+                                       allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    tid = m.topics[0].topic_id
+    end = time.monotonic() + 60
+    while True:  # FindCoordinator makes the broker create __consumer_offsets, and its coordinator load
+        found = Client(kafka_broker.port).call(Api.FIND_COORDINATOR, 4, key_type=0,
+                                               coordinator_keys=["warm-up", "conversation"])
+        if any(c.error_code for c in found.coordinators):
+            assert time.monotonic() < end, found
+            time.sleep(0.2)
+            continue
+        r = Client(kafka_broker.port).call(Api.CONSUMER_GROUP_HEARTBEAT, 1, group_id="warm-up", member_id="W",
+                                           member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout=1000,
+                                           subscribed_topic_names=["t"], subscribed_topic_regex=None,
+                                           server_assignor=None, topic_partitions=[])
+        if r.error_code not in (14, 15, 16) or time.monotonic() > end:  # COORDINATOR_LOAD_IN_PROGRESS, ..._NOT_...
+            break
+        time.sleep(0.2)
+    got = conversation(kafka_broker.port, tid, "conversation")
+    for line in got:
+        print(line)
+    for line in kafka_broker.log_path.read_text().splitlines():
+        if "conversation" in line and ("epoch" in line or "Epoch" in line):
+            print(line[:300])
+    assert got == CONVERSATION

@@ -24,26 +24,86 @@ def server(tmp_path_factory):
     s.stop()
 
 
-def beat(c, group, member, epoch, topics=None, owned=None, instance=None, version=1, rebalance_ms=-1, **extra):
-    """One ConsumerGroupHeartbeat; ``owned``: partitions of t (None: not sent)."""
+def beat(c, group, member, epoch, topics=None, owned=None, instance=None, version=1, rebalance_ms=-1, tid=T,
+         **extra):
+    """One ConsumerGroupHeartbeat; ``owned``: partitions of t (None: not sent); ``tid``: t's topic id."""
     fields = dict(group_id=group, member_id=member, member_epoch=epoch, instance_id=instance, rack_id=None,
                   rebalance_timeout=rebalance_ms, subscribed_topic_names=topics, subscribed_topic_regex=None,
                   server_assignor=None,
-                  topic_partitions=None if owned is None else [{"topic_id": T, "partitions": owned}] if owned else [])
+                  topic_partitions=None if owned is None else [{"topic_id": tid, "partitions": owned}] if owned else [])
     fields.update(extra)
     return c.call(Api.CONSUMER_GROUP_HEARTBEAT, version, **fields)
 
 
-def join(c, group, member, instance=None):
-    return beat(c, group, member, 0, ["t"], [], instance, rebalance_ms=30_000)
+def join(c, group, member, instance=None, tid=T):
+    return beat(c, group, member, 0, ["t"], [], instance, rebalance_ms=30_000, tid=tid)
 
 
-def parts(r) -> list:
+def parts(r, tid=T) -> list:
     """The partitions of t in a response's assignment (None: no assignment sent)."""
     if r.assignment is None:
         return None
-    assert all(tp.topic_id == T for tp in r.assignment.topic_partitions)
+    assert all(tp.topic_id == tid for tp in r.assignment.topic_partitions)
     return sorted(p for tp in r.assignment.topic_partitions for p in tp.partitions)
+
+
+def conversation(port: int, tid, group: str) -> list:
+    """A fixed exchange of raw heartbeats, each answer as (what, error, epoch, assignment):
+    two members share t, revoke before the other is given, a stale and an early epoch, an
+    unknown member, a join reporting partitions, a static member's temporary leave and its
+    restart, a leave. Played on serve and on Kafka (tests/test_interop_kip848.py) alike.
+    Member epochs are sent as answered and noted relative to the first join's (Kafka 4.4.0
+    creates a group at epoch 1, the model at 0: docs/kip848.md, finding K-F3)."""
+    a, b, s = Client(port, "a"), Client(port, "b"), Client(port, "s")
+    out, base = [], []
+
+    def note(what, r):
+        epoch = r.member_epoch
+        if r.error_code == 0 and epoch > 0:
+            base[:] = base or [epoch - 1]
+            epoch -= base[0]
+        out.append((what, int(r.error_code), epoch if r.error_code == 0 else None,
+                    parts(r, tid) if r.error_code == 0 else None))
+        return r
+
+    ea = note("A joins", join(a, group, "A", tid=tid)).member_epoch
+    eb = note("B joins", join(b, group, "B", tid=tid)).member_epoch
+    kept = parts(note("A heartbeats owning all", beat(a, group, "A", ea, owned=[0, 1, 2, 3], tid=tid)), tid)
+    ea2 = note("A revoked", beat(a, group, "A", ea, owned=kept, tid=tid)).member_epoch
+    note("B heartbeats", beat(b, group, "B", eb, owned=[], tid=tid))
+    note("A at an epoch ahead", beat(a, group, "A", ea2 + 5, owned=kept, tid=tid))
+    note("A at its previous epoch", beat(a, group, "A", ea, owned=kept, tid=tid))
+    note("an unknown member", beat(a, group, "X", ea2, tid=tid))
+    note("a join owning partitions", beat(a, group, "Y", 0, ["t"], [0], rebalance_ms=1000, tid=tid))
+    es = note("S joins static", join(s, group, "S1", instance="i-s", tid=tid)).member_epoch
+    note("S2 joins as i-s", join(s, group, "S2", instance="i-s", tid=tid))
+    note("S leaves for now", beat(s, group, "S1", -2, instance="i-s", tid=tid))
+    note("S2 joins as i-s again", join(s, group, "S2", instance="i-s", tid=tid))
+    note("S1 heartbeats", beat(s, group, "S1", es, instance="i-s", tid=tid))
+    note("B leaves", beat(b, group, "B", -1, tid=tid))
+    note("B heartbeats after", beat(b, group, "B", eb, tid=tid))
+    return out
+
+
+# the conversation's answers on serve; tests/test_interop_kip848.py holds Kafka 4.4.0 to the same
+CONVERSATION = [
+    ("A joins", 0, 1, [0, 1, 2, 3]),
+    ("B joins", 0, 2, []),  # its target is held by A: given nothing yet (UNRELEASED_PARTITIONS)
+    ("A heartbeats owning all", 0, 1, [0, 1]),  # A must revoke t-2, t-3 first: it stays at epoch 1
+    ("A revoked", 0, 2, None),
+    ("B heartbeats", 0, 2, [2, 3]),  # released: given
+    ("A at an epoch ahead", 110, None, None),  # FENCED_MEMBER_EPOCH
+    ("A at its previous epoch", 0, 2, None),  # tolerated: its owned partitions are within its assignment (K3)
+    ("an unknown member", 25, None, None),  # UNKNOWN_MEMBER_ID
+    ("a join owning partitions", 42, None, None),  # INVALID_REQUEST
+    ("S joins static", 0, 3, []),
+    ("S2 joins as i-s", 111, None, None),  # UNRELEASED_INSTANCE_ID: S1 holds it
+    ("S leaves for now", 0, -2, None),
+    ("S2 joins as i-s again", 0, 3, []),  # replaces S1 at its epoch, with its (empty) assignment
+    ("S1 heartbeats", 82, None, None),  # FENCED_INSTANCE_ID
+    ("B leaves", 0, -1, None),
+    ("B heartbeats after", 25, None, None),
+]
 
 
 def test_serve_advertises_the_kip848_apis(server):
@@ -168,3 +228,10 @@ def test_a_classic_group_id_is_not_a_consumer_groups(server):
     assert r.error_code == 69  # GROUP_ID_NOT_FOUND: the online migration is not modelled
     join(Client(server.port), "cg", "A")
     assert Client(server.port).join("cg").error_code == 69
+
+
+def test_the_conversation(server):
+    got = conversation(server.port, T, "conversation")
+    for line in got:
+        print(line)
+    assert got == CONVERSATION
