@@ -903,13 +903,24 @@ def build(cfg: GroupConfig, *args, **kwargs) -> System:
 SCHEDULE_LIMIT = 10_000
 
 
+class Storm(RuntimeError):
+    """The deterministic schedule of ``settle`` did not settle: ``start``, the state it
+    began from, and ``trace``, its steps ``[(Action, State), ...]``."""
+
+    def __init__(self, start: State, trace: list):
+        super().__init__(f"the group did not settle within {SCHEDULE_LIMIT} steps")
+        self.start, self.trace = start, trace
+
+
 def settle(system: System, state: State, trace: list | None = None, timers: bool = True) -> State:
     """Run the deterministic schedule until nothing but faults is enabled: the
     network delivers messages in the order they were sent (oldest first, across
     all connections); heartbeats come when no message is in flight, then timers.
     With ``timers=False`` no timer fires (the group settles within its deadlines).
-    Appends ``(Action, State)`` to ``trace`` if given. Raises RuntimeError if it
-    does not settle within SCHEDULE_LIMIT steps (a livelock in the model)."""
+    Appends ``(Action, State)`` to ``trace`` if given. Raises ``Storm`` (a
+    RuntimeError, with the schedule's steps) if it does not settle within
+    SCHEDULE_LIMIT steps (a livelock in the model)."""
+    start, steps = state, []
     order = SendOrder(state)
     # messages in send order, then the members' own steps (heartbeats, KIP-848's reconciliation stages)
     rank = {"deliver": 0, "reply": 0, RECONCILE: 1, RELEASE: 1, "heartbeat": 1}
@@ -918,11 +929,12 @@ def settle(system: System, state: State, trace: list | None = None, timers: bool
     for _ in range(SCHEDULE_LIMIT):
         nexts = [(a, n) for a, n in system.successors(state._replace(faults_left=0)) if a.kind in rank]
         if not nexts:
+            if trace is not None:
+                trace.extend(steps)
             return state
         action, nxt = min(nexts, key=lambda an: (rank[an[0].kind], order.head(an[0].kind, an[0].slot) or 0))
         nxt = nxt._replace(faults_left=state.faults_left)
         order.step(state, action, nxt)
         state = nxt
-        if trace is not None:
-            trace.append((action, state))
-    raise RuntimeError(f"the group did not settle within {SCHEDULE_LIMIT} steps")
+        steps.append((action, state))
+    raise Storm(start, steps)

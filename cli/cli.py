@@ -31,11 +31,11 @@ from rebalance.checker.streams_simulation import (
 )
 from rebalance.checker.render import lane, partitions as partition_names
 from rebalance.checker.engines.checkpoint import INTERVAL_S as CHECKPOINT_INTERVAL_S, Checkpoint, run_key
-from rebalance.checker.engines.explore import explore, fair_except_timers
+from rebalance.checker.engines.explore import explore, fair_except_timers, storm_result
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
 from rebalance.checker.properties import applicable, applicable_covers, concrete_reason
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
-from rebalance.checker.system import FAULTS, KIP345_FAULTS, System
+from rebalance.checker.system import FAULTS, KIP345_FAULTS, Storm, System
 from rebalance.extras import DISTRIBUTION, require
 from rebalance.progress import Reporter
 from rebalance.model.config import CONSUMER_PROTOCOLS, ConfigError
@@ -384,10 +384,16 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
     system = settings.system()
     props = applicable(system)
-    if walks:
+    covers = applicable_covers(system)
+    try:
+        system.initial()  # settled once here: an initial group that never settles is a violation, not a crash
+    except Storm as storm:
+        storm_at_start = storm
+    else:
+        storm_at_start = None
+    if walks and not storm_at_start:
         _walks(settings, system, props, walks, depth or 100, seed, spark_master, guard, as_json, out_dir,
                junit_path and (junit_path, _suite(config)))
-    covers = applicable_covers(system)
     # a property decided by its own lasso search needs the whole space: it never stops the run
     stop_on = frozenset() if settings.keep_going else frozenset(
         p.name for p in props if p.name not in settings.expect_violated and not p.lasso)
@@ -411,7 +417,10 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
             err.print(f"resuming from {resume_dir}: the checkpoint at depth {ck.last[0]} ({ck.last[1]:,} states)",
                       highlight=False)
     with Reporter(err, checkpoint=kwargs.get("checkpoint")) as reporter:  # a live line, else one every INTERVAL_S
-        result = engine(progress=reporter.update)
+        if storm_at_start:  # the initial state never settles: a violation, with its lasso (exit 1)
+            result = storm_result(system, props, storm_at_start, covers)
+        else:
+            result = engine(progress=reporter.update)
         reporter.enter("counterexamples")
         result.violations = [dataclasses.replace(v, reason=concrete_reason(system, v)) for v in result.violations]
         files = {v.property: counterexample.write(settings.group, v, out_dir, _config_summary(settings))

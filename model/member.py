@@ -266,9 +266,16 @@ def _sync_response(cfg: GroupConfig, c: Consumer, r: SyncGroupResponse, out: lis
         if newly_ready and _wants_rejoin(cfg, c.streams) and not revoked:  # R55: a warm standby is ready at once
             return _rejoin(cfg, c, out)
     # R18: after revoking, rejoin at once (Design I); R62: a topic it waits for exists; R74: told to
-    if revoked or r.assignment.rejoin or c.metadata & c.snapshot:
+    if rule(cfg, _rejoins_after_assignment)(revoked) or r.assignment.rejoin or c.metadata & c.snapshot:
         return _rejoin(cfg, c, out)
     return c._replace(phase=MemberPhase.STABLE)
+
+
+def _rejoins_after_assignment(revoked: int) -> bool:
+    """R18: a member rejoins at once after an assignment only if it revoked something
+    (Design I; ConsumerCoordinator.onJoinComplete requests a rejoin when partitions
+    were revoked). Replaced by ``rejoin-after-every-assignment`` (test-only)."""
+    return bool(revoked)
 
 
 def _awaited_topics(cfg: GroupConfig, c: Consumer, members) -> int:

@@ -147,6 +147,12 @@ REGISTRY = {m.name: m for m in (
              "counted from zero)",
              "test-only: a deliberately wrong model, not a Kafka bug (seed 000, Design III: at most max_moves "
              "partitions move per round)", "R34, R67", ("incremental",), test_only=True),
+    Mutation("rejoin-after-every-assignment",
+             "a member asks to rejoin after every assignment, as if the cooperative assignment it got always "
+             "failed its validation: the group rebalances for ever, from its very first round",
+             "test-only, in the manner of KAFKA-13406 (ConsumerCoordinator requested a rejoin whenever its "
+             "validation of a cooperative assignment failed: endless rebalances); an initial state that never "
+             "settles, reported as a violation of no_rebalance_storm", "R18", PROTOCOLS, test_only=True),
     Mutation("refuse-static-commits",
              "the coordinator refuses every OffsetCommit that carries a group.instance.id, a current static "
              "member's included (REBALANCE_IN_PROGRESS): a static member never commits",
@@ -515,6 +521,11 @@ def _skip_assignment_always(req) -> bool:
 
 @replaces(coordinator._commit_fencing, "no-commit-fencing")
 def _accept_every_commit(group, mid: int, generation: int, iid: int) -> bool:
+    return True
+
+
+@replaces(member._rejoins_after_assignment, "rejoin-after-every-assignment")
+def _always_rejoin(revoked: int) -> bool:
     return True
 
 

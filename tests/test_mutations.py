@@ -148,6 +148,8 @@ MATRIX = [
     (("barrier-ignores-pending-members",), SMALL, set()),
     (("static-leader-told-it-leads-before-v9",), SMALL, set()),
     (("unknown-member-id-not-echoed",), SMALL, set()),
+    # the initial group never settles: no_rebalance_storm with its lasso, nothing else explored (tests/test_storm.py)
+    (("rejoin-after-every-assignment",), ("--members", "2", "--partitions", "2"), {"no_rebalance_storm"}),
 ]
 
 
@@ -160,7 +162,8 @@ def test_what_each_mutation_breaks_and_leaves_holding(rebalance_check, mutations
     code, s = rebalance_check(*config, *_args(mutations), "--continue")
     status = {p["name"]: p["status"] for p in s["properties"]}
     assert {n for n, st in status.items() if st == "violated"} == violated
-    assert all(st == "holds" for n, st in status.items() if n not in violated)
+    storm = (s.get("counterexample") or {}).get("reason", "").startswith("the initial group never settles")
+    assert all(st == ("incomplete" if storm else "holds") for n, st in status.items() if n not in violated)
     expected = {"exclusive_processing"} if {"pause", "remove"} & set(config[-1].split(",")) else set()
     assert code == (1 if violated - expected else 0)
     for v in s["counterexamples"]:

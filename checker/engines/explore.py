@@ -122,6 +122,39 @@ def lasso_violation(system, name: str, lasso, graph, stem: list, state_at, canon
     return Violation(name, how, concrete(system, canonical, path), loop_start)
 
 
+def storm_result(system, properties, storm, covers=()) -> "Result":
+    """The Result of a run whose initial state never settles (``system.Storm``): the
+    settled schedule from the started members loops. Its steps are cut at the first
+    state that repeats an earlier one up to renaming, a lasso whose loop is an
+    infinite execution of the schedule (weakly fair: it delivers every message in
+    the order sent and fires what is due); reported as a violation of the property
+    it breaks, ``no_rebalance_storm`` when a generation completes on the loop, else
+    ``eventual_balance``, with every other property incomplete (nothing explored)."""
+    t0 = time.perf_counter()
+    canonical = Renamer().canonical
+    path = [(None, storm.start)] + storm.trace
+    seen: dict = {}
+    for k, (_, state) in enumerate(path):
+        form = canonical(state._replace(faults_left=0))
+        if form in seen:
+            loop_start, path = seen[form], path[:k + 1]
+            break
+        seen[form] = k
+    else:  # no repeat within the schedule's limit: the end of the run stands for the rest
+        loop_start = len(path) - 1
+    rises = [b[1].group.generation > a[1].group.generation for a, b in zip(path[loop_start:], path[loop_start + 1:])]
+    name = "no_rebalance_storm" if any(rises) else "eventual_balance"
+    reason = (f"the initial group never settles: {sum(rises)} generation(s) complete on every turn of a "
+              f"{len(path) - 1 - loop_start}-step cycle of its settling schedule" if any(rises) else
+              f"the initial group never settles: a {len(path) - 1 - loop_start}-step cycle of its settling schedule")
+    violation = Violation(name, reason, path, loop_start)
+    statuses = {p.name: "violated" if p.name == name else "incomplete" for p in properties}
+    fired = Counter(a.kind for a, _ in path[1:])
+    return Result(len(seen), len(path) - 1, len(path) - 1, time.perf_counter() - t0, statuses, [violation],
+                  Counter({k: fired[k] for k in ACTION_KINDS if fired[k]}), "the settling of the initial state, which never ends",
+                  {c.name: False for c in covers})
+
+
 @dataclass
 class Result:
     """The outcome of one exploration: counts, each property's status, the
