@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from .table import machine
+from .table import finish, machine
 
 
 def _rounds(texts) -> str:
@@ -51,8 +51,4 @@ def write_connect_table(results, path: Path, seconds: float) -> None:
         lines.append(f"| **{r.scenario}**: {CONNECT[r.scenario].title} | {r.target} | {_rounds(r.rounds)} | {seed} "
                      f"| {connect} | {m.get('matches', '-')} | {verdicts} | {_tasks(r)} | {situation}"
                      f"{'; ' + r.error if r.error else ''} | {r.seconds:.0f} |")
-    passed = sum(r.passed for r in results)
-    lines += ["", f"{passed} of {len(results)} runs passed (situation reached, both conform sides conform, "
-                  "no task lost)."]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    finish(lines, results, path, "situation reached, both conform sides conform, no task lost")

@@ -71,9 +71,15 @@ def write_table(results, path: Path, seconds: float) -> None:
         title = CATALOGUE[name].title if name in CATALOGUE else name
         lines.append(f"| **{name}**: {title} | {variant} | {_outcome(by.get('kafka'))} | {_outcome(by.get('serve'))} "
                      f"| {_verdicts(by.get('kafka'))} | {_verdicts(by.get('serve'))} |")
+    finish(lines, results, path, "situation reached; each side conforms, or diverges only where a documented "
+                                 "departure says so")
+
+
+def finish(lines: list, results, path: Path, passing: str) -> None:
+    """Write the table ``lines`` to ``path`` with its footer: how many of ``results``
+    passed (``passing``: what passing means)."""
     passed = sum(r.passed for r in results)
-    lines += ["", f"{passed} of {len(results)} runs passed (situation reached; each side conforms, or diverges only "
-                  "where a documented departure says so)."]
+    lines += ["", f"{passed} of {len(results)} runs passed ({passing})."]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
 
