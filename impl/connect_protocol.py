@@ -44,8 +44,10 @@ CONNECTOR_TASK = -1  # a task id standing for the connector itself (ConnectProto
 _read_tasks = legacy_array_reader(read_int32)
 
 
-class _Reader:
-    """A cursor over Connect protocol bytes; ``take(reader)`` reads one kio primitive."""
+class Cursor:
+    """A cursor over bytes written with Kafka's ``Schema`` or ``DataOutputStream`` types
+    (here and Kafka Streams' user data, impl/streams_info.py); ``take(reader)`` reads one
+    kio primitive, raising kio's BufferUnderflow past the end."""
 
     def __init__(self, data: bytes):
         self.data, self.at = data, 0
@@ -57,6 +59,10 @@ class _Reader:
         value, size = reader(self.data, self.at)
         self.at += size
         return value
+
+
+class _Reader(Cursor):
+    """A cursor over Connect protocol bytes."""
 
     def version(self) -> int:
         version = self.take(read_int16)

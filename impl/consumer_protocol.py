@@ -26,7 +26,7 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.protocol import (ALL_TOPICS, EMPTY_ASSIGNMENT, NO_GENERATION, Assignment, Subscription, mask_of,
                                       partitions_of)
 
-from . import connect_protocol, streams_wire
+from . import connect_protocol, streams_info, streams_wire
 from .wire import FrameError, make
 
 SUBSCRIPTION, ASSIGNMENT = "consumer_protocol_subscription", "consumer_protocol_assignment"
@@ -103,19 +103,21 @@ def subscription_json(protocol_type, data: bytes) -> dict:
     """A JoinGroup metadata as a trace's ``Subscription`` (spec/TRACE.md): ``version``,
     ``topics``, ``owned_partitions`` (KIP-429, v1+), ``generation`` (KIP-792, v2+; -1
     before), ``rack`` (v3+), ``user_data`` (base64); under protocol_type "connect" a
-    worker's metadata (impl/connect_protocol.py); ``{"opaque": base64}`` under another
+    worker's metadata (impl/connect_protocol.py); ``streams``: Kafka Streams'
+    SubscriptionInfo decoded from the user data, when it is one; ``{"opaque": base64}`` under another
     protocol_type or for bytes that do not parse."""
     if protocol_type == connect_protocol.PROTOCOL_TYPE:
         return _connect(connect_protocol.read_metadata, data)
     return _json(SUBSCRIPTION, protocol_type, data, lambda s: {
         "topics": list(s.topics), "owned_partitions": _tps_json(getattr(s, "owned_partitions", ())),
         "generation": getattr(s, "generation_id", NO_GENERATION), "rack": getattr(s, "rack_id", None),
-        "user_data": _b64(s.user_data)})
+        "user_data": _b64(s.user_data), **_streams(streams_info.read_subscription, s.user_data)})
 
 
 def assignment_json(protocol_type, data: bytes):
     """A SyncGroup assignment as a trace's ``Assignment`` (spec/TRACE.md): ``version``,
-    ``assigned_partitions``, ``user_data`` (base64); None for empty bytes (no
+    ``assigned_partitions``, ``user_data`` (base64), ``streams`` (Kafka Streams'
+    AssignmentInfo, when the user data is one); None for empty bytes (no
     assignment); a Connect assignment under protocol_type "connect"; ``{"opaque": base64}``
     as for ``subscription_json``."""
     if not data:
@@ -123,7 +125,19 @@ def assignment_json(protocol_type, data: bytes):
     if protocol_type == connect_protocol.PROTOCOL_TYPE:
         return _connect(connect_protocol.read_assignment, data)
     return _json(ASSIGNMENT, protocol_type, data, lambda a: {
-        "assigned_partitions": _tps_json(a.assigned_partitions), "user_data": _b64(a.user_data)})
+        "assigned_partitions": _tps_json(a.assigned_partitions), "user_data": _b64(a.user_data),
+        **_streams(streams_info.read_assignment, a.user_data)})
+
+
+def _streams(read, user_data) -> dict:
+    """``{"streams": ...}``: Kafka Streams' SubscriptionInfo or AssignmentInfo in the user
+    data (impl/streams_info.py), when it parses as one to its last byte; ``{}`` otherwise."""
+    if not user_data:
+        return {}
+    try:
+        return {"streams": read(bytes(user_data))}
+    except FrameError:
+        return {}
 
 
 def _connect(read, data: bytes) -> dict:

@@ -67,10 +67,16 @@ What is abstracted, because the protocol allows it (and why; spec/SPEC.md,
   UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION, requestRejoin on REBALANCE_IN_PROGRESS).
   Such an error is an optional Heartbeat response: processed or not.
 * The rebalance protocol is the client's, not the selected name's: cooperative
-  only when every protocol it lists is ``cooperative-sticky`` (the Java client
+  only when every protocol it lists is ``cooperative-sticky`` or Kafka Streams'
+  ``stream`` (the Java client
   uses the highest RebalanceProtocol all its assignors support,
   ConsumerCoordinator's constructor; librdkafka requires one protocol type for
   all its assignors).
+* Kafka Streams' followup rebalances: a member whose AssignmentInfo (the decoded
+  ``streams`` of its assignment, impl/streams_info.py) names a ``next_rebalance_ms``
+  rejoins on its own later (the probing rebalance, or at once for tasks withheld for
+  their revocation; StreamsPartitionAssignor.maybeScheduleFollowupRebalance): the
+  model's scheduled rejoin (R60), one tick then due; when it rejoins is not judged.
 * Reconnection: a new connection of a known client may resend the request left
   unanswered on the old one.
 * Leaving and joining again: a member that left (a LeaveGroup, or silently if
@@ -88,13 +94,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from rebalance.impl.ids import Ids
+from rebalance.impl.streams_info import NO_REBALANCE_MS
 from rebalance.model.assignors import resolve_claims
 from rebalance.model.config import ASSIGNORS, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, handle
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, Assignment, Error, HeartbeatResponse, JoinGroup,
-    JoinGroupResponse, Leave, LeaveGroup, Send, Start, Subscription, SyncGroup, SyncGroupResponse,
-    partitions_of, union,
+    EMPTY_ASSIGNMENT, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Assignment, Error,
+    HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup, ScheduledRebalanceDue, Send, Start,
+    Subscription, SyncGroup, SyncGroupResponse, Tick, partitions_of, union,
 )
 
 from ..kafka_json import Codec
@@ -103,7 +110,9 @@ from ..vectors_run import check_assignment
 from . import connect
 from .verdict import CONFORMS, INCOMPLETE, Divergence, Verdict, divergent, option
 
-COOPERATIVE_PROTOCOLS = frozenset({"cooperative-sticky"})
+# the assignors whose only RebalanceProtocol is COOPERATIVE: the consumer's cooperative-sticky, and Kafka
+# Streams' "stream" (StreamsPartitionAssignor.supportedProtocols, StreamsPartitionAssignor.java:277, Kafka 4.4.0)
+COOPERATIVE_PROTOCOLS = frozenset({"cooperative-sticky", "stream"})
 MAIN_LINE = ("JoinGroup", "SyncGroup", "LeaveGroup")
 SIDE = ("Heartbeat", "OffsetCommit")
 LOSS_ERRORS = frozenset({Error.UNKNOWN_MEMBER_ID, Error.ILLEGAL_GENERATION, Error.FENCED_INSTANCE_ID})
@@ -391,7 +400,7 @@ class _Checker:
                                      ids.member(body["leader"]), members, body["skip_assignment"],
                                      body["protocol_name"] or "")
         a = body["assignment"]
-        return SyncGroupResponse(error, Assignment(self._assignment(cfg, a)) if a else EMPTY_ASSIGNMENT)
+        return SyncGroupResponse(error, Assignment(self._assignment(cfg, a), _followup(a)) if a else EMPTY_ASSIGNMENT)
 
     def _subscription(self, cfg: GroupConfig, metadata) -> tuple:
         owned, _ = self._claim(cfg, metadata)
@@ -415,6 +424,8 @@ class _Checker:
             yield self._step(cfg, cand, Start(self._instance_of(client)))
         if api == "JoinGroup" and _left(c) and not cand.pending:  # joins again, as a new member
             yield self._step(cfg, Candidate(NEW_CONSUMER), Start(self._instance_of(client)))
+        if api == "JoinGroup" and c.scheduled != NOT_SCHEDULED and not cand.pending:  # a followup rebalance (R60)
+            yield self._step(cfg, cand, Tick() if c.scheduled > 0 else ScheduledRebalanceDue())
         # a static member sends LeaveGroup only when told to (R27, KIP-1092), so its Leave
         # may also be silent, before a JoinGroup
         static = c.group_instance_id != NO_INSTANCE_ID
@@ -702,6 +713,16 @@ def _group_of(rec: dict) -> str:
 
 def _api(req) -> str:
     return type(req).__name__
+
+
+def _followup(assignment: dict) -> int:
+    """The model's ``Assignment.scheduled`` (ticks) of a decoded assignment: 1 when Kafka
+    Streams' AssignmentInfo asks this member for a followup rebalance (``next_rebalance_ms``
+    0: at once, for tasks waiting on their revocation; or the probing rebalance's time,
+    R60; StreamsPartitionAssignor.maybeScheduleFollowupRebalance), else 0. The member
+    rejoins once its one tick passed: when is not judged here."""
+    streams = assignment.get("streams")
+    return 1 if streams and streams["next_rebalance_ms"] != NO_REBALANCE_MS else 0
 
 
 def _subscription_dict(metadata) -> dict:
