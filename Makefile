@@ -11,7 +11,7 @@ JOBS ?= auto
 # pytest's options (CI's --durations)
 ids = $(if $(SUBSET),$(foreach i,$(shell grep -v -e '^\#' -e '^$$' $(SUBSET)),'$(i)'))
 
-.PHONY: run test test-slow test-interop test-kafka catalogue connect docs bench setup oracle dot chromium clean
+.PHONY: run test test-slow test-interop test-kafka catalogue connect streams docs bench setup oracle dot chromium clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -87,6 +87,11 @@ catalogue: setup oracle
 # table docs/connect/results.md (docs/connect.md includes it, with each scenario's time)
 connect: setup oracle
 	cd tests && ../$(PY) -m catalogue --connect --out ../results/connect --table ../docs/connect/results.md
+
+# Kafka Streams 4.4.0's scenarios on serve and on Kafka (tests/catalogue/streams.py), outside CI: writes the Streams
+# table docs/streams/results.md (docs/streams.md includes it, with each scenario's time)
+streams: setup oracle
+	cd tests && ../$(PY) -m catalogue --streams --out ../results/streams --table ../docs/streams/results.md
 
 # the site under docs/ (mkdocs.yml; --strict: a broken link or a missing page fails) and the
 # tutorials, every shell block of them run (tests/test_docs.py); the site is written to site/

@@ -31,14 +31,13 @@ import base64
 import socket
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 from rebalance.impl.wire import Api, read_response, request_frame
 
-from .maven import LOG4J2, OracleError, classpath, tool
-from .process import JvmProcess
+from .maven import OracleError
+from .process import JvmProcess, java
 
 STARTUP_TIMEOUT_S = 60
 # JVM options: a small heap and the serial collector suit one node on two cores
@@ -137,7 +136,7 @@ class KafkaBroker(JvmProcess):
         }
 
     def _java(self, main: str, *args: str) -> list:
-        return [tool("java"), *JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp", classpath(), main, *args]
+        return java(main, *args, options=JVM_OPTIONS)
 
     def _format(self) -> None:
         config = self.directory / "server.properties"
@@ -156,18 +155,11 @@ class KafkaBroker(JvmProcess):
             return
         if not self._formatted:
             self._format()
-        started = time.monotonic()
         with self.log_path.open("a") as log:
             self.proc = subprocess.Popen(self._java("kafka.Kafka", str(self.directory / "server.properties")),
                                          stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        while not api_versions_answered(self.host, self.port):
-            if self.proc.poll() is not None:
-                raise OracleError(f"the Kafka broker exited with {self.proc.returncode}:\n{self.log_tail()}")
-            if time.monotonic() - started > STARTUP_TIMEOUT_S:
-                self.kill9()
-                raise OracleError(f"the Kafka broker did not answer within {STARTUP_TIMEOUT_S} s:\n{self.log_tail()}")
-            time.sleep(0.05)
-        self.startup_s = time.monotonic() - started
+        self.wait_ready("the Kafka broker", lambda: api_versions_answered(self.host, self.port), STARTUP_TIMEOUT_S,
+                        poll_s=0.05)
 
     def close(self) -> None:
         """Stop, and delete a temporary folder."""

@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from .broker import free_port
-from .maven import LOG4J2, OracleError, classpath, tool
-from .process import JvmProcess
+from .process import JvmProcess, java
 
 MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 CONNECTOR = "rebalance.oracle.connect.SequenceSourceConnector"
@@ -88,25 +86,17 @@ class ConnectWorker(JvmProcess):
 
     def start(self) -> None:
         """Start the worker's JVM and wait until its REST API answers."""
-        started = time.monotonic()
         with self.log_path.open("a") as log:
-            self.proc = subprocess.Popen([tool("java"), *JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2}", "-cp",
-                                          classpath(), MAIN, str(self.properties)],
+            self.proc = subprocess.Popen(java(MAIN, str(self.properties), options=JVM_OPTIONS),
                                          stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        while True:
-            if self.proc.poll() is not None:
-                raise OracleError(f"Connect worker {self.name} exited ({self.proc.returncode}):\n{self.log_tail(30)}")
-            try:
-                self._call("GET", "/")
-                break
-            except (OSError, ConnectError):
-                pass
-            if time.monotonic() - started > STARTUP_TIMEOUT_S:
-                self.kill9()
-                raise OracleError(f"Connect worker {self.name} did not answer in {STARTUP_TIMEOUT_S} s:\n"
-                                  f"{self.log_tail(30)}")
-            time.sleep(0.2)
-        self.startup_s = time.monotonic() - started
+        self.wait_ready(f"Connect worker {self.name}", self._answers, STARTUP_TIMEOUT_S)
+
+    def _answers(self) -> bool:
+        try:
+            self._call("GET", "/")
+            return True
+        except (OSError, ConnectError):
+            return False
 
     def close(self) -> None:
         """Kill it (a paused worker too); nothing is left running."""

@@ -10,17 +10,13 @@ set of scenarios runs with ``make connect``."""
 import pytest
 
 from catalogue.connect import CONNECT, run_connect
-from catalogue.targets import target
+from catalogue.targets import played_on
 
 
 @pytest.mark.parametrize("where", [pytest.param("serve", marks=pytest.mark.interop),
                                    pytest.param("kafka", marks=pytest.mark.kafka)])
 def test_a_worker_joins_three_running_eight_tasks(where, tmp_path):
-    t = target(where, {}, tmp_path / "broker")
-    try:
-        r = run_connect(CONNECT["worker_joins"], t, tmp_path / "run")
-    finally:
-        t.close()
+    r = played_on(where, tmp_path, lambda t: run_connect(CONNECT["worker_joins"], t, tmp_path / "run"))
     assert r.error is None, r.error
     assert r.reached, r.situation
     assert r.none_lost, r.records

@@ -209,8 +209,9 @@ class ConnectRun:
         self.proxy.close()
 
 
-def _member_names(trace) -> dict:
-    """{member.id: worker name} from the JoinGroup answers (client.id connect-NAME)."""
+def _member_names(trace, name_of=lambda client_id: client_id.removeprefix("connect-")) -> dict:
+    """{member.id: name} from the JoinGroup answers, ``name_of(client.id)`` (a worker's
+    client.id is connect-NAME)."""
     client = {}
     for _, r in trace.records:
         if r["type"] == "request":
@@ -220,7 +221,7 @@ def _member_names(trace) -> dict:
         if r["type"] == "response" and r.get("api") == "JoinGroup" and r["body"]["error"] in ("NONE",
                                                                                            "MEMBER_ID_REQUIRED"):
             name = client.get((r["connection"], r["correlation_id"])) or "?"
-            out[r["body"]["member_id"]] = name.removeprefix("connect-")
+            out[r["body"]["member_id"]] = name_of(name)
     return out
 
 

@@ -209,3 +209,13 @@ TARGETS = {"kafka": KafkaTarget, "serve": ServeTarget}
 def target(name: str, settings: dict, directory=None) -> Target:
     """Start the target ``name`` ("kafka" or "serve") with ``settings``."""
     return TARGETS[name](settings, Path(directory or tempfile.mkdtemp(prefix=f"catalogue-{name}-")))
+
+
+def played_on(where: str, directory: Path, play):
+    """``play(target)`` on a fresh target ``where`` (its files in ``directory/broker``),
+    closed afterwards whatever happens; what ``play`` returns."""
+    t = target(where, {}, Path(directory) / "broker")
+    try:
+        return play(t)
+    finally:
+        t.close()

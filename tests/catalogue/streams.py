@@ -1,0 +1,344 @@
+"""Kafka Streams 4.4.0 on a target (``rebalance serve`` or the real broker), behind the
+recording proxy: instances of the oracle's CountApp (rebalance.oracle.streams: a count
+per key in a state store with its changelog, ``num.standby.replicas`` 1, warmups, the
+probing rebalance at its 60 s minimum) on an input topic of ``PARTITIONS`` partitions,
+so six tasks; each scenario moves instances while records keep arriving (docs/streams.md).
+
+``StreamsRun`` plays a scenario: instances A, B, ... (client.id ``A``; their consumers'
+``A-StreamThread-1-consumer``), a producer writing ``RATE`` records a second of keys
+``k0``..``k59`` to the input topic (librdkafka, straight to the broker: only group APIs
+are recorded). ``run_streams(scenario, target, directory)`` plays it and judges it: the
+situation's claims (read off the instances' own view of their tasks, over time), the
+end-to-end counts (every key's outputs are 1, 2, ..., n exactly once, n the key's input
+records: nothing lost or counted twice), and ``rebalance conform`` on both sides of the
+trace.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from rebalance.checker.conform.trace import read
+from rebalance.impl.observed import now_ms
+from rebalance.impl.streams_info import NO_REBALANCE_MS
+from rebalance.oracle.streams import DEFAULTS, StreamsInstance
+
+from .connect import _member_names
+from .runner import _verdict, registrar
+from .streams_model import model_rounds, real_rounds
+
+PARTITIONS = 6
+KEYS = 60
+RATE = 50  # input records a second while the scenario runs
+BACKLOG = 3000  # records written before the first instance starts: the state a newcomer must restore
+_serial = itertools.count(1)
+
+
+@dataclass
+class StreamsScenario:
+    """``script(run)`` plays it; ``situation(run)`` yields (claim, held) pairs; ``model``:
+    (the instances before the event as {name: active task mask}, the names that join)
+    for streams_model.model_rounds, or None."""
+
+    name: str
+    title: str
+    script: Callable
+    situation: Callable | None = None
+    settings: dict = field(default_factory=dict)
+    model: tuple | None = None
+
+
+STREAMS: dict = {}
+
+
+def streams_scenario(title: str, model=None, **settings):
+    """Register the decorated script as a Streams scenario; ``model``: its
+    StreamsScenario.model; ``settings``: the app's, over rebalance.oracle.streams.DEFAULTS."""
+    return registrar(STREAMS, lambda script: StreamsScenario(script.__name__, title, script, settings=settings,
+                                                             model=model))
+
+
+class Feeder:
+    """Writes the input: ``count(n)`` records at once, or ``RATE`` a second in a thread
+    between ``start()`` and ``stop()``; ``sent``: {key: records written and acknowledged}."""
+
+    def __init__(self, bootstrap: str, topic: str):
+        from confluent_kafka import Producer
+        self.topic, self.sent, self.n = topic, {}, 0
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _one(self) -> None:
+        key = f"k{self.n % KEYS}"
+        self.n += 1
+
+        def acked(err, _msg, key=key):
+            if err is None:
+                self.sent[key] = self.sent.get(key, 0) + 1
+        self.producer.produce(self.topic, key=key, value=str(self.n), on_delivery=acked)
+
+    def count(self, n: int) -> None:
+        for _ in range(n):
+            self._one()
+            self.producer.poll(0)
+        self.producer.flush(60)
+
+    def start(self) -> None:
+        def run():
+            while not self._stop.wait(1 / RATE):
+                self._one()
+                self.producer.poll(0)
+        self._stop.clear()
+        self._thread = threading.Thread(target=run, daemon=True, name="feeder")
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread:
+            self._stop.set()
+            self._thread.join(10)
+            self._thread = None
+        if self.producer.flush(60):
+            raise RuntimeError("the feeder's records were not all acknowledged")
+
+
+class StreamsRun:
+    """One Streams scenario on one target: its application, topics, proxy and instances."""
+
+    def __init__(self, s: StreamsScenario, target, directory: Path):
+        self.scenario, self.target, self.directory = s, target, directory
+        self.app = f"streams-{s.name}-{next(_serial)}"
+        self.input, self.output = f"{self.app}-in", f"{self.app}-out"
+        target.create_topic(self.input, PARTITIONS)
+        target.create_topic(self.output, 1)
+        self.trace_path = directory / "trace.jsonl"
+        self.proxy = target.record(self.trace_path)
+        self.bootstrap = f"127.0.0.1:{self.proxy.port}"
+        self.broker = f"{target.upstream[0]}:{target.upstream[1]}"
+        self.feeder = Feeder(self.broker, self.input)
+        self.instances: dict = {}
+        self.stopped: set = set()
+        self.marks: dict = {}
+
+    def start(self, name: str) -> StreamsInstance:
+        self.instances[name] = StreamsInstance(name, self.bootstrap, self.app, self.input, self.output,
+                                               self.directory / "instances", self.scenario.settings)
+        self.stopped.discard(name)
+        return self.instances[name]
+
+    def stop(self, name: str) -> None:
+        self.instances[name].stop()
+        self.stopped.add(name)
+
+    def live(self) -> list:
+        return [n for n in self.instances if n not in self.stopped]
+
+    def mark(self, label: str) -> float:
+        self.marks[label] = now_ms()
+        return self.marks[label]
+
+    def placement(self) -> dict:
+        """{instance: (active, standby)} as each live instance sees its tasks now."""
+        return {n: self.instances[n].tasks() for n in self.live()}
+
+    def wait(self, predicate, what: str, timeout: float = 180) -> dict:
+        """Wait until ``predicate(placement)`` holds, every instance RUNNING; the placement."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            dead = [n for n in self.live() if not self.instances[n].alive()]
+            if dead:
+                raise RuntimeError(f"instances exited by themselves: {dead}")
+            placed = self.placement()
+            if all(self.instances[n].state() == "RUNNING" for n in self.live()) and predicate(placed):
+                return placed
+            time.sleep(0.5)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}: {self.placement()}")
+
+    def wait_counted(self, timeout: float = 120) -> dict:
+        """Wait until the output holds every input record's count; the outputs by key."""
+        end = time.monotonic() + timeout
+        while True:
+            out = outputs(self.broker, self.output)
+            if all(max(out.get(k, [0])) >= n for k, n in self.feeder.sent.items()) or time.monotonic() > end:
+                return out
+            time.sleep(1)
+
+    def finish(self) -> None:
+        self.feeder.stop()
+        for i in self.instances.values():
+            i.close()
+        self.proxy.close()
+
+
+def outputs(bootstrap: str, topic: str) -> dict:
+    """{key: [count, ...]} of everything in ``topic`` (one partition) in offset order, read
+    to its end with librdkafka outside any group."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "outputs-reader", "enable.auto.commit": False})
+    out: dict = {}
+    try:
+        _, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        c.assign([TopicPartition(topic, 0, 0)])
+        read_to, end = 0, time.monotonic() + 60
+        while read_to < high and time.monotonic() < end:
+            for m in c.consume(1000, timeout=1):
+                if m.error():
+                    continue
+                out.setdefault(m.key().decode(), []).append(int(m.value()))
+                read_to = m.offset() + 1
+    finally:
+        c.close()
+    return out
+
+
+def counts_outcome(sent: dict, out: dict) -> dict:
+    """The end-to-end check: per key, the input records written (``sent``) against the
+    counts output: ``correct`` when every key's outputs are exactly 1..n once each;
+    otherwise the keys short (a record not counted), with duplicates (counted twice or
+    an update output twice: at_least_once after a crash) or off."""
+    short = sorted(k for k, n in sent.items() if max(out.get(k, [0])) < n)
+    over = sorted(k for k, n in sent.items() if max(out.get(k, [0])) > n)
+    duplicated = sorted(k for k, vs in out.items() if len(vs) != len(set(vs)))
+    gaps = sorted(k for k, vs in out.items() if set(vs) != set(range(1, max(vs) + 1)))
+    return {"keys": len(sent), "records": sum(sent.values()), "outputs": sum(map(len, out.values())),
+            "short": short[:10], "over": over[:10], "duplicated": duplicated[:10], "gaps": gaps[:10],
+            "correct": not (short or over or duplicated or gaps) and set(out) == set(sent)}
+
+
+@dataclass
+class StreamsResult:
+    scenario: str
+    target: str
+    situation: list
+    reached: bool
+    history: dict      # {instance: [{"t", "state", "active", "standby"}, ...]}
+    counts: dict
+    conform: dict
+    rounds: list       # the real rounds (streams_model.real_rounds), from the first with the newcomer
+    model: dict        # {assignor: the model's rounds (streams_model.model_rounds)}
+    figures: dict      # availability.__doc__
+    seconds: float
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return (self.error is None and self.reached and self.counts.get("correct", False)
+                and all(v["verdict"] == "conforms" for v in self.conform.values()))
+
+
+def run_streams(s: StreamsScenario, target, directory: Path) -> StreamsResult:
+    """Play ``s`` on ``target`` in ``directory``; judge it (module docstring)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    r = StreamsRun(s, target, directory)
+    error, counts = None, {}
+    try:
+        s.script(r)
+        counts = counts_outcome(r.feeder.sent, r.wait_counted())
+    except Exception as e:  # a scenario that could not be played is reported, not raised
+        error = f"{type(e).__name__}: {e}"
+    finally:
+        r.finish()
+    who = _member_names(read(r.trace_path), lambda client_id: client_id.split("-StreamThread-")[0])
+    r.rounds = real_rounds(read(r.trace_path).records, r.app, who)
+    try:
+        claims = [{"claim": c, "held": bool(h)} for c, h in (s.situation(r) if s.situation else ())]
+    except Exception as e:
+        claims = [{"claim": f"the situation could be read ({type(e).__name__}: {e})", "held": False}]
+    later = [x for x in r.rounds if x["t_ms"] >= r.marks.get("event", 0)]
+    settings = {**DEFAULTS, **s.settings}
+    model = {a: model_rounds(a, PARTITIONS, settings["num.standby.replicas"], settings["max.warmup.replicas"],
+                             *s.model) for a in ("high-availability", "streams")} if s.model else {}
+    result = StreamsResult(s.name, target.name, claims, bool(claims) and all(c["held"] for c in claims),
+                           {n: i.history for n, i in r.instances.items()}, counts,
+                           {"coordinator": _verdict("coordinator", r.trace_path),
+                            "members": _verdict("members", r.trace_path)},
+                           later, model, availability(r, later), round(time.monotonic() - started, 1), error)
+    (directory / "result.json").write_text(json.dumps(dataclasses.asdict(result), indent=1))
+    return result
+
+
+def availability(run, rounds: list) -> dict:
+    """Restore and unavailability, as the instances saw them: ``warmup_s``, from the
+    first round after the event to the last (the newcomer warming up until it takes its
+    tasks); ``probing_s``, from the round that scheduled the probing rebalance to the
+    round after its time (``next_rebalance_ms``), and ``probing_on_time`` (that round
+    came at or after it); ``unavailable_ms``, per task that changed instance, from the
+    last report of its old owner running it to the first of its new owner running it
+    (the longest; the instances report every 200 ms)."""
+    out: dict = {}
+    if rounds:
+        out["warmup_s"] = round((rounds[-1]["t_ms"] - rounds[0]["t_ms"]) / 1000, 1)
+    probes = [(i, ms) for i, x in enumerate(rounds) for ms in x["next_rebalance_ms"].values()
+              if 0 < ms < NO_REBALANCE_MS]
+    if probes and probes[0][0] + 1 < len(rounds):
+        i, ms = probes[0]
+        out["probing_s"] = round((rounds[i + 1]["t_ms"] - rounds[i]["t_ms"]) / 1000, 1)
+        out["probing_on_time"] = rounds[i + 1]["t_ms"] >= ms
+    gaps = []
+    event = run.marks.get("event", 0)
+    for name, inst in run.instances.items():
+        for other, o in run.instances.items():
+            for task in {t for h in inst.history for t in h["active"]} if other != name else ():
+                # the first report after the event without the task, its report before running it
+                lost = next((i for i, h in enumerate(inst.history) if h["t"] >= event and task not in h["active"]
+                             and i and task in inst.history[i - 1]["active"]), None)
+                if lost is None:
+                    continue
+                since = inst.history[lost]["t"]
+                taken = next((h["t"] for h in o.history if h["t"] >= since and task in h["active"]), None)
+                if taken is not None:
+                    gaps.append(taken - since)
+    if gaps:
+        out["unavailable_ms"] = max(gaps)
+        out["tasks_moved"] = len(gaps)
+    return out
+
+
+# --- the scenarios ------------------------------------------------------------------------
+def _tasks_of(history: list, after_ms: float, kind: str) -> list:
+    """The task sets of ``kind`` ("active" or "standby") an instance reported from ``after_ms`` on."""
+    return [set(h[kind]) for h in history if h["t"] >= after_ms]
+
+
+@streams_scenario("scale up from one instance to two: B warms up, the probing rebalance hands tasks over",
+                  model=({"A": (1 << PARTITIONS) - 1}, ["B"]))
+def scale_up(run):
+    run.feeder.count(BACKLOG)
+    run.start("A")
+    run.wait(lambda p: len(p["A"][0]) == PARTITIONS, "A to run every task")
+    run.feeder.start()
+    run.mark("event")
+    run.start("B")
+    # the probing rebalance comes probing.rebalance.interval.ms (60 s) after B's first assignment
+    run.wait(lambda p: len(p["A"][0]) == len(p["B"][0]) == PARTITIONS // 2, "the handover", timeout=240)
+    run.mark("handover")
+    time.sleep(3)
+    run.feeder.stop()
+    run.mark("end")
+
+
+@scale_up.situation
+def _(run):
+    a, b = run.instances["A"].history, run.instances["B"].history
+    event, handover = run.marks["event"], run.marks.get("handover")
+    b_first = next((h for h in b if h["state"] == "RUNNING"), None)
+    yield "B's first assignment: no active task, a standby (warming up) of each of A's", \
+        b_first is not None and not b_first["active"] and len(b_first["standby"]) == PARTITIONS
+    yield "A kept every active task until the handover", handover is not None and all(
+        len(h["active"]) == PARTITIONS for h in a if event <= h["t"] < handover - 5000 and h["state"] == "RUNNING")
+    yield "the probing rebalance (at least 60 s after B joined) handed half the tasks to B", handover is not None \
+        and handover - event >= 60_000 and len(run.instances["B"].tasks()[0]) == PARTITIONS // 2
+    yield "after it each task has its standby on the other instance", handover is not None and \
+        run.instances["A"].tasks()[1] == run.instances["B"].tasks()[0] and \
+        run.instances["B"].tasks()[1] == run.instances["A"].tasks()[0]
+    figures = availability(run, [x for x in run.rounds if x["t_ms"] >= event])
+    yield "the leader rejoined for the probing rebalance at or after the time its AssignmentInfo named", \
+        figures.get("probing_on_time", False)
