@@ -11,9 +11,10 @@ Kafka's RE2J ``matches``), then steps the model's ``RegexResolved``.
 
 Checked here before the model sees a heartbeat (it abstracts these fields away), as
 GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid (Kafka 4.4.0):
-an empty member id (v1, or any version past a join), group id, instance id or rack id,
-and a join without its rebalance timeout are INVALID_REQUEST; a server assignor other
-than the model's (``cfg.assignor``) is UNSUPPORTED_ASSIGNOR.
+an empty group id, instance id or rack id, and a join without its rebalance timeout are
+INVALID_REQUEST; a server assignor other than the model's (``cfg.assignor``) is
+UNSUPPORTED_ASSIGNOR. The rest of that validation (an empty member id, by version) is
+the model's (K2), as is OffsetCommit's version rule (K11).
 
 Not kept across a restart of serve (Kafka stores consumer groups in __consumer_offsets;
 serve stores only their committed offsets): a member heartbeating after a restart is
@@ -28,9 +29,9 @@ import uuid
 
 from rebalance.model.config import GroupConfig
 from rebalance.model.consumer_group.coordinator import handle
-from rebalance.model.consumer_group.group import empty_group, find, group_state, target_of
+from rebalance.model.consumer_group.group import empty_group, group_state, target_of
 from rebalance.model.consumer_group.messages import (
-    GROUP_STATE_NAMES, JOIN_EPOCH, LEAVE_EPOCH, ConsumerGroupHeartbeat, GroupState, RegexResolved,
+    GROUP_STATE_NAMES, JOIN_EPOCH, ConsumerGroupHeartbeat, GroupState, RegexResolved,
 )
 from rebalance.model.consumer_group.timing import duration_ms, rearm, session_refreshed
 from rebalance.model.protocol import NO_INSTANCE_ID, NO_MEMBER_ID, OffsetCommit, Receive
@@ -41,16 +42,15 @@ from .timers import SettledTimers
 
 log = logging.getLogger("rebalance.serve")
 
-INVALID_REQUEST, UNSUPPORTED_ASSIGNOR, UNSUPPORTED_VERSION = 42, 112, 35
+INVALID_REQUEST, UNSUPPORTED_ASSIGNOR = 42, 112
 DEFAULT_REBALANCE_MS = 300_000  # max.poll.interval.ms's default, for a member that never sent one
 
 
-def heartbeat_wire_error(version: int, b, cfg: GroupConfig):
+def heartbeat_wire_error(b, cfg: GroupConfig):
     """``(error code, message)`` of a ConsumerGroupHeartbeat refused on the fields the model
     abstracts (GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid,
-    GroupCoordinatorService.java:478-510, Kafka 4.4.0), or None."""
-    if not b.member_id and (version >= 1 or b.member_epoch > 0 or b.member_epoch == LEAVE_EPOCH):
-        return INVALID_REQUEST, "MemberId can't be empty."
+    GroupCoordinatorService.java:478-510, Kafka 4.4.0), or None. ``b``: the request's fields
+    (a kio payload, or anything with its attribute names)."""
     for name, value in (("GroupId", b.group_id), ("InstanceId", b.instance_id), ("RackId", b.rack_id)):
         if value == "" or (name == "GroupId" and value is None):
             return INVALID_REQUEST, f"{name} can't be empty."
@@ -60,6 +60,32 @@ def heartbeat_wire_error(version: int, b, cfg: GroupConfig):
         return UNSUPPORTED_ASSIGNOR, f"ServerAssignor {b.server_assignor} is not supported. Supported assignors: " \
                                      f"{cfg.assignor}."
     return None
+
+
+def topics_mask(cfg: GroupConfig, names) -> int:
+    """The topic bitmask of topic names over ``cfg.topics`` (other names are dropped)."""
+    index = {name: i for i, (name, _) in enumerate(cfg.topics)}
+    return sum(1 << index[n] for n in set(names) if n in index)
+
+
+def regex_mask(cfg: GroupConfig, pattern: str) -> int:
+    """The topics a SubscribedTopicRegex matches (a whole name, as RE2J's ``matches``);
+    none for a pattern that does not compile (Kafka refuses it: INVALID_REGULAR_EXPRESSION
+    is not modelled)."""
+    try:
+        rx = re.compile(pattern)
+    except re.error:
+        return 0
+    return topics_mask(cfg, (n for n, _ in cfg.topics if rx.fullmatch(n)))
+
+
+def subscription(cfg: GroupConfig, names, regex) -> tuple:
+    """The model's ``(topics, regex)`` of a heartbeat's SubscribedTopicNames and
+    SubscribedTopicRegex (v1; resolved when the model asks, RegexResolved; "" is none,
+    librdkafka's): ``topics`` None when neither is sent."""
+    if regex:
+        return regex_mask(cfg, regex), True
+    return (None if names is None else topics_mask(cfg, names)), False
 
 
 class ConsumerGroupRuntime(SettledTimers):
@@ -109,21 +135,6 @@ class ConsumerGroupRuntime(SettledTimers):
         return next((n for n, i in self.instances.items() if i == iid), None)
 
     # --- topics -------------------------------------------------------------------
-    def topics_mask(self, names) -> int:
-        """The topic bitmask of topic names (names serve does not host are dropped)."""
-        index = {name: i for i, (name, _) in enumerate(self.cfg.topics)}
-        return sum(1 << index[n] for n in set(names) if n in index)
-
-    def regex_mask(self, pattern: str) -> int:
-        """The topics a SubscribedTopicRegex matches (a whole name, as RE2J's ``matches``);
-        none for a pattern that does not compile (Kafka refuses it: INVALID_REGULAR_EXPRESSION
-        is not modelled)."""
-        try:
-            rx = re.compile(pattern)
-        except re.error:
-            return 0
-        return self.topics_mask(n for n, _ in self.cfg.topics if rx.fullmatch(n))
-
     def owned_mask(self, tps) -> int:
         """The partition bitmask of TopicPartitions ([{topic_id, partitions}])."""
         return mask_of_topics(self.cfg, ((tp.topic_id, tp.partitions) for tp in tps), broker.topic_id)
@@ -160,24 +171,21 @@ class ConsumerGroupRuntime(SettledTimers):
 
     def heartbeat(self, c, version: int, b) -> dict:
         """A ConsumerGroupHeartbeat from connection ``c``: the response's fields."""
-        refused = heartbeat_wire_error(version, b, self.cfg)
+        refused = heartbeat_wire_error(b, self.cfg)
         if refused is not None:
             return {"throttle_time": 0, "error_code": refused[0], "error_message": refused[1], "member_id": None,
                     "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
-        name = b.member_id or str(uuid.uuid4())  # v0's join: the coordinator names it
+        name = b.member_id or str(uuid.uuid4())  # empty: the coordinator's name for it, if the model accepts it
         mid = self.member_id(name)
-        topics, regex = None, False
         regex_asked = getattr(b, "subscribed_topic_regex", None)  # v1
-        if regex_asked:  # v1 (resolved when the model asks, RegexResolved); "" is none (librdkafka's)
-            topics, regex = self.regex_mask(regex_asked), True
-        elif b.subscribed_topic_names is not None:
-            topics = self.topics_mask(b.subscribed_topic_names)
+        topics, regex = subscription(self.cfg, b.subscribed_topic_names, regex_asked)
         owned = None if b.topic_partitions is None else self.owned_mask(b.topic_partitions)
         if b.rebalance_timeout.total_seconds() >= 0:
             rebalance_ms = int(b.rebalance_timeout.total_seconds() * 1000)
         else:
             rebalance_ms = None
-        req = ConsumerGroupHeartbeat(mid, b.member_epoch, self.instance_id(b.instance_id), topics, owned, regex)
+        req = ConsumerGroupHeartbeat(mid, b.member_epoch, self.instance_id(b.instance_id), topics, owned, regex,
+                                     version, not b.member_id)
         if rebalance_ms is not None:
             self.rebalance_ms[mid] = rebalance_ms
         if topics is not None or mid not in self.described:
@@ -194,16 +202,11 @@ class ConsumerGroupRuntime(SettledTimers):
                 "assignment": None if r.assignment is None else {"topic_partitions": self.assignment(r.assignment)}}
 
     def commit_error(self, c, version: int, b) -> int:
-        """The error of an OffsetCommit to this group (the model's K11), UNSUPPORTED_VERSION for
-        a member of the group below v9 (ConsumerGroup.validateOffsetCommit, ConsumerGroup.java:675,
-        Kafka 4.4.0: a consumer protocol member commits with v9 or later)."""
+        """The error of an OffsetCommit to this group (the model's K11, its version rule included)."""
         epoch = b.generation_id_or_member_epoch
         mid = self.member_id(b.member_id)
-        if version < 9 and find(self.group, mid) is not None:
-            self._forget()
-            return UNSUPPORTED_VERSION
         r = self.step(Receive(c.conn, OffsetCommit(mid, epoch, 0, self.instance_id(getattr(b, "group_instance_id",
-                                                                                          None)))))
+                                                                                          None)), version)))
         return r[0].response.error
 
     def list_entry(self) -> dict:

@@ -61,6 +61,7 @@ class Error(IntEnum):
     UNKNOWN_MEMBER_ID = 25
     INVALID_SESSION_TIMEOUT = 26
     REBALANCE_IN_PROGRESS = 27
+    UNSUPPORTED_VERSION = 35  # an API version the coordinator refuses for this request
     INVALID_REQUEST = 42
     MEMBER_ID_REQUIRED = 79
     FENCED_INSTANCE_ID = 82
@@ -313,10 +314,13 @@ class LeaveGroup(NamedTuple):
 
 
 class OffsetCommit(NamedTuple):
+    """``version``: the request's API version (a KIP-848 member commits with v9 or later, K11)."""
+
     member_id: int
     generation: int
     partitions: int
     group_instance_id: int = NO_INSTANCE_ID
+    version: int = 9
     tag: int = 16
 
 

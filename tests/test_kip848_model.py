@@ -62,6 +62,21 @@ def test_heartbeat_validation_and_unknown_members():
     assert beat(g, 0, A, 5)[1].error == Error.UNKNOWN_MEMBER_ID
 
 
+@pytest.mark.spec("K2")
+def test_an_empty_member_id_is_refused_by_version():
+    """GroupCoordinatorService.java:478-510 (Kafka 4.4.0): MemberId may be empty only at v0 and only
+    for a join or a static leave; the coordinator then names the member (``member_id``)."""
+    def unnamed(version, epoch, iid=0, owned=None, topics=None):
+        req = CGH(A, epoch, iid, topics, owned, False, version, True)
+        return coordinator.handle(CFG, empty_group(CFG), Receive(connection(0, 1), req))
+    assert unnamed(1, 0, owned=0, topics=ALL_TOPICS)[1][0].response.error == Error.INVALID_REQUEST
+    for epoch in (-1, 3):
+        assert unnamed(0, epoch)[1][0].response.error == Error.INVALID_REQUEST
+    g, out = unnamed(0, 0, owned=0, topics=ALL_TOPICS)
+    assert out[0].response.error == Error.NONE and find(g, A) is not None
+    assert unnamed(0, -2, iid=1)[1][0].response.error == Error.UNKNOWN_MEMBER_ID  # past validation
+
+
 @pytest.mark.spec("K3")
 def test_previous_epoch_is_tolerated_with_owned_partitions_within_the_assignment():
     g = stable_pair()
@@ -175,6 +190,11 @@ def test_offset_commits_are_fenced_on_the_member_epoch():
         return coordinator.handle(CFG, g, Receive(connection(0, 1), OffsetCommit(mid, epoch, 0b0001)))[1][0].response.error
     assert commit(A, 2) == Error.NONE
     assert commit(A, 1) == Error.STALE_MEMBER_EPOCH
+    # a member commits with v9 or later (ConsumerGroup.java:675, Kafka 4.4.0), checked before its epoch;
+    # an unknown member is UNKNOWN_MEMBER_ID at any version
+    for version, mid, expected in ((8, A, Error.UNSUPPORTED_VERSION), (8, C, Error.UNKNOWN_MEMBER_ID)):
+        req = OffsetCommit(mid, 1, 0b0001, 0, version)
+        assert coordinator.handle(CFG, g, Receive(connection(0, 1), req))[1][0].response.error == expected
     assert commit(C, 2) == Error.UNKNOWN_MEMBER_ID
     assert commit(NO_MEMBER_ID, -1) == Error.UNKNOWN_MEMBER_ID  # an admin's commit to a group with members
     empty = empty_group(CFG)  # accepted by an empty one (ConsumerGroup.java:663, Kafka 4.4.0; refused before)

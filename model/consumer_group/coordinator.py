@@ -42,10 +42,16 @@ class _Refused(Exception):
 
 def validate(req: ConsumerGroupHeartbeat) -> Error:
     """K2: ConsumerGroupHeartbeatRequest validation (GroupCoordinatorService's
-    throwIfConsumerGroupHeartbeatRequestIsInvalid): an epoch below -2, a join without a
-    subscription or with owned partitions other than none ("TopicPartitions must be empty
-    when (re-)joining", GroupCoordinatorService.java:493, Kafka 4.4.0), a static leave
-    without an instance id are INVALID_REQUEST."""
+    throwIfConsumerGroupHeartbeatRequestIsInvalid, GroupCoordinatorService.java:478-510,
+    Kafka 4.4.0): an empty member id from v1 on, or at v0 but for a join or a static leave
+    ("MemberId can't be empty."), an epoch below -2, a join without a subscription or with
+    owned partitions other than none ("TopicPartitions must be empty when (re-)joining",
+    GroupCoordinatorService.java:493), a static leave without an instance id are
+    INVALID_REQUEST. (The fields the model abstracts, empty ids, a join's missing
+    rebalance timeout and the server assignor, are checked where they are read:
+    impl/consumer_group.py ``heartbeat_wire_error``.)"""
+    if req.unnamed and (req.version >= 1 or req.member_epoch > 0 or req.member_epoch == LEAVE_EPOCH):
+        return Error.INVALID_REQUEST
     if req.member_epoch < STATIC_LEAVE_EPOCH:
         return Error.INVALID_REQUEST
     if req.member_epoch == JOIN_EPOCH and (req.topics is None or req.owned != 0):
@@ -257,8 +263,16 @@ def commit_error(group: ConsumerGroup, mid: int, epoch: int) -> Error:
     return Error.NONE if member.epoch == epoch else Error.STALE_MEMBER_EPOCH
 
 
+def commit_version_error(group: ConsumerGroup, req: OffsetCommit) -> Error:
+    """K11: a member of the group commits with OffsetCommit v9 or later, else UNSUPPORTED_VERSION
+    (ConsumerGroup.validateOffsetCommit, ConsumerGroup.java:675, Kafka 4.4.0: checked once the
+    member is known, so after UNKNOWN_MEMBER_ID and before its epoch)."""
+    return Error.UNSUPPORTED_VERSION if req.version < 9 and find(group, req.member_id) is not None else Error.NONE
+
+
 def _commit(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: OffsetCommit, out: list):
-    out.append(Reply(conn, OffsetCommitResponse(rule(cfg, commit_error)(group, req.member_id, req.generation))))
+    error = commit_version_error(group, req) or rule(cfg, commit_error)(group, req.member_id, req.generation)
+    out.append(Reply(conn, OffsetCommitResponse(error)))
     return group, out
 
 

@@ -79,7 +79,11 @@ class ConsumerGroupHeartbeat(NamedTuple):
     SubscribedTopicRegex will match once the coordinator resolves it), a topic bitmask,
     None when unchanged; ``owned``: TopicPartitions, the partitions of the member's
     current assignment, None when unchanged. A full request (a join, or a retry after an
-    error) carries both."""
+    error) carries both. ``version``: the request's API version (0-1; the checker's clients
+    speak 1); ``unnamed``: its MemberId was empty, ``member_id`` then being the id the
+    coordinator gives the member if it accepts the request (GroupMetadataManager.
+    consumerGroupHeartbeat names it with a random UUID, GroupMetadataManager.java:1047,
+    Kafka 4.4.0)."""
 
     member_id: int
     member_epoch: int
@@ -87,6 +91,8 @@ class ConsumerGroupHeartbeat(NamedTuple):
     topics: int | None = None
     owned: int | None = None
     regex: bool = False
+    version: int = 1
+    unnamed: bool = False
     tag: int = 136
 
 
