@@ -912,7 +912,10 @@ def _address(ctx, param, value):
 @click.option("--group-max-session-timeout-ms", "max_session_ms", default=1_800_000, show_default=True,
               type=click.IntRange(1), help="The upstream's group.max.session.timeout.ms, for the trace header "
                                            "(Kafka's default).")
-def proxy(listen, upstream, trace_path, initial_delay_ms, min_session_ms, max_session_ms):
+@click.option("--group-consumer-session-timeout-ms", "consumer_session_ms", default=45_000, show_default=True,
+              type=click.IntRange(1), help="The upstream's group.consumer.session.timeout.ms (KIP-848), for the "
+                                           "trace header (Kafka's default).")
+def proxy(listen, upstream, trace_path, initial_delay_ms, min_session_ms, max_session_ms, consumer_session_ms):
     """Forward Kafka clients to a broker unchanged, recording group traffic.
 
     A transparent Kafka-wire proxy in front of any broker (rebalance serve,
@@ -923,7 +926,8 @@ def proxy(listen, upstream, trace_path, initial_delay_ms, min_session_ms, max_se
     proxy's so clients stay on it, and ApiVersions, capped at the versions the
     proxy reads. With --trace, group requests and responses (JoinGroup,
     SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch,
-    DescribeGroups) are recorded as forwarded upstream; the header holds the
+    DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat,
+    ConsumerGroupDescribe) are recorded as forwarded upstream; the header holds the
     upstream's topics (asked at start) and --initial-delay-ms.
 
     Several brokers: the --listen port stands for --upstream; every other broker
@@ -950,7 +954,7 @@ def proxy(listen, upstream, trace_path, initial_delay_ms, min_session_ms, max_se
 
     async def run():
         p = Proxy(listen, upstream, Recorder(trace_path, "proxy"), initial_delay_ms,
-                  SessionBounds(min_session_ms, max_session_ms))
+                  SessionBounds(min_session_ms, max_session_ms), consumer_session_ms)
         try:
             await p.start()
         except (OSError, ConnectionError) as e:

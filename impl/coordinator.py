@@ -311,7 +311,9 @@ class Coordinator:
             self.groups[gid] = GroupRuntime(self, gid, loaded.get(gid))
         self.trace.begin(settings(self.cluster.topics, self.initial_delay_ms, self.cfg.mutations,
                                   group_min_session_timeout_ms=self.session_bounds.min_ms,
-                                  group_max_session_timeout_ms=self.session_bounds.max_ms), self.groups)
+                                  group_max_session_timeout_ms=self.session_bounds.max_ms,
+                                  group_consumer_session_timeout_ms=self.consumer_timeouts.session_ms), self.groups)
+        self.trace.name_topics((broker.topic_id(name), name) for name, _ in self.cluster.topics)
         log.info("listening on %s:%d, topics %s", self.cluster.host, port,
                  ", ".join(f"{t}:{n}" for t, n in self.cluster.topics))
 
@@ -754,6 +756,7 @@ class Coordinator:
                 self.topic_configs[name] = configs
                 self.write(self.store.save_topic, name, count, configs)
             self.trace.topics(self.cluster.topics)
+            self.trace.name_topics((broker.topic_id(name), name) for name, _, _ in added)
             log.info("created topics %s", ", ".join(f"{t}:{n}" for t, n, _ in added))
 
     async def _create_topics(self, b) -> dict:

@@ -21,7 +21,9 @@ only when its restarter calls ``restarted``. Clients are told the listening
 host: listen on an address they can reach, not 0.0.0.0.
 
 Group requests and their responses (JoinGroup, SyncGroup, Heartbeat,
-LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups) are recorded by a
+LeaveGroup, OffsetCommit, OffsetFetch, DescribeGroups, DeleteGroups, and KIP-848's
+ConsumerGroupHeartbeat and ConsumerGroupDescribe, their topic ids named from the
+Metadata responses seen) are recorded by a
 Recorder (impl/trace.py) with recorder "proxy", as forwarded upstream; the
 header's topics come from a Metadata request (v12, every topic) the proxy sends
 upstream at start.
@@ -77,15 +79,16 @@ LAYOUT = {(Api.API_VERSIONS, 5): 4}
 class Proxy:
     """``listen`` and ``upstream``: (host, port) (listen port 0: any free port,
     then ``port`` holds the real one); ``trace``: a Recorder ("proxy");
-    ``initial_delay_ms`` and ``session_bounds`` (model/timing.py SessionBounds): the
-    upstream broker's group.initial.rebalance.delay.ms and group.min/max.session.timeout.ms,
-    for the trace header (the proxy cannot see them; Kafka's defaults)."""
+    ``initial_delay_ms``, ``session_bounds`` (model/timing.py SessionBounds) and
+    ``consumer_session_ms``: the upstream broker's group.initial.rebalance.delay.ms,
+    group.min/max.session.timeout.ms and group.consumer.session.timeout.ms, for the trace
+    header (the proxy cannot see them; Kafka's defaults)."""
 
     def __init__(self, listen: tuple, upstream: tuple, trace: Recorder, initial_delay_ms: int = 3000,
-                 session_bounds: SessionBounds = SessionBounds()):
+                 session_bounds: SessionBounds = SessionBounds(), consumer_session_ms: int = 45_000):
         self.host, self.port = listen
         self.upstream, self.trace, self.initial_delay_ms = upstream, trace, initial_delay_ms
-        self.session_bounds = session_bounds
+        self.session_bounds, self.consumer_session_ms = session_bounds, consumer_session_ms
         self.injections = Injections(errors=False, requests=True)
         self.routes: dict = {}  # {upstream (host, port): the proxy's port for it}
         self.servers: list = []
@@ -104,7 +107,9 @@ class Proxy:
                   if t.error_code == 0 and not t.is_internal and t.partitions]
         self.trace.begin(settings(topics, self.initial_delay_ms, upstream="%s:%d" % self.upstream,
                                   group_min_session_timeout_ms=self.session_bounds.min_ms,
-                                  group_max_session_timeout_ms=self.session_bounds.max_ms))
+                                  group_max_session_timeout_ms=self.session_bounds.max_ms,
+                                  group_consumer_session_timeout_ms=self.consumer_session_ms))
+        self.trace.name_topics((t.topic_id, t.name) for t in meta.topics)
         self.port = await self._listen(self.upstream, self.port)
         log.info("listening on %s:%d, upstream %s:%d, topics %s", self.host, self.port, *self.upstream,
                  ", ".join(f"{t}:{n}" for t, n in topics))
@@ -241,6 +246,8 @@ class Proxy:
                 return frame
             raise
         if api_key == Api.METADATA:
+            if self.trace.enabled and version >= 10:  # topic ids (KIP-516), which KIP-848's records name
+                self.trace.name_topics((t.topic_id, t.name) for t in r.topics)
             brokers = [dataclasses.replace(b, host=self.host, port=i32(await self._port_for(b.host, b.port)))
                        for b in r.brokers]
             r = dataclasses.replace(r, brokers=tuple(brokers))

@@ -6,7 +6,9 @@ frame's bytes (size prefix excluded; what ``rebalance serve``, ``rebalance proxy
 and ``rebalance member`` all have) it parses them with kio (impl/wire.py) and
 writes ``request`` and ``response`` records for the group APIs only, their bodies
 normalised across versions and the consumer protocol decoded
-(impl/consumer_protocol.py). Besides: the ``header``, ``open`` and ``close`` per
+(impl/consumer_protocol.py), KIP-848's ConsumerGroupHeartbeat and ConsumerGroupDescribe
+included (their partitions named by topic id and, once ``name_topics`` has told the
+recorder the id's name, by topic). Besides: the ``header``, ``open`` and ``close`` per
 connection (``c1``, ``c2``, ... in order) and ``restart``.
 
 One JSON object per line, line-buffered, so a killed recorder loses at most the
@@ -33,7 +35,8 @@ FORMAT, VERSION = "rebalance-trace", 2
 KAFKA_DEFAULT_INITIAL_DELAY_MS = 3000  # group.initial.rebalance.delay.ms (GroupCoordinatorConfig)
 API_NAMES = {api: KAFKA_NAMES[api] for api in (Api.JOIN_GROUP, Api.SYNC_GROUP, Api.HEARTBEAT, Api.LEAVE_GROUP,
                                                 Api.OFFSET_COMMIT, Api.OFFSET_FETCH, Api.DESCRIBE_GROUPS,
-                                                Api.DELETE_GROUPS)}
+                                                Api.DELETE_GROUPS, Api.CONSUMER_GROUP_HEARTBEAT,
+                                                Api.CONSUMER_GROUP_DESCRIBE)}
 GROUP_APIS = frozenset(API_NAMES)
 
 
@@ -59,6 +62,7 @@ class Recorder:
         self.connections = 0
         self.pending: dict = {}  # {(connection, correlation id): (api key, version, request body)}
         self.protocol_types: dict = {}  # {group id: protocol_type of its last JoinGroup}
+        self.topic_names: dict = {}  # {topic id (uuid.UUID): name}, for KIP-848's partitions named by id
         last_ms, self.resumed = 0.0, False
         if path:
             if append and os.path.exists(path) and os.path.getsize(path) > 0:
@@ -89,6 +93,13 @@ class Recorder:
             self.connections += rec.get("type") == "open"
             last = max(last, rec.get("t_ms", 0.0))
         return last
+
+    def name_topics(self, pairs) -> None:
+        """Learn topic names by id: ``pairs`` of (topic id, name) (a Metadata response's,
+        or serve's own topics), so that KIP-848 records name the topics they give by id."""
+        for tid, name in pairs:
+            if tid is not None and name:
+                self.topic_names[tid] = name
 
     def now_ms(self) -> float:
         return round(self.wall0 + (time.monotonic() - self.mono0) * 1000, 3)
@@ -172,7 +183,7 @@ class Recorder:
             return
         try:
             req = read_request(bytes(frame))
-            body = request_body(req.api_key, req.version, req.body)
+            body = request_body(req.api_key, req.version, req.body, self.topic_names)
             if req.api_key == Api.JOIN_GROUP:
                 self.protocol_types[body["group_id"]] = body["protocol_type"]
             else:
@@ -196,7 +207,7 @@ class Recorder:
                 return
             api_key, version, req = self.pending.pop(key)
             _, payload = read_response(bytes(frame), api_key, version)
-            body = response_body(api_key, version, payload, req, self.protocol_types)
+            body = response_body(api_key, version, payload, req, self.protocol_types, self.topic_names)
             record = {"type": "response", "t_ms": self.now_ms(), "connection": connection,
                       "correlation_id": key[1], "api": API_NAMES[api_key], "version": version, "body": body}
         except Exception:
@@ -224,8 +235,19 @@ def _instance(body):
     return getattr(body, "group_instance_id", None)
 
 
-def request_body(api_key: int, version: int, b) -> dict:
-    """A group request's kio payload as a trace ``body``; assignments not yet decoded."""
+def request_body(api_key: int, version: int, b, topic_names=None) -> dict:
+    """A group request's kio payload as a trace ``body``; assignments not yet decoded.
+    ``topic_names``: {topic id: name} for KIP-848's partitions named by id."""
+    if api_key == Api.CONSUMER_GROUP_HEARTBEAT:
+        timeout = ms(b.rebalance_timeout)
+        return {"group_id": b.group_id, "member_id": b.member_id, "member_epoch": b.member_epoch,
+                "instance_id": b.instance_id, "rack_id": b.rack_id, "rebalance_timeout_ms": timeout,
+                "subscribed_topic_names": None if b.subscribed_topic_names is None else list(b.subscribed_topic_names),
+                "subscribed_topic_regex": getattr(b, "subscribed_topic_regex", None),
+                "server_assignor": b.server_assignor,
+                "topic_partitions": _by_id(b.topic_partitions, topic_names or {})}
+    if api_key == Api.CONSUMER_GROUP_DESCRIBE:
+        return {"groups": list(b.group_ids)}
     if api_key == Api.JOIN_GROUP:
         session = ms(b.session_timeout)
         return {"group_id": b.group_id, "member_id": b.member_id, "group_instance_id": _instance(b),
@@ -265,6 +287,15 @@ def request_body(api_key: int, version: int, b) -> dict:
     return {"groups": list(b.groups)}  # DescribeGroups
 
 
+def _by_id(tps, topic_names: dict):
+    """KIP-848's [{topic_id, partitions}] as [{topic_id, topic, partitions}] (``topic``: the
+    name, None for an id the recorder has not seen named), or None."""
+    if tps is None:
+        return None
+    return [{"topic_id": str(tp.topic_id), "topic": getattr(tp, "topic_name", None) or topic_names.get(tp.topic_id),
+             "partitions": sorted(tp.partitions)} for tp in tps]
+
+
 def _fetch_topics(topics):
     if topics is None:
         return None
@@ -280,8 +311,27 @@ def _decode_assignments(api_key: int, body: dict, protocol_types: dict) -> None:
             a["assignment"] = assignment_json(ptype, a["assignment"])
 
 
-def response_body(api_key: int, version: int, r, req: dict, protocol_types: dict) -> dict:
-    """A group response's kio payload as a trace ``body``; ``req``: its request's body."""
+def response_body(api_key: int, version: int, r, req: dict, protocol_types: dict, topic_names=None) -> dict:
+    """A group response's kio payload as a trace ``body``; ``req``: its request's body;
+    ``topic_names``: {topic id: name} for KIP-848's partitions named by id."""
+    if api_key == Api.CONSUMER_GROUP_HEARTBEAT:
+        return {"error": error_name(r.error_code), "error_message": r.error_message, "member_id": r.member_id,
+                "member_epoch": r.member_epoch, "heartbeat_interval_ms": ms(r.heartbeat_interval),
+                "assignment": None if r.assignment is None else _by_id(r.assignment.topic_partitions,
+                                                                        topic_names or {})}
+    if api_key == Api.CONSUMER_GROUP_DESCRIBE:
+        names = topic_names or {}
+        return {"groups": [{"group_id": g.group_id, "error": error_name(g.error_code), "state": g.group_state,
+                            "group_epoch": g.group_epoch, "assignment_epoch": g.assignment_epoch,
+                            "assignor_name": g.assignor_name, "members": [
+                                {"member_id": m.member_id, "instance_id": m.instance_id,
+                                 "member_epoch": m.member_epoch, "client_id": m.client_id,
+                                 "client_host": m.client_host,
+                                 "subscribed_topic_names": list(m.subscribed_topic_names),
+                                 "subscribed_topic_regex": m.subscribed_topic_regex,
+                                 "assignment": _by_id(m.assignment.topic_partitions, names),
+                                 "target_assignment": _by_id(m.target_assignment.topic_partitions, names)}
+                                for m in g.members]} for g in r.groups]}
     if api_key == Api.JOIN_GROUP:
         ptype = getattr(r, "protocol_type", None) or req["protocol_type"]
         return {"error": error_name(r.error_code), "generation_id": r.generation_id,

@@ -86,10 +86,16 @@ def test_librdkafka_consumer_protocol_on_kafka(kafka_broker):
 
 
 @pytest.mark.kafka
-def test_raw_heartbeats_get_the_same_answers_from_kafka(kafka_broker):
+def test_raw_heartbeats_get_the_same_answers_from_kafka(kafka_broker, tmp_path):
     """tests/test_serve_kip848.py's conversation of raw heartbeats, played on Kafka 4.4.0:
-    every answer (error, member epoch, assignment) as serve's model gives it."""
+    every answer (error, member epoch, assignment) as serve's model gives it. Recorded by
+    ``rebalance proxy`` (its trace kept as tests/kafka_traces/kip848_conversation.jsonl),
+    and ``conform`` holds Kafka's every answer to the model's consumer group coordinator."""
+    from catalogue.targets import RecordingProxy
     from confluent_kafka.admin import AdminClient, NewTopic
+    from rebalance.checker.conform import coordinator
+    from rebalance.checker.conform.trace import read
+    from rebalance.model.timing import SessionBounds
     from test_serve import Client
     from test_serve_kip848 import CONVERSATION, conversation
     from rebalance.impl.wire import Api
@@ -114,7 +120,14 @@ def test_raw_heartbeats_get_the_same_answers_from_kafka(kafka_broker):
             break
         assert time.monotonic() < end, (found, r)
         time.sleep(0.2)
-    got = conversation(kafka_broker.port, tid, "conversation")
+    proxy = RecordingProxy(("127.0.0.1", kafka_broker.port), tmp_path / "kip848_conversation.jsonl", 0,
+                           SessionBounds())
+    try:
+        got = conversation(proxy.port, tid, "conversation")
+    finally:
+        proxy.close()
     for line in got:
         print(line)
     assert got == CONVERSATION
+    verdict = coordinator.check(read(proxy.trace))
+    assert verdict.status == "conforms" and verdict.records_checked == 2 * len(CONVERSATION), verdict

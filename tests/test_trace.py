@@ -30,7 +30,8 @@ def test_serve_and_member_traces(tmp_path):
     records = read_trace(server.trace)
     assert records[0]["recorder"] == "serve" and records[0]["settings"] == {
         "topics": [{"name": TOPIC, "partitions": PARTITIONS}], "group_initial_rebalance_delay_ms": 0,
-        "mutations": [], "group_min_session_timeout_ms": Server.MIN_SESSION_MS, "group_max_session_timeout_ms": 1_800_000}
+        "mutations": [], "group_min_session_timeout_ms": Server.MIN_SESSION_MS, "group_max_session_timeout_ms": 1_800_000,
+        "group_consumer_session_timeout_ms": 45_000}
     assert [r["groups"] for r in records if r["type"] == "restart"] == [["g"]]
     opens = [r["connection"] for r in records if r["type"] == "open"]
     assert opens == [f"c{n}" for n in range(1, len(opens) + 1)]
@@ -85,7 +86,8 @@ def test_proxy_records_what_serve_records(tmp_path):
     assert records[0]["recorder"] == "proxy" and records[0]["settings"] == {
         "topics": [{"name": TOPIC, "partitions": PARTITIONS}], "group_initial_rebalance_delay_ms": 0,
         "mutations": [], "upstream": f"127.0.0.1:{server.port}",
-        "group_min_session_timeout_ms": Server.MIN_SESSION_MS, "group_max_session_timeout_ms": 1_800_000}
+        "group_min_session_timeout_ms": Server.MIN_SESSION_MS, "group_max_session_timeout_ms": 1_800_000,
+        "group_consumer_session_timeout_ms": 45_000}
     ok = [r for r in responses(records, "JoinGroup") if r["body"]["error"] == "NONE"]
     assert len({r["body"]["member_id"] for r in ok}) == 2 and ok[-1]["body"]["generation_id"] == 3
     # record for record: same APIs, errors, member ids and bodies, in the same order per connection

@@ -60,6 +60,7 @@ from rebalance.model.protocol import (
     SessionTimeout, SyncGroup, SyncTimeout, connection,
 )
 from rebalance.impl.broker import Cluster
+from rebalance.model.consumer_group.messages import ConsumerGroupHeartbeatResponse
 from rebalance.model.timing import (
     DEFAULT_TIMEOUTS, SessionBounds, Timeouts, duration_ms, joined_timeouts, rearm, session_timeout_error,
 )
@@ -78,8 +79,9 @@ DEFAULT_MAX_CANDIDATES = 10_000
 MAX_SILENT_STEPS = 64  # silent steps between two records, per candidate
 GROUP_APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
 DELETE = "DeleteGroups"  # a DeleteGroups request awaiting its answer, judged per group (R44)
-NOT_JUDGED = ("OffsetFetch", "DescribeGroups")
+NOT_JUDGED = ("OffsetFetch", "DescribeGroups", "ConsumerGroupDescribe")
 RESPONSE_OF = {request.__name__: response for request, response in P.RESPONSE_OF.items()}
+RESPONSE_OF["ConsumerGroupHeartbeat"] = ConsumerGroupHeartbeatResponse  # KIP-848 (consumer_coordinator.py)
 
 # The rule that decides a response, by API and error (the error the model allows
 # there when it differs from the recorded one, else the recorded one), spec/SPEC.md
@@ -209,8 +211,8 @@ class _Prepared:
         if api == "LeaveGroup":
             for m in body["members"]:
                 self.iid(gid, m["group_instance_id"])
-        else:
-            iid = self.iid(gid, body["group_instance_id"])
+        else:  # ConsumerGroupHeartbeat's is instance_id
+            iid = self.iid(gid, body["group_instance_id"] if "group_instance_id" in body else body["instance_id"])
         return Request(line, record["connection"], mc, record["t_ms"], api, record["version"],
                        record["correlation_id"], body, iid, protocols, timeouts)
 
@@ -226,7 +228,7 @@ class Candidate:
     those processed whose responses are not yet observed (``awaiting``: [request,
     produced response or None]); ``produced``: when each produced response was
     produced and by which timer's step ((connection, correlation id) -> (ms, timer
-    name or "")); ``now``: the time of its last step (ms); ``fired``: the timer kinds
+    name or "")); ``now``: the time of its last step (ms); ``fired``: the rules of the timers
     fired since the last observation; ``loading``: a broker behind a proxy restarted
     and its timers start when it first processes a request (``_Group.restart``)."""
 
@@ -264,7 +266,35 @@ class _Group:
 
     def __init__(self, side: "_Side", group_id: str):
         self.side, self.group_id = side, group_id
-        self.frontier = [_initial()]
+        self.frontier = [self.initial()]
+
+    def initial(self) -> Candidate:
+        """The candidate of a group not yet created."""
+        return _initial()
+
+    def refreshed(self, req) -> int:
+        """The member whose session a request's step restarts (model/coordinator.py)."""
+        return session_refreshed(self.side.cfg, req)
+
+    def timer_rule(self, timer) -> str:
+        """The rule a timer's firing exercises."""
+        return TIMER_RULES[type(timer)]
+
+    rule_for = staticmethod(rule_for)
+
+    @staticmethod
+    def is_empty(group) -> bool:
+        """Whether the coordinator may remove ``group`` (R43)."""
+        return group.phase == Phase.EMPTY
+
+    @staticmethod
+    def is_dead(group) -> bool:
+        return group.phase == Phase.DEAD
+
+    @staticmethod
+    def exercised(api: str, body: dict) -> tuple:
+        """The rules a consumed response exercises."""
+        return _exercised(api, body)
 
     # --- translating a request ---------------------------------------------------
     def _mid(self, c: Candidate, name: str) -> int:
@@ -300,6 +330,10 @@ class _Group:
             if record is not None:
                 c.stored = record
         self._rearm(c, before, refreshed, t)
+        self._produce(c, event, outputs, t)
+
+    def _produce(self, c: Candidate, event, outputs, t: float) -> None:
+        """The responses a step produced, each to its connection's request awaiting one."""
         for out in outputs:
             name = self.side.prepared.conn_names.get(out.conn)
             waiting = c.awaiting.get(name)
@@ -387,7 +421,7 @@ class _Group:
                 n.produced[(conn, r.correlation_id)] = (at, "")
                 yield n
                 continue
-            self._step(n, Receive(r.model_conn, req), at, session_refreshed(self.side.cfg, req), r)
+            self._step(n, Receive(r.model_conn, req), at, self.refreshed(req), r)
             yield n
         for key, (timer, deadline) in c.timers.items():
             if deadline - slack > t:
@@ -398,7 +432,7 @@ class _Group:
             n = c.copy()
             del n.timers[key]
             self._step(n, timer, at, NO_MEMBER_ID, None)
-            n.fired.add(type(timer))
+            n.fired.add(self.timer_rule(timer))
             yield n
 
     def _elections(self, c: Candidate):
@@ -478,10 +512,10 @@ class _Group:
         flight start over as a new group; False if none can (the model removes only
         Empty groups)."""
         def take(c: Candidate):
-            if c.group.phase != Phase.EMPTY or any(c.queued.values()) or any(
+            if not self.is_empty(c.group) or any(c.queued.values()) or any(
                     resp is None for waiting in c.awaiting.values() for _, resp in waiting):
                 return None, False
-            n = _initial()
+            n = self.initial()
             n.now, n.awaiting, n.closed = max(c.now, t), {k: list(v) for k, v in c.awaiting.items()}, c.closed
             n.produced = dict(c.produced)
             return n, True
@@ -496,9 +530,9 @@ class _Group:
         if error == "NONE":
             return self.expire(line, t)
         if error == "NON_EMPTY_GROUP":
-            keep = lambda g: g.phase not in (Phase.EMPTY, Phase.DEAD)  # noqa: E731
+            keep = lambda g: not self.is_empty(g) and not self.is_dead(g)  # noqa: E731
         elif error == "GROUP_ID_NOT_FOUND":
-            keep = lambda g: g == EMPTY_GROUP  # noqa: E731
+            keep = lambda g: g == self.initial().group  # noqa: E731
         else:
             return False
 
@@ -766,7 +800,7 @@ class _Side:
         default = SessionBounds()
         self.bounds = SessionBounds(s.get("group_min_session_timeout_ms", default.min_ms),
                                     s.get("group_max_session_timeout_ms", default.max_ms))
-        self.options = options
+        self.options, self.settings = options, s
         self.prepared = _Prepared()
         self.groups: dict = {}
         self.responses: dict = {}
@@ -776,9 +810,15 @@ class _Side:
         then does the coordinator see it (impl/broker.py ``Cluster.hosts``)."""
         return any(self.cluster.hosts(t["name"], p["partition"]) for t in body["topics"] for p in t["partitions"])
 
-    def group(self, gid: str) -> _Group:
+    def group(self, gid: str, api: str = "") -> _Group:
+        """Group ``gid``'s search, made at its first request (``api``): a consumer group's
+        (KIP-848, checker/conform/consumer_coordinator.py) when that is a ConsumerGroupHeartbeat."""
         if gid not in self.groups:
-            self.groups[gid] = _Group(self, gid)
+            if api == "ConsumerGroupHeartbeat":
+                from .consumer_coordinator import ConsumerGroupSearch
+                self.groups[gid] = ConsumerGroupSearch(self, gid)
+            else:
+                self.groups[gid] = _Group(self, gid)
         return self.groups[gid]
 
 
@@ -895,12 +935,14 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 continue
             if gid not in side.groups:
                 named = [r.body["member_id"]] if "member_id" in r.body else [m["member_id"] for m in r.body["members"]]
+                if api == "ConsumerGroupHeartbeat":  # KIP-848: the client names itself; a group starts with a join
+                    named = named if r.body["member_epoch"] > 0 else []
                 if any(named):  # the group's first request names a member this trace never saw handed out
                     unknown_start[gid] = f"line {line}: group {gid!r} existed before the trace began " \
                                          f"(member.id {next(filter(None, named))!r}): its state then is unknown"
             requests[(r.conn, r.correlation_id)] = (gid, r)
             conn_groups.setdefault(r.conn, set()).add(gid)
-            side.group(gid).receive(r)
+            side.group(gid, api).receive(r)
             context.setdefault(gid, []).append((line, record))
             checked += 1
         elif kind == "response":
@@ -941,12 +983,12 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 return stop((unknown_start[gid], f"line {line}: so this {r.api} response cannot be judged"),
                             {"not_judged": not_judged})
             if not ok:
-                rule = rule_for(r.api, key, r.body)
+                rule = g.rule_for(r.api, key, r.body)
                 reason = (f"the model's coordinator cannot give this {r.api} response here "
                           f"(it differs in {key or 'everything'}; {rule})")
                 if cause is not None:
                     _, _, _, ckey, cr = cause
-                    rule = rule_for(cr.api, ckey, cr.body)
+                    rule = g.rule_for(cr.api, ckey, cr.body)
                     reason += (f"; the cause is earlier: the model answers the {cr.api} request of line {cr.line} "
                                f"otherwise (it differs in {ckey}; {rule})")
                 if gid not in resyncing:
@@ -958,9 +1000,9 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 continue
             resyncing.discard(gid)
             checked += 1
-            rules.update(_exercised(r.api, record["body"]))
+            rules.update(g.exercised(r.api, record["body"]))
             for c in g.frontier:
-                rules.update(TIMER_RULES[k] for k in c.fired)
+                rules.update(c.fired)
                 c.fired = set()
         elif kind == "close":
             for gid in conn_groups.get(record["connection"], ()):

@@ -32,7 +32,8 @@ from rebalance import spec as spec_package
 
 SCHEMA_PATH = Path(spec_package.__file__).resolve().parent / "trace.schema.json"
 RECORD_TYPES = ("header", "open", "close", "request", "response", "restart", "expire", "topics", "fault")
-APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch", "DescribeGroups", "DeleteGroups")
+APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch", "DescribeGroups", "DeleteGroups",
+        "ConsumerGroupHeartbeat", "ConsumerGroupDescribe")
 
 
 class TraceError(Exception):

@@ -53,11 +53,12 @@ def create_topic(host: str, port: int, name: str, partitions: int) -> None:
 class RecordingProxy:
     """``rebalance proxy`` in a thread with its own event loop, recording ``trace``."""
 
-    def __init__(self, upstream: tuple, trace: Path, initial_delay_ms: int, session_bounds: SessionBounds):
+    def __init__(self, upstream: tuple, trace: Path, initial_delay_ms: int, session_bounds: SessionBounds,
+                 consumer_session_ms: int = 45_000):
         self.trace = trace
         self._loop = asyncio.new_event_loop()
         self._proxy = Proxy(("127.0.0.1", 0), upstream, Recorder(str(trace), "proxy"), initial_delay_ms,
-                            session_bounds)
+                            session_bounds, consumer_session_ms)
         started = threading.Event()
 
         def run():
