@@ -155,3 +155,17 @@ def test_kafkas_epochs_are_the_models_plus_one_and_nothing_else():
             lines[i] = json.dumps(record) + "\n"
     d = judge(lines).divergence
     assert d is not None and d.rule == "K5" and d.record["body"]["member_epoch"] == 3, d
+
+
+def test_kafkas_uniform_assignor_serves_members_in_an_order_the_trace_does_not_show(monkeypatch):
+    """The Java consumers' lifecycle on Kafka 4.4.0 (kept from test_lifecycle_conforms_on_kafka):
+    when C is fenced, Kafka gives its partitions t-2 and t-5 to B and A in the order of its
+    member map (a HashMap of member.id strings, UniformHomogeneousAssignmentBuilder), the model
+    in member id order; conform searches the orders. Without that search it diverges there."""
+    from rebalance.checker.conform import consumer_coordinator
+
+    path = KAFKA_TRACE.with_name("kip848_lifecycle_java.jsonl")
+    assert judge(path).status == "conforms"
+    monkeypatch.setattr(consumer_coordinator.itertools, "permutations", lambda ids: [tuple(ids)])
+    d = judge(path).divergence
+    assert d is not None and d.rule == "K5" and d.record["body"]["assignment"][0]["partitions"] == [0, 1, 5], d

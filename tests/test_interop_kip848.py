@@ -3,16 +3,22 @@
 consumers share a topic's four partitions, one leaves, the other is given them all. The
 outcome must be the same on both; each run prints its times."""
 import time
+from types import SimpleNamespace
 
 import pytest
 
-from interop.harness import Server
+from interop.harness import Group, Server, conform, wait_for
+
+SESSION_MS = 3000
 
 # group.consumer.assignment.interval.ms 0: a new target at every group epoch bump, as the model computes it
 # (Kafka 4.4.0's default, 1000 ms, holds a bump's target back up to a second: docs/kip848.md, serve)
+# group.consumer.session.timeout.ms 3 s: the lifecycle's pause and kill are fenced within seconds
 pytestmark = pytest.mark.kafka_broker(**{"group.consumer.heartbeat.interval.ms": 500,
                                          "group.consumer.min.heartbeat.interval.ms": 500,
-                                         "group.consumer.assignment.interval.ms": 0})
+                                         "group.consumer.assignment.interval.ms": 0,
+                                         "group.consumer.min.session.timeout.ms": 1000,
+                                         "group.consumer.session.timeout.ms": SESSION_MS})
 PARTITIONS = [0, 1, 2, 3]
 
 
@@ -131,3 +137,71 @@ def test_raw_heartbeats_get_the_same_answers_from_kafka(kafka_broker, tmp_path):
     assert got == CONVERSATION
     verdict = coordinator.check(read(proxy.trace))
     assert verdict.status == "conforms" and verdict.records_checked == 2 * len(CONVERSATION), verdict
+
+
+def lifecycle(client: str, upstream: tuple, topic: str, tmp) -> dict:
+    """Three consumers of ``client`` with group.protocol=consumer through a recording proxy in
+    front of ``upstream``: A and B share ``topic``'s six partitions, C joins (scale-up), C is
+    stopped (SIGSTOP) past the session timeout and the others take its partitions, C resumes,
+    is fenced and rejoins, B is killed (SIGKILL) and the others take its partitions, A and C
+    close. Returns each side's conform verdict and the seconds each step took to settle."""
+    from catalogue.targets import RecordingProxy
+    from rebalance.model.timing import SessionBounds
+
+    proxy = RecordingProxy(upstream, tmp / "proxy.jsonl", 0, SessionBounds(), SESSION_MS)  # serve records trace.jsonl
+    group = Group(SimpleNamespace(port=proxy.port, tmp=tmp), f"{topic}-g", topic, 6)
+    settled = {}
+
+    def step(what: str, names, action=None):
+        started = time.monotonic()
+        if action is not None:
+            action()
+        wait_for(lambda: group.balanced_among(names), 60, f"{what}: {names} to balance; owned {group.owned()}")
+        settled[what] = round(time.monotonic() - started, 1)
+    try:
+        args = ("--group-protocol", "consumer")
+        step("A and B share", ["A", "B"], lambda: [group.start(client, n, args=args) for n in "AB"])
+        step("C joins", ["A", "B", "C"], lambda: group.start(client, "C", args=args))
+        step("C is stopped", ["A", "B"], lambda: group.pause("C"))
+        step("C resumes", ["A", "B", "C"], lambda: group.resume("C"))
+        step("B is killed", ["A", "C"], lambda: group.kill9("B"))
+        for name in "AC":
+            group.close(name)
+    finally:
+        group.stop_all()
+        proxy.close()
+    return {"settled_s": settled, "coordinator": conform("coordinator", proxy.trace)[1],
+            "clients": conform("clients", group.observed)[1]}
+
+
+def _held(out: dict) -> None:
+    print(out["settled_s"])
+    for side in ("coordinator", "clients"):
+        assert out[side]["verdict"] == "conforms", out[side]
+    assert {"K5", "K7", "K10"} <= set(out["coordinator"]["rules"])  # reconciled, fenced by a timer, sent
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("client", ["confluent", "java"])
+def test_lifecycle_conforms_on_serve(tmp_path, client):
+    """librdkafka 2.16 and the Java consumer 4.4.0 with group.protocol=consumer on serve: scale-up,
+    pause and kill, recorded by the proxy, conform on the coordinator and the clients sides."""
+    server = Server(tmp_path, "life:6", initial_delay_ms=0,
+                    args=("--group-consumer-heartbeat-interval-ms", 500, "--group-consumer-session-timeout-ms",
+                          SESSION_MS))
+    try:
+        _held(lifecycle(client, ("127.0.0.1", server.port), "life", tmp_path))
+    finally:
+        server.stop()
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("client", ["confluent", "java"])
+def test_lifecycle_conforms_on_kafka(kafka_broker, tmp_path, client):
+    """The same on the real Kafka 4.4.0 broker."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"life-{client}"
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(20)
+    _held(lifecycle(client, ("127.0.0.1", kafka_broker.port), topic, tmp_path))

@@ -28,6 +28,7 @@ judged yet: it is counted, not judged, as DescribeGroups is.
 """
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 
 from rebalance.impl.consumer_group import heartbeat_wire_error, subscription
@@ -74,8 +75,9 @@ class ConsumerGroupSearch(_Group):
         topics = side.cluster.topics or (("", 1),)  # the model's configuration needs a partition
         self.cfg = GroupConfig(topics=topics, protocol=KIP848, assignor="uniform", mutations=side.options.mutations)
         self.timeouts = ConsumerTimeouts(side.settings.get("group_consumer_session_timeout_ms", 45_000))
-        self.ids: dict = {}  # member.id string (or ("", request line) for an empty one) -> model member id
+        self.ids: dict = {}  # member.id string (or ("", request line) for an empty one) -> its number
         self.offset = None
+        self.reordering, self.reordered = False, []
         super().__init__(side, group_id)
 
     def initial(self) -> Candidate:
@@ -84,8 +86,11 @@ class ConsumerGroupSearch(_Group):
         return c
 
     # --- translating a request ---------------------------------------------------
-    def _id(self, key) -> int:
-        return self.ids.setdefault(key, len(self.ids) + 1)
+    def _id(self, c: Candidate, key) -> int:
+        """The model member id, in candidate ``c``, of a member.id string (``key``): its number,
+        renamed by the member orders ``c`` took (``c.names``: {number: model id}, a bijection)."""
+        number = self.ids.setdefault(key, len(self.ids) + 1)
+        return c.names.get(number, number)
 
     def _epoch_in(self, epoch: int) -> int:
         """A traced member epoch as the model's (sentinels 0, -1, -2 as they are)."""
@@ -94,13 +99,13 @@ class ConsumerGroupSearch(_Group):
     def model_request(self, c: Candidate, r):
         b = r.body
         if r.api == "OffsetCommit":
-            mid = self.ids.get(b["member_id"], NO_MEMBER_ID) if b["member_id"] else NO_MEMBER_ID
+            mid = self._id(c, b["member_id"]) if b["member_id"] in self.ids else NO_MEMBER_ID
             return OffsetCommit(mid, self._epoch_in(b["generation_id"]), 0, r.iid, r.version)
         refused = heartbeat_wire_error(SimpleNamespace(**b, rebalance_timeout=_Ms(b["rebalance_timeout_ms"])),
                                        self.cfg)
         if refused is not None:
             return _WireRefused(refused[0])
-        mid = self._id(b["member_id"] or ("", r.line))
+        mid = self._id(c, b["member_id"] or ("", r.line))
         topics, regex = subscription(self.cfg, b["subscribed_topic_names"], b["subscribed_topic_regex"])
         owned = None if b["topic_partitions"] is None else mask_of_topics(
             self.cfg, ((tp["topic"], tp["partitions"]) for tp in b["topic_partitions"]))
@@ -114,7 +119,39 @@ class ConsumerGroupSearch(_Group):
         return TIMER_RULES[type(timer)]
 
     # --- silent steps -------------------------------------------------------------
+    def _successors(self, c: Candidate, t: float):
+        for n in super()._successors(c, t):
+            yield n
+            while self.reordered:
+                yield self.reordered.pop()
+
     def _step(self, c: Candidate, event, t: float, refreshed, request) -> None:
+        """One coordinator step. Behind a proxy, a step that computes a new target with two
+        members or more also leaves in ``reordered`` the candidates that took it with the
+        members in every other order: Kafka's uniform assignor serves its members in the
+        order of its member map (groupSpec.memberIds(), a HashMap of member.id strings:
+        UniformHomogeneousAssignmentBuilder.maybeRevokePartitions and
+        assignRemainingPartitions, Kafka 4.4.0), which no trace shows; the model serves them
+        in member id order, so each order is a renaming of the members' model ids."""
+        before = c.copy() if self.side.proxied and not self.reordering else None
+        self._apply(c, event, t, request)
+        if before is None or c.group.target_epoch == before.group.target_epoch or len(c.group.members) < 2:
+            return
+        self.reordering = True
+        try:
+            ids = [m.member_id for m in c.group.members]
+            for order in itertools.permutations(ids):
+                sigma = dict(zip(ids, order))
+                if order == tuple(ids):
+                    continue
+                alt = before.copy()
+                _rename(alt, sigma)
+                self._apply(alt, _renamed(event, sigma), t, request)
+                self.reordered.append(alt)
+        finally:
+            self.reordering = False
+
+    def _apply(self, c: Candidate, event, t: float, request) -> None:
         before = c.group
         if type(event) is Receive and type(event.request) is _WireRefused:
             outputs = (Reply(event.conn, ConsumerGroupHeartbeatResponse(event.request.error, NO_MEMBER_ID, 0)),)
@@ -228,7 +265,7 @@ class ConsumerGroupSearch(_Group):
     def last_state(self) -> dict:
         c = self.frontier[0]
         g = c.group
-        names = {mid: name for name, mid in self.ids.items() if isinstance(name, str)}
+        names = {c.names.get(number, number): name for name, number in self.ids.items() if isinstance(name, str)}
         return {"group_id": self.group_id, "state": GROUP_STATE_NAMES[group_state(g)], "group_epoch": g.epoch,
                 "target_epoch": g.target_epoch,
                 "members": [{"member_id": names.get(m.member_id, ""), "member_epoch": m.epoch,
@@ -249,3 +286,26 @@ class _Ms:
 
 def _traced(assignment: list) -> set:
     return {(tp["topic"], p) for tp in assignment for p in tp["partitions"]}
+
+
+def _rename(c: Candidate, sigma: dict) -> None:
+    """Candidate ``c`` with its members' model ids renamed by ``sigma`` ({old: new}, a
+    permutation of them): the group's members (kept sorted) and target, the timers, the
+    rebalance timeouts and the numbers' model ids."""
+    g = c.group
+    c.group = g._replace(members=tuple(sorted(m._replace(member_id=sigma.get(m.member_id, m.member_id))
+                                              for m in g.members)),
+                         target=tuple(sorted((sigma.get(m, m), p) for m, p in g.target)))
+    c.timers = {_renamed(k, sigma): (_renamed(timer, sigma), d) for k, (timer, d) in c.timers.items()}
+    c.timeouts = {sigma.get(m, m): x for m, x in c.timeouts.items()}
+    numbers = set(c.names) | set(sigma)
+    c.names = {n: sigma.get(c.names.get(n, n), c.names.get(n, n)) for n in numbers}
+
+
+def _renamed(event, sigma: dict):
+    """A coordinator input (a timer, or a received request) with its member id renamed."""
+    if type(event) is Receive:
+        return event._replace(request=_renamed(event.request, sigma))
+    if hasattr(event, "member_id"):
+        return event._replace(member_id=sigma.get(event.member_id, event.member_id))
+    return event

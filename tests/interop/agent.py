@@ -49,9 +49,13 @@ def confluent(a):
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     conf = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "client.id": a.name,
-            "partition.assignment.strategy": a.strategy, "session.timeout.ms": a.session_ms,
-            "heartbeat.interval.ms": 300, "enable.auto.commit": True, "auto.commit.interval.ms": 500,
+            "enable.auto.commit": True, "auto.commit.interval.ms": 500,
             "topic.metadata.refresh.interval.ms": 1000, "max.poll.interval.ms": a.max_poll_ms}
+    if a.group_protocol == "consumer":  # KIP-848: the broker owns the session, heartbeat and assignor settings
+        conf["group.protocol"] = "consumer"
+    else:
+        conf.update({"partition.assignment.strategy": a.strategy, "session.timeout.ms": a.session_ms,
+                     "heartbeat.interval.ms": 300})
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
     c = Consumer(conf)
@@ -190,6 +194,8 @@ def main():
                    help="confluent: max.poll.interval.ms, which is also the JoinGroup's rebalance timeout")
     p.add_argument("--strategy", default="cooperative-sticky",
                    help="confluent: partition.assignment.strategy (a rolling upgrade changes it between restarts)")
+    p.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic",
+                   help="confluent: group.protocol (consumer: KIP-848, which ignores --session-ms and --strategy)")
     a = p.parse_args()
     log = ObservedLog(sys.stdout, a.name, a.instance_id or None)
     threading.Thread(target=lambda: [commands.put(line) for line in sys.stdin], daemon=True).start()
