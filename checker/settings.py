@@ -40,7 +40,8 @@ SCHEMA = {
     "faults": {"kinds", "budget", "resubscriptions"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms", "timed", "session_timeout_ms",
              "rebalance_timeout_ms", "initial_rebalance_delay_ms"},
-    "check": {"max_states", "max_depth", "expect_violated", "mutations", "continue", "timer_fairness"},
+    "check": {"max_states", "max_depth", "expect_violated", "expect_findings", "mutations", "continue",
+              "timer_fairness"},
     "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks",
                 "max_warmup_replicas", "probing_ticks"},
 }
@@ -73,6 +74,7 @@ class CheckSettings:
     initial: Initial | None = None  # [initial]: the group's state to start from (checker/situations.py)
     prefix: tuple = ()  # [[prefix]]: steps played from it first, (action, slot, table) each
     timing: Timing | None = None  # [time] timed: the timed mode's durations (checker/timed.py), else untimed (R21)
+    findings: tuple | None = None  # [check] expect_findings: known findings expected (checker/findings.py); None: default
 
     def system(self) -> System:
         """The System to explore. With ``initial``: its Stable group, then ``prefix``
@@ -330,11 +332,13 @@ def subscription_settings(topics: tuple, group: dict, members: dict, faults: dic
 def resolve(data: dict, *, protocol=None, assignor=None, members=None, partitions=None,
             faults=None, budget=None, mutations=(), engine=None, workers=None, max_states=None,
             max_depth=None, keep_going=None, timer_fairness=None, static=None,
-            spec_mutations=(), streams=None, connectors=None, joiners=None, timed=None) -> CheckSettings:
+            spec_mutations=(), streams=None, connectors=None, joiners=None, timed=None,
+            findings=None) -> CheckSettings:
     """Merge a validated file (``data``, see ``validate``) with command-line overrides
     (None = not given); ``streams``: the [streams] keys given on the command line;
     ``connectors``: Connect's connectors beside the tasks (R66), over group.connectors;
-    ``joiners``: over members.joiners; ``timed``: the timed mode, over time.timed."""
+    ``joiners``: over members.joiners; ``timed``: the timed mode, over time.timed;
+    ``findings``: the known findings expected (``("none",)``: none), over check.expect_findings."""
     g, m, f, c, t = (data.get(k, {}) for k in ("group", "members", "faults", "check", "time"))
     proto = protocol or g.get("protocol", "cooperative")
     if proto not in ALL_PROTOCOLS:
@@ -440,4 +444,20 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         initial=initial,
         prefix=prefix,
         timing=timing_settings(t, timed, fault_kinds, proto),
+        findings=expected_findings(findings if findings else c.get("expect_findings")),
     )
+
+
+def expected_findings(names) -> tuple | None:
+    """The known findings a configuration expects (checker/findings.py): None (not
+    given: those that apply), ``()`` for ``["none"]``, else the names. ConfigError for
+    an unknown name."""
+    from .findings import FINDINGS
+    if names is None:
+        return None
+    names = names_in("check.expect_findings", list(names), tuple(FINDINGS) + ("none",))
+    if "none" in names:
+        if len(names) > 1:
+            raise ConfigError("check.expect_findings: none cannot be given with findings")
+        return ()
+    return names

@@ -33,6 +33,7 @@ from rebalance.checker.render import lane, partitions as partition_names
 from rebalance.checker.engines.checkpoint import INTERVAL_S as CHECKPOINT_INTERVAL_S, Checkpoint, run_key
 from rebalance.checker.engines.explore import explore, fair_except_timers, storm_result
 from rebalance.checker.engines.guards import DEFAULT_MAX_MEMORY_MB, Guard, peak_rss_mb, reach_warning
+from rebalance.checker.findings import covers as finding_covers, declared, pinned
 from rebalance.checker.properties import applicable, applicable_covers, concrete_reason
 from rebalance.checker.settings import ALL_PROTOCOLS, ENGINES, CheckSettings, load_toml, resolve
 from rebalance.checker.system import FAULTS, KIP345_FAULTS, Storm, System
@@ -303,6 +304,10 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
               help="Seed of the walks (--walks): the same seed gives the same walks and verdict.")
 @click.option("--continue", "keep_going", is_flag=True, default=None,
               help="Keep exploring after a violation, so every property gets a definite status.")
+@click.option("--expect-finding", "findings", multiple=True,
+              help="A known finding of Kafka's protocol (spec/SPEC.md section 11: F1, F2, F4) to expect: states of "
+                   "its shape are no violation of its property (repeatable; none: expect none; default: those the "
+                   "configuration reaches).")
 @click.option("--no-timer-fairness", "timer_fairness", flag_value=False, default=None,
               help="Drop weak fairness on timers (eventual_balance then fails by stuttering).")
 @click.option("--require-covers", is_flag=True,
@@ -320,8 +325,8 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
           standby, streams_version,
           rejoin, max_warmup, faults, budget, mutations, spec_mutations, engine, workers, spark_master, max_states,
           max_depth, max_seconds,
-          max_memory, checkpoint_dir, checkpoint_interval, resume_dir, walks, depth, seed, keep_going, timer_fairness,
-          require_covers, example, junit_path, as_json, out_dir):
+          max_memory, checkpoint_dir, checkpoint_interval, resume_dir, walks, depth, seed, keep_going, findings,
+          timer_fairness, require_covers, example, junit_path, as_json, out_dir):
     """Model-check every interleaving within the bound.
 
     Explores, breadth first, every interleaving of message deliveries, heartbeats,
@@ -361,7 +366,7 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
                        faults=faults, budget=budget, mutations=mutations, engine=engine, workers=workers,
                        max_states=max_states, max_depth=max_depth, keep_going=keep_going,
                        timer_fairness=timer_fairness, static=static, spec_mutations=spec_mutations,
-                       connectors=connectors, joiners=joiners, timed=timed,
+                       connectors=connectors, joiners=joiners, timed=timed, findings=findings,
                        streams={k: v for k, v in (("tasks", tasks), ("stateless", stateless), ("standby_replicas", standby),
                                                   ("version", streams_version), ("rejoin", rejoin),
                                                   ("max_warmup_replicas", max_warmup)) if v is not None})
@@ -383,8 +388,9 @@ def check(config, protocol, assignor, members, joiners, partitions, timed, conne
     for w in warnings:
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
     system = settings.system()
-    props = applicable(system)
-    covers = applicable_covers(system)
+    expected = declared(system, settings.findings)  # known findings, excused in their shape only
+    props = pinned(applicable(system), expected)
+    covers = applicable_covers(system) + finding_covers(expected)
     try:
         system.initial()  # settled once here: an initial group that never settles is a violation, not a crash
     except Storm as storm:

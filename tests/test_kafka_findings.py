@@ -20,7 +20,7 @@ def test_f1_a_static_leader_restarting_between_cooperative_rounds_strands_a_part
     session.timeout.ms: KIP-345 gives it its stored assignment back without a
     rebalance (GroupCoordinator.updateStaticMemberAndRebalance, Stable), so the
     second round that would hand out t-1 never happens."""
-    code, out = rebalance_check(*F1, "--continue")
+    code, out = rebalance_check(*F1, "--continue", "--expect-finding", "none")
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert code == 1 and status["eventual_balance"] == status["quiescent_balance"] == "violated", out
     assert all(s == "holds" for n, s in status.items() if n not in ("eventual_balance", "quiescent_balance"))
@@ -57,7 +57,7 @@ def test_f2_f3_a_paused_static_member_kept_by_the_rebalance_timeout(rebalance_ch
     co-ownership (exclusive_commits); never both at once: each commit was accepted
     while the other could not commit, so exclusive_ownership holds."""
     code, out = rebalance_check("--members", "2", "--partitions", "2", "--static", "--faults", "crash,restart,pause",
-                           "--max-faults", "4", "--continue")
+                           "--max-faults", "4", "--continue", "--expect-finding", "none")
     status = {p["name"]: p["status"] for p in out["properties"]}
     assert code == 1 and status["revoke_before_assign"] == status["exclusive_commits"] == "violated", out
     assert status["single_leader"] == status["unique_instance"] == status["exclusive_ownership"] == "holds"
