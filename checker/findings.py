@@ -26,7 +26,7 @@ from rebalance.model.member import MemberPhase
 from rebalance.model.protocol import Phase, union
 
 from .properties import PROPERTIES, Cover
-from .system import RUNNING, State, System
+from .system import KEPT, RUNNING, State, System
 
 
 class Finding(NamedTuple):
@@ -44,11 +44,15 @@ class Finding(NamedTuple):
 
 def _stranded(system: System, state: State) -> bool:
     """F1: a Stable group whose static leader's restart was answered from the stored
-    assignment: every running member is Stable owning exactly what it is assigned
-    (nobody has anything to revoke, so nobody rejoins) and a partition is owned and
-    assigned by nobody."""
+    assignment (the history variable ``Proc.restarting`` is ``KEPT``: what happened,
+    not what the state looks like; KAFKA-9801's static rejoin answered while
+    CompletingRebalance strands a partition in the same final state): every running
+    member is Stable owning exactly what it is assigned (nobody has anything to
+    revoke, so nobody rejoins) and a partition is owned and assigned by nobody."""
     group = state.group
-    if group.phase != Phase.STABLE or not any(m.member_id == group.leader and m.instance_id for m in group.members):
+    if group.phase != Phase.STABLE or not any(
+            p.status == RUNNING and p.restarting == KEPT and p.consumer.member_id == group.leader
+            and p.consumer.group_instance_id for p in state.procs):
         return False
     assigned = {m.member_id: m.assignment.partitions for m in group.members}
     for p in state.procs:

@@ -98,7 +98,10 @@ class Proc(NamedTuple):
     process is in its restart: ``FRESH`` from its start to its first request,
     ``RESTARTING`` once that request, a JoinGroup with no member id and the slot's
     group.instance.id, reached a Stable group within the session timeout, until
-    the process is Stable (``NOT_RESTARTING`` otherwise)."""
+    the process is Stable; then ``KEPT``, its restart answered from the stored
+    assignment (R26; GroupMetadataManager.java:8148, Kafka 4.4.0), while the process
+    stays Stable at that generation (finding F1's history, checker/findings.py);
+    ``NOT_RESTARTING`` otherwise."""
 
     status: int
     epoch: int
@@ -114,7 +117,7 @@ class Proc(NamedTuple):
     restarting: int = 0
 
 
-NOT_RESTARTING, FRESH, RESTARTING = 0, 1, 2  # Proc.restarting
+NOT_RESTARTING, FRESH, RESTARTING, KEPT = 0, 1, 2, 3  # Proc.restarting
 
 
 class State(NamedTuple):
@@ -382,9 +385,7 @@ class System:
             reply = (Action("reply", s, resp),
                      Proc(RUNNING, p.epoch, c2, p.requests + self.requests_of(outs), p.responses[1:],
                           _masked(p.shared, c2.owned), p.committed and same, p.stage, p.metadata,
-                          restored(p, c, c2), p.quiet,
-                          NOT_RESTARTING if p.restarting == RESTARTING and c2.phase == MemberPhase.STABLE
-                          else p.restarting))
+                          restored(p, c, c2), p.quiet, restarting(p, c, c2)))
         elif not p.requests:
             c2, outs = self.step_member(c, HeartbeatDue())
             sent = self.requests_of(outs)
@@ -737,7 +738,7 @@ class System:
                 # a restarted process that pauses may rightly be expelled before it is Stable: its restart is no
                 # longer judged (static_restart_no_rebalance)
                 out.append((Action("pause", s, None), p._replace(
-                    status=PAUSED, restarting=NOT_RESTARTING if p.restarting == RESTARTING else p.restarting)))
+                    status=PAUSED, restarting=NOT_RESTARTING if p.restarting in (RESTARTING, KEPT) else p.restarting)))
         elif p.status == CRASHED and "restart" in faults:
             out.append((Action("restart", s, None), self.start(s, p)))
         if p.status == CRASHED and DOWNGRADE in faults and s in self.static:
@@ -790,6 +791,17 @@ def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
     procs = state.procs
     procs = _released(procs[:s] + (proc,) + procs[s + 1:], s, proc.consumer.owned if proc.consumer else 0)
     return State(state.group, procs, state.faults_left - cost)
+
+
+def restarting(p: Proc, c: Consumer, c2: Consumer) -> int:
+    """``Proc.restarting`` after process ``p``'s consumer went from ``c`` to ``c2``:
+    a restart ends once the process is Stable (``KEPT``), and ``KEPT`` ends when it
+    leaves Stable or its generation moves."""
+    if p.restarting == RESTARTING and c2.phase == MemberPhase.STABLE:
+        return KEPT
+    if p.restarting == KEPT and (c2.phase != MemberPhase.STABLE or c2.generation != c.generation):
+        return NOT_RESTARTING
+    return p.restarting
 
 
 def restored(p: Proc, c: Consumer, c2: Consumer) -> int:

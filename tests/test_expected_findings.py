@@ -38,3 +38,13 @@ def test_a_finding_misnamed_is_a_usage_error(value, problem):
     args = [x for v in value.split(",") for x in ("--expect-finding", v)]
     code, _, err = run_cli("check", *args)
     assert code == 2 and problem in err and "Traceback" not in err
+
+
+def test_a_bug_ending_in_the_findings_state_is_not_excused(rebalance_check):
+    """KAFKA-9801 (static-rejoin-completing-no-rebalance) strands a partition in F1's
+    final state, but no static restart was answered from the stored assignment in a
+    Stable group on its path: F1 is pinned by that history, so the bug is violated
+    (F1 itself is still reached elsewhere in the same exploration)."""
+    code, out = rebalance_check(*F1, "--continue", "--mutation", "static-rejoin-completing-no-rebalance")
+    assert code == 1 and _status(out)["quiescent_balance"] == "violated"
+    assert out["counterexample"]["property"] in ("refinement", "quiescent_balance", "eventual_balance")

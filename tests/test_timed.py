@@ -6,7 +6,7 @@ import pytest
 from conftest import EXAMPLES
 from rebalance.checker import timed
 from rebalance.checker.settings import load_toml, resolve
-from rebalance.checker.system import RESTARTING, RUNNING, Action
+from rebalance.checker.system import KEPT, RESTARTING, RUNNING, Action
 from rebalance.model.coordinator import formed_group
 from rebalance.model.protocol import NO_MEMBER_ID, Phase, RebalanceTimeout, SessionTimeout, connection, instance_id, member_id
 from rebalance.model.timing import DEFAULT_TIMEOUTS, rearm
@@ -145,8 +145,8 @@ def test_a_restart_answered_with_a_stale_generation_rebalances_a_few_steps_later
 
 def test_a_restart_is_followed_until_the_member_is_stable():
     """``Proc.restarting``: FRESH from the process's start, RESTARTING once its
-    JoinGroup reached the Stable group within the session timeout, cleared when it
-    is Stable again."""
+    JoinGroup reached the Stable group within the session timeout, KEPT when it is
+    Stable again at the generation it found (answered from the stored assignment)."""
     system = timed_system()
     s = system.initial()
     s = next(n for a, n in system.successors(s) if a.kind == "crash" and a.slot == 0)
@@ -157,7 +157,7 @@ def test_a_restart_is_followed_until_the_member_is_stable():
         s = next(n for a, n in system.successors(s) if a.kind in ("deliver", "reply") and a.slot == 0)
         if s.procs[0].status == RUNNING and s.procs[0].consumer.phase.name == "STABLE":
             break
-    assert s.procs[0].restarting == 0 and s.group.generation == system.initial().group.generation
+    assert s.procs[0].restarting == KEPT and s.group.generation == system.initial().group.generation
 
 
 @pytest.mark.parametrize("args,message", [
