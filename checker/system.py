@@ -672,7 +672,8 @@ class System:
                 if coordinator.find_instance(group, iid) is not None:
                     req = LeaveGroup(((NO_MEMBER_ID, iid),))
                     nxt = self.coordinator_event(state, Receive(connection(s, ADMIN_EPOCH), req))
-                    out.append((Action(REMOVE, s, req), nxt._replace(faults_left=state.faults_left - 1)))
+                    procs = nxt.procs[:s] + (_interrupted(nxt.procs[s]),) + nxt.procs[s + 1:]
+                    out.append((Action(REMOVE, s, req), State(nxt.group, procs, state.faults_left - 1)))
         if FAILOVER in self.faults and group.phase != Phase.DEAD:
             out.append((Action(FAILOVER, -1, None), self._failed_over(state)))
         return out
@@ -687,7 +688,7 @@ class System:
                 p = p._replace(consumer=c, requests=self.requests_of(outs), responses=())
             elif p.requests:
                 p = p._replace(requests=())
-            procs.append(p)
+            procs.append(_interrupted(p))
         return State(failover.load(self.cfg, state.group), tuple(procs), state.faults_left - 1)
 
     def churn_successors(self, state: State) -> list:
@@ -791,6 +792,14 @@ def _with_proc(state: State, s: int, proc: Proc, cost: int) -> State:
     procs = state.procs
     procs = _released(procs[:s] + (proc,) + procs[s + 1:], s, proc.consumer.owned if proc.consumer else 0)
     return State(state.group, procs, state.faults_left - cost)
+
+
+def _interrupted(p: Proc) -> Proc:
+    """``p`` once a fault of the group's own (an admin's removal of its member, R71;
+    a coordinator failover, R72) interrupts its restart: KIP-345 promises no
+    rebalance for the member's restart alone, so the window of
+    ``static_restart_no_rebalance`` ends (what the failover loses is finding F4's)."""
+    return p._replace(restarting=NOT_RESTARTING) if p.restarting in (RESTARTING, KEPT) else p
 
 
 def restarting(p: Proc, c: Consumer, c2: Consumer) -> int:
