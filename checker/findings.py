@@ -101,7 +101,8 @@ FINDINGS = {f.name: f for f in (
             _kept_stale, lambda system: _static(system) and system.cfg.cooperative and "pause" in system.faults),
     Finding("F4", ("eventual_balance", "quiescent_balance"),
             "a coordinator failover fences a static member that re-registered after the last store",
-            _fenced_static, lambda system: _static(system) and "failover" in system.faults),
+            _fenced_static, lambda system: _static(system) and "failover" in system.faults
+            and (system.max_faults >= 3 or "remove" in system.faults)),
 )}
 
 
