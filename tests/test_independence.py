@@ -16,11 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # the modules that judge: properties and covers, the known findings' shapes, the spec, the proof obligations,
 # and what the properties reach into (the lasso search of bounded_deferral, the refinement check)
 JUDGES = ("checker/properties.py", "checker/refinement.py", "checker/engines/churn.py",
-          "spec/actions.py", "checker/prove.py", "checker/round_obligations.py")
+          "spec/actions.py", "checker/prove.py", "checker/round_obligations.py", "checker/consumer_properties.py",
+          "spec/consumer_actions.py", "checker/consumer_refinement.py", "checker/consumer_prove.py")
 # what a proof obligation runs and judges, never computes its verdict with: the assignors' entry point, and the
 # claim resolution the "transcription agrees with model/assignors.py" obligation holds the z3 transcription to
 SUBJECTS = {"checker/prove.py": {"assign", "resolve_claims", "contested_claims"},
-            "checker/round_obligations.py": {"assign"}}
+            "checker/round_obligations.py": {"assign"},
+            # KIP-848's: the server assignors through the mutation switch (rule) and the reconciliation they prove
+            "checker/consumer_prove.py": {"assign", "reconcile", "rule"}}
 
 
 def _model_imports(path: Path):
