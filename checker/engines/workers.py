@@ -325,9 +325,10 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     others through ``mesh``. ``report(distinct, transitions, frontier, depth)``, if
     given, is called after each level. Returns the run's counters and first
     violations (the same on every owner) and this owner's parent links, and for
-    liveness its transitions (src rank, index, dst rank, class code, marks, as
-    numpy arrays; the class keys by code) and its states' goal bits and churn
-    summaries."""
+    liveness its transitions, one tuple of numpy arrays per level (src rank, dst
+    rank, class code, marks; by src rank, a state's in successor order: each state
+    is expanded in one level by one owner), the class keys by code, and its
+    states' goal bits and churn summaries."""
     system = build(*job.spec)
     interner = system.interner = Interner()  # the local engine's successor path: ids, renaming and refinement by id
     canonical = Renamer().canonical
@@ -349,7 +350,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     ranks, parents, steps = array("i"), array("i"), array("i")  # per local index
     goals = bytearray()  # per local index, per liveness goal: 1 where it holds
     churn_rows: list = []  # per local index, with a churn search: its churn summary
-    edges: list = []  # per level: (src rank, index, dst rank, class code, marks)
+    edges: list = []  # per level: (src rank, dst rank, class code, marks), by src rank, then successor index
     classes: dict = {}  # fairness class -> code
     class_keys: list = []  # code -> fairness class
 
@@ -440,7 +441,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             c_rows.append(b_rows[pick])
             c_keys.append((rank[live] << IDX_BITS | batch.index[live])[pick])
             if with_graph:  # b_place, offset to the level's list of batches' distinct successors
-                level_edges.append((rank, batch.index, live, b_place + offset, batch.classes, batch.marks))
+                level_edges.append((rank, live, b_place + offset, batch.classes, batch.marks))
             offset += len(pick)
         # this level's distinct successors, in the order first generated
         fps = cat(c_fps, np.int64)
@@ -448,11 +449,11 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
         fps = fps[pick]
         rows = cat(c_rows, np.int64, (0, width))[pick]
         keys = cat(c_keys, np.int64)[pick]
-        e_src, e_idx, e_pos, e_cls, e_marks = [], [], [], [], []
-        for rank, index, live, b_place, cls, marks in level_edges:
+        e_src, e_pos, e_cls, e_marks = [], [], [], []
+        for rank, live, b_place, cls, marks in level_edges:
             pos = np.full(len(rank), -1, np.int64)  # each edge's successor's place in the level's (-1: a stutter)
             pos[live] = of_cand[b_place]
-            e_src.append(rank), e_idx.append(index), e_pos.append(pos), e_cls.append(cls)
+            e_src.append(rank), e_pos.append(pos), e_cls.append(cls)
             e_marks.append(np.where(live, marks, 0))
         del c_fps, c_rows, c_keys, of_cand
         dest = _owner_of(components.keys_of(0, rows[:, 0]), k)
@@ -501,8 +502,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
             for j, r in enumerate(back):
                 cand_rank[by_dest[bounds[j]:bounds[j + 1]]] = r if j == me else np.frombuffer(r, np.int32)
             src, pos = cat(e_src, np.int32), cat(e_pos, np.int32)
-            edges.append((src, cat(e_idx, np.int32), np.where(pos >= 0, cand_rank[pos], src),
-                          cat(e_cls, np.uint16), cat(e_marks, np.uint8)))
+            edges.append((src, np.where(pos >= 0, cand_rank[pos], src), cat(e_cls, np.uint16), cat(e_marks, np.uint8)))
         records = [(r, name) for summary in summaries for name, r in summary[4].items()]
         records += [(r, name) for found_here in mesh.allgather(found) for name, r in found_here.items()]
         for r, name in sorted(records, key=lambda x: (x[0][0], place[x[1]])):  # ties: in the properties' order
@@ -531,7 +531,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     return {"distinct": distinct, "transitions": transitions, "depth": depth, "kinds": kinds,
             "reached": reached, "violations": violations, "limit": limit, "stop": stop,
             "links": (ranks.tobytes(), parents.tobytes(), steps.tobytes()),
-            "edges": tuple(np.concatenate(column) for column in zip(*edges)) if edges else None,
+            "edges": edges,
             "classes": class_keys, "live": (bytes(goals), churn_rows if churn is not None else None)}
 
 
@@ -573,23 +573,45 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
 
 
 _CHUNK = 1 << 20  # edges per chunk of ``_liveness``'s scan for new fairness classes
+EDGE_COLUMNS = (np.int32, np.int32, np.uint16, np.uint8)  # an owner's level of edges: src, dst, class code, marks
+
+
+def _in_order(results: list, n: int) -> tuple:
+    """Every owner's edges (``_explore``'s, per level) as ``(src, dst, class code,
+    marks)`` in the local engine's order (by src rank, then successor index), the
+    class codes offset into the owners' class keys listed end to end, and those
+    keys. Each edge is put straight at its place (its state's first place, from
+    the out-degrees, plus its place among its state's edges), an owner's levels
+    dropped as they are placed: no concatenation of every owner's edges, nor a
+    sort of them (which held some 50 bytes an edge at once in the driver)."""
+    degree = np.zeros(n, np.int64)
+    for r in results:
+        for src, *_ in r["edges"]:
+            if len(src) and (src[1:] < src[:-1]).any():
+                raise ValueError("an owner's level of edges is not by source rank")
+            states, first = np.unique(src, return_index=True)
+            degree[states] = np.diff(np.append(first, len(src)))
+    start = np.concatenate([[0], np.cumsum(degree)])
+    total = int(start[-1])
+    out = (np.empty(total, np.int32), np.empty(total, np.int32), np.empty(total, np.uint8))
+    keys: list = []
+    for r in results:
+        base = len(keys)
+        keys.extend(r["classes"])
+        levels = r["edges"]
+        while levels:
+            src, dst, cls, marks = levels.pop(0)
+            at = start[src] + np.arange(len(src)) - np.searchsorted(src, src)  # src sorted: its first place
+            out[0][at], out[1][at], out[2][at] = dst, cls.astype(np.int32) + base, marks
+    return np.repeat(np.arange(n, dtype=np.int32), degree), *out, keys
 
 
 def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> list:
     """Liveness on the gathered graph: states numbered by rank, transitions added in
     (src rank, successor index) order, as the local engine numbers and adds them."""
     graph = Graph(spill=True)
-    parts, keys = [], []  # every owner's edges, their class codes offset into keys
-    for r in results:
-        if r["edges"] is not None:
-            src, idx, dst, cls, marks = r["edges"]
-            parts.append((src, idx, dst, cls.astype(np.int32) + len(keys), marks))
-            keys.extend(r["classes"])
-    if parts:
-        src, idx, dst, cls, marks = (np.concatenate(column) for column in zip(*parts))
-        order = np.argsort(src.astype(np.int64) << IDX_BITS | idx, kind="stable")
-        del parts
-        codes = cls[order]
+    src, dst, codes, marks, keys = _in_order(results, n)
+    if len(src):
         class_ids = np.zeros(len(keys), np.uint16)  # class ids given in the order the edges first use them
         seen = np.zeros(len(keys), bool)
         for lo in range(0, len(codes), _CHUNK):  # a chunk at a time: few edges bring a class not seen yet
@@ -600,8 +622,8 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
                 for c in met[np.argsort(first)].tolist():
                     class_ids[c] = graph.class_id(keys[c])
                 seen[met] = True
-        graph.extend(src[order], np.ascontiguousarray(dst[order], np.int32), class_ids[codes], marks[order])
-        del src, idx, dst, cls, marks, order, codes
+        graph.extend(src, dst, class_ids[codes], marks)
+    del src, dst, codes, marks
     graph.load()
     goal_names = [p.name for p in live_props if p.goal]
     goals = np.ones((n, len(goal_names)), np.uint8)  # by rank, per goal: 1 where it holds
@@ -628,10 +650,18 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
 
 
 def _worker(job: Job, me: int, conns: list, result) -> None:
-    """A forked owner: runs, then sends ("done", answer) or ("error", traceback) on ``result``."""
+    """A forked owner: runs, then sends ("done", answer) or ("error", traceback) on
+    ``result``; an answer's edges follow it, one message per level and column
+    (``EDGE_COLUMNS``), each array's own bytes, a level freed once sent (pickling the
+    answer whole copied them all at once)."""
     try:
         report = (lambda *figures: result.send(("progress", figures))) if me == 0 else None
-        result.send(("done", run_owner(job, Mesh(me, conns), report)))
+        answer = run_owner(job, Mesh(me, conns), report)
+        edges = answer["edges"]
+        result.send(("done", answer | {"edges": len(edges)}))
+        while edges:
+            for column in edges.pop(0):
+                result.send_bytes(column)
     except BaseException:  # noqa: BLE001 - the driver must hear of it, or its peers wait for ever
         result.send(("error", traceback.format_exc()))
 
@@ -676,6 +706,8 @@ def explore_workers(system: System, properties, workers: int, covers=(), max_sta
                     if progress is not None:
                         progress(*body)
                     continue
+                body["edges"] = [tuple(np.frombuffer(c.recv_bytes(), t) for t in EDGE_COLUMNS)
+                                 for _ in range(body["edges"])]
                 answers[waiting.pop(c)] = body
     finally:
         for p in procs:
