@@ -31,6 +31,7 @@ from rebalance.oracle.streams import DEFAULTS, StreamsInstance
 
 from .connect import _member_names
 from .runner import _verdict, registrar
+from .targets import coordinator_ready
 from .streams_model import model_rounds, real_rounds
 
 PARTITIONS = 6
@@ -43,8 +44,8 @@ _serial = itertools.count(1)
 @dataclass
 class StreamsScenario:
     """``script(run)`` plays it; ``situation(run)`` yields (claim, held) pairs; ``model``:
-    (the instances before the event as {name: active task mask}, the names that join)
-    for streams_model.model_rounds, or None."""
+    (the names that join, the names that leave) at the event, for
+    streams_model.model_rounds from the real group's last round before it, or None."""
 
     name: str
     title: str
@@ -117,6 +118,7 @@ class StreamsRun:
         self.input, self.output = f"{self.app}-in", f"{self.app}-out"
         target.create_topic(self.input, PARTITIONS)
         target.create_topic(self.output, 1)
+        coordinator_ready(*target.upstream, self.app)
         self.trace_path = directory / "trace.jsonl"
         self.proxy = target.record(self.trace_path)
         self.bootstrap = f"127.0.0.1:{self.proxy.port}"
@@ -124,6 +126,7 @@ class StreamsRun:
         self.feeder = Feeder(self.broker, self.input)
         self.instances: dict = {}
         self.stopped: set = set()
+        self.stopped_at: dict = {}
         self.marks: dict = {}
 
     def start(self, name: str) -> StreamsInstance:
@@ -133,6 +136,9 @@ class StreamsRun:
         return self.instances[name]
 
     def stop(self, name: str) -> None:
+        """Close instance ``name`` cleanly (SIGTERM); it sends LeaveGroup when started with
+        ``leave.group.on.close`` true (the scenario's settings)."""
+        self.stopped_at[name] = now_ms()
         self.instances[name].stop()
         self.stopped.add(name)
 
@@ -221,7 +227,8 @@ class StreamsResult:
     history: dict      # {instance: [{"t", "state", "active", "standby"}, ...]}
     counts: dict
     conform: dict
-    rounds: list       # the real rounds (streams_model.real_rounds), from the first with the newcomer
+    rounds: list       # the real rounds (streams_model.real_rounds) from the scenario's event on
+    start: dict        # {task: instance running it} in the last real round before the event
     model: dict        # {assignor: the model's rounds (streams_model.model_rounds)}
     figures: dict      # availability.__doc__
     seconds: float
@@ -253,52 +260,69 @@ def run_streams(s: StreamsScenario, target, directory: Path) -> StreamsResult:
     except Exception as e:
         claims = [{"claim": f"the situation could be read ({type(e).__name__}: {e})", "held": False}]
     later = [x for x in r.rounds if x["t_ms"] >= r.marks.get("event", 0)]
+    earlier = [x for x in r.rounds if x["t_ms"] < r.marks.get("event", 0)]
+    last = earlier[-1]["members"] if earlier else {}
+    start = {t: n for n, m in last.items() for t in m["active"]}
     settings = {**DEFAULTS, **s.settings}
+    before = {n: (_mask(m["active"]), _mask(m["standby"])) for n, m in sorted(last.items())}
     model = {a: model_rounds(a, PARTITIONS, settings["num.standby.replicas"], settings["max.warmup.replicas"],
-                             *s.model) for a in ("high-availability", "streams")} if s.model else {}
+                             before, *s.model) for a in ("high-availability", "streams")} if s.model and last else {}
     result = StreamsResult(s.name, target.name, claims, bool(claims) and all(c["held"] for c in claims),
                            {n: i.history for n, i in r.instances.items()}, counts,
                            {"coordinator": _verdict("coordinator", r.trace_path),
                             "members": _verdict("members", r.trace_path)},
-                           later, model, availability(r, later), round(time.monotonic() - started, 1), error)
+                           later, start, model, availability(r, later), round(time.monotonic() - started, 1),
+                           error)
     (directory / "result.json").write_text(json.dumps(dataclasses.asdict(result), indent=1))
     return result
 
 
+def unavailability(run) -> dict:
+    """``unavailable_ms``: the longest time from the event on that some task ran on no
+    instance, by the instances' reports (every 200 ms; a stopped instance runs nothing
+    from its stop), and ``tasks_unavailable``, how many tasks had such a time."""
+    event = run.marks.get("event", 0)
+    reports = sorted([(h["t"], n, set(h["active"])) for n, i in run.instances.items() for h in i.history]
+                     + [(t, n, set()) for n, t in run.stopped_at.items()], key=lambda r: r[0])
+    latest = {n: a for t, n, a in reports if t < event}
+    down, longest = {}, {}
+    for t, n, active in (r for r in reports if r[0] >= event):
+        latest[n] = active
+        running = set().union(*latest.values())
+        for task in {x for r in reports for x in r[2]}:
+            if task not in running:
+                down.setdefault(task, t)
+            elif task in down:
+                longest[task] = max(longest.get(task, 0), t - down.pop(task))
+    return {"unavailable_ms": max(longest.values()), "tasks_unavailable": len(longest)} if longest else {}
+
+
+def _mask(tasks) -> int:
+    """The model's task mask of Kafka task ids "0_i" (one subtopology)."""
+    return sum(1 << int(t.split("_")[1]) for t in tasks)
+
+
 def availability(run, rounds: list) -> dict:
-    """Restore and unavailability, as the instances saw them: ``warmup_s``, from the
-    first round after the event to the last (the newcomer warming up until it takes its
-    tasks); ``probing_s``, from the round that scheduled the probing rebalance to the
-    round after its time (``next_rebalance_ms``), and ``probing_on_time`` (that round
-    came at or after it); ``unavailable_ms``, per task that changed instance, from the
-    last report of its old owner running it to the first of its new owner running it
-    (the longest; the instances report every 200 ms)."""
+    """Restore and unavailability, as the instances saw them: ``rounds`` and
+    ``rounds_s``, how many rounds the scenario took and the seconds from the first
+    after the event to the last (a newcomer warms up in between); ``probing_s``, from
+    the round that set the leader's probing time (``next_rebalance_ms``; a round asking
+    someone to rejoin at once keeps it) to the first round at or after that time, and
+    ``probing_on_time`` when there is one; and ``unavailability``'s figures."""
     out: dict = {}
     if rounds:
-        out["warmup_s"] = round((rounds[-1]["t_ms"] - rounds[0]["t_ms"]) / 1000, 1)
-    probes = [(i, ms) for i, x in enumerate(rounds) for ms in x["next_rebalance_ms"].values()
-              if 0 < ms < NO_REBALANCE_MS]
-    if probes and probes[0][0] + 1 < len(rounds):
-        i, ms = probes[0]
-        out["probing_s"] = round((rounds[i + 1]["t_ms"] - rounds[i]["t_ms"]) / 1000, 1)
-        out["probing_on_time"] = rounds[i + 1]["t_ms"] >= ms
-    gaps = []
-    event = run.marks.get("event", 0)
-    for name, inst in run.instances.items():
-        for other, o in run.instances.items():
-            for task in {t for h in inst.history for t in h["active"]} if other != name else ():
-                # the first report after the event without the task, its report before running it
-                lost = next((i for i, h in enumerate(inst.history) if h["t"] >= event and task not in h["active"]
-                             and i and task in inst.history[i - 1]["active"]), None)
-                if lost is None:
-                    continue
-                since = inst.history[lost]["t"]
-                taken = next((h["t"] for h in o.history if h["t"] >= since and task in h["active"]), None)
-                if taken is not None:
-                    gaps.append(taken - since)
-    if gaps:
-        out["unavailable_ms"] = max(gaps)
-        out["tasks_moved"] = len(gaps)
+        out["rounds"] = len(rounds)
+        out["rounds_s"] = round((rounds[-1]["t_ms"] - rounds[0]["t_ms"]) / 1000, 1)
+    pending = None  # (the round that set the leader's probing time, that time)
+    for x in rounds:
+        if pending and x["t_ms"] >= pending[1]:
+            out["probing_s"] = round((x["t_ms"] - pending[0]["t_ms"]) / 1000, 1)
+            out["probing_on_time"] = True
+            break
+        times = [ms for ms in x["next_rebalance_ms"].values() if 0 < ms < NO_REBALANCE_MS]
+        pending = (x, times[0]) if times else (pending if any(
+            ms == 0 for ms in x["next_rebalance_ms"].values()) else None)
+    out.update(unavailability(run))
     return out
 
 
@@ -309,7 +333,7 @@ def _tasks_of(history: list, after_ms: float, kind: str) -> list:
 
 
 @streams_scenario("scale up from one instance to two: B warms up, the probing rebalance hands tasks over",
-                  model=({"A": (1 << PARTITIONS) - 1}, ["B"]))
+                  model=(["B"], []))
 def scale_up(run):
     run.feeder.count(BACKLOG)
     run.start("A")
@@ -339,6 +363,77 @@ def _(run):
     yield "after it each task has its standby on the other instance", handover is not None and \
         run.instances["A"].tasks()[1] == run.instances["B"].tasks()[0] and \
         run.instances["B"].tasks()[1] == run.instances["A"].tasks()[0]
+    figures = availability(run, [x for x in run.rounds if x["t_ms"] >= event])
+    yield "the leader rejoined for the probing rebalance at or after the time its AssignmentInfo named", \
+        figures.get("probing_on_time", False)
+
+
+@streams_scenario("scale down from two instances to one: B leaves, A takes its tasks from its standbys",
+                  model=([], ["B"]),
+                  **{"leave.group.on.close": "true"})
+def scale_down(run):
+    run.feeder.count(BACKLOG)
+    run.start("A")
+    run.start("B")
+    run.wait(lambda p: len(p["A"][0]) == len(p["B"][0]) == PARTITIONS // 2
+             and p["A"][1] == p["B"][0] and p["B"][1] == p["A"][0], "A and B to share the tasks, with standbys")
+    run.feeder.start()
+    time.sleep(3)
+    run.mark("event")
+    run.stop("B")
+    run.wait(lambda p: len(p["A"][0]) == PARTITIONS, "A to run every task")
+    run.mark("handover")
+    time.sleep(3)
+    run.feeder.stop()
+    run.mark("end")
+
+
+@scale_down.situation
+def _(run):
+    a, event = run.instances["A"].history, run.marks["event"]
+    handover = run.marks.get("handover")
+    yield "B left with a LeaveGroup", any(r.get("api") == "LeaveGroup" for _, r in read(run.trace_path).records)
+    yield "A ran every task within 10 s (its standbys were caught up: no warmup, no probing rebalance)", \
+        handover is not None and handover - event < 10_000
+    yield "A kept its own tasks throughout", all(
+        {"0_0", "0_1", "0_2"} <= set(h["active"]) or {"0_3", "0_4", "0_5"} <= set(h["active"])
+        for h in a if h["t"] >= event and h["state"] == "RUNNING")
+
+
+@streams_scenario("scale up from two instances to three: C warms up (warmups beyond the standbys), the probing "
+                  "rebalance hands it tasks", model=(["C"], []))
+def scale_up_to_three(run):
+    run.feeder.count(BACKLOG)
+    run.start("A")
+    run.start("B")
+    run.wait(lambda p: len(p["A"][0]) == len(p["B"][0]) == PARTITIONS // 2, "A and B to share the tasks")
+    run.feeder.start()
+    time.sleep(3)
+    run.mark("event")
+    run.start("C")
+    run.wait(lambda p: all(len(p[n][0]) == PARTITIONS // 3 for n in "ABC"), "the handover", timeout=240)
+    run.mark("handover")
+    time.sleep(3)
+    run.feeder.stop()
+    run.mark("end")
+
+
+@scale_up_to_three.situation
+def _(run):
+    event, handover = run.marks["event"], run.marks.get("handover")
+    at = next((i for i, x in enumerate(run.rounds) if x["t_ms"] >= event and "C" in x["members"]), None)
+    first = run.rounds[at] if at is not None else None
+    # a task withheld for its revocation stays a standby of its old owner (StreamsPartitionAssignor
+    # .buildStandbyTaskMap): the warmups are the replicas beyond those and one standby per task
+    ran = {t for m in run.rounds[at - 1]["members"].values() for t in m["active"]} if at else set()
+    withheld = ran - {t for m in first["members"].values() for t in m["active"]} if first else set()
+    warmups = sum(len(m["standby"]) for m in first["members"].values()) - len(withheld) - PARTITIONS if first else 0
+    yield "C's first assignment: no active task, replicas of tasks it will take", \
+        first is not None and not first["members"]["C"]["active"] and bool(first["members"]["C"]["standby"])
+    yield f"{warmups} warmups in that round (replicas beyond one standby per task and the withheld tasks')", \
+        warmups > 0
+    yield "the probing rebalance (at least 60 s after C joined) handed C two tasks", handover is not None \
+        and handover - event >= 60_000
     figures = availability(run, [x for x in run.rounds if x["t_ms"] >= event])
     yield "the leader rejoined for the probing rebalance at or after the time its AssignmentInfo named", \
         figures.get("probing_on_time", False)

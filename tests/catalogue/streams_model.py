@@ -38,17 +38,22 @@ def config(assignor: str, tasks: int, standby: int, max_warmup: int) -> GroupCon
                        max_warmup_replicas=max_warmup)
 
 
-def model_rounds(assignor: str, tasks: int, standby: int, max_warmup: int, before: dict, joining: list) -> list:
-    """The model's rounds: ``before`` {name: active task mask} (every member caught up on
-    what it runs), ``joining``: names that join with nothing. Returns [{"event", "members":
-    {name: {"active", "warmup", "standby"}}, "withheld": bool, "probing": bool}]."""
+def model_rounds(assignor: str, tasks: int, standby: int, max_warmup: int, before: dict, joining: list,
+                 leaving: list = ()) -> list:
+    """The model's rounds: ``before`` {name: (active, standby) task masks} (every member
+    caught up on both), ``joining``: names that join with nothing, ``leaving``: names of
+    ``before`` that leave the group (LeaveGroup). Returns [{"event", "members": {name:
+    {"active", "warmup", "standby"}}, "withheld": bool, "probing": bool}]."""
     cfg = config(assignor, tasks, standby, max_warmup)
     names = list(before) + list(joining)
     mids = {n: member_id(i, 1) for i, n in enumerate(names)}
-    state = {n: {"active": before.get(n, 0), "warmup": 0, "standby": 0, "ready": 0} for n in names}
+    state = {n: {"active": before.get(n, (0, 0))[0], "warmup": 0, "standby": before.get(n, (0, 0))[1], "ready": 0}
+             for n in names if n not in leaving}
     # the leader remembers the last round's members (R50: newcomers are the members not in it)
     memory = streams.StreamsMemory(tuple(sorted(mids[n] for n in before)))
-    out, event = [], f"{', '.join(joining)} join{'s' if len(joining) == 1 else ''}"
+    out = []
+    event = "; ".join([f"{', '.join(joining)} join{'s' if len(joining) == 1 else ''}"] * bool(joining)
+                      + [f"{', '.join(leaving)} leave{'s' if len(leaving) == 1 else ''}"] * bool(leaving))
     for _ in range(ROUNDS):
         subs = tuple((mids[n], 0, Subscription(s["active"], 1 if s["active"] else NO_GENERATION,
                                                streams=(s["warmup"], s["ready"], s["standby"], False)))
@@ -102,19 +107,20 @@ def real_rounds(trace_records, group: str, who: dict) -> list:
     return [by_generation[g] for g in sorted(by_generation)]
 
 
-def shape(rounds: list) -> list:
-    """[(replicas, withheld, handed over)] per round of ``rounds`` (real or model): the
-    standby and warmup replicas placed, the active tasks that lost their owner without
-    getting another (withheld for revocation, R23), and those now run by another member
-    than in the round before. Which tasks move is the assignor's free choice; how many,
-    and in which round, is the protocol's."""
-    out, before = [], {}
+def shape(rounds: list, start: dict) -> list:
+    """[(replicas, withheld, handed over)] per round of ``rounds`` (real or model) from
+    ``start`` ({task: the member running it} before the first): the standby and warmup
+    replicas placed, the active tasks that lost their owner without getting another
+    (withheld for revocation, R23), and those now run by another member than before.
+    Which tasks move is the assignor's free choice; how many, and in which round, is the
+    protocol's."""
+    out, before = [], dict(start)
     for x in rounds:
         now = {t: n for n, m in x["members"].items() for t in m["active"]}
         replicas = sum(len(m["standby"]) + len(m.get("warmup", ())) for m in x["members"].values())
         withheld = len(set(before) - set(now))
-        moved = sum(1 for t, n in now.items() if t in before and before[t] != n) + \
-            sum(1 for t in now if t not in before and before)
+        moved = sum(1 for t, n in now.items() if before.get(t, n) != n) + \
+            sum(1 for t in now if t not in before and (before or start))
         out.append((replicas, withheld, moved))
         before = now
     return out

@@ -50,6 +50,29 @@ def create_topic(host: str, port: int, name: str, partitions: int) -> None:
     asyncio.run(go())
 
 
+def coordinator_ready(host: str, port: int, group: str, timeout_s: float = 60) -> None:
+    """Wait until ``group``'s coordinator answers an OffsetFetch (v7) with NONE, asking
+    FindCoordinator (v4) first: a fresh Kafka broker creates __consumer_offsets on the
+    first FindCoordinator and answers COORDINATOR_LOAD_IN_PROGRESS while it loads it, an
+    answer that comes from the broker, not the group's handler (conform's member side
+    cannot read it). Raises RuntimeError after ``timeout_s``."""
+    async def go():
+        wire = await Wire.open(host, port, "catalogue")
+        try:
+            end = time.monotonic() + timeout_s
+            while True:
+                await wire.call(Api.FIND_COORDINATOR, 4, key_type=0, coordinator_keys=[group])
+                r = await wire.call(Api.OFFSET_FETCH, 7, group_id=group, topics=None, require_stable=False)
+                if r.error_code.value == 0:
+                    return
+                if time.monotonic() > end:
+                    raise RuntimeError(f"group {group}'s coordinator answers {r.error_code.name}")
+                await asyncio.sleep(0.2)
+        finally:
+            wire.close()
+    asyncio.run(go())
+
+
 class RecordingProxy:
     """``rebalance proxy`` in a thread with its own event loop, recording ``trace``."""
 
