@@ -42,7 +42,8 @@ VECTOR_VARS = ("group", "responses", ACTION, PICKS)
 SET_FIELDS = frozenset({"owned_partitions", "partitions", "assigned", "deferred", "pending_member_ids",
                         "previous", "pending_revocation"})
 MAP_FIELDS = {"member_ids_issued": None, "committed_while_shared_with": "partitions", "clients": None,  # -> values
-              "target_assignment": "partitions", "partition_epochs": "partition_epoch"}
+              "target_assignment": "partitions", "partition_epochs": "partition_epoch",
+              "assignment_epochs": None}
 OPTION_FIELDS = frozenset({"group_instance_id", "instance_id", "consumer", "membership", "partition_epoch"})
 # KIP-848's optional partition or topic sets (null: not sent, or none yet): None or Some(set)
 OPTION_SET_FIELDS = frozenset({"owned", "current", "target", "reconciling", "topics", "subscribed_topics"})

@@ -234,7 +234,8 @@ class Codec:
             "members": [{"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id),
                          "member_epoch": m.epoch, "previous_member_epoch": m.previous_epoch, "state": m.state.name,
                          "assigned": self.parts(m.assigned), "pending_revocation": self.parts(m.revoking),
-                         "subscribed_topics": self.topic_names(m.topics), "regex": m.regex, "resolved": m.resolved}
+                         "subscribed_topics": self.topic_names(m.topics), "regex": m.regex, "resolved": m.resolved,
+                         "assignment_epochs": {self.cfg.partition_name(p): e for p, e in m.assignment_epochs}}
                         for m in g.members],
         }
 
@@ -242,7 +243,8 @@ class Codec:
         members = tuple(ConsumerGroupMember(
             self.member_of(m["member_id"]), self.instance_of(m["group_instance_id"]), m["member_epoch"],
             m["previous_member_epoch"], K.MemberState[m["state"]], self.mask(m["assigned"]),
-            self.mask(m["pending_revocation"]), self.topics_of(m["subscribed_topics"]), m["regex"], m["resolved"])
+            self.mask(m["pending_revocation"]), self.topics_of(m["subscribed_topics"]), m["regex"], m["resolved"],
+            tuple(sorted((self.index[p], e) for p, e in m["assignment_epochs"].items())))
             for m in d["members"])
         epochs = tuple(K.FREE if d["partition_epochs"][self.cfg.partition_name(p)] is None
                        else d["partition_epochs"][self.cfg.partition_name(p)] for p in range(self.cfg.num_partitions))

@@ -202,11 +202,13 @@ class ConsumerGroupRuntime(SettledTimers):
                 "assignment": None if r.assignment is None else {"topic_partitions": self.assignment(r.assignment)}}
 
     def commit_error(self, c, version: int, b) -> int:
-        """The error of an OffsetCommit to this group (the model's K11, its version rule included)."""
+        """The error of an OffsetCommit to this group (the model's K11, its version rule and the
+        committed partitions' assignment epochs included)."""
         epoch = b.generation_id_or_member_epoch
         mid = self.member_id(b.member_id)
-        r = self.step(Receive(c.conn, OffsetCommit(mid, epoch, 0, self.instance_id(getattr(b, "group_instance_id",
-                                                                                          None)), version)))
+        partitions = mask_of_topics(self.cfg, ((t.name, [p.partition_index for p in t.partitions]) for t in b.topics))
+        r = self.step(Receive(c.conn, OffsetCommit(mid, epoch, partitions,
+                                                   self.instance_id(getattr(b, "group_instance_id", None)), version)))
         return r[0].response.error
 
     def list_entry(self) -> dict:

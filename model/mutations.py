@@ -421,6 +421,13 @@ REGISTRY = {m.name: m for m in (
              "the Java consumer 4.4 (ConsumerHeartbeatRequestManager.HeartbeatState.buildRequestData reports "
              "membershipManager.currentAssignment()), found by this model: docs/kip848.md", "K12", (KIP848,),
              versions="3.8-4.4"),
+    Mutation("commit-at-member-epoch-only",
+             "the coordinator accepts a member's OffsetCommit only at its current member epoch, refusing one at an "
+             "older epoch for partitions the member has held since (no assignment epochs)",
+             "ConsumerGroup.validateOffsetCommit (validateMemberEpoch) before KIP-1251 (KAFKA-20066, Kafka 4.3.0: "
+             "createAssignmentEpochValidator) let a commit at an older epoch through for partitions assigned at or "
+             "before it", "K11",
+             (KIP848,), versions="3.7-4.2 (KIP-1251 in 4.3.0)"),
     Mutation("grant-before-release",
              "reconciliation gives a member its target partitions whether or not another member still holds them",
              "test-only: against CurrentAssignmentBuilder's unreleased partitions (a partition is assigned only once "
@@ -827,8 +834,16 @@ def _every_unclaimed_lost(previous: int, losable: int) -> int:
 
 # ---- KIP-848 -------------------------------------------------------------------------------------------------
 @replaces(cg_coordinator.commit_error, "no-commit-fencing")
-def _accept_every_member_commit(group, mid: int, epoch: int):
+def _accept_every_member_commit(group, mid: int, epoch: int, partitions: int):
     return Error.NONE
+
+
+@replaces(cg_coordinator.commit_error, "commit-at-member-epoch-only")
+def _commit_at_member_epoch_only(group, mid: int, epoch: int, partitions: int):
+    member = cg_group.find(group, mid)
+    if member is not None and member.epoch != epoch:
+        return Error.STALE_MEMBER_EPOCH
+    return cg_coordinator.commit_error(group, mid, epoch, partitions)
 
 
 @replaces(cg_coordinator.bumped_epoch, "reset-generation-when-empty")

@@ -29,9 +29,12 @@ def recorded(tmp_path_factory):
         whats = [what for what, *_ in CONVERSATION]
         assert conversation(s.port, T, "g") == CONVERSATION
         a = Client(s.port, "a")
-        for epoch, version in ((2, 9), (1, 9), (2, 8)):  # A's own epoch, an older one, v8 from a member
-            commit(a, "g", "A", epoch, version=version)
-        whats += ["A commits", "A commits at an older epoch", "A commits with v8"]
+        # A (epoch 2) holds t-0, t-1 since epoch 1: its own epoch, an older one (KIP-1251: accepted for
+        # those), an older one with t-2 (B's), v8 from a member
+        for epoch, version, partitions in ((2, 9, (0,)), (1, 9, (0, 1)), (1, 9, (0, 2)), (2, 8, (0,))):
+            commit(a, "g", "A", epoch, version=version, partitions=partitions)
+        whats += ["A commits", "A commits at an older epoch", "A commits another's at an older epoch",
+                  "A commits with v8"]
         z = Client(s.port, "z")
         named = beat(z, "g0", "", 0, ["t"], [], version=0, rebalance_ms=30_000)  # the coordinator names it
         beat(z, "g0", named.member_id, named.member_epoch, owned=[0, 1, 2, 3])
@@ -99,7 +102,8 @@ EDITS = [
      "ConsumerGroupHeartbeat UNRELEASED_INSTANCE_ID"),
     ("S1 heartbeats", _set(error="NONE", member_id="S1", member_epoch=3, assignment=None), "K8",
      "ConsumerGroupHeartbeat FENCED_INSTANCE_ID"),
-    ("A commits at an older epoch", _commit_error("NONE"), "K11", "OffsetCommit STALE_MEMBER_EPOCH"),
+    ("A commits at an older epoch", _commit_error("STALE_MEMBER_EPOCH"), "K11", "OffsetCommit NONE"),
+    ("A commits another's at an older epoch", _commit_error("NONE"), "K11", "OffsetCommit STALE_MEMBER_EPOCH"),
     ("A commits with v8", _commit_error("NONE"), "K11", "OffsetCommit UNSUPPORTED_VERSION"),
     ("A heartbeats after its session", _set(error="NONE", member_id="A", member_epoch=2, assignment=None), "K2",
      "ConsumerGroupHeartbeat UNKNOWN_MEMBER_ID"),  # K7: the session timeout fenced A
@@ -133,6 +137,7 @@ def test_a_session_the_trace_says_is_longer_diverges(recorded):
     ("grant-before-release", "B joins", "K5"),
     ("server-assignor-drops-partition", "A heartbeats owning all", "K5"),
     ("unreleased-as-stable", "B heartbeats", "K10"),
+    ("commit-at-member-epoch-only", "A commits at an older epoch", "K11"),
 ])
 def test_the_trace_tells_a_mutated_model_apart(recorded, mutation, what, rule):
     path, line_of = recorded

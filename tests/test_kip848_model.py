@@ -184,12 +184,21 @@ def test_the_assignment_is_sent_on_a_full_request_or_a_change():
 
 @pytest.mark.spec("K11")
 def test_offset_commits_are_fenced_on_the_member_epoch():
-    g = stable_pair()
+    g = stable_pair()  # A at epoch 2 holds t-0, t-1 since epoch 1; B t-2, t-3 since epoch 2
 
-    def commit(mid, epoch):
-        return coordinator.handle(CFG, g, Receive(connection(0, 1), OffsetCommit(mid, epoch, 0b0001)))[1][0].response.error
+    def commit(mid, epoch, partitions=0b0001, cfg=CFG):
+        req = Receive(connection(0, 1), OffsetCommit(mid, epoch, partitions))
+        return coordinator.handle(cfg, g, req)[1][0].response.error
+    assert dict(find(g, A).assignment_epochs) == {0: 1, 1: 1} and dict(find(g, B).assignment_epochs) == {2: 2, 3: 2}
     assert commit(A, 2) == Error.NONE
-    assert commit(A, 1) == Error.STALE_MEMBER_EPOCH
+    assert commit(A, 3) == Error.STALE_MEMBER_EPOCH  # newer than the member's
+    # KIP-1251 (Kafka 4.4.0): at an older epoch, the partitions held since that epoch or before, only
+    assert commit(A, 1, 0b0011) == Error.NONE
+    assert commit(A, 1, 0b0101) == Error.STALE_MEMBER_EPOCH  # t-2 is B's: the whole request refused
+    assert commit(B, 1, 0b0100) == Error.STALE_MEMBER_EPOCH  # B holds t-2 since epoch 2
+    strict = GroupConfig(topics=CFG.topics, protocol=CFG.protocol, assignor=CFG.assignor,
+                         mutations=frozenset({"commit-at-member-epoch-only"}))  # Kafka 3.7-4.2's rule
+    assert commit(A, 1, 0b0011, cfg=strict) == Error.STALE_MEMBER_EPOCH
     # a member commits with v9 or later (ConsumerGroup.java:675, Kafka 4.4.0), checked before its epoch;
     # an unknown member is UNKNOWN_MEMBER_ID at any version
     for version, mid, expected in ((8, A, Error.UNSUPPORTED_VERSION), (8, C, Error.UNKNOWN_MEMBER_ID)):

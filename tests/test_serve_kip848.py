@@ -196,11 +196,12 @@ def test_a_silent_member_is_fenced_after_the_session_timeout(server):
     assert beat(b, "session", "B", 2).error_code == 25  # fenced: UNKNOWN_MEMBER_ID, it must rejoin
 
 
-def commit(c, group, member, epoch, version=9, offset=7):
+def commit(c, group, member, epoch, version=9, offset=7, partitions=(0,)):
     r = c.call(Api.OFFSET_COMMIT, version, group_id=group, generation_id_or_member_epoch=epoch, member_id=member,
                group_instance_id=None, retention_time=-1,
-               topics=[{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": offset,
-                                                      "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+               topics=[{"name": "t", "partitions": [{"partition_index": p, "committed_offset": offset,
+                                                      "committed_leader_epoch": -1, "committed_metadata": ""}
+                                                     for p in partitions]}])
     return r.topics[0].partitions[0].error_code
 
 
@@ -209,10 +210,12 @@ def test_offset_commits_are_fenced_on_the_member_epoch(server):
     join(a, "commits", "A")
     assert commit(a, "commits", "A", 1) == 0
     join(b, "commits", "B")
-    r = beat(a, "commits", "A", 1, owned=[0, 1, 2, 3])
-    r = beat(a, "commits", "A", 1, owned=parts(r))  # revoked: epoch 2
-    assert r.member_epoch == 2
-    assert commit(a, "commits", "A", 1) == 113  # STALE_MEMBER_EPOCH (K11)
+    kept = parts(beat(a, "commits", "A", 1, owned=[0, 1, 2, 3]))  # A's since epoch 1
+    r = beat(a, "commits", "A", 1, owned=kept)  # revoked: epoch 2
+    assert r.member_epoch == 2 and len(kept) == 2
+    assert commit(a, "commits", "A", 1, partitions=kept) == 0  # held since epoch 1 (K11, KIP-1251)
+    assert commit(a, "commits", "A", 1, partitions=[0, 1, 2, 3]) == 113  # STALE_MEMBER_EPOCH: two are B's now
+    assert commit(a, "commits", "A", 3, partitions=kept) == 113  # newer than A's epoch
     assert commit(a, "commits", "Z", 2) == 25  # UNKNOWN_MEMBER_ID
     assert commit(a, "commits", "A", 2, version=8) == 35  # UNSUPPORTED_VERSION below v9
     assert commit(a, "commits", "A", 2, offset=9) == 0

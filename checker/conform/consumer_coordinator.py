@@ -100,7 +100,9 @@ class ConsumerGroupSearch(_Group):
         b = r.body
         if r.api == "OffsetCommit":
             mid = self._id(c, b["member_id"]) if b["member_id"] in self.ids else NO_MEMBER_ID
-            return OffsetCommit(mid, self._epoch_in(b["generation_id"]), 0, r.iid, r.version)
+            partitions = mask_of_topics(self.cfg, ((t["name"], [p["partition"] for p in t["partitions"]])
+                                                   for t in b["topics"]))
+            return OffsetCommit(mid, self._epoch_in(b["generation_id"]), partitions, r.iid, r.version)
         refused = heartbeat_wire_error(SimpleNamespace(**b, rebalance_timeout=_Ms(b["rebalance_timeout_ms"])),
                                        self.cfg)
         if refused is not None:

@@ -339,7 +339,8 @@ def _kip848_mid(m: int, n: _Names) -> int:
 
 def _cg_member(m: ConsumerGroupMember, n: _Names) -> ConsumerGroupMember:
     return m._replace(member_id=_kip848_mid(m.member_id, n), epoch=n.gen(m.epoch),
-                      previous_epoch=n.gen(m.previous_epoch))
+                      previous_epoch=n.gen(m.previous_epoch),
+                      assignment_epochs=tuple((p, n.gen(e)) for p, e in m.assignment_epochs))
 
 
 def _consumer_group(g: ConsumerGroup, n: _Names) -> ConsumerGroup:

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from ..config import GroupConfig, rule
 from ..protocol import (
-    NO_INSTANCE_ID, Error, OffsetCommit, OffsetCommitResponse, Receive, Reply, SessionTimeout, union,
+    NO_INSTANCE_ID, Error, OffsetCommit, OffsetCommitResponse, Receive, Reply, SessionTimeout, partitions_of, union,
 )
 from .assignors import assign
 from .group import (
-    ConsumerGroup, ConsumerGroupMember, find, find_instance, reconciled, subscribed_partitions, target_of,
+    ConsumerGroup, ConsumerGroupMember, assignment_epochs, find, find_instance, reconciled, subscribed_partitions, target_of,
     update_partition_epochs, with_member, without_member,
 )
 from .messages import (
@@ -241,7 +241,8 @@ def _leave(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: ConsumerGroup
         if member.member_id != req.member_id:
             return group, _refuse(conn, req, Error.FENCED_INSTANCE_ID, out)
     if req.member_epoch == STATIC_LEAVE_EPOCH:
-        left = member._replace(epoch=STATIC_LEAVE_EPOCH, revoking=0)
+        left = member._replace(epoch=STATIC_LEAVE_EPOCH, revoking=0,
+                               assignment_epochs=assignment_epochs(member, member.assigned, 0, member.epoch))
         group = group._replace(members=with_member(group, left), partition_epochs=update_partition_epochs(
             cfg, group.partition_epochs, member, left))
     else:
@@ -250,17 +251,30 @@ def _leave(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: ConsumerGroup
     return group, out
 
 
-def commit_error(group: ConsumerGroup, mid: int, epoch: int) -> Error:
-    """K11: ConsumerGroup.validateOffsetCommit: a commit at a negative epoch to a group with no
-    members is accepted (the admin client's, or a consumer's without group management:
-    ConsumerGroup.java:663, Kafka 4.4.0); otherwise the member must be known
-    (UNKNOWN_MEMBER_ID) and commit at its current epoch (STALE_MEMBER_EPOCH)."""
+def commit_error(group: ConsumerGroup, mid: int, epoch: int, partitions: int) -> Error:
+    """K11: ConsumerGroup.validateOffsetCommit (Kafka 4.4.0, with KIP-1251's assignment
+    epochs, KAFKA-20066): a commit at a negative epoch to a group with no members is
+    accepted (the admin client's, or a consumer's without group management); otherwise
+    the member must be known (UNKNOWN_MEMBER_ID). At its current epoch it commits any
+    partition; at a newer one never (STALE_MEMBER_EPOCH); at an older one, only
+    ``partitions`` (a bitmask) that it holds, assigned or pending revocation, each assigned
+    at or before that epoch (createAssignmentEpochValidator; one refused partition fails
+    the whole request: OffsetMetadataManager.commitOffset lets the validator's exception
+    through), else STALE_MEMBER_EPOCH."""
     if epoch < 0 and not group.members:
         return Error.NONE
     member = find(group, mid)
     if member is None:
         return Error.UNKNOWN_MEMBER_ID
-    return Error.NONE if member.epoch == epoch else Error.STALE_MEMBER_EPOCH
+    if epoch == member.epoch:
+        return Error.NONE
+    if epoch > member.epoch:
+        return Error.STALE_MEMBER_EPOCH
+    held = dict(member.assignment_epochs)
+    for p in partitions_of(partitions):
+        if held.get(p, epoch + 1) > epoch:
+            return Error.STALE_MEMBER_EPOCH
+    return Error.NONE
 
 
 def commit_version_error(group: ConsumerGroup, req: OffsetCommit) -> Error:
@@ -271,7 +285,7 @@ def commit_version_error(group: ConsumerGroup, req: OffsetCommit) -> Error:
 
 
 def _commit(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: OffsetCommit, out: list):
-    error = commit_version_error(group, req) or rule(cfg, commit_error)(group, req.member_id, req.generation)
+    error = commit_version_error(group, req) or rule(cfg, commit_error)(group, req.member_id, req.generation, req.partitions)
     out.append(Reply(conn, OffsetCommitResponse(error)))
     return group, out
 

@@ -6,8 +6,8 @@ Sources: org.apache.kafka.coordinator.group.modern.consumer.ConsumerGroup (group
 targetAssignmentEpoch, targetAssignment, currentPartitionEpoch, maybeUpdateGroupState,
 updateMember / removeMember with maybeUpdatePartitionEpoch), ConsumerGroupMember
 (memberEpoch, previousMemberEpoch, state, assignedPartitions,
-partitionsPendingRevocation, subscribedTopicNames / subscribedTopicRegex, instanceId,
-isReconciledTo).
+partitionsPendingRevocation with their assignment epochs (KIP-1251), subscribedTopicNames /
+subscribedTopicRegex, instanceId, isReconciledTo).
 """
 from __future__ import annotations
 
@@ -25,7 +25,11 @@ class ConsumerGroupMember(NamedTuple):
     pending revocation (bitmasks); ``topics``: its subscription (a topic bitmask,
     ``ALL_TOPICS`` for every topic), by regular expression if ``regex``, which the
     coordinator has ``resolved`` or not yet (an unresolved one matches nothing,
-    CurrentAssignmentBuilder.subscribedTopicIds)."""
+    CurrentAssignmentBuilder.subscribedTopicIds); ``assignment_epochs``: ``((partition,
+    epoch), ...)`` by partition, for each partition of ``assigned | revoking`` the target
+    assignment epoch at which it was assigned to the member (KIP-1251, Kafka 4.4:
+    ConsumerGroupMember.assignmentEpoch / pendingRevocationEpoch), which OffsetCommit's
+    validation reads (K11)."""
 
     member_id: int
     instance_id: int
@@ -37,6 +41,7 @@ class ConsumerGroupMember(NamedTuple):
     topics: int = ALL_TOPICS
     regex: bool = False
     resolved: bool = True
+    assignment_epochs: tuple = ()
 
 
 class ConsumerGroup(NamedTuple):
@@ -94,6 +99,18 @@ def subscribed_partitions(cfg: GroupConfig, group: ConsumerGroup, m: ConsumerGro
         return 0
     topics = group.topics if m.topics == ALL_TOPICS else m.topics & group.topics
     return cfg.partitions_of_topics(topics)
+
+
+def assignment_epochs(member: ConsumerGroupMember, assigned: int, revoking: int, epoch: int) -> tuple:
+    """The ``assignment_epochs`` of ``member`` once it holds ``assigned`` and ``revoking``:
+    a partition newly assigned (not in its assigned partitions before, even if it was
+    pending revocation: KAFKA-19449) takes ``epoch``, the target assignment epoch; any
+    other keeps the epoch it was assigned at (CurrentAssignmentBuilder.computeNextAssignment
+    and updateCurrentAssignment, Kafka 4.4.0: the kept partitions' epoch maps are copied,
+    the pending assignment's put at targetAssignmentEpoch). Shape: see ConsumerGroupMember."""
+    kept = dict(member.assignment_epochs)
+    newly = assigned & ~member.assigned
+    return tuple((p, epoch if newly >> p & 1 else kept.get(p, epoch)) for p in partitions_of(assigned | revoking))
 
 
 def reconciled(m: ConsumerGroupMember, target_epoch: int) -> bool:

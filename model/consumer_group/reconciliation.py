@@ -18,7 +18,7 @@ The three sets of ``computeNextAssignment`` (assigned, revoking, to assign):
 from __future__ import annotations
 
 from ..config import GroupConfig, rule
-from .group import ConsumerGroupMember
+from .group import ConsumerGroupMember, assignment_epochs
 from .messages import MemberState
 
 
@@ -62,9 +62,12 @@ def next_assignment(cfg: GroupConfig, member: ConsumerGroupMember, epoch: int, t
     to_assign = wanted & ~blocked
     if revoking and owns_revoked(owned, revoking):
         return member._replace(state=MemberState.UNREVOKED_PARTITIONS, assigned=assigned, revoking=revoking,
+                               assignment_epochs=assignment_epochs(member, assigned, revoking, target_epoch),
                                **_epoch(member, epoch))
     state = rule(cfg, waiting_state)(blocked)
-    return member._replace(state=state, assigned=assigned | to_assign, revoking=0, **_epoch(member, target_epoch))
+    return member._replace(state=state, assigned=assigned | to_assign, revoking=0,
+                           assignment_epochs=assignment_epochs(member, assigned | to_assign, 0, target_epoch),
+                           **_epoch(member, target_epoch))
 
 
 def _epoch(member: ConsumerGroupMember, epoch: int) -> dict:
@@ -80,10 +83,14 @@ def consistent_assignment(member: ConsumerGroupMember, owned: int | None, subscr
     if not dropped:
         return member
     revoking = member.revoking | dropped
+    assigned = member.assigned & ~dropped
     if owns_revoked(owned, revoking):
-        return member._replace(state=MemberState.UNREVOKED_PARTITIONS, assigned=member.assigned & ~dropped,
-                               revoking=revoking, **_epoch(member, member.epoch))
-    return member._replace(assigned=member.assigned & ~dropped, **_epoch(member, member.epoch))
+        return member._replace(state=MemberState.UNREVOKED_PARTITIONS, assigned=assigned, revoking=revoking,
+                               assignment_epochs=assignment_epochs(member, assigned, revoking, member.epoch),
+                               **_epoch(member, member.epoch))
+    return member._replace(assigned=assigned, assignment_epochs=assignment_epochs(member, assigned, member.revoking,
+                                                                                  member.epoch),
+                           **_epoch(member, member.epoch))
 
 
 def reconcile(cfg: GroupConfig, member: ConsumerGroupMember, target_epoch: int, target: int, held: int,
