@@ -172,6 +172,26 @@ def test_an_overlap_after_the_resume_is_divergent():
                   mark(20500, "B", "paused"), cb(21000, "B", "revoked", 0)]).status == CONFORMS
 
 
+@pytest.mark.spec("R15")
+def test_a_resumed_zombie_is_one_until_told():
+    """Kafka 4.4.0, the Java consumer (static, cooperative-sticky): the rebalance that gave B's
+    t-0 to C completed 12 ms after B resumed, and B learned it had lost t-0 5 ms later, at its
+    first response. A zombie owns until told, not until resumed."""
+    log = [cb(1000, "B", "assigned", 0), mark(2000, "B", "paused"), mark(9000, "B", "resumed"),
+           cb(9012, "C", "assigned", 0)]
+    v = check([HEADER, *log, cb(9017, "B", "lost", 0)])
+    assert v.status == CONFORMS
+    assert [(o["from_ms"], o["to_ms"], o["paused"]) for o in v.figures["exclusive_processing"]] == \
+        [(9012, 9017, ["B"])]
+    # told something else first (a callback that keeps t-0), B owns t-0 as a member, not a zombie
+    v = check([HEADER, *log, cb(9015, "B", "assigned", 1), cb(9030, "B", "lost", 0, 1)])
+    assert v.status == DIVERGENT and v.divergence.rule == "exclusive_processing"
+    # never told (owning on to the end of the log), nor paused while owning, it is no zombie either
+    assert check([HEADER, *log]).status == DIVERGENT
+    assert check([HEADER, mark(500, "B", "paused"), mark(900, "B", "resumed"), cb(1000, "B", "assigned", 0),
+                  cb(1010, "C", "assigned", 0), cb(1020, "B", "lost", 0)]).status == DIVERGENT
+
+
 def test_every_divergence_is_reported_in_time_order():
     v = check([HEADER, *HANDOVER, commit(2100, "A", 1), commit(2200, "A", 1)])
     assert v.status == DIVERGENT and [d.record["t_ms"] for d in v.divergences] == [2100, 2200]

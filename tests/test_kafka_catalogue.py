@@ -42,14 +42,8 @@ def test_ci_subset_names_exist():
         _case(name)
 
 
-# seen to fail intermittently on the real broker: out of CI (the quarantine marker) until explained
-QUARANTINED = {("rebalance_timeout/java-cooperative-sticky-static", "kafka"):
-               "clients side divergent (exclusive_processing, line 9) in 1 of 3 fresh-clone runs, 2026-11-28"}
-
-
-@pytest.mark.parametrize("name,where", [
-    pytest.param(n, w, id=f"{n}-{w}", marks=[pytest.mark.quarantine(QUARANTINED[n, w])] if (n, w) in QUARANTINED else [])
-    for n in CI_SUBSET for w in ("kafka", "serve")])
+@pytest.mark.parametrize("name,where", [(n, w) for n in CI_SUBSET for w in ("kafka", "serve")],
+                         ids=[f"{n}-{w}" for n in CI_SUBSET for w in ("kafka", "serve")])
 def test_scenario(name, where, targets, tmp_path):
     s, variant = _case(name)
     r = run(s, variant, targets(where, s.settings), tmp_path)

@@ -23,7 +23,9 @@ never shorter than the real one. Against those intervals:
   Expected under pauses (a zombie processes on until it learns it was expelled,
   README "Why exclusive_processing is violated"): an overlap that begins or goes
   on while one of the two members is paused (between its ``paused`` and
-  ``resumed`` markers, widened by the skew) is reported (figures), not a
+  ``resumed`` markers, widened by the skew), or that a member paused while owning
+  the partition is in after its resume until its first callback ends its
+  ownership (a zombie owns until told), is reported (figures), not a
   divergence. One during which neither was paused is DIVERGENT: the model's
   members process a partition twice only as zombies (spec/SPEC.md section 7), so
   a member that resumed, lost its partitions and was given them again while
@@ -299,6 +301,35 @@ def pauses(records) -> dict:
     return {m: [tuple(x) for x in spans] for m, spans in out.items()}
 
 
+def _learned(records) -> dict:
+    """``{member: [(resumed ms, ms of its first callback or closed/killed marker after), ...]}``
+    (INF when none follows): a resumed zombie processes the partitions it owned until it
+    learns, at its next response, that they are gone (spec/SPEC.md section 7)."""
+    out: dict = {}
+    for r in records:
+        event, m, t = r.data["event"], r.data["member"], r.data["t_ms"]
+        if event == "resumed":
+            out.setdefault(m, []).append([t, INF])
+        elif (RECORD_KINDS[event] == "callback" or event in ("closed", "killed")) and out.get(m) \
+                and out[m][-1][1] == INF:
+            out[m][-1][1] = t
+    return {m: [tuple(x) for x in spans] for m, spans in out.items()}
+
+
+def _zombie(i: Interval, lo: float, hi: float, paused: dict, learned: dict, skew: float) -> bool:
+    """Whether ``i``'s member was a zombie during the overlap ``lo..hi`` of ``i`` with another
+    member's interval: paused meanwhile (widened by ``skew``), or paused while owning ``i``'s
+    partition and, resumed before ``hi``, not yet told it lost it (``i`` ends at its first
+    callback after the resume: the response that ends a zombie's ownership)."""
+    for start, end in paused.get(i.member, ()):
+        if start - skew <= hi and lo <= end + skew:
+            return True
+        if i.start - skew <= start and end <= hi and \
+                any(r == end and i.end <= t + skew < INF for r, t in learned.get(i.member, ())):
+            return True
+    return False
+
+
 def _first_seen(records) -> dict:
     """``{member: t_ms of its first record}``."""
     out: dict = {}
@@ -318,18 +349,17 @@ def _replaced(a: Interval, b: Interval, first: dict) -> list:
 
 
 def _overlaps(by_partition, records, skew=0) -> list:
-    """Every overlap of two members' intervals of one partition, with the members
-    paused during it (a pause, widened by ``skew``, that meets the overlap) and the
-    member replaced by the other (``_replaced``)."""
-    paused, first = pauses(records), _first_seen(records)
+    """Every overlap of two members' intervals of one partition, with the members that
+    were zombies during it (``_zombie``: paused meanwhile, or resumed and not yet told)
+    and the member replaced by the other (``_replaced``)."""
+    paused, learned, first = pauses(records), _learned(records), _first_seen(records)
     out = []
     for p, intervals in sorted(by_partition.items()):
         for k, a in enumerate(intervals):
             for b in intervals[k + 1:]:
                 lo, hi = max(a.start, b.start), min(a.end, b.end)
                 if a.member != b.member and lo < hi:
-                    zombies = sorted(m for m in {a.member, b.member}
-                                     if any(start - skew <= hi and lo <= end + skew for start, end in paused.get(m, ())))
+                    zombies = sorted(i.member for i in (a, b) if _zombie(i, lo, hi, paused, learned, skew))
                     out.append({"partition": p, "members": [a.member, b.member], "from_ms": lo,
                                 "to_ms": None if hi == INF else hi, "paused": zombies,
                                 "replaced": _replaced(a, b, first)})
