@@ -901,7 +901,11 @@ def applicable(system: System) -> tuple:
 
 def _table(system: System, name: str) -> tuple:
     """The properties (``name`` "PROPERTIES") or covers ("COVERS") of the system's protocol:
-    KIP-848's consumer protocol has its own (checker/consumer_properties.py)."""
+    KIP-848's consumer protocol has its own (checker/consumer_properties.py), and so has its
+    online migration (checker/migration_properties.py)."""
+    if system.cfg.protocol == KIP848 and system.cfg.migration:
+        from . import migration_properties
+        return getattr(migration_properties, name)
     if system.cfg.protocol == KIP848:
         from . import consumer_properties
         return getattr(consumer_properties, name)

@@ -35,7 +35,7 @@ SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "event
 SCHEMA = {
     "initial": {"owned", "generation", "leader", "static", "subscriptions"},
     "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "rejoin_flag", "connectors", "regex",
-              "connector_cost", "upgrade", "created_topics"},
+              "connector_cost", "upgrade", "created_topics", "migration"},
     "members": {"initial", "joiners", "static", "subscriptions"},
     "faults": {"kinds", "budget", "resubscriptions"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms", "timed", "session_timeout_ms",
@@ -364,6 +364,8 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     if not isinstance(rejoin_flag, bool):
         raise ConfigError(f"group.rejoin_flag must be true or false, got {rejoin_flag!r}")
     extra = {}
+    if g.get("migration", 0):  # KIP-848's online migration: the slots that start on the classic protocol
+        extra["migration"] = _count("group.migration", g["migration"], 1)
     if g.get("upgrade", False) is not False:  # R79: a rolling upgrade from [range] to [cooperative-sticky]
         if g["upgrade"] is not True:
             raise ConfigError(f"group.upgrade must be true or false, got {g['upgrade']!r}")
@@ -391,8 +393,10 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
         raise ConfigError(f"--workers {workers} runs the local engine on {workers} processes; --engine {engine} "
                           f"places its partition owners on the Spark master's cores instead (--spark-master)")
     from .consumer_properties import PROPERTIES as KIP848_PROPERTIES
+    from .migration_properties import PROPERTIES as MIGRATION_PROPERTIES
     from .properties import PROPERTIES
-    names = tuple(p.name for p in (KIP848_PROPERTIES if proto == KIP848 else PROPERTIES))
+    names = tuple(p.name for p in (MIGRATION_PROPERTIES if group.migration else
+                                   KIP848_PROPERTIES if proto == KIP848 else PROPERTIES))
     fault_kinds = names_in("faults", faults if faults is not None else f.get("kinds", list(FAULTS)), FAULT_KINDS)
     # a paused member is a zombie that keeps processing: exclusive_processing is
     # expected to break (generation fencing keeps exclusive_ownership; the design brief);

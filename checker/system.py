@@ -914,7 +914,11 @@ class SendOrder:
 
 def build(cfg: GroupConfig, *args, **kwargs) -> System:
     """The System for ``cfg``'s protocol, from ``System``'s arguments: KIP-848's consumer
-    protocol is explored as checker/consumer_system.py's ConsumerSystem."""
+    protocol is explored as checker/consumer_system.py's ConsumerSystem, its online migration
+    as checker/migration_system.py's MigrationSystem."""
+    if cfg.protocol == KIP848 and cfg.migration:  # KIP-848's online migration
+        from .migration_system import MigrationSystem
+        return MigrationSystem(cfg, *args, **kwargs)
     if cfg.protocol == KIP848:
         from .consumer_system import ConsumerSystem
         return ConsumerSystem(cfg, *args, **kwargs)

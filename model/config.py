@@ -94,6 +94,12 @@ class GroupConfig:
     expression (SubscribedTopicRegex): the coordinator resolves a new one asynchronously,
     and until it has, it matches nothing.
 
+    ``migration``: under the consumer protocol, KIP-848's online migration: client slots
+    ``0..migration-1`` start processes that speak the classic protocol (JoinGroup, SyncGroup;
+    the cooperative-sticky assignor), the group starting classic; a restarted process
+    switches its slot's protocol (a rolling upgrade, or its rollback); the others speak the
+    consumer protocol (model/consumer_group/migration.py).
+
     ``rejoin_flag``: the leader's assignment tells every member to rejoin at once
     when the round owes a second one (R74, seed 000's Design I discussion); for the
     cooperative protocols only.
@@ -129,6 +135,7 @@ class GroupConfig:
     max_warmup_replicas: int = 2
     probing_ticks: int = 1
     regex: bool = False
+    migration: int = 0  # KIP-848's online migration: the client slots whose first processes speak the classic protocol
 
     def __post_init__(self):
         if self.connectors:
@@ -182,6 +189,9 @@ class GroupConfig:
         if self.upgrade or "one-bounce-upgrade" in self.mutations:
             from .upgrade import validate
             validate(self)
+        if self.migration and self.protocol != KIP848:
+            raise ConfigError("group.migration starts classic members in a consumer group protocol configuration "
+                              "(KIP-848's online migration): it needs protocol consumer")
         if self.regex and self.protocol != KIP848:
             raise ConfigError("regex subscriptions are the consumer protocol's (KIP-848), not the "
                               f"{self.protocol} protocol's")

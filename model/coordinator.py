@@ -376,9 +376,15 @@ def _fresh_member_id(group: Group, slot: int):
     or pending member id of the group holds, so an id never spills into the next
     slot's bits (two members sharing one id). Within the checker's bounds no slot
     comes near MAX_SERIAL, so what it explores is unchanged."""
-    issued = dict(group.issued)
+    return fresh_member_id(group.issued, [m.member_id for m in group.members] + list(group.pending), slot)
+
+
+def fresh_member_id(issued: tuple, held, slot: int) -> tuple:
+    """``_fresh_member_id`` from the ids ``issued`` so far (``((slot, serial), ...)``) and those
+    ``held``: ``(member id, issued')``; also the consumer group's for its classic members
+    (model/consumer_group/classic_members.py)."""
+    issued = dict(issued)
     k = issued.get(slot, 0) % MAX_SERIAL + 1
-    held = [m.member_id for m in group.members] + list(group.pending)
     while member_id(slot, k) in held:
         k = k % MAX_SERIAL + 1
     issued[slot] = k

@@ -414,6 +414,33 @@ REGISTRY = {m.name: m for m in (
              "apache/kafka PR #23542 (open, 2026-09): GroupMetadataManager.getOrMaybeSubscribeStaticConsumerGroupMember "
              "treats the join as a replacement of the instance id's owner, itself; Kafka 4.4 behaves so", "K8",
              (KIP848,), versions="3.8-4.4 (PR #23542 open)"),
+    # --- KIP-848's online migration (M rules in spec/SPEC.md, "Online migration") ---
+    Mutation("classic-instance-unreleased",
+             "a static member joining with the consumer protocol is refused UNRELEASED_INSTANCE_ID, fatal for the "
+             "Java consumer, while a classic member holds its instance id: a classic static member never sends "
+             "LeaveGroup, so a rolling upgrade's restarted process fails",
+             "KAFKA-17228: getOrMaybeSubscribeStaticConsumerGroupMember threw UNRELEASED_INSTANCE_ID whatever "
+             "protocol the holder spoke; fixed by PR #16800 (2024-08)", "M7", (KIP848,), jira="KAFKA-17228",
+             versions="3.8.0 (fixed in 3.9.0)"),
+    Mutation("empty-classic-group-kept",
+             "a ConsumerGroupHeartbeat joining an empty classic group is refused GROUP_ID_NOT_FOUND, fatal for the "
+             "Java consumer: the group is not converted",
+             "KAFKA-16313: before the offline migration, getOrMaybeCreateConsumerGroup refused a group id held by a "
+             "classic group, empty or not; added by PR #15546 (2024-03)", "M1", (KIP848,), jira="KAFKA-16313",
+             versions="3.7 (fixed in 3.8.0)"),
+    Mutation("upgrade-drops-assignment",
+             "an upgraded classic group's members start with nothing assigned: the consumer group hands their "
+             "partitions to others while their clients still own them",
+             "test-only: ConsumerGroup.fromClassicGroup keeps each member's decoded assignment", "M1", (KIP848,),
+             test_only=True),
+    Mutation("downgrade-restarts-generation",
+             "a downgraded group's generation restarts at 0 instead of the consumer group's epoch",
+             "test-only: ClassicGroup.fromConsumerGroup starts at the group epoch", "M2", (KIP848,), test_only=True),
+    Mutation("classic-member-not-told-to-rejoin",
+             "a classic member's Heartbeat in a consumer group is answered NONE while its epoch is behind the target "
+             "assignment or it has partitions to revoke or to take: it never rejoins to reconcile",
+             "test-only: classicGroupHeartbeatToConsumerGroup answers REBALANCE_IN_PROGRESS then", "M5", (KIP848,),
+             test_only=True),
     Mutation("report-current-assignment",
              "a heartbeat reports the client's current assignment only, not the partitions a reconciliation in "
              "progress or pending will still add: the coordinator takes a partition the report leaves out as "
@@ -497,7 +524,7 @@ def refuse_inapplicable(protocol: str, mutations, assignor: str | None = None) -
 from . import assignors, coordinator, failover, high_availability, member, streams, upgrade  # noqa: E402 - the rules replaced are theirs; they import `rule`
 from .consumer_group import (  # noqa: E402
     assignors as cg_assignors, coordinator as cg_coordinator, group as cg_group, membership as cg_membership,
-    reconciliation as cg_reconciliation,
+    classic_members as cg_classic_members, migration as cg_migration, reconciliation as cg_reconciliation,
 )
 
 
@@ -943,3 +970,28 @@ def _rejoin_is_replacement(holder, mid: int):
     if holder.epoch != STATIC_LEAVE_EPOCH:
         raise cg_coordinator._Refused(Error.UNRELEASED_INSTANCE_ID)
     return cg_coordinator.rejoining_static(holder, mid)
+
+
+@replaces(cg_coordinator.replaces_unreleased, "classic-instance-unreleased")
+def _classic_holder_unreleased(holder) -> bool:
+    return False  # KAFKA-17228: only a temporary leave (-2) releases the instance id
+
+
+@replaces(cg_migration.offline_upgrade, "empty-classic-group-kept")
+def _empty_classic_group_kept(cfg, group):
+    return None
+
+
+@replaces(cg_migration.converted_assignment, "upgrade-drops-assignment")
+def _assignment_dropped(m) -> int:
+    return 0
+
+
+@replaces(cg_migration.downgraded_generation, "downgrade-restarts-generation")
+def _generation_restarted(group) -> int:
+    return 0
+
+
+@replaces(cg_classic_members.must_rejoin, "classic-member-not-told-to-rejoin")
+def _never_told_to_rejoin(group, m) -> bool:
+    return False

@@ -61,6 +61,7 @@ class Error(IntEnum):
     UNKNOWN_MEMBER_ID = 25
     INVALID_SESSION_TIMEOUT = 26
     REBALANCE_IN_PROGRESS = 27
+    GROUP_ID_NOT_FOUND = 69  # KIP-848: a ConsumerGroupHeartbeat to a group that is no consumer group
     UNSUPPORTED_VERSION = 35  # an API version the coordinator refuses for this request
     INVALID_REQUEST = 42
     MEMBER_ID_REQUIRED = 79

@@ -8,6 +8,7 @@ import pytest
 from conftest import EXAMPLES, run_cli
 
 from rebalance.checker.consumer_properties import PROPERTIES
+from rebalance.checker.migration_properties import PROPERTIES as MIGRATION_PROPERTIES
 from rebalance.checker.engines.explore import explore
 from rebalance.checker.properties import applicable
 from rebalance.checker.settings import load_toml, resolve
@@ -23,6 +24,11 @@ LOST_RESPONSE = CONSUMER + ("--members", "2", "--partitions", "2", "--faults", "
 STATIC = CONSUMER + ("--members", "2", "--partitions", "2", "--faults", "pause,crash,restart", "--max-faults", "2",
                      "--static")
 REGEX = (str(EXAMPLES / "kip848" / "regex.toml"),)
+# KIP-848's online migration (spec/KIP848.md M1-M7): classic and consumer-protocol members in one group
+MIGRATION = (str(EXAMPLES / "kip848" / "migration.toml"),)
+MIGRATION_OFFLINE = (str(EXAMPLES / "kip848" / "migration_offline.toml"),)
+MIGRATION_STATIC = (str(EXAMPLES / "kip848" / "migration_static.toml"),)
+MIGRATION_ZOMBIE = MIGRATION + ("--faults", "join,leave,crash,restart,pause")
 
 # (mutations, configuration, the properties violated; every other one holds), fast ones first
 FAST = [
@@ -34,6 +40,14 @@ FAST = [
     # Kafka 3.7-4.2's stricter rule breaks no property: conform catches it on Kafka 4.4.0's trace
     # (tests/test_conform_kafka_traces.py, tests/test_conform_kip848.py)
     (("commit-at-member-epoch-only",), LOST_RESPONSE, {"exclusive_processing"}),
+    ((), MIGRATION_OFFLINE, set()),
+    ((), MIGRATION_STATIC, set()),
+    (("empty-classic-group-kept",), MIGRATION_OFFLINE, {"joins_admitted"}),  # KAFKA-16313
+    (("classic-instance-unreleased",), MIGRATION_STATIC, {"joins_admitted"}),  # KAFKA-17228
+    (("classic-member-not-told-to-rejoin",), MIGRATION_OFFLINE, {"converges"}),
+    (("downgrade-restarts-generation",), MIGRATION_OFFLINE, {"epochs_carried"}),
+    (("upgrade-drops-assignment",), MIGRATION_STATIC,
+     {"exclusive_ownership", "exclusive_commits", "legal_target", "converges"}),
 ]
 SLOW = [
     (("partition-epoch-lost-on-reassign",), THREE, {"valid_partition_epochs", "refinement"}),  # KAFKA-16147
@@ -55,6 +69,8 @@ SLOW = [
     # KAFKA-19974's epoch + 1 breaks a history property (one owner per partition per epoch) the checker keeps not
     (("epoch-zero-fenced",), LOST_RESPONSE, {"exclusive_processing"}),
     (("bump-epoch-leaving-unrevoked",), REGEX, set()),
+    ((), MIGRATION, set()),
+    ((), MIGRATION_ZOMBIE, {"exclusive_processing"}),  # a paused classic member is a zombie across an upgrade
 ]
 
 
@@ -68,7 +84,8 @@ def settings_of(mutations, config, spec_mutations=()):
     """The CheckSettings of ``config`` (command-line arguments) with ``mutations`` switched on
     (also benchmarks/kip848_history.py's)."""
     files = [a for a in config if a.endswith(".toml")]
-    flags = dict(zip(config[::2], config[1::2])) if not files else {}
+    rest = [a for a in config if not a.endswith(".toml")]
+    flags = dict(zip(rest[::2], rest[1::2]))
     return resolve(load_toml(files[0]) if files else {}, mutations=mutations, spec_mutations=spec_mutations,
                    protocol=flags.get("--protocol"), static=True if "--static" in config else None,
                    members=int(flags["--members"]) if "--members" in flags else None,
@@ -101,7 +118,12 @@ def test_every_consumer_mutation_is_in_the_matrix_and_every_property_is_seen_to_
     listed = {m for muts, _, _ in FAST + SLOW for m in muts}
     assert consumer == listed
     caught = set().union(*(v for _, _, v in FAST + SLOW))
-    assert {p.name for p in PROPERTIES} == caught
+    assert {p.name for p in PROPERTIES} | {p.name for p in MIGRATION_PROPERTIES} == caught
+    migration = set().union(*(v for _, config, v in FAST + SLOW if config[0] in (*MIGRATION, *MIGRATION_OFFLINE,
+                                                                             *MIGRATION_STATIC)))
+    # the migration's own properties, each seen to fail there (the reused consumer group invariants failed above)
+    assert {"exclusive_ownership", "exclusive_commits", "exclusive_processing", "epochs_carried", "joins_admitted",
+            "converges"} <= migration
 
 
 def test_refinement_fails_under_a_wrong_spec_action():

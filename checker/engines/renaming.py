@@ -22,7 +22,7 @@ import numpy as np
 
 from rebalance.model.consumer_group.group import ConsumerGroup, ConsumerGroupMember
 from rebalance.model.consumer_group.membership import Membership
-from rebalance.model.consumer_group.messages import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
+from rebalance.model.consumer_group.messages import KIP848_IDS, ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
 from rebalance.model.coordinator import Group, MemberMetadata
 from rebalance.model.member import Consumer
 from rebalance.model.streams import StreamsMemory
@@ -332,22 +332,31 @@ class Renamer:
 # (group, target assignment, member, previous, partition) is renamed as a generation
 
 def _kip848_mid(m: int, n: _Names) -> int:
+    """A KIP-848 client's member id, its process epoch renamed (``KIP848_IDS``, the online
+    migration's mark of a consumer-protocol id, kept)."""
     if m == NO_MEMBER_ID:
         return m
-    return member_id(slot_of(m), n.epoch(slot_of(m), serial_of(m)))
+    k = serial_of(m)
+    return member_id(slot_of(m), (k & KIP848_IDS) | n.epoch(slot_of(m), k & ~KIP848_IDS))
 
 
 def _cg_member(m: ConsumerGroupMember, n: _Names) -> ConsumerGroupMember:
+    if m.classic:  # a classic member in a consumer group (online migration): a coordinator-issued id
+        conn, sub = m.classic
+        return m._replace(member_id=n.mid(m.member_id), epoch=n.gen(m.epoch), previous_epoch=n.gen(m.previous_epoch),
+                          classic=(n.conn(conn), _subscription(sub, n)))
     return m._replace(member_id=_kip848_mid(m.member_id, n), epoch=n.gen(m.epoch),
                       previous_epoch=n.gen(m.previous_epoch),
                       assignment_epochs=tuple((p, n.gen(e)) for p, e in m.assignment_epochs))
 
 
 def _consumer_group(g: ConsumerGroup, n: _Names) -> ConsumerGroup:
+    classic = {m.member_id for m in g.members if m.classic}
     return g._replace(epoch=n.gen(g.epoch), target_epoch=n.gen(g.target_epoch),
                       members=tuple(_cg_member(m, n) for m in g.members),
-                      target=tuple((_kip848_mid(m, n), parts) for m, parts in g.target),
-                      partition_epochs=tuple(n.gen(e) for e in g.partition_epochs))
+                      target=tuple((n.mid(m) if m in classic else _kip848_mid(m, n), parts) for m, parts in g.target),
+                      partition_epochs=tuple(n.gen(e) for e in g.partition_epochs),
+                      issued=tuple((slot, n.serial(slot, k)) for slot, k in g.issued))
 
 
 def _kip848_message(x, n: _Names):

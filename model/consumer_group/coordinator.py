@@ -92,6 +92,15 @@ def rejoining_static(holder: ConsumerGroupMember, mid: int) -> ConsumerGroupMemb
     return holder
 
 
+def replaces_unreleased(holder: ConsumerGroupMember) -> bool:
+    """M7: a static member joining with the consumer protocol takes its instance id over from
+    a holder that speaks the classic protocol even though that one never left: a classic
+    static member sends no LeaveGroup when it shuts down, so a rolling upgrade's restarted
+    process would otherwise be refused UNRELEASED_INSTANCE_ID until the old member's session
+    ran out (KAFKA-17228; GroupMetadataManager.java:3427-3434, Kafka 4.4.0)."""
+    return bool(holder.classic)
+
+
 def _static_member(cfg: GroupConfig, group: ConsumerGroup, req: ConsumerGroupHeartbeat) -> tuple:
     """K8: getOrMaybeSubscribeStaticConsumerGroupMember: ``(member, replaced member or None)``.
     Raises _Refused."""
@@ -101,7 +110,7 @@ def _static_member(cfg: GroupConfig, group: ConsumerGroup, req: ConsumerGroupHea
             return find(group, req.member_id) or new_member(req.member_id, req.instance_id), None
         if holder.member_id == req.member_id:
             return rule(cfg, rejoining_static)(holder, req.member_id), None
-        if holder.epoch != STATIC_LEAVE_EPOCH:
+        if holder.epoch != STATIC_LEAVE_EPOCH and not rule(cfg, replaces_unreleased)(holder):
             raise _Refused(Error.UNRELEASED_INSTANCE_ID)
         return holder._replace(member_id=req.member_id, epoch=JOIN_EPOCH, previous_epoch=JOIN_EPOCH), holder
     if holder is None:
@@ -153,22 +162,13 @@ def held_partitions(group: ConsumerGroup) -> int:
     return out
 
 
-def _heartbeat(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: ConsumerGroupHeartbeat, out: list):
-    error = validate(req)
-    if error:
-        return group, _refuse(conn, req, error, out)
-    if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-        return _leave(cfg, group, conn, req, out)
-    try:
-        if req.instance_id != NO_INSTANCE_ID:
-            member, replaced = _static_member(cfg, group, req)
-        else:
-            member, replaced = _dynamic_member(cfg, group, req), None
-        error = rule(cfg, epoch_error)(member, req.member_epoch, req.owned)
-        if error:
-            raise _Refused(error)
-    except _Refused as refused:
-        return group, _refuse(conn, req, refused.error, out)
+def admit(cfg: GroupConfig, group: ConsumerGroup, member: ConsumerGroupMember, replaced: ConsumerGroupMember | None,
+          req: ConsumerGroupHeartbeat) -> tuple:
+    """K1, K4, K5: the accepted heartbeat ``req`` of ``member`` (in place of ``replaced``, a
+    static member's previous record, or None) applied: its subscription, the group epoch
+    bumped on a change, the target computed if behind, the member reconciled, the
+    partition epochs updated: ``(group', member')``. Also the classic members' JoinGroup
+    (classicGroupJoinToConsumerGroup, model/consumer_group/classic_members.py)."""
     old = find(group, member.member_id)
     updated = _subscribed(group, member, req)
     changed = updated.topics != member.topics or updated.regex != member.regex
@@ -193,6 +193,28 @@ def _heartbeat(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: ConsumerG
     group = group._replace(members=with_member(group, after),
                            partition_epochs=update_partition_epochs(cfg, group.partition_epochs,
                                                                     old if replaced is None else updated, after))
+    return group, after
+
+
+def _heartbeat(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: ConsumerGroupHeartbeat, out: list):
+    error = validate(req)
+    if error:
+        return group, _refuse(conn, req, error, out)
+    if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+        return _leave(cfg, group, conn, req, out)
+    try:
+        if req.instance_id != NO_INSTANCE_ID:
+            member, replaced = _static_member(cfg, group, req)
+        else:
+            member, replaced = _dynamic_member(cfg, group, req), None
+        error = rule(cfg, epoch_error)(member, req.member_epoch, req.owned)
+        if error:
+            raise _Refused(error)
+    except _Refused as refused:
+        return group, _refuse(conn, req, refused.error, out)
+    if member.classic:  # M7: it speaks the consumer protocol now (setClassicMemberMetadata(null), GroupMetadataManager.java:2557-2705)
+        member = member._replace(classic=())
+    group, after = admit(cfg, group, member, replaced, req)
     full = req.topics is not None and req.owned is not None  # K10
     sent = after.assigned if req.member_epoch == JOIN_EPOCH or full or after.assigned != member.assigned else None
     out.append(Reply(conn, ConsumerGroupHeartbeatResponse(Error.NONE, after.member_id, after.epoch, sent)))
@@ -268,12 +290,15 @@ def commit_error(group: ConsumerGroup, mid: int, epoch: int, partitions: int) ->
         return Error.UNKNOWN_MEMBER_ID
     if epoch == member.epoch:
         return Error.NONE
+    # M4: a classic member is refused ILLEGAL_GENERATION where a consumer-protocol one is STALE_MEMBER_EPOCH
+    # (ConsumerGroup.validateOffsetCommit and createAssignmentEpochValidator, ConsumerGroup.java:663-697, Kafka 4.4.0)
+    stale = Error.ILLEGAL_GENERATION if member.classic else Error.STALE_MEMBER_EPOCH
     if epoch > member.epoch:
-        return Error.STALE_MEMBER_EPOCH
+        return stale
     held = dict(member.assignment_epochs)
     for p in partitions_of(partitions):
         if held.get(p, epoch + 1) > epoch:
-            return Error.STALE_MEMBER_EPOCH
+            return stale
     return Error.NONE
 
 
@@ -281,7 +306,8 @@ def commit_version_error(group: ConsumerGroup, req: OffsetCommit) -> Error:
     """K11: a member of the group commits with OffsetCommit v9 or later, else UNSUPPORTED_VERSION
     (ConsumerGroup.validateOffsetCommit, ConsumerGroup.java:675, Kafka 4.4.0: checked once the
     member is known, so after UNKNOWN_MEMBER_ID and before its epoch)."""
-    return Error.UNSUPPORTED_VERSION if req.version < 9 and find(group, req.member_id) is not None else Error.NONE
+    member = find(group, req.member_id)
+    return Error.UNSUPPORTED_VERSION if req.version < 9 and member is not None and not member.classic else Error.NONE
 
 
 def _commit(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: OffsetCommit, out: list):

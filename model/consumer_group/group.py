@@ -29,7 +29,11 @@ class ConsumerGroupMember(NamedTuple):
     epoch), ...)`` by partition, for each partition of ``assigned | revoking`` the target
     assignment epoch at which it was assigned to the member (KIP-1251, Kafka 4.4:
     ConsumerGroupMember.assignmentEpoch / pendingRevocationEpoch), which OffsetCommit's
-    validation reads (K11)."""
+    validation reads (K11). ``classic``: for a member that speaks the
+    classic protocol inside the consumer group (online migration), ``(conn, subscription)``,
+    the connection of its last JoinGroup and the Subscription it sent (its
+    ClassicMemberMetadata; ConsumerGroupMember.useClassicProtocol), () for a
+    consumer-protocol member."""
 
     member_id: int
     instance_id: int
@@ -42,6 +46,7 @@ class ConsumerGroupMember(NamedTuple):
     regex: bool = False
     resolved: bool = True
     assignment_epochs: tuple = ()
+    classic: tuple = ()
 
 
 class ConsumerGroup(NamedTuple):
@@ -50,7 +55,9 @@ class ConsumerGroup(NamedTuple):
     ``target``: the target assignment, ``((member_id, partitions), ...)`` by member id;
     ``partition_epochs``: per partition of the configuration, the epoch of the member
     holding it (assigned or pending revocation) or ``FREE``; ``topics``: the topics that
-    exist (the metadata image, a topic bitmask)."""
+    exist (the metadata image, a topic bitmask); ``issued``: the member ids handed out to
+    classic members, as the classic Group's (model/coordinator.py), carried across an online
+    migration so that an id is never handed out twice."""
 
     epoch: int
     target_epoch: int
@@ -58,6 +65,7 @@ class ConsumerGroup(NamedTuple):
     target: tuple
     partition_epochs: tuple
     topics: int = ALL_TOPICS
+    issued: tuple = ()
 
 
 def empty_group(cfg: GroupConfig) -> ConsumerGroup:

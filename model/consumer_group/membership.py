@@ -35,7 +35,8 @@ NONE = -1  # no assignment yet (LocalAssignment.NONE): not the empty one
 
 IN_GROUP = (ClientState.RECONCILING, ClientState.ACKNOWLEDGING, ClientState.STABLE)
 FENCING_ERRORS = (Error.FENCED_MEMBER_EPOCH, Error.UNKNOWN_MEMBER_ID)
-FATAL_ERRORS = (Error.FENCED_INSTANCE_ID, Error.UNRELEASED_INSTANCE_ID, Error.INVALID_REQUEST)
+# GROUP_ID_NOT_FOUND: fatal but while unsubscribed (AbstractHeartbeatRequestManager.onErrorResponse, Kafka 4.4.0)
+FATAL_ERRORS = (Error.FENCED_INSTANCE_ID, Error.UNRELEASED_INSTANCE_ID, Error.INVALID_REQUEST, Error.GROUP_ID_NOT_FOUND)
 
 
 class Membership(NamedTuple):
