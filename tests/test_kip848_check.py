@@ -3,6 +3,7 @@ mutation matrix: every mutation that applies to the consumer protocol, checked w
 --continue, breaks exactly the properties listed (every property of
 checker/consumer_properties.py is seen to fail; spec/KIP848.md)."""
 import json
+from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, run_cli
@@ -74,6 +75,18 @@ SLOW = [
 ]
 
 
+def row_id(mutations, config) -> str:
+    """A matrix row's test id: its mutations, or "none" and, for a configuration file, the file's
+    name and any flags beside it (ids .ci/slow can name whatever rows come before)."""
+    if mutations:
+        return ",".join(mutations)
+    files = [a for a in config if a.endswith(".toml")]
+    if not files:
+        return "none"
+    rest = [a.replace(",", "-") for a in config if not a.endswith(".toml") and not a.startswith("--")]
+    return "-".join(["none", Path(files[0]).stem, *rest])
+
+
 def check(args, tmp_path) -> dict:
     code, out, err = run_cli("check", *args, "--continue", "--json", "--out", tmp_path)
     assert code in (0, 1), err[-2000:]
@@ -102,13 +115,13 @@ def _violated(mutations, config, tmp_path) -> set:
     return {name for name, status in result.statuses.items() if status == "violated"}
 
 
-@pytest.mark.parametrize("mutations,config,violated", FAST, ids=[",".join(m) or "none" for m, _, _ in FAST])
+@pytest.mark.parametrize("mutations,config,violated", FAST, ids=[row_id(m, c) for m, c, _ in FAST])
 def test_kip848_mutation_matrix(mutations, config, violated, tmp_path):
     assert _violated(mutations, config, tmp_path) == violated
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mutations,config,violated", SLOW, ids=[",".join(m) or "none" for m, _, _ in SLOW])
+@pytest.mark.parametrize("mutations,config,violated", SLOW, ids=[row_id(m, c) for m, c, _ in SLOW])
 def test_kip848_mutation_matrix_slow(mutations, config, violated, tmp_path):
     assert _violated(mutations, config, tmp_path) == violated
 
