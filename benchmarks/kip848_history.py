@@ -15,27 +15,22 @@ Usage: python benchmarks/kip848_history.py [--all]   (--all: the test-only mutat
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import platform
 import time
 from datetime import date
-from pathlib import Path
 
 from rebalance.checker import consumer_prove
 from rebalance.checker.engines.explore import explore
 from rebalance.checker.properties import applicable
 from rebalance.model.mutations import REGISTRY
 
-ROOT = Path(__file__).resolve().parent.parent
+from from_tests import load
+
 
 
 def matrix() -> list:
     """tests/test_kip848_check.py's FAST + SLOW: ``[(mutations, configuration, violated)]``."""
-    import sys
-    sys.path.insert(0, str(ROOT / "tests"))
-    spec = importlib.util.spec_from_file_location("test_kip848_check", ROOT / "tests" / "test_kip848_check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load("test_kip848_check")
     return module, module.FAST + module.SLOW
 
 

@@ -14,7 +14,6 @@ Usage: python benchmarks/mutation_matrix.py > docs/explanation/matrix.md
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import platform
 import subprocess
@@ -26,17 +25,14 @@ from pathlib import Path
 
 from rebalance.model.mutations import REGISTRY
 
-ROOT = Path(__file__).resolve().parent.parent
+from from_tests import load
+
 REBALANCE = Path(sys.executable).parent / "rebalance"
 
 
 def matrix():
     """tests/test_mutations.py, loaded as a module: its MATRIX, BOUNDS and bound_args."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    spec = importlib.util.spec_from_file_location("test_mutations", ROOT / "tests" / "test_mutations.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("test_mutations")
 
 
 def check(args) -> tuple:
