@@ -4,7 +4,8 @@ history table of docs/kip848.md, generated (never typed).
 For every consumer-protocol mutation of model/mutations.py, explored (breadth first, so
 each counterexample is a shortest one) in the configuration tests/test_kip848_check.py's
 mutation matrix gives it, and, if no property breaks there, held to
-`rebalance prove --protocol consumer`'s obligations; prints a Markdown table row per
+`rebalance prove --protocol consumer`'s obligations, and if none fails, named by the Kafka
+trace that pins its rule (tests/test_conform_kafka_traces.py's FIXES); prints a Markdown table row per
 mutation: the JIRA (or PR),
 the Kafka versions, the mutation, each property it breaks with the length of its
 shortest counterexample (steps), the distinct states and the CPU seconds, then the
@@ -39,6 +40,7 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="the test-only mutations too")
     args = parser.parse_args()
     module, rows = matrix()
+    fixes = load("test_conform_kafka_traces").FIXES  # model fixes a recorded Kafka trace pins
     print("| bug | Kafka versions | mutation | caught by (shortest counterexample, steps) | states | CPU s |")
     print("| --- | --- | --- | --- | --- | --- |")
     for mutations, config, _ in rows:
@@ -58,7 +60,9 @@ def main() -> None:
         if not caught:  # what the bounded check cannot reach, `rebalance prove --protocol consumer` may
             proofs = [ob.name.split(":")[0] for ob in consumer_prove.obligations(4, 6, frozenset(mutations))
                       if ob.status == "counterexample"]
-            caught = ", ".join(f"prove: {name} (one step)" for name in proofs) or "nothing"
+            caught = ", ".join(f"prove: {name} (one step)" for name in proofs) or \
+                ", ".join(f"conform: Kafka 4.4.0's trace {trace} diverges at {rule}" for trace, name, rule in fixes
+                          if name == m.name) or "nothing"
         bug = m.jira or ("test-only" if m.test_only else m.source.split(":")[0])
         print(f"| {bug} | {m.versions or '—'} | `{m.name}` | {caught} | {result.distinct_states:,} | {cpu:.1f} |")
     print(f"\n{platform.node()} ({platform.processor() or platform.machine()}, Python {platform.python_version()}), "

@@ -451,9 +451,9 @@ REGISTRY = {m.name: m for m in (
     Mutation("commit-at-member-epoch-only",
              "the coordinator accepts a member's OffsetCommit only at its current member epoch, refusing one at an "
              "older epoch for partitions the member has held since (no assignment epochs)",
-             "ConsumerGroup.validateOffsetCommit (validateMemberEpoch) before KIP-1251 (KAFKA-20066, Kafka 4.3.0: "
-             "createAssignmentEpochValidator) let a commit at an older epoch through for partitions assigned at or "
-             "before it", "K11",
+             "KIP-1251 (KAFKA-20066): before it ConsumerGroup.validateOffsetCommit required the member's epoch "
+             "(validateMemberEpoch); since Kafka 4.3.0 createAssignmentEpochValidator lets a commit at an older "
+             "epoch through for partitions assigned at or before it", "K11",
              (KIP848,), versions="3.7-4.2 (KIP-1251 in 4.3.0)"),
     Mutation("grant-before-release",
              "reconciliation gives a member its target partitions whether or not another member still holds them",
