@@ -11,7 +11,7 @@ JOBS ?= auto
 # pytest's options (CI's --durations)
 ids = $(if $(SUBSET),$(foreach i,$(shell grep -v -e '^\#' -e '^$$' $(SUBSET)),'$(i)'))
 
-.PHONY: run test test-slow test-interop test-kafka catalogue connect streams docs bench setup oracle dot chromium clean
+.PHONY: run test test-slow test-interop test-kafka catalogue doubles connect streams docs bench setup oracle dot chromium clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -83,6 +83,13 @@ test-kafka: setup oracle
 catalogue: setup oracle
 	cd tests && ../$(PY) -m catalogue --out ../results/catalogue --table ../docs/oracle/side-by-side.md
 	cd tests && ../$(PY) -m catalogue --findings --out ../results/findings
+
+# the whole scenario catalogue on the test doubles (franz-go's kfake, built with Go; librdkafka's mock cluster) beside
+# serve and Kafka 4.4.0 (tests/doubles, tests/catalogue/fidelity.py), outside CI: writes the fidelity table
+# docs/doubles/fidelity.md (docs/doubles.md includes it, with its time)
+doubles: setup oracle
+	cd tests && ../$(PY) -m catalogue --target kfake --target librdkafka-mock --target serve --target kafka \
+	  --out ../results/doubles --fidelity ../docs/doubles/fidelity.md
 
 # Kafka Connect 4.4.0's scenarios on serve and on Kafka (tests/catalogue/connect.py), outside CI: writes the Connect
 # table docs/connect/results.md (docs/connect.md includes it, with each scenario's time)

@@ -22,6 +22,7 @@ import datetime
 import json
 import logging
 import os
+import sys
 import time
 
 from kio.schema.errors import ErrorCode
@@ -59,6 +60,7 @@ class Recorder:
 
     def __init__(self, path, recorder: str, append: bool = False):
         self.recorder, self.file = recorder, None
+        self.failure: str | None = None  # why recording stopped (``_fail``), None while it records
         self.connections = 0
         self.pending: dict = {}  # {(connection, correlation id): (api key, version, request body)}
         self.protocol_types: dict = {}  # {group id: protocol_type of its last JoinGroup}
@@ -112,6 +114,7 @@ class Recorder:
 
     def _fail(self) -> None:
         log.exception("trace recording stopped after an error in the recorder")
+        self.failure = str(sys.exc_info()[1])
         file, self.file = self.file, None
         try:
             file.close()

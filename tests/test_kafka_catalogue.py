@@ -51,3 +51,26 @@ def test_scenario(name, where, targets, tmp_path):
     assert r.reached, [c for c in r.situation if not c["held"]]
     assert r.conform["clients"]["verdict"] == "conforms", r.conform["clients"]
     assert r.passed, r.conform["coordinator"]
+
+
+# CI's part of the test doubles' fidelity table (tests/catalogue/fidelity.py, docs/doubles.md): one scenario on the
+# real broker, serve, franz-go's kfake and librdkafka's mock cluster; the whole table is `make doubles`
+FIDELITY_SUBSET = ["scale_up/confluent-cooperative-sticky"]
+
+
+def test_fidelity_table_of_the_test_doubles(tmp_path):
+    """The fidelity script scores every target on the subset: Kafka and serve conform,
+    and each double gets a score in every row (conforms, diverges, or cannot run)."""
+    from catalogue.__main__ import main
+    from catalogue.fidelity import COLUMNS
+
+    table = tmp_path / "fidelity.md"
+    argv = [a for t in COLUMNS for a in ("--target", t)] + [a for n in FIDELITY_SUBSET for a in ("--only", n)]
+    assert main(argv + ["--out", str(tmp_path / "runs"), "--fidelity", str(table)]) == 0
+    rows = [line.split(" | ") for line in table.read_text().splitlines() if line.startswith("| **")]
+    assert len(rows) == len(FIDELITY_SUBSET)
+    for cells in rows:
+        scores = [c.strip(" |") for c in cells[2:]]
+        assert len(scores) == len(COLUMNS), cells
+        assert scores[:2] == ["conforms", "conforms"], cells
+        assert all(s.split(":")[0] in ("conforms", "diverges", "cannot run") for s in scores[2:]), cells

@@ -275,6 +275,8 @@ def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
         error = f"{type(e).__name__}: {e}"
     finally:
         r.finish()
+    if r.proxy.failure and error is None:  # the trace stops there: nothing after it can be judged
+        error = f"RecorderStopped: a response Kafka's schema does not read ({r.proxy.failure})"
     facts = r.facts()
     outcome = {**facts.outcome(), "latency_ms": facts.settled_ms(max(r.marks.values())) if r.marks else None}
     try:

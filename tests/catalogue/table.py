@@ -86,7 +86,6 @@ def finish(lines: list, results, path: Path, passing: str) -> None:
 
 def main(argv=None) -> None:
     from . import scenarios  # noqa: F401  (registers the catalogue: its titles)
-    from .runner import Result
     p = argparse.ArgumentParser(prog="python -m catalogue.table", description="The side-by-side table from saved runs.")
     p.add_argument("results", nargs="+", type=Path,
                    help="--out folders of python -m catalogue runs (their */*/result.json), or results.json files; "
@@ -94,16 +93,23 @@ def main(argv=None) -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--minutes", type=float, default=0.0, help="how long the runs took, for the page's header")
     a = p.parse_args(argv)
+    results = saved(a.results)
+    write_table(results, a.out, a.minutes * 60)
+    print(f"{len(results)} results written to {a.out}")
+
+
+def saved(paths) -> list:
+    """The runner.Result of saved runs: ``paths`` are ``--out`` folders of ``python -m
+    catalogue`` (their */*/result.json) or results.json files; a later run's result of a
+    scenario, variant and target replaces an earlier one's."""
+    from .runner import Result
     results = []
-    for path in a.results:
+    for path in paths:
         found = sorted(path.glob("*/*/result.json")) if path.is_dir() else [path]
         for f in found:
             loaded = json.loads(f.read_text())
             results += [Result(**r) for r in (loaded if isinstance(loaded, list) else [loaded])]
-    latest = {(r.scenario, r.variant, r.target): r for r in results}  # a later run's replaces an earlier one's
-    results = list(latest.values())
-    write_table(results, a.out, a.minutes * 60)
-    print(f"{len(results)} results written to {a.out}")
+    return list({(r.scenario, r.variant, r.target): r for r in results}.values())
 
 
 if __name__ == "__main__":

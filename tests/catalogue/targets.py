@@ -1,7 +1,8 @@
 """Where a catalogue scenario runs: the real Apache Kafka 4.4.0 broker
-(rebalance.oracle.broker) or ``rebalance serve``, each behind a ``rebalance proxy``
-(impl/proxy.py, in a thread of this process) that records the scenario's trace, so
-both are judged from the same kind of record by ``rebalance conform``.
+(rebalance.oracle.broker), ``rebalance serve``, or another implementation's test double
+(franz-go's kfake, librdkafka's mock cluster: tests/doubles/), each behind a ``rebalance
+proxy`` (impl/proxy.py, in a thread of this process) that records the scenario's trace,
+so all are judged from the same kind of record by ``rebalance conform``.
 
 A target is started with Kafka's names for the group settings under test
 (``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms``,
@@ -101,6 +102,11 @@ class RecordingProxy:
             return self._proxy.injections.inject(api, **rule)
         return asyncio.run_coroutine_threadsafe(go(), self._loop).result(10)
 
+    @property
+    def failure(self) -> str | None:
+        """Why the proxy stopped recording (a response that did not parse), or None."""
+        return self._proxy.trace.failure
+
     def restarted(self, groups) -> None:
         """A ``restart`` record: the upstream broker restarted and loaded ``groups``."""
         self._loop.call_soon_threadsafe(self._proxy.restarted, groups)
@@ -112,7 +118,7 @@ class RecordingProxy:
 
 
 class Target:
-    """A broker under test. ``name``: "kafka" or "serve"; ``settings``: Kafka's group
+    """A broker under test. ``name``: a key of TARGETS; ``settings``: Kafka's group
     settings; ``directory``: its files. Subclasses start it on construction."""
 
     name = ""
@@ -227,11 +233,124 @@ class ServeTarget(Target):
             self.proc.wait(30)
 
 
-TARGETS = {"kafka": KafkaTarget, "serve": ServeTarget}
+class CannotRun(Exception):
+    """A target that cannot play a scenario: a setting it does not have, an action
+    (a broker restart) it cannot take. The fidelity table says so."""
+
+
+class DoubleTarget(Target):
+    """Another implementation's test double in its own process (tests/doubles/), which
+    prints ``bootstrap HOST:PORT`` once it listens and reads commands on stdin;
+    ``SETTINGS``: the group settings it takes, as ``{Kafka name: its option}``."""
+
+    SETTINGS: dict = {}
+
+    def __init__(self, settings: dict, directory: Path):
+        super().__init__(settings, directory)
+        unknown = sorted(k for k, v in self.settings.items() if k not in self.SETTINGS
+                         and DEFAULT_SETTINGS.get(k) != v)
+        if unknown:
+            raise CannotRun(f"{self.name} has no {', '.join(unknown)}")
+        directory.mkdir(parents=True, exist_ok=True)
+        self.log = directory / f"{self.name}.log"
+        self.proc = None
+        self.start()
+
+    def command(self) -> list:
+        raise NotImplementedError
+
+    @property
+    def upstream(self) -> tuple:
+        return self.host, self.port
+
+    def start(self) -> None:
+        started = time.monotonic()
+        with self.log.open("a") as log:
+            self.proc = subprocess.Popen(self.command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("bootstrap "):
+            self.proc.kill()
+            raise RuntimeError(f"{self.name} did not start: {line!r}\n{self.log.read_text()[-2000:]}")
+        self.host, port = line.split()[1].rsplit(":", 1)
+        self.port = int(port)
+        while not api_versions_answered(*self.upstream):
+            if self.proc.poll() is not None or time.monotonic() - started > 30:
+                raise RuntimeError(f"{self.name} did not answer:\n{self.log.read_text()[-2000:]}")
+            time.sleep(0.02)
+        self.startup_s = time.monotonic() - started
+
+    def tell(self, command: str) -> str:
+        """One command on its stdin; its answer line."""
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("close\n")
+                self.proc.stdin.flush()
+                self.proc.wait(10)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+class KfakeTarget(DoubleTarget):
+    """franz-go's kfake (tests/doubles/kfake, built with Go into the user's cache): its
+    session bounds set; no initial rebalance delay (kfake has none); a restart on the
+    same data folder and port."""
+
+    name = "kfake"
+    SETTINGS = {"group.min.session.timeout.ms": "-group-min-session-ms",
+                "group.max.session.timeout.ms": "-group-max-session-ms"}
+
+    def __init__(self, settings: dict, directory: Path):
+        self.fixed_port = free_port()
+        super().__init__(settings, directory)
+
+    def command(self) -> list:
+        from doubles.kfake_build import binary
+        options = [a for key, value in self.settings.items() if key in self.SETTINGS
+                   for a in (self.SETTINGS[key], str(value))]
+        return [str(binary()), "-port", str(self.fixed_port), "-data", str(self.directory / "data"), *options]
+
+    def stop(self, crash: bool = False) -> None:
+        self.proc.send_signal(signal.SIGKILL if crash else signal.SIGTERM)
+        self.proc.wait(30)
+
+
+class MockClusterTarget(DoubleTarget):
+    """librdkafka's mock cluster (tests/doubles/mock_cluster.py): its initial rebalance
+    delay set; no session bounds (it checks none); topics made through its API; no
+    restart (its state lives in the process)."""
+
+    name = "librdkafka-mock"
+    SETTINGS = {"group.initial.rebalance.delay.ms": "--initial-rebalance-delay-ms",
+                "group.min.session.timeout.ms": None, "group.max.session.timeout.ms": None}
+
+    def command(self) -> list:
+        options = [a for key, value in self.settings.items() if self.SETTINGS.get(key)
+                   for a in (self.SETTINGS[key], str(value))]
+        return [sys.executable, str(Path(__file__).parent.parent / "doubles" / "mock_cluster.py"), *options]
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        answer = self.tell(f"topic {name} {partitions}")
+        if answer != "ok":
+            raise RuntimeError(f"rd_kafka_mock_topic_create {name}: {answer}")
+
+    def stop(self, crash: bool = False) -> None:
+        raise CannotRun("librdkafka's mock cluster cannot restart: its state lives in its process")
+
+
+TARGETS = {"kafka": KafkaTarget, "serve": ServeTarget, "kfake": KfakeTarget, "librdkafka-mock": MockClusterTarget}
+DOUBLES = ("kfake", "librdkafka-mock")
 
 
 def target(name: str, settings: dict, directory=None) -> Target:
-    """Start the target ``name`` ("kafka" or "serve") with ``settings``."""
+    """Start the target ``name`` (a key of TARGETS) with ``settings``; CannotRun when
+    it has no such setting."""
     return TARGETS[name](settings, Path(directory or tempfile.mkdtemp(prefix=f"catalogue-{name}-")))
 
 
