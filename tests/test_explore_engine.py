@@ -235,3 +235,23 @@ def test_int_map_computes_each_key_once_and_returns_it(batches):
         keys = np.array(batch, np.int64)
         assert memo.resolve(keys, compute).tolist() == [k * 7 + 1 for k in batch]
     assert sorted(computed) == sorted({k for b in batches for k in b}) and len(memo) == len(computed)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 5), st.lists(st.lists(st.integers(0, 40), max_size=60), min_size=1, max_size=8),
+       st.sampled_from([63, 4]))
+def test_row_memo_computes_each_row_once_and_returns_it(width, batches, key_bits):
+    # packed, or (4 key bits) numbered by its chain of prefixes: each distinct row computed once, across batches
+    from rebalance.checker.engines.interning import RowMemo
+    memo, computed, seen = RowMemo(), [], set()
+    memo.key_bits = key_bits
+    for batch in batches:
+        rows = np.array([[x * (c + 3) % 41 for c in range(width)] for x in batch], np.int64).reshape(-1, width)
+        tuples = list(map(tuple, rows.tolist()))
+        seen.update(tuples)
+
+        def compute(firsts):
+            computed.extend(tuples[i] for i in firsts)
+            return [hash(tuples[i]) % 1000 for i in firsts]
+        assert memo.resolve(rows, 41, compute).tolist() == [hash(t) % 1000 for t in tuples]
+    assert sorted(computed) == sorted(seen)
