@@ -128,6 +128,7 @@ class StreamsRun:
         self.stopped: set = set()
         self.stopped_at: dict = {}
         self.marks: dict = {}
+        self.crashed_leader: str | None = None
 
     def start(self, name: str) -> StreamsInstance:
         self.instances[name] = StreamsInstance(name, self.bootstrap, self.app, self.input, self.output,
@@ -135,12 +136,27 @@ class StreamsRun:
         self.stopped.discard(name)
         return self.instances[name]
 
-    def stop(self, name: str) -> None:
+    def stop(self, name: str, crash: bool = False) -> None:
         """Close instance ``name`` cleanly (SIGTERM); it sends LeaveGroup when started with
-        ``leave.group.on.close`` true (the scenario's settings)."""
+        ``leave.group.on.close`` true (the scenario's settings). ``crash``: kill -9 instead
+        (no LeaveGroup, no commit: its session expires)."""
         self.stopped_at[name] = now_ms()
-        self.instances[name].stop()
+        self.instances[name].kill9() if crash else self.instances[name].stop()
         self.stopped.add(name)
+
+    def leader(self) -> str:
+        """The instance that leads the group now: the leader named by the trace's last
+        JoinGroup answer."""
+        trace = read(self.trace_path)
+        leaders = [r["body"]["leader"] for _, r in trace.records if r["type"] == "response"
+                   and r.get("api") == "JoinGroup" and r["body"]["error"] == "NONE"]
+        return _member_names(trace, instance_of)[leaders[-1]]
+
+    def crash_leader(self) -> str:
+        """Kill -9 the group's leader (``leader()``); its name, kept as ``crashed_leader``."""
+        self.crashed_leader = self.leader()
+        self.stop(self.crashed_leader, crash=True)
+        return self.crashed_leader
 
     def live(self) -> list:
         return [n for n in self.instances if n not in self.stopped]
@@ -180,6 +196,11 @@ class StreamsRun:
         for i in self.instances.values():
             i.close()
         self.proxy.close()
+
+
+def instance_of(client_id: str) -> str:
+    """The instance name of a Streams consumer's client.id (``A-StreamThread-1-consumer``: A)."""
+    return client_id.split("-StreamThread-")[0]
 
 
 def outputs(bootstrap: str, topic: str) -> dict:
@@ -253,7 +274,7 @@ def run_streams(s: StreamsScenario, target, directory: Path) -> StreamsResult:
         error = f"{type(e).__name__}: {e}"
     finally:
         r.finish()
-    who = _member_names(read(r.trace_path), lambda client_id: client_id.split("-StreamThread-")[0])
+    who = _member_names(read(r.trace_path), instance_of)
     r.rounds = real_rounds(read(r.trace_path).records, r.app, who)
     try:
         claims = [{"claim": c, "held": bool(h)} for c, h in (s.situation(r) if s.situation else ())]
@@ -266,7 +287,8 @@ def run_streams(s: StreamsScenario, target, directory: Path) -> StreamsResult:
     settings = {**DEFAULTS, **s.settings}
     before = {n: (_mask(m["active"]), _mask(m["standby"])) for n, m in sorted(last.items())}
     model = {a: model_rounds(a, PARTITIONS, settings["num.standby.replicas"], settings["max.warmup.replicas"],
-                             before, *s.model) for a in ("high-availability", "streams")} if s.model and last else {}
+                             before, *s.model, leader_crash=r.crashed_leader)
+             for a in ("high-availability", "streams")} if s.model and last else {}
     result = StreamsResult(s.name, target.name, claims, bool(claims) and all(c["held"] for c in claims),
                            {n: i.history for n, i in r.instances.items()}, counts,
                            {"coordinator": _verdict("coordinator", r.trace_path),
@@ -332,6 +354,29 @@ def _tasks_of(history: list, after_ms: float, kind: str) -> list:
     return [set(h[kind]) for h in history if h["t"] >= after_ms]
 
 
+def _handover(run, predicate, what: str, timeout: float = 180) -> None:
+    """The end of a scenario: wait for ``predicate(placement)`` (StreamsRun.wait), mark
+    "handover", let the input flow 3 s more, stop it and mark "end"."""
+    run.wait(predicate, what, timeout)
+    run.mark("handover")
+    time.sleep(3)
+    run.feeder.stop()
+    run.mark("end")
+
+
+def _two_sharing(run) -> None:
+    """The start of the scenarios from two instances: the backlog written, A and B share
+    the tasks, each with its standbys of the other's, the input flowing; marks "event"."""
+    run.feeder.count(BACKLOG)
+    run.start("A")
+    run.start("B")
+    run.wait(lambda p: len(p["A"][0]) == len(p["B"][0]) == PARTITIONS // 2
+             and p["A"][1] == p["B"][0] and p["B"][1] == p["A"][0], "A and B to share the tasks, with standbys")
+    run.feeder.start()
+    time.sleep(3)
+    run.mark("event")
+
+
 @streams_scenario("scale up from one instance to two: B warms up, the probing rebalance hands tasks over",
                   model=(["B"], []))
 def scale_up(run):
@@ -342,11 +387,7 @@ def scale_up(run):
     run.mark("event")
     run.start("B")
     # the probing rebalance comes probing.rebalance.interval.ms (60 s) after B's first assignment
-    run.wait(lambda p: len(p["A"][0]) == len(p["B"][0]) == PARTITIONS // 2, "the handover", timeout=240)
-    run.mark("handover")
-    time.sleep(3)
-    run.feeder.stop()
-    run.mark("end")
+    _handover(run, lambda p: len(p["A"][0]) == len(p["B"][0]) == PARTITIONS // 2, "the handover", timeout=240)
 
 
 @scale_up.situation
@@ -372,20 +413,9 @@ def _(run):
                   model=([], ["B"]),
                   **{"leave.group.on.close": "true"})
 def scale_down(run):
-    run.feeder.count(BACKLOG)
-    run.start("A")
-    run.start("B")
-    run.wait(lambda p: len(p["A"][0]) == len(p["B"][0]) == PARTITIONS // 2
-             and p["A"][1] == p["B"][0] and p["B"][1] == p["A"][0], "A and B to share the tasks, with standbys")
-    run.feeder.start()
-    time.sleep(3)
-    run.mark("event")
+    _two_sharing(run)
     run.stop("B")
-    run.wait(lambda p: len(p["A"][0]) == PARTITIONS, "A to run every task")
-    run.mark("handover")
-    time.sleep(3)
-    run.feeder.stop()
-    run.mark("end")
+    _handover(run, lambda p: len(p["A"][0]) == PARTITIONS, "A to run every task")
 
 
 @scale_down.situation
@@ -403,19 +433,9 @@ def _(run):
 @streams_scenario("scale up from two instances to three: C warms up (warmups beyond the standbys), the probing "
                   "rebalance hands it tasks", model=(["C"], []))
 def scale_up_to_three(run):
-    run.feeder.count(BACKLOG)
-    run.start("A")
-    run.start("B")
-    run.wait(lambda p: len(p["A"][0]) == len(p["B"][0]) == PARTITIONS // 2, "A and B to share the tasks")
-    run.feeder.start()
-    time.sleep(3)
-    run.mark("event")
+    _two_sharing(run)
     run.start("C")
-    run.wait(lambda p: all(len(p[n][0]) == PARTITIONS // 3 for n in "ABC"), "the handover", timeout=240)
-    run.mark("handover")
-    time.sleep(3)
-    run.feeder.stop()
-    run.mark("end")
+    _handover(run, lambda p: all(len(p[n][0]) == PARTITIONS // 3 for n in "ABC"), "the handover", timeout=240)
 
 
 @scale_up_to_three.situation
@@ -437,3 +457,69 @@ def _(run):
     figures = availability(run, [x for x in run.rounds if x["t_ms"] >= event])
     yield "the leader rejoined for the probing rebalance at or after the time its AssignmentInfo named", \
         figures.get("probing_on_time", False)
+
+
+@streams_scenario("a host swap: B's host is replaced by a new one, C, without state: B leaves and C starts at "
+                  "once; A runs B's tasks from its standbys while C warms up, and the probing rebalance hands C "
+                  "its share", model=(["C"], ["B"]), **{"leave.group.on.close": "true"})
+def host_swap(run):
+    _two_sharing(run)
+    run.stop("B")
+    run.start("C")
+    _handover(run, lambda p: len(p["A"][0]) == len(p["C"][0]) == PARTITIONS // 2, "the handover to C", timeout=240)
+
+
+@host_swap.situation
+def _(run):
+    a, c = run.instances["A"].history, run.instances["C"].history
+    event, handover = run.marks["event"], run.marks.get("handover")
+    c_first = next((h for h in c if h["state"] == "RUNNING"), None)
+    yield "B left with a LeaveGroup", any(r.get("api") == "LeaveGroup" for _, r in read(run.trace_path).records)
+    yield "A ran every task once B had left (its standbys of B's tasks were caught up)", any(
+        len(h["active"]) == PARTITIONS for h in a if h["t"] >= event and h["state"] == "RUNNING")
+    yield "C's first assignment: no active task, replicas (warming up)", \
+        c_first is not None and not c_first["active"] and bool(c_first["standby"])
+    yield "the probing rebalance (at least 60 s after B left) handed C half the tasks", handover is not None \
+        and handover - event >= 60_000
+    figures = availability(run, [x for x in run.rounds if x["t_ms"] >= event])
+    yield "the leader rejoined for the probing rebalance at or after the time its AssignmentInfo named", \
+        figures.get("probing_on_time", False)
+
+
+@streams_scenario("a leader crash during scaling: C joins A and B and warms up; before the probing rebalance the "
+                  "group's leader is killed (kill -9, no LeaveGroup), its session (6 s) expires, and the next "
+                  "leader finishes the scaling on the two that are left", model=(["C"], []))
+def leader_crash(run):
+    _two_sharing(run)
+    run.start("C")
+    run.wait(lambda p: not p["C"][0] and p["C"][1], "C to warm up")
+    time.sleep(3)  # the rounds after the join settle (a task withheld for its revocation moves at once)
+    # the input pauses long enough for every record to be processed and committed (commit.interval.ms 1 s): the
+    # crash replays nothing, so at_least_once still counts each record once and the counts stay exact
+    run.feeder.stop()
+    time.sleep(4)
+    run.mark("crash")
+    leader = run.crash_leader()
+    run.feeder.start()
+    survivors = [n for n in "ABC" if n != leader]
+    _handover(run, lambda p: all(len(p[n][0]) == PARTITIONS // 2 for n in survivors),
+              "the scaling to end on the two left", timeout=300)
+
+
+@leader_crash.situation
+def _(run):
+    event, crash, handover = run.marks["event"], run.marks.get("crash"), run.marks.get("handover")
+    c = run.instances["C"].history
+    c_first = next((h for h in c if h["state"] == "RUNNING"), None)
+    trace = read(run.trace_path)
+    who = _member_names(trace, instance_of)
+    leaders = [(r["t_ms"], who.get(r["body"]["leader"])) for _, r in trace.records if r["type"] == "response"
+               and r.get("api") == "JoinGroup" and r["body"]["error"] == "NONE"]
+    yield "C's first assignment: no active task, replicas (warming up)", \
+        c_first is not None and not c_first["active"] and bool(c_first["standby"])
+    yield f"the leader ({run.crashed_leader}) crashed before the probing rebalance: C ran no active task until then", \
+        crash is not None and crash - event < 60_000 and not any(h["active"] for h in c if h["t"] < crash)
+    yield "the crashed leader sent no LeaveGroup", not any(r.get("api") == "LeaveGroup" for _, r in trace.records)
+    yield "after the crash another instance led the group", any(
+        t > crash and name not in (None, run.crashed_leader) for t, name in leaders) if crash else False
+    yield "the two left ran three tasks each in the end", handover is not None

@@ -9,7 +9,10 @@ same group: the real instances as members, their tasks as the model's (task ``0_
 The rounds follow the scenario's events: a member joins with nothing; at the probing
 rebalance every warmup (learner) and standby restored to within the acceptable lag
 (R55's ready, R57's caught-up); after a round that withheld a task for its revocation
-(R23) the group rebalances again at once; rounds stop once nothing moves or is withheld.
+(R23) the group rebalances again at once; members that leave and join at one event
+(a host swap) leave in a round of their own first; a leader that crashes does so once
+the rounds after the join settle, before the probing rebalance, and the member that
+leads next remembers no round (R52); rounds stop once nothing moves or is withheld.
 Each round shows, per member, its active tasks, its warmups (the model's learner tasks)
 and its standbys; the real rounds show Kafka's standbys, where a task Kafka's assignor
 kept off its balanced owner counts as that owner's warmup, as TaskMovement decides it
@@ -39,21 +42,26 @@ def config(assignor: str, tasks: int, standby: int, max_warmup: int) -> GroupCon
 
 
 def model_rounds(assignor: str, tasks: int, standby: int, max_warmup: int, before: dict, joining: list,
-                 leaving: list = ()) -> list:
+                 leaving: list = (), leader_crash: str | None = None) -> list:
     """The model's rounds: ``before`` {name: (active, standby) task masks} (every member
     caught up on both), ``joining``: names that join with nothing, ``leaving``: names of
-    ``before`` that leave the group (LeaveGroup). Returns [{"event", "members": {name:
-    {"active", "warmup", "standby"}}, "withheld": bool, "probing": bool}]."""
+    ``before`` that leave the group (LeaveGroup; with ``joining``, in a round before they
+    join), ``leader_crash``: the name of the leader, which crashes once the rounds after
+    the join settle (its session expires; the next leader has no StreamsMemory).
+    Returns [{"event", "members": {name: {"active", "warmup", "standby"}}, "withheld":
+    bool, "probing": bool}]."""
     cfg = config(assignor, tasks, standby, max_warmup)
     names = list(before) + list(joining)
     mids = {n: member_id(i, 1) for i, n in enumerate(names)}
+    later = [("join", joining)] if joining and leaving else []  # events after the first settles
+    if leader_crash:
+        later.append(("crash", leader_crash))
     state = {n: {"active": before.get(n, (0, 0))[0], "warmup": 0, "standby": before.get(n, (0, 0))[1], "ready": 0}
-             for n in names if n not in leaving}
+             for n in names if n not in leaving and not (n in joining and leaving)}
     # the leader remembers the last round's members (R50: newcomers are the members not in it)
     memory = streams.StreamsMemory(tuple(sorted(mids[n] for n in before)))
     out = []
-    event = "; ".join([f"{', '.join(joining)} join{'s' if len(joining) == 1 else ''}"] * bool(joining)
-                      + [f"{', '.join(leaving)} leave{'s' if len(leaving) == 1 else ''}"] * bool(leaving))
+    event = _names(leaving, "leave") if leaving else _names(joining, "join")
     for _ in range(ROUNDS):
         subs = tuple((mids[n], 0, Subscription(s["active"], 1 if s["active"] else NO_GENERATION,
                                                streams=(s["warmup"], s["ready"], s["standby"], False)))
@@ -75,6 +83,14 @@ def model_rounds(assignor: str, tasks: int, standby: int, max_warmup: int, befor
         out.append({"event": event, "members": row, "withheld": withheld, "probing": probing})
         if withheld:
             event = "at once: the withheld tasks (R23)"
+        elif later and later[0][0] == "join":
+            state.update({n: {"active": 0, "warmup": 0, "standby": 0, "ready": 0} for n in later.pop(0)[1]})
+            event = _names(joining, "join")
+        elif later:
+            del state[later.pop(0)[1]]
+            memory = streams.NO_MEMORY
+            event = (f"{leader_crash}, the leader, crashes: its session expires; the next leader remembers no "
+                     "round (R52)")
         elif probing or any(s["warmup"] for s in state.values()):
             event = ("probing rebalance: every warmup restored (R60)" if assignor == "high-availability"
                      else "the learners restored: their member rejoins (R55)")
@@ -83,6 +99,10 @@ def model_rounds(assignor: str, tasks: int, standby: int, max_warmup: int, befor
         else:
             break
     return out
+
+
+def _names(names, verb: str) -> str:
+    return f"{', '.join(names)} {verb}{'s' if len(names) == 1 else ''}"
 
 
 def real_rounds(trace_records, group: str, who: dict) -> list:
