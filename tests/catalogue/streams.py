@@ -354,6 +354,11 @@ def _tasks_of(history: list, after_ms: float, kind: str) -> list:
     return [set(h[kind]) for h in history if h["t"] >= after_ms]
 
 
+def _first_running(run, name: str):
+    """Instance ``name``'s first report of itself RUNNING (its first assignment), or None."""
+    return next((h for h in run.instances[name].history if h["state"] == "RUNNING"), None)
+
+
 def _handover(run, predicate, what: str, timeout: float = 180) -> None:
     """The end of a scenario: wait for ``predicate(placement)`` (StreamsRun.wait), mark
     "handover", let the input flow 3 s more, stop it and mark "end"."""
@@ -392,9 +397,9 @@ def scale_up(run):
 
 @scale_up.situation
 def _(run):
-    a, b = run.instances["A"].history, run.instances["B"].history
+    a = run.instances["A"].history
     event, handover = run.marks["event"], run.marks.get("handover")
-    b_first = next((h for h in b if h["state"] == "RUNNING"), None)
+    b_first = _first_running(run, "B")
     yield "B's first assignment: no active task, a standby (warming up) of each of A's", \
         b_first is not None and not b_first["active"] and len(b_first["standby"]) == PARTITIONS
     yield "A kept every active task until the handover", handover is not None and all(
@@ -471,9 +476,9 @@ def host_swap(run):
 
 @host_swap.situation
 def _(run):
-    a, c = run.instances["A"].history, run.instances["C"].history
+    a = run.instances["A"].history
     event, handover = run.marks["event"], run.marks.get("handover")
-    c_first = next((h for h in c if h["state"] == "RUNNING"), None)
+    c_first = _first_running(run, "C")
     yield "B left with a LeaveGroup", any(r.get("api") == "LeaveGroup" for _, r in read(run.trace_path).records)
     yield "A ran every task once B had left (its standbys of B's tasks were caught up)", any(
         len(h["active"]) == PARTITIONS for h in a if h["t"] >= event and h["state"] == "RUNNING")
@@ -509,16 +514,18 @@ def leader_crash(run):
 @leader_crash.situation
 def _(run):
     event, crash, handover = run.marks["event"], run.marks.get("crash"), run.marks.get("handover")
-    c = run.instances["C"].history
-    c_first = next((h for h in c if h["state"] == "RUNNING"), None)
+    c_first = _first_running(run, "C")
     trace = read(run.trace_path)
     who = _member_names(trace, instance_of)
     leaders = [(r["t_ms"], who.get(r["body"]["leader"])) for _, r in trace.records if r["type"] == "response"
                and r.get("api") == "JoinGroup" and r["body"]["error"] == "NONE"]
     yield "C's first assignment: no active task, replicas (warming up)", \
         c_first is not None and not c_first["active"] and bool(c_first["standby"])
-    yield f"the leader ({run.crashed_leader}) crashed before the probing rebalance: C ran no active task until then", \
-        crash is not None and crash - event < 60_000 and not any(h["active"] for h in c if h["t"] < crash)
+    probing = [ms for x in run.rounds if event <= x["t_ms"] for ms in x["next_rebalance_ms"].values()
+               if 0 < ms < NO_REBALANCE_MS]
+    yield f"the leader ({run.crashed_leader}) crashed during the scaling: after C's first assignment, before the " \
+        "probing rebalance the leader's AssignmentInfo named", crash is not None and c_first is not None \
+        and c_first["t"] < crash < min(probing, default=0)
     yield "the crashed leader sent no LeaveGroup", not any(r.get("api") == "LeaveGroup" for _, r in trace.records)
     yield "after the crash another instance led the group", any(
         t > crash and name not in (None, run.crashed_leader) for t, name in leaders) if crash else False

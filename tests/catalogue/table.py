@@ -98,18 +98,20 @@ def main(argv=None) -> None:
     print(f"{len(results)} results written to {a.out}")
 
 
-def saved(paths) -> list:
-    """The runner.Result of saved runs: ``paths`` are ``--out`` folders of ``python -m
-    catalogue`` (their */*/result.json) or results.json files; a later run's result of a
-    scenario, variant and target replaces an earlier one's."""
+def saved(paths, result=None) -> list:
+    """The results (``result``: their class, default runner.Result) of saved runs:
+    ``paths`` are ``--out`` folders of ``python -m catalogue`` (their */*/result.json) or
+    results.json files; a later run's result of a scenario, variant and target replaces
+    an earlier one's."""
     from .runner import Result
+    result = result or Result
     results = []
     for path in paths:
         found = sorted(path.glob("*/*/result.json")) if path.is_dir() else [path]
         for f in found:
             loaded = json.loads(f.read_text())
-            results += [Result(**r) for r in (loaded if isinstance(loaded, list) else [loaded])]
-    return list({(r.scenario, r.variant, r.target): r for r in results}.values())
+            results += [result(**r) for r in (loaded if isinstance(loaded, list) else [loaded])]
+    return list({(r.scenario, getattr(r, "variant", None), r.target): r for r in results}.values())
 
 
 if __name__ == "__main__":
