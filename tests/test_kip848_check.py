@@ -30,6 +30,7 @@ MIGRATION = (str(EXAMPLES / "kip848" / "migration.toml"),)
 MIGRATION_OFFLINE = (str(EXAMPLES / "kip848" / "migration_offline.toml"),)
 MIGRATION_STATIC = (str(EXAMPLES / "kip848" / "migration_static.toml"),)
 MIGRATION_ZOMBIE = MIGRATION + ("--faults", "join,leave,crash,restart,pause")
+TLC_BOUNDS = (str(EXAMPLES / "kip848" / "tlc_bounds.toml"),)  # Vanlightly's TLA+ bounds: benchmarks/tlc_kip848.py
 
 # (mutations, configuration, the properties violated; every other one holds), fast ones first
 FAST = [
@@ -41,6 +42,7 @@ FAST = [
     # Kafka 3.7-4.2's stricter rule breaks no property: conform catches it on Kafka 4.4.0's trace
     # (tests/test_conform_kafka_traces.py, tests/test_conform_kip848.py)
     (("commit-at-member-epoch-only",), LOST_RESPONSE, {"exclusive_processing"}),
+    ((), TLC_BOUNDS, {"exclusive_processing"}),  # its live-member expiry is a pause here: a zombie
     ((), MIGRATION_OFFLINE, set()),
     ((), MIGRATION_STATIC, set()),
     (("empty-classic-group-kept",), MIGRATION_OFFLINE, {"joins_admitted"}),  # KAFKA-16313
