@@ -22,10 +22,10 @@ from __future__ import annotations
 from rebalance.model.consumer_group import migration
 from rebalance.model.consumer_group.group import find
 from rebalance.model.consumer_group.membership import NEW_MEMBERSHIP, Membership
-from rebalance.model.consumer_group.messages import KIP848_IDS, ConsumerGroupHeartbeat, Start as JoinConsumerGroup
+from rebalance.model.consumer_group.messages import ConsumerGroupHeartbeat, Start as JoinConsumerGroup
 from rebalance.model.coordinator import EMPTY_GROUP, Group
 from rebalance.model.member import NEW_CONSUMER, MemberPhase
-from rebalance.model.protocol import NO_INSTANCE_ID, NO_MEMBER_ID, Start, connection, member_id
+from rebalance.model.protocol import KIP848_IDS, NO_INSTANCE_ID, NO_MEMBER_ID, Start, connection, member_id
 
 from .consumer_system import ConsumerSystem
 from .system import ABSENT, CRASHED, RUNNING, Proc, State, System, settle

@@ -49,6 +49,9 @@ ID_BITS = 20
 _SERIAL = (1 << ID_BITS) - 1
 MAX_SERIAL = _SERIAL  # the largest member id serial and connection epoch of a slot
 MAX_SLOTS = 1 << (30 - ID_BITS)
+# under KIP-848's online migration, a consumer-protocol client's member id is member_id(slot, KIP848_IDS | process
+# epoch), apart from the ids the coordinator hands out to classic members (model/coordinator.py fresh_member_id)
+KIP848_IDS = 1 << (ID_BITS - 1)
 
 
 class Error(IntEnum):
@@ -122,10 +125,15 @@ def epoch_of(conn: int) -> int:
 
 
 def member_name(mid: int) -> str:
-    """Readable member id: client letter and counter, e.g. ``A1``; ``-`` for none."""
+    """Readable member id: client letter and counter, e.g. ``A1``; ``-`` for none. A
+    consumer-protocol client's id under the online migration (``KIP848_IDS`` set) is the
+    letter in lower case and its process epoch, e.g. ``c2``."""
     if mid == NO_MEMBER_ID:
         return "-"
-    return f"{chr(65 + slot_of(mid))}{serial_of(mid)}"
+    k = serial_of(mid)
+    if k & KIP848_IDS:
+        return f"{chr(97 + slot_of(mid))}{k & ~KIP848_IDS}"
+    return f"{chr(65 + slot_of(mid))}{k}"
 
 
 # bytes of bits, one per partition: b"0"/b"1" (int's base 2) <-> 0/1 (itertools.compress's selectors)

@@ -8,11 +8,11 @@ from rebalance.checker.engines.explore import explore
 from rebalance.checker.properties import applicable, applicable_covers
 from rebalance.model.config import GroupConfig
 from rebalance.model.consumer_group.group import ConsumerGroup, find
-from rebalance.model.consumer_group.messages import KIP848_IDS, ConsumerGroupHeartbeat, MemberState
+from rebalance.model.consumer_group.messages import ConsumerGroupHeartbeat, MemberState
 from rebalance.model.consumer_group.migration import handle
 from rebalance.model.coordinator import EMPTY_GROUP, Group
 from rebalance.model.protocol import (
-    NO_INSTANCE_ID, Error, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, Phase, Receive, SessionTimeout, Subscription,
+    KIP848_IDS, NO_INSTANCE_ID, Error, Heartbeat, JoinGroup, LeaveGroup, OffsetCommit, Phase, Receive, SessionTimeout, Subscription,
     SyncGroup, connection, instance_id, member_id,
 )
 from conftest import EXAMPLES

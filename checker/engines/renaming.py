@@ -22,12 +22,12 @@ import numpy as np
 
 from rebalance.model.consumer_group.group import ConsumerGroup, ConsumerGroupMember
 from rebalance.model.consumer_group.membership import Membership
-from rebalance.model.consumer_group.messages import KIP848_IDS, ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
+from rebalance.model.consumer_group.messages import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
 from rebalance.model.coordinator import Group, MemberMetadata
 from rebalance.model.member import Consumer
 from rebalance.model.streams import StreamsMemory
 from rebalance.model.protocol import (
-    NO_MEMBER_ID, Heartbeat, JoinGroup, JoinGroupResponse, LeaveGroup, OffsetCommit, Subscription, SyncGroup,
+    KIP848_IDS, NO_MEMBER_ID, Heartbeat, JoinGroup, JoinGroupResponse, LeaveGroup, OffsetCommit, Subscription, SyncGroup,
     connection, epoch_of, member_id, serial_of, slot_of,
 )
 

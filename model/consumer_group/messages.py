@@ -33,9 +33,6 @@ JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 FREE = -1  # a partition's epoch when no member holds it
-# under the online migration, a consumer-protocol client's member id is member_id(slot, KIP848_IDS | process
-# epoch), apart from the ids the coordinator hands out to classic members (model/coordinator.py fresh_member_id)
-KIP848_IDS = 1 << 19
 
 
 class MemberState(IntEnum):
