@@ -95,30 +95,34 @@ def no_double_ownership(system, state: State):
     return None
 
 
+def committable(group, mid: int, sent: int) -> int:
+    """The partitions (a bitmask, -1: all) whose OffsetCommit at epoch ``sent`` from member
+    ``mid`` the consumer group's coordinator accepts now (K11; ConsumerGroup.validateOffsetCommit
+    with KIP-1251): all at the member's epoch, at an older one those it holds since that
+    epoch or before, none from an unknown member or at a newer epoch."""
+    m = find(group, mid)
+    if m is None or sent > m.epoch:
+        return 0
+    if sent == m.epoch:
+        return -1
+    return sum(1 << p for p, since in m.assignment_epochs if since <= sent)
+
+
 @projected(lambda g: frozenset((m.member_id, m.epoch, m.assignment_epochs) for m in g.members),
            lambda p: (p.consumer.member_id, p.consumer.state, p.consumer.epoch, p.consumer.owned, p.consumer.topics,
                       p.consumer.regex) if p.status in (RUNNING, PAUSED) else None)
 def exclusive_ownership(system, state: State):
     """No partition processed by two live clients that can both commit it at one instant:
-    each in the group (RECONCILING, ACKNOWLEDGING or STABLE: the states it commits in), its
-    member id a member of the group, so that the coordinator accepts its OffsetCommit of
-    the partition (K11; ConsumerGroup.validateOffsetCommit with KIP-1251): at the member's
-    epoch, or at an older one if the member holds the partition since that epoch or before.
-    The design brief's guarantee, read off the state (the consumer protocol's form of
-    checker/properties.py's ``exclusive_ownership``)."""
-    members = {m.member_id: m for m in state.group.members}
+    each in the group (RECONCILING, ACKNOWLEDGING or STABLE: the states it commits in), at
+    its epoch accepted for the partition (``committable``). The design brief's guarantee,
+    read off the state (the consumer protocol's form of checker/properties.py's
+    ``exclusive_ownership``)."""
     seen: dict = {}
     for p in state.procs:
         c = p.consumer
         if p.status not in (RUNNING, PAUSED) or c.state not in IN_GROUP:
             continue
-        m = members.get(c.member_id)
-        if m is None or c.epoch > m.epoch:
-            continue
-        since = dict(m.assignment_epochs)
-        for q in partitions_of(processing(system.cfg, c)):
-            if c.epoch < m.epoch and not since.get(q, c.epoch + 1) <= c.epoch:
-                continue
+        for q in partitions_of(processing(system.cfg, c) & committable(state.group, c.member_id, c.epoch)):
             if q in seen:
                 return (f"{system.cfg.partition_name(q)} owned by {member_name(seen[q])} and "
                         f"{member_name(c.member_id)}, both able to commit it (member id current, epoch "

@@ -52,12 +52,7 @@ def committable(group, c) -> int:
         known = any(m.member_id == c.member_id for m in group.members)
         return -1 if known and sent == group.generation and group.phase in (
             Phase.STABLE, Phase.PREPARING_REBALANCE) else 0
-    m = kip848.find(group, c.member_id)
-    if m is None or sent > m.epoch:
-        return 0
-    if sent == m.epoch:
-        return -1
-    return sum(1 << p for p, since in m.assignment_epochs if since <= sent)
+    return kip848.committable(group, c.member_id, sent)
 
 
 def _processing(system, c) -> int:
