@@ -14,7 +14,7 @@ pytestmark = pytest.mark.kafka
 # CI's subset: a few minutes on two cores, one of each kind of situation
 CI_SUBSET = ["scale_up/confluent-cooperative-sticky", "session_timeout/confluent-range",
              "static_restart/confluent-range-static", "batch_removal/confluent-cooperative-sticky-static",
-             "rebalance_timeout/java-cooperative-sticky-static"]
+             "rebalance_timeout/java-cooperative-sticky-static", "static_rolling_bounce/java-cooperative-sticky-static"]
 
 
 def _case(name: str):

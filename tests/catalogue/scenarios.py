@@ -182,6 +182,31 @@ def _(run, f):
     yield "no member other than B rejoined (no rebalance)", not [c for _, c, _, _ in f.joins(after) if c != "B"]
 
 
+@scenario("a rolling bounce of three static members: each in turn closed (a static member sends no LeaveGroup, "
+          "KIP-345) and started again within session.timeout.ms (10 s)", variants=(STATIC, JAVA_STATIC))
+def static_rolling_bounce(run):
+    for name in "ABC":
+        run.start(name, session_ms=10_000)
+    before = run.wait_balanced()
+    run.mark("bounce")
+    for name in "ABC":
+        run.close(name)
+        run.start(name, session_ms=10_000)
+        run.wait(lambda: run.clients.owned().get(name) == before[name], f"{name} to get its partitions back", 30)
+    run.sleep(2)
+
+
+@static_rolling_bounce.situation
+def _(run, f):
+    after = run.marks["bounce"]
+    back = {c: (t, g) for t, c, g, _ in reversed(f.joins(after))}  # each one's first join after the mark
+    yield "A, B and C each rejoined with a new process after the mark", sorted(back) == ["A", "B", "C"]
+    yield "each with its group.instance.id", all(
+        q["body"]["group_instance_id"] == f"i-{f.client(q)}" for q, _ in f.of("JoinGroup", "NONE", after))
+    last = [g for t, _, g, _ in f.joins() if t < after][-1:]
+    yield "in the generation they left (no rebalance)", bool(last) and {g for _, g in back.values()} == set(last)
+
+
 @scenario("a second process with a running static member's group.instance.id joins and fences it",
           variants=(STATIC, JAVA_STATIC))
 def static_replacement(run):
@@ -190,18 +215,23 @@ def static_replacement(run):
     run.wait_balanced()
     run.mark("replace")
     run.start("B2", instance_id="i-B", session_ms=10_000)
-    run.wait(lambda: run.facts().first("Heartbeat", "FENCED_INSTANCE_ID", after=run.marks["replace"], client="B")
-             or run.facts().first("OffsetCommit", after=run.marks["replace"], client="B"), "B to be fenced", 30)
+    # B2 joins first (a JVM takes seconds to start), then B's next Heartbeat or OffsetCommit is fenced; B's own
+    # commits before B2 joined are answered NONE and must not end the wait
+    run.wait(lambda: _fenced(run.facts(), run.marks["replace"]), "B2 to join and B to be fenced", 60)
     run.sleep(2)
+
+
+def _fenced(f, after: float) -> bool:
+    """B2's JoinGroup was answered NONE after ``after``, and B was answered FENCED_INSTANCE_ID."""
+    return f.first("JoinGroup", "NONE", after=after, client="B2") is not None and any(
+        f.client(q) == "B" and r["t_ms"] >= after and "FENCED_INSTANCE_ID" in str(r["body"]) for q, r in f.exchanges)
 
 
 @static_replacement.situation
 def _(run, f):
     after = run.marks["replace"]
     yield "B2 joined with i-B while B ran", f.first("JoinGroup", "NONE", after=after, client="B2") is not None
-    yield "B was answered FENCED_INSTANCE_ID", bool(
-        [q for q, r in f.exchanges if f.client(q) == "B" and r["t_ms"] >= after and "FENCED_INSTANCE_ID" in
-         str(r["body"])])
+    yield "B was answered FENCED_INSTANCE_ID", _fenced(f, after)
 
 
 @scenario("two killed static members are removed by the admin API (LeaveGroup by group.instance.id, KIP-345) "
