@@ -174,12 +174,19 @@ def decode_subscription(cfg: GroupConfig, data: bytes) -> Subscription:
     (``ALL_TOPICS`` when it names every one, R61; others are ignored), owned
     partitions and generation. Raises FrameError."""
     s = _read(SUBSCRIPTION, data)
-    owned = _mask(cfg, getattr(s, "owned_partitions", ()))
-    generation = getattr(s, "generation_id", NO_GENERATION)
-    named = set(getattr(s, "topics", ()))
+    sub = model_subscription(cfg, getattr(s, "topics", ()), _mask(cfg, getattr(s, "owned_partitions", ())),
+                             getattr(s, "generation_id", NO_GENERATION))
+    return sub._replace(streams=streams_wire.decode_subscription(cfg, s.user_data)) if cfg.streams else sub
+
+
+def model_subscription(cfg: GroupConfig, topic_names, owned: int, generation: int) -> Subscription:
+    """The model's Subscription of a decoded one: its topics of ``cfg`` (``ALL_TOPICS`` when it
+    names every one, R61; others are ignored), its ``owned`` partitions (a bitmask) and the
+    ``generation`` it owns them in (NO_GENERATION when it owns nothing); also conform's, from a
+    trace's JSON."""
+    named = set(topic_names)
     topics = sum(1 << i for i, (name, _) in enumerate(cfg.topics) if name in named)
     return Subscription(owned, generation if owned else NO_GENERATION,
-                        streams=streams_wire.decode_subscription(cfg, s.user_data) if cfg.streams else (),
                         topics=ALL_TOPICS if topics == (1 << len(cfg.topics)) - 1 else topics)
 
 

@@ -441,6 +441,11 @@ REGISTRY = {m.name: m for m in (
              "assignment or it has partitions to revoke or to take: it never rejoins to reconcile",
              "test-only: classicGroupHeartbeatToConsumerGroup answers REBALANCE_IN_PROGRESS then", "M5", (KIP848,),
              test_only=True),
+    Mutation("classic-join-names-no-protocol",
+             "a classic member's JoinGroup answered by a consumer group names no protocol",
+             "test-only: classicGroupJoinToConsumerGroup names the member's first protocol "
+             "(GroupMetadataManager.java:2902, Kafka 4.4.0); the model named none until the recorded Kafka "
+             "migration showed it", "M3", (KIP848,), test_only=True),
     Mutation("report-current-assignment",
              "a heartbeat reports the client's current assignment only, not the partitions a reconciliation in "
              "progress or pending will still add: the coordinator takes a partition the report leaves out as "
@@ -990,6 +995,11 @@ def _assignment_dropped(m) -> int:
 @replaces(cg_migration.downgraded_generation, "downgrade-restarts-generation")
 def _generation_restarted(group) -> int:
     return 0
+
+
+@replaces(cg_classic_members.joined_protocol, "classic-join-names-no-protocol")
+def _no_protocol_named(sub) -> str:
+    return ""
 
 
 @replaces(cg_classic_members.must_rejoin, "classic-member-not-told-to-rejoin")

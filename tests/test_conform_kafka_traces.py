@@ -52,6 +52,9 @@ FIXES = [
     # KIP-848, the Java consumer: C's OffsetCommit at epoch 6 reached the coordinator after its heartbeat had moved
     # C to epoch 7; Kafka 4.4.0 accepted it for t-4, t-5, which C held since before (KIP-1251)
     ("kip848_commit_racing_an_epoch_bump_java", "commit-at-member-epoch-only", "K11"),
+    # KIP-848's online migration, the Java consumer (tests/test_migration_online.py): B's JoinGroup in the upgraded
+    # group is answered naming its first protocol, cooperative-sticky (GroupMetadataManager.java:2902)
+    ("kip848_migration_java", "classic-join-names-no-protocol", "M3"),
 ]
 
 
@@ -89,3 +92,21 @@ def test_a_new_leader_is_any_member_that_rejoined(monkeypatch):
     monkeypatch.setattr(coordinator._Group, "_elections", lambda self, c: iter(()))
     verdict = check(path)
     assert verdict.status == "divergent" and verdict.divergence.rule == "R5", verdict.divergence
+
+
+# (mutation, the line of kip848_migration_java.jsonl where conform catches it, its rule)
+MIGRATION_MUTATIONS = [
+    ("upgrade-drops-assignment", 78, "K5"),  # C's join is given B's partitions, which B still owns
+    ("classic-member-not-told-to-rejoin", 82, "M5"),  # B, a classic member, is not told to revoke for C
+    ("downgrade-restarts-generation", 247, "R10"),  # E's generation is the consumer group's epoch after D left
+]
+
+
+@pytest.mark.parametrize("mutation,line,rule", MIGRATION_MUTATIONS, ids=[m for m, _, _ in MIGRATION_MUTATIONS])
+def test_the_migration_judge_catches_the_migrations_mutations(mutation, line, rule):
+    """Kafka's trace of an upgrade and a downgrade, judged by the migration model's handlers
+    (checker/conform/migration_coordinator.py), conforms; each mutation of the migration
+    diverges on it where its rule first shows."""
+    verdict = check(TRACES / "kip848_migration_java.jsonl", mutation)
+    assert verdict.status == "divergent" and (verdict.divergence.line, verdict.divergence.rule) == (line, rule), \
+        verdict.divergence

@@ -77,6 +77,7 @@ class ConsumerGroupSearch(_Group):
         self.timeouts = ConsumerTimeouts(side.settings.get("group_consumer_session_timeout_ms", 45_000))
         self.ids: dict = {}  # member.id string (or ("", request line) for an empty one) -> its number
         self.offset = None
+        self.ids_bound = False  # whether ``c.names`` binds every number (else an unbound number is its model id)
         self.reordering, self.reordered = False, []
         super().__init__(side, group_id)
 
@@ -137,7 +138,8 @@ class ConsumerGroupSearch(_Group):
         in member id order, so each order is a renaming of the members' model ids."""
         before = c.copy() if self.side.proxied and not self.reordering else None
         self._apply(c, event, t, request)
-        if before is None or c.group.target_epoch == before.group.target_epoch or len(c.group.members) < 2:
+        if before is None or type(c.group) is not type(before.group) or c.group.target_epoch == before.group.target_epoch \
+                or len(c.group.members) < 2:
             return
         self.reordering = True
         try:
@@ -147,7 +149,7 @@ class ConsumerGroupSearch(_Group):
                 if order == tuple(ids):
                     continue
                 alt = before.copy()
-                _rename(alt, sigma)
+                _rename(alt, sigma, self.ids_bound)
                 self._apply(alt, _renamed(event, sigma), t, request)
                 self.reordered.append(alt)
         finally:
@@ -290,7 +292,7 @@ def _traced(assignment: list) -> set:
     return {(tp["topic"], p) for tp in assignment for p in tp["partitions"]}
 
 
-def _rename(c: Candidate, sigma: dict) -> None:
+def _rename(c: Candidate, sigma: dict, bound: bool = False) -> None:
     """Candidate ``c`` with its members' model ids renamed by ``sigma`` ({old: new}, a
     permutation of them): the group's members (kept sorted) and target, the timers, the
     rebalance timeouts and the numbers' model ids."""
@@ -300,7 +302,7 @@ def _rename(c: Candidate, sigma: dict) -> None:
                          target=tuple(sorted((sigma.get(m, m), p) for m, p in g.target)))
     c.timers = {_renamed(k, sigma): (_renamed(timer, sigma), d) for k, (timer, d) in c.timers.items()}
     c.timeouts = {sigma.get(m, m): x for m, x in c.timeouts.items()}
-    numbers = set(c.names) | set(sigma)
+    numbers = set(c.names) if bound else set(c.names) | set(sigma)  # unbound: a number is its own model id
     c.names = {n: sigma.get(c.names.get(n, n), c.names.get(n, n)) for n in numbers}
 
 

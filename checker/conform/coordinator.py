@@ -672,6 +672,10 @@ class _Group:
         c.names[mid], c.ids[name] = name, mid
         return True
 
+    def _bound(self, c: Candidate, mid: int):
+        """The member.id string model id ``mid`` is bound to in ``c``, or None."""
+        return c.names.get(mid)
+
     def _handed_out(self, c: Candidate, mid: int):
         """The member.id string the trace records for model id ``mid`` in its own
         JoinGroup response, produced and not yet observed (a leader's member list
@@ -714,7 +718,7 @@ class _Group:
                 return "members"
             recorded = {m["member_id"]: m for m in body["members"]}
             for mid, iid, data in resp.members:
-                name = c.names.get(mid) or self._handed_out(c, mid)
+                name = self._bound(c, mid) or self._handed_out(c, mid)
                 if name is None or not self._bind(c, mid, name):
                     return "members"
                 m = recorded.get(name)
@@ -804,6 +808,7 @@ class _Side:
         self.prepared = _Prepared()
         self.groups: dict = {}
         self.responses: dict = {}
+        self.mixed: frozenset = frozenset()  # groups both protocols reach
 
     def any_hosted(self, body: dict) -> bool:
         """Whether an OffsetCommit request names a partition this broker hosts: only
@@ -812,9 +817,14 @@ class _Side:
 
     def group(self, gid: str, api: str = "") -> _Group:
         """Group ``gid``'s search, made at its first request (``api``): a consumer group's
-        (KIP-848, checker/conform/consumer_coordinator.py) when that is a ConsumerGroupHeartbeat."""
+        (KIP-848, checker/conform/consumer_coordinator.py) when that is a ConsumerGroupHeartbeat,
+        a migrating group's (checker/conform/migration_coordinator.py) when the trace reaches
+        it with both protocols' requests (``mixed``)."""
         if gid not in self.groups:
-            if api == "ConsumerGroupHeartbeat":
+            if gid in self.mixed:  # both protocols reach it: KIP-848's online migration
+                from .migration_coordinator import MigrationSearch
+                self.groups[gid] = MigrationSearch(self, gid, api != "ConsumerGroupHeartbeat")
+            elif api == "ConsumerGroupHeartbeat":
                 from .consumer_coordinator import ConsumerGroupSearch
                 self.groups[gid] = ConsumerGroupSearch(self, gid)
             else:
@@ -888,6 +898,8 @@ def check(trace: Trace, options=None) -> Verdict:
 def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
     side = _Side(trace, options, ordered)
     side.responses = _responses(trace)
+    from .migration_coordinator import mixed_groups
+    side.mixed = mixed_groups(trace)
     requests: dict = {}  # (connection, correlation id) -> (group id, Request)
     checked, rules, not_judged = 0, set(), 0
     conn_groups: dict = {}

@@ -84,8 +84,17 @@ def _join(cfg: GroupConfig, group: ConsumerGroup, conn: int, req: JoinGroup, out
     sub = req.subscription
     heartbeat = ConsumerGroupHeartbeat(mid, JOIN_EPOCH, iid, sub.topics, sub.owned)
     group, after = admit(cfg, group, member._replace(classic=(conn, sub)), replaced, heartbeat)
-    out.append(Reply(conn, JoinGroupResponse(Error.NONE, mid, after.epoch, NO_MEMBER_ID, ())))
+    out.append(Reply(conn, JoinGroupResponse(Error.NONE, mid, after.epoch, NO_MEMBER_ID, (),
+                                             protocol=rule(cfg, joined_protocol)(sub))))
     return group
+
+
+def joined_protocol(sub) -> str:
+    """M3: the protocol a classic member's JoinGroup response names: the first of those it
+    sent (its ``assignors``; "" for one implicit protocol), whatever the group selects
+    elsewhere (classicGroupJoinToConsumerGroup's setProtocolName(supportedClassicProtocols()
+    .iterator().next().name()), GroupMetadataManager.java:2902, Kafka 4.4.0)."""
+    return sub.assignors[0] if sub.assignors else ""
 
 
 def _sync(group: ConsumerGroup, conn: int, req: SyncGroup, out: list) -> ConsumerGroup:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Callable, NamedTuple
 
-from ..protocol import Error, Receive, SessionTimeout
+from ..protocol import Error, Heartbeat, JoinGroup, JoinGroupResponse, Receive, SessionTimeout, SyncGroup
 from .coordinator import armed_timers
 from .group import ConsumerGroup, find
 from .messages import JOIN_EPOCH, ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse, MemberRebalanceTimeout
@@ -32,11 +32,17 @@ class ConsumerTimeouts(NamedTuple):
     heartbeat_interval_ms: int = 5_000
 
 
-def duration_ms(timer, timeouts: ConsumerTimeouts, rebalance_ms_of: Callable[[int], int]) -> int:
+def duration_ms(timer, timeouts: ConsumerTimeouts, rebalance_ms_of: Callable[[int], int],
+                group: ConsumerGroup | None = None, classic_session_ms_of: Callable[[int], int] | None = None) -> int:
     """How long ``timer`` runs, ms. ``rebalance_ms_of(member_id)``: the rebalance timeout
-    that member sent."""
+    that member sent. With ``group`` and ``classic_session_ms_of(member_id)`` (the session
+    timeout a classic member's JoinGroup sent, online migration M3): a classic member's
+    session runs that long (scheduleConsumerGroupSessionTimeout with
+    classicProtocolSessionTimeout, GroupMetadataManager.classicGroupJoinToConsumerGroup,
+    Kafka 4.4.0)."""
     if type(timer) is SessionTimeout:
-        return timeouts.session_ms
+        m = find(group, timer.member_id) if group is not None and classic_session_ms_of else None
+        return classic_session_ms_of(timer.member_id) if m is not None and m.classic else timeouts.session_ms
     return rebalance_ms_of(timer.member_id)
 
 
@@ -45,8 +51,22 @@ def session_refreshed(event, outputs) -> int | None:
     answered without error and is not a leave restarts its member's session
     (consumerGroupHeartbeat ends with scheduleConsumerGroupSessionTimeout; a refused one
     throws before it; a static member's temporary leave, consumerGroupStaticMemberGroupLeave,
-    schedules nothing)."""
-    if type(event) is not Receive or type(event.request) is not ConsumerGroupHeartbeat:
+    schedules nothing). A classic member's JoinGroup and SyncGroup answered without error,
+    and its Heartbeat answered without error or REBALANCE_IN_PROGRESS, restart its session
+    too (classicGroupJoinToConsumerGroup, classicGroupSyncToConsumerGroup,
+    classicGroupHeartbeatToConsumerGroup schedule it once the member is validated, Kafka 4.4.0)."""
+    if type(event) is not Receive:
+        return None
+    kind = type(event.request)
+    if kind in (JoinGroup, SyncGroup, Heartbeat):
+        for out in outputs:
+            r = out.response
+            if type(r) is JoinGroupResponse and r.error == Error.NONE:
+                return r.member_id
+            if r.error == Error.NONE or (kind is Heartbeat and r.error == Error.REBALANCE_IN_PROGRESS):
+                return event.request.member_id
+        return None
+    if kind is not ConsumerGroupHeartbeat:
         return None
     for out in outputs:
         r = out.response
