@@ -956,21 +956,26 @@ class Coordinator:
         return rt.describe()
 
     def _describe(self, group_id: str) -> dict:
+        """DescribeGroups of one classic group id, as Kafka 4.4.0 answers it
+        (GroupMetadataManager.describeGroups, ClassicGroupMember.describeNoMetadata): the
+        selected protocol and each member's metadata only in Stable, each member's stored
+        assignment in every state (kept through a rebalance started from Stable, R3)."""
         rt = self.groups.get(group_id)
         if rt is None:
             return {"error_code": 0, "group_id": group_id, "group_state": "Dead", "protocol_type": "",
                     "protocol_data": "", "members": []}
         g = rt.group
+        protocol = g.protocol if g.phase == Phase.STABLE else ""
         members = []
         for m in g.members:
             c = self.connections.get(m.conn)
-            meta = m.subscription.metadata(g.protocol) if g.protocol else b""
+            meta = m.subscription.metadata(protocol) if protocol else b""
             members.append({"member_id": rt.name(m.member_id), "group_instance_id": rt.instance_name(m.instance_id),
                             "client_id": c.client_id if c else "", "client_host": c.host if c else "",
                             "member_metadata": meta,
                             "member_assignment": b"" if m.assignment is EMPTY_ASSIGNMENT else m.assignment})
         return {"error_code": 0, "group_id": group_id, "group_state": GROUP_STATE_NAMES[g.phase],
-                "protocol_type": rt.protocol_type() or "", "protocol_data": g.protocol, "members": members}
+                "protocol_type": rt.protocol_type() or "", "protocol_data": protocol, "members": members}
 
 
 async def _write(writer, out) -> None:

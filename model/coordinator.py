@@ -240,17 +240,28 @@ def _replace(group: Group, m: MemberMetadata) -> tuple:
     return tuple(m if x.member_id == m.member_id else x for x in group.members)
 
 
-def _prepare_rebalance(group: Group, out: list) -> Group:
-    """Enter PreparingRebalance (R3). Held SyncGroups are answered REBALANCE_IN_PROGRESS
-    (GroupCoordinator.prepareRebalance / resetAndPropagateAssignmentError); stored
-    assignments are cleared."""
+def _prepare_rebalance(cfg: GroupConfig, group: Group, out: list) -> Group:
+    """Enter PreparingRebalance (R3). Held SyncGroups are answered REBALANCE_IN_PROGRESS;
+    a rebalance that interrupts CompletingRebalance clears the stored assignments, one
+    started from Stable keeps them (GroupMetadataManager.prepareRebalance and
+    resetAndPropagateAssignmentWithError, Kafka 4.4.0: DescribeGroups shows them, and an
+    online upgrade reads them, M1)."""
+    clear = rule(cfg, _clears_stored_assignments)(group)
     members = []
     for m in group.members:
         if m.awaiting_sync:
             out.append(Reply(m.conn, SyncGroupResponse(Error.REBALANCE_IN_PROGRESS, EMPTY_ASSIGNMENT)))
-        members.append(m._replace(assignment=EMPTY_ASSIGNMENT, awaiting_sync=False, pending_sync=False))
+        members.append(m._replace(assignment=EMPTY_ASSIGNMENT if clear else m.assignment, awaiting_sync=False,
+                                  pending_sync=False))
     return group._replace(phase=Phase.PREPARING_REBALANCE, members=tuple(members), first_joiner=NO_MEMBER_ID,
                           initial_delay=False)
+
+
+def _clears_stored_assignments(group: Group) -> bool:
+    """R3: whether a rebalance starting now clears the stored assignments: only one that
+    interrupts CompletingRebalance (GroupMetadataManager.prepareRebalance calls
+    resetAndPropagateAssignmentWithError in that state alone)."""
+    return group.phase == Phase.COMPLETING_REBALANCE
 
 
 def _join_response(group: Group, m: MemberMetadata, skip_assignment: bool = False) -> Reply:
@@ -366,7 +377,7 @@ def _remove(cfg: GroupConfig, group: Group, mids, out: list) -> Group:
             out.append(Reply(m.conn, SyncGroupResponse(Error.UNKNOWN_MEMBER_ID, EMPTY_ASSIGNMENT)))
     group = group._replace(members=tuple(x for x in group.members if x.member_id not in mids))
     if group.phase in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
-        group = _prepare_rebalance(group, out)
+        group = _prepare_rebalance(cfg, group, out)
     return _complete_if_all_joined(cfg, group, out)
 
 
@@ -452,7 +463,7 @@ def _await_join(cfg: GroupConfig, group: Group, m: MemberMetadata, out: list) ->
     is being prepared; the barrier completes if it was the last one awaited."""
     if group.phase != Phase.PREPARING_REBALANCE:
         delay = cfg.initial_rebalance_delay and group.phase == Phase.EMPTY  # R30, KIP-134
-        group = _prepare_rebalance(group, out)._replace(initial_delay=delay)
+        group = _prepare_rebalance(cfg, group, out)._replace(initial_delay=delay)
     m = find(group, m.member_id)._replace(conn=m.conn, subscription=m.subscription, awaiting_join=True)
     group = group._replace(members=_replace(group, m), first_joiner=group.first_joiner or m.member_id)
     return _maybe_complete_join(cfg, group, out)
@@ -676,7 +687,7 @@ def _sync_timeout(cfg: GroupConfig, group: Group, out: list) -> Group:
     if not late:
         return group
     group = group._replace(members=tuple(m for m in group.members if m.member_id not in late))
-    group = _prepare_rebalance(group, out)
+    group = _prepare_rebalance(cfg, group, out)
     return _maybe_complete_join(cfg, group, out)
 
 
@@ -733,14 +744,14 @@ def _delete(cfg: GroupConfig, group: Group, out: list) -> Group:
     return group
 
 
-def _force_rebalance(group: Group, out: list) -> Group:
+def _force_rebalance(cfg: GroupConfig, group: Group, out: list) -> Group:
     """R56: a Stable or CompletingRebalance group prepares a rebalance (held SyncGroups
     answered REBALANCE_IN_PROGRESS, R3); a group already rebalancing, Empty or Dead
     is left as it is (GroupCoordinator.prepareRebalance is called only from
     canRebalance states)."""
     if group.phase not in (Phase.STABLE, Phase.COMPLETING_REBALANCE):
         return group
-    return _prepare_rebalance(group, out)
+    return _prepare_rebalance(cfg, group, out)
 
 
 def handle(cfg: GroupConfig, group: Group, event) -> tuple:
@@ -775,7 +786,7 @@ def handle(cfg: GroupConfig, group: Group, event) -> tuple:
     elif kind is DeleteGroup:
         group = _delete(cfg, group, out)
     elif kind is ForceRebalance:
-        group = _force_rebalance(group, out)
+        group = _force_rebalance(cfg, group, out)
     else:
         raise TypeError(f"coordinator cannot handle input {event!r}")
     return group, tuple(out)

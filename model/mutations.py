@@ -428,6 +428,16 @@ REGISTRY = {m.name: m for m in (
              "KAFKA-16313: before the offline migration, getOrMaybeCreateConsumerGroup refused a group id held by a "
              "classic group, empty or not; added by PR #15546 (2024-03)", "M1", (KIP848,), jira="KAFKA-16313",
              versions="3.7 (fixed in 3.8.0)"),
+    Mutation("prepare-clears-stored-assignments",
+             "every rebalance clears the classic group's stored assignments, one started from Stable too: an online "
+             "upgrade then gives a classic member nothing, and its partitions to others while it still owns them",
+             "test-only (this model's R3 until 2026-11-28): GroupMetadataManager.prepareRebalance clears them only "
+             "from CompletingRebalance (GroupMetadataManager.java:7806-7807, Kafka 4.4.0)", "R3", (KIP848,),
+             test_only=True),
+    Mutation("completing-keeps-stored-assignments",
+             "a rebalance interrupting CompletingRebalance keeps the previous generation's stored assignments",
+             "test-only: prepareRebalance calls resetAndPropagateAssignmentWithError in CompletingRebalance "
+             "(GroupMetadataManager.java:7806-7807, Kafka 4.4.0)", "R3", PROTOCOLS, test_only=True),
     Mutation("upgrade-drops-assignment",
              "an upgraded classic group's members start with nothing assigned: the consumer group hands their "
              "partitions to others while their clients still own them",
@@ -531,6 +541,16 @@ from .consumer_group import (  # noqa: E402
     assignors as cg_assignors, coordinator as cg_coordinator, group as cg_group, membership as cg_membership,
     classic_members as cg_classic_members, migration as cg_migration, reconciliation as cg_reconciliation,
 )
+
+
+@replaces(coordinator._clears_stored_assignments, "prepare-clears-stored-assignments")
+def _prepare_clears_stored_assignments(group):
+    return True
+
+
+@replaces(coordinator._clears_stored_assignments, "completing-keeps-stored-assignments")
+def _completing_keeps_stored_assignments(group):
+    return False
 
 
 @replaces(coordinator._initial_delay_extended, "initial-delay-runs-once")

@@ -221,10 +221,13 @@ def _membership_post(L, s, t, i, muts):
         completes, L.Or(t.phase == COMPLETING, t.phase == EMPTY))
     yield "CompletingRebalance is entered only by completing the barrier", L.Implies(
         L.And(t.phase == COMPLETING, s.phase != COMPLETING), completes)
-    yield "stored assignments kept or cleared", L.And(*(L.Or(t.assigned[j] == s.assigned[j], t.assigned[j] == 0)
+    # a slot's stored assignment is its newest member id's: once that one is removed outside Stable (R3 keeps
+    # the stored assignments there), an older one of a dead process (R11) may show the one it was given
+    yield "stored assignments kept or cleared", L.And(*(L.Or(t.assigned[j] == s.assigned[j], t.assigned[j] == 0,
+                                                             L.And(L.Not(t.known[j]), t.phase != STABLE))
                                                         for j in slots(s)))
-    yield "assignments are stored only in Stable (R3 clears them)", L.Implies(
-        t.phase != STABLE, L.And(*(t.assigned[j] == 0 for j in slots(s))))
+    yield "a rebalance interrupting CompletingRebalance clears the stored assignments (R3)", L.Implies(
+        L.And(s.phase == COMPLETING, t.phase == PREPARING), L.And(*(t.assigned[j] == 0 for j in slots(s))))
 
 
 def _install_pre(L, s, i, muts):

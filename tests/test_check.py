@@ -9,7 +9,8 @@ SMALL = ("--members", "3", "--partitions", "4")
 
 
 # the exact counts, up to renaming: a change of the model or the checker that moves them must say why
-@pytest.mark.parametrize("protocol,states,transitions", [("cooperative", 37_246, 117_488), ("eager", 17_938, 54_603)])
+# (2026-11-28: 37,246 and 17,938 before R3 kept stored assignments through a rebalance started from Stable)
+@pytest.mark.parametrize("protocol,states,transitions", [("cooperative", 41_328, 127_767), ("eager", 20_580, 60_958)])
 def test_holds_with_join_leave_crash(rebalance_check, protocol, states, transitions):
     code, s = rebalance_check("--protocol", protocol, *SMALL, "--faults", "join,leave,crash")
     assert code == 0 and s["verdict"] == "holds" and s["counterexample"] is None

@@ -87,7 +87,7 @@ def test_lasso_drawn_compactly_within_1600_px(storm):
     assert width_px(svg) <= 1600
     assert lanes(svg) == {"loop", "coordinator", "A", "B", "C"}
     classes = [g.get("class") for g in ET.fromstring(svg).iter(f"{SVG}g")]
-    assert "edge loop" in classes and "node loop" in classes and "back to 11" in texts(svg)
+    assert "edge loop" in classes and "node loop" in classes and "back to 13" in texts(svg)
     for f in storm.glob("*.svg"):
         assert width_px(f.read_text()) <= 1600, f
 

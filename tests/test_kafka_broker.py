@@ -32,6 +32,23 @@ def test_broker_answers_and_serves_a_group(kafka_broker):
 
 
 @pytest.mark.kafka
+def test_describe_groups_in_a_rebalance_shows_the_kept_assignments(kafka_broker):
+    """R3 held to Kafka: a rebalance started from Stable keeps the stored assignments, which
+    DescribeGroups shows (the same run as on serve, tests/test_serve.py)."""
+    from interop.harness import wait_for
+    from test_serve import Client, described_while_rebalancing
+
+    from rebalance.impl.wire import Api
+
+    finder = Client(kafka_broker.port, "finder")  # __consumer_offsets is created on the first lookup, then loaded
+    wait_for(lambda: finder.call(Api.FIND_COORDINATOR, 4, key_type=0, coordinator_keys=["kept"])
+             .coordinators[0].error_code == 0 and finder.call(
+                 Api.DESCRIBE_GROUPS, 5, groups=["kept"], include_authorized_operations=False).groups[0]
+             .error_code == 0, 30, "the group coordinator")
+    described_while_rebalancing(kafka_broker.port, "kept")
+
+
+@pytest.mark.kafka
 def test_a_crashed_broker_restarts_on_its_storage(tmp_path):
     from confluent_kafka.admin import AdminClient, NewTopic
 

@@ -166,6 +166,8 @@ MATRIX = [
     (("barrier-ignores-pending-members",), SMALL, TWO_JOINERS, set()),
     (("static-leader-told-it-leads-before-v9",), SMALL, TWO_JOINERS, set()),
     (("unknown-member-id-not-echoed",), SMALL, TWO_JOINERS, set()),
+    # kept stored assignments are read only by DescribeGroups and an upgrade (KIP848 M1); the spec's R3 catches it
+    (("completing-keeps-stored-assignments",), COOP, TWO_JOINERS, {"refinement"}),
     # the initial group never settles: no_rebalance_storm with its lasso, nothing else explored (tests/test_storm.py)
     (("rejoin-after-every-assignment",), (), TWO_JOINERS, {"no_rebalance_storm"}),
 ]

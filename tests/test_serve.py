@@ -49,15 +49,15 @@ def server(tmp_path):
     s.stop()
 
 
-def stable_member(port: int, timeout_ms: int = 10_000):
-    """A lone member, joined (after MEMBER_ID_REQUIRED, its session and rebalance
-    timeouts ``timeout_ms``) and synced: (client, member_id, generation)."""
+def stable_member(port: int, timeout_ms: int = 10_000, group: str = "g"):
+    """A lone member of ``group``, joined (after MEMBER_ID_REQUIRED, its session and
+    rebalance timeouts ``timeout_ms``) and synced: (client, member_id, generation)."""
     c = Client(port, "lone")
-    r = c.join("g", timeout_ms=timeout_ms)
+    r = c.join(group, timeout_ms=timeout_ms)
     assert r.error_code == 79  # MEMBER_ID_REQUIRED (R36)
-    r = c.join("g", r.member_id, timeout_ms)
+    r = c.join(group, r.member_id, timeout_ms)
     assert r.error_code == 0 and r.leader == r.member_id and r.protocol_name == "range"
-    s = c.call(Api.SYNC_GROUP, 5, group_id="g", generation_id=r.generation_id, member_id=r.member_id,
+    s = c.call(Api.SYNC_GROUP, 5, group_id=group, generation_id=r.generation_id, member_id=r.member_id,
                group_instance_id=None, protocol_type="consumer", protocol_name="range",
                assignments=[{"member_id": r.member_id, "assignment": b"all of it"}])
     assert s.error_code == 0 and s.assignment == b"all of it"
@@ -164,6 +164,34 @@ def test_describe_groups_and_admin_removal_of_a_static_member(server):
     assert [(m.member_id, m.error_code) for m in left.members] == [(r.member_id, 0)]
     (g,) = admin.call(Api.DESCRIBE_GROUPS, 5, groups=["s"], include_authorized_operations=False).groups
     assert g.group_state == "Empty" and g.members == ()
+
+
+def test_describe_groups_in_a_rebalance_shows_the_kept_assignments(server):
+    """Kafka 4.4.0's DescribeGroups outside Stable, on serve (tests/test_kafka_broker.py: on
+    Kafka)."""
+    described_while_rebalancing(server.port, "g")
+
+
+def described_while_rebalancing(port: int, group: str) -> None:
+    """Kafka 4.4.0's DescribeGroups outside Stable (GroupMetadataManager.describeGroups,
+    ClassicGroupMember.describeNoMetadata): no protocol and no member metadata, but each
+    member's stored assignment, which a rebalance started from Stable keeps (R3)."""
+    a, a_id, _ = stable_member(port, group=group)
+    b = Client(port, "joiner")
+    r = b.join(group)
+    assert r.error_code == 79  # MEMBER_ID_REQUIRED (R36)
+    held = threading.Thread(target=b.join, args=(group, r.member_id), daemon=True)  # held at the barrier (R4)
+    held.start()
+    admin = Client(port, "admin")
+
+    def described():
+        return admin.call(Api.DESCRIBE_GROUPS, 5, groups=[group], include_authorized_operations=False).groups[0]
+    wait_for(lambda: described().group_state == "PreparingRebalance", 5, "the group to prepare a rebalance")
+    g = described()
+    assert (g.protocol_type, g.protocol_data) == ("consumer", "")
+    members = {m.member_id: (m.member_metadata, m.member_assignment) for m in g.members}
+    assert members[a_id] == (b"", b"all of it")
+    assert members[r.member_id] == (b"", b"")
 
 
 def zero_request(api: int, version: int, null_field: str | None = None, nulls: bool = True, **given) -> bytes:

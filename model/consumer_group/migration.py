@@ -53,9 +53,11 @@ CLASSIC_REQUESTS = (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)
 @lru_cache(maxsize=64)
 def classic_config(cfg: GroupConfig) -> GroupConfig:
     """The configuration the classic handlers read: ``cfg`` under the cooperative protocol and
-    the cooperative-sticky assignor, no mutation (the migration's mutations replace rules of
-    the consumer side and of this module)."""
-    return replace(cfg, protocol="cooperative", assignor="cooperative-sticky", mutations=frozenset(), migration=0,
+    the cooperative-sticky assignor, with only the mutations that replace a classic rule (R..;
+    the migration's own replace rules of the consumer side and of this module, K.. and M..)."""
+    from ..mutations import REGISTRY
+    classic_rules = frozenset(n for n in cfg.mutations if REGISTRY[n].rules.startswith("R"))
+    return replace(cfg, protocol="cooperative", assignor="cooperative-sticky", mutations=classic_rules, migration=0,
                    regex=False)
 
 
@@ -116,22 +118,7 @@ def downgraded(cfg: GroupConfig, group: ConsumerGroup, fenced: frozenset, out: l
                     for m in group.members if m.member_id not in fenced)
     converted = EMPTY_GROUP._replace(phase=Phase.STABLE, generation=rule(cfg, downgraded_generation)(group),
                                      members=members, issued=group.issued)
-    return classic._prepare_rebalance(converted, out)
-
-
-def kept_assignments(before: Group, after: Group) -> Group:
-    """M1: a classic group's stored assignments as Kafka keeps them: through PreparingRebalance,
-    cleared only when a rebalance interrupts CompletingRebalance (GroupMetadataManager.
-    prepareRebalance, GroupMetadataManager.java:7806-7807, resetAndPropagateAssignmentWithError,
-    Kafka 4.4.0). The classic model clears them on entering PreparingRebalance (R3), which
-    nothing of the classic protocol reads; an upgrade reads them (ConsumerGroup.fromClassicGroup)."""
-    if after.phase != Phase.PREPARING_REBALANCE or before.phase == Phase.COMPLETING_REBALANCE:
-        return after
-    stored = {m.member_id: m.assignment for m in before.members}
-    members = tuple(m._replace(assignment=stored[m.member_id])
-                    if m.assignment == EMPTY_ASSIGNMENT and stored.get(m.member_id, EMPTY_ASSIGNMENT) != EMPTY_ASSIGNMENT
-                    else m for m in after.members)
-    return after if members == after.members else after._replace(members=members)
+    return classic._prepare_rebalance(classic_config(cfg), converted, out)
 
 
 def _from_classic(cfg: GroupConfig, group: Group, event) -> tuple:
@@ -174,8 +161,7 @@ def handle(cfg: GroupConfig, group, event) -> tuple:
     if type(group) is Group:
         if type(request) is ConsumerGroupHeartbeat:
             return _from_classic(cfg, group, event)
-        after, replies = classic.handle(classic_config(cfg), group, event)
-        return kept_assignments(group, after), replies
+        return classic.handle(classic_config(cfg), group, event)
     if type(request) in CLASSIC_REQUESTS:
         if type(request) is JoinGroup and not group.members:  # offline migration: a new classic group
             return classic.handle(classic_config(cfg), EMPTY_GROUP._replace(issued=group.issued), event)
