@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from conftest import EXAMPLES, run_cli
 
 SMALL = ("--faults", "join,leave,crash", "--max-faults", "1")
 KEYS = ("verdict", "distinct_states", "transitions", "max_depth", "actions_fired", "covers", "counterexamples")
@@ -49,6 +49,21 @@ def test_workers_catch_assign_before_revoke_with_the_local_counterexample(rebala
         runs.append((code, _without_paths(summary), summary["counterexample"]["length"], trace["steps"]))
     assert runs[0][0] == 1 and runs[0][2] > 5
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("args", [
+    ("--protocol", "consumer", "--members", "2", "--partitions", "1", "--faults", "pause", "--max-faults", "1",
+     "--mutation", "no-commit-fencing", "--continue"),
+    (str(EXAMPLES / "kip848" / "migration_offline.toml"), "--mutation", "downgrade-restarts-generation",
+     "--continue"),
+], ids=["kip848", "migration"])
+def test_workers_explore_kip848_and_its_migration(rebalance_check, args):
+    """KIP-848's states and properties (checker/consumer_system.py, migration_system.py) under
+    three owners: the local engine's counts, verdicts and counterexamples. Seen to fail: the
+    owners could not encode a ConsumerGroup, and checked the classic properties."""
+    (c1, one), (c3, three) = (rebalance_check(*args, "--workers", w) for w in ("1", "3"))
+    assert c1 == c3 == 1 and one["counterexamples"]
+    assert _without_paths(one) == _without_paths(three)
 
 
 def test_workers_refused_where_they_do_not_apply(tmp_path):

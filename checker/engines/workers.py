@@ -53,6 +53,10 @@ from multiprocessing.connection import wait
 import numpy as np
 
 from rebalance.model import assignors, coordinator, member, protocol
+from rebalance.model.consumer_group import (
+    assignors as cg_assignors, classic_members, coordinator as cg_coordinator, group as cg_group, membership, messages,
+    migration, reconciliation, timing,
+)
 
 from .. import system as system_module
 from ..system import State, System, build
@@ -72,7 +76,8 @@ def _registry() -> tuple:
     """The NamedTuple and IntEnum classes a state is made of, in a fixed order
     (module, name): the type codes ``_flat`` writes, the same in every process."""
     found = []
-    for module in (protocol, assignors, coordinator, member, system_module):
+    for module in (protocol, assignors, coordinator, member, system_module, messages, cg_group, membership,
+                   reconciliation, cg_assignors, timing, cg_coordinator, classic_members, migration):
         for name, cls in sorted(vars(module).items()):
             if isinstance(cls, type) and cls.__module__ == module.__name__ and (
                     (issubclass(cls, tuple) and hasattr(cls, "_fields")) or issubclass(cls, IntEnum)):
@@ -282,9 +287,12 @@ def job_for(system: System, properties, covers, stop_on, max_states, max_depth, 
                any(p.kind == "liveness" for p in properties))
 
 
-def _checks(names) -> tuple:
-    from ..properties import COVERS, PROPERTIES
-    return [p for p in PROPERTIES if p.name in names], [c for c in COVERS if c.name in names]
+def _checks(system: System, names) -> tuple:
+    """The properties and covers named ``names`` of ``system``'s protocol (properties.py
+    ``_table``: the classic protocols', KIP-848's or its online migration's)."""
+    from ..properties import _table
+    return ([p for p in _table(system, "PROPERTIES") if p.name in names],
+            [c for c in _table(system, "COVERS") if c.name in names])
 
 
 def _first(found: dict, name: str, record: tuple) -> None:
@@ -332,7 +340,7 @@ def _explore(job: Job, mesh: Mesh, report=None) -> dict:
     system = build(*job.spec)
     interner = system.interner = Interner()  # the local engine's successor path: ids, renaming and refinement by id
     canonical = Renamer().canonical
-    props, covers = _checks(job.names)
+    props, covers = _checks(system, job.names)
     place = {p.name: i for i, p in enumerate(props)}
     state_checks = [(p.name, p.invariant) for p in props if p.invariant]
     step_checks = [(p.name, p.step) for p in props if p.kind == "invariant" and p.step]
