@@ -121,8 +121,15 @@ def validate(data: dict, where: str) -> dict:
 
 
 def load_toml(path: str | Path) -> dict:
-    """Parse and validate a check configuration."""
-    return validate(parse_toml(path), str(path))
+    """Parse and validate a check configuration. Raises ConfigError naming the file if it is
+    not one, a scripted scenario (``[[events]]`` or Streams' ``[[rounds]]``) included."""
+    data = parse_toml(path)
+    if {"events", "rounds"} & data.keys():
+        raise ConfigError(f"{path} is a scripted scenario ([[events]] or [[rounds]], each step followed by the settled "
+                          f"schedule), which `rebalance replay {path}` runs; check and explore take a configuration "
+                          f"and explore every interleaving from its [initial] after the steps of its [[prefix]] "
+                          f"(examples/default.toml)")
+    return validate(data, str(path))
 
 
 def _count(name: str, value, minimum: int) -> int:
@@ -403,9 +410,6 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
     # so is a live static member an admin client removes (R71): it processes until its next heartbeat
     zombie_default = ["exclusive_processing"] if {"pause", "remove"} & set(fault_kinds) else []
     initial, prefix = None, ()
-    if "events" in data:
-        raise ConfigError("[[events]] are replay's steps, each followed by the settled schedule; check explores "
-                          "every interleaving from [initial] after the steps of [[prefix]]: give those instead")
     if "initial" in data and proto == KIP848:
         raise ConfigError("[initial] and [[prefix]] describe a classic group; the consumer protocol (KIP-848) starts "
                           "from its members joining an empty group")

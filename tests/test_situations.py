@@ -114,7 +114,8 @@ def test_a_prefix_step_with_an_unknown_key_exits_2(tmp_path):
 
 
 def test_check_refuses_events_and_members_with_initial(tmp_path):
-    for extra, message in (('[[events]]\naction = "join"\nmember = "B"\n', "[[events]] are replay's steps"),
+    for extra, message in (('[[events]]\naction = "join"\nmember = "B"\n', "is a scripted scenario"),
+                           ('seed_title = "Scale-up"\n[[rounds]]\n', "`rebalance replay "),
                            ('[members]\ninitial = 2\n', "give neither --members, members.initial")):
         bad = tmp_path / "bad.toml"
         bad.write_text('[initial]\nowned = { A = ["t-0"] }\n' + extra)
