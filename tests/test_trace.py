@@ -21,6 +21,7 @@ def test_serve_and_member_traces(tmp_path):
     try:
         async def run():
             members = await form_group(f"127.0.0.1:{server.port}", "AB", tmp_path)
+            await hang_up(members)  # no heartbeat in flight: what a member sent, serve answered, both recorded
             return {m.client_id: set(m.ids.member_names.values()) - {""} for m in members}
         known = asyncio.run(run())
         restart_serve(server)  # the members are still in the group: the store keeps it
