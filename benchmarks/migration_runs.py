@@ -2,13 +2,15 @@
 ``migration``: two classic consumers rolled one by one to group.protocol=consumer, then back),
 ``--runs`` times on each target, for docs/kip848.md's table.
 
-    python benchmarks/migration_runs.py [--runs N] [--targets kafka]
+    python benchmarks/migration_runs.py [--runs N] [--targets kafka,serve]
 
 Prints a header (machine, cores, load, date) and one Markdown row per run: the target, the
 seconds each step took to settle (every partition owned once among the running members),
 the coordinator side's verdict with its records checked and the migration rules it saw,
-and the clients side's verdict. ``kafka`` starts a real Kafka 4.4.0 broker (the oracle's,
-as the ``kafka_broker`` fixture of that test module configures it). Needs the interop extras and the oracle's build.
+the clients side's verdict, and the committed offsets the members fetched in the consumer
+group and after the downgrade (each partition's, committed in the classic group before). ``kafka`` starts a real Kafka 4.4.0 broker (the oracle's,
+as the ``kafka_broker`` fixture of that test module configures it); ``serve`` runs
+``rebalance serve`` with the same group.consumer settings. Needs the interop extras and the oracle's build.
 """
 from __future__ import annotations
 
@@ -35,15 +37,20 @@ def _kafka(test, tmp: Path):
         return test.migration("java", ("127.0.0.1", broker.port), TOPIC, tmp)
 
 
-TARGETS = {"kafka": _kafka}
+def _serve(test, tmp: Path):
+    return test.on_serve("java", tmp)
+
+
+TARGETS = {"kafka": _kafka, "serve": _serve}
 
 
 def row(target: str, out: dict) -> str:
     coordinator, clients = out["coordinator"], out["clients"]
     rules = sorted(r for r in coordinator["rules"] if r.startswith("M"))
     steps = ", ".join(f"{s}" for s in out["settled_s"].values())
+    fetched = "; ".join(f"{kind}: {sorted(set(offsets))}" for kind, offsets in out["offsets"].items() if kind != "classic")
     return (f"| {target} | {steps} | {coordinator['verdict']} ({coordinator['records_checked']} records; "
-            f"{' '.join(rules)}) | {clients['verdict']} ({clients['records_checked']} records) |")
+            f"{' '.join(rules)}) | {clients['verdict']} ({clients['records_checked']} records) | {fetched} |")
 
 
 def main() -> int:
@@ -59,8 +66,9 @@ def main() -> int:
     test = load("test_migration_online")
     print(f"machine: {platform.node()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
           f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; {a.runs} runs per target\n")
-    print("| target | seconds to settle: " + ", ".join(test.STEPS) + " | coordinator side | clients side |")
-    print("|---|---|---|---|")
+    print("| target | seconds to settle: " + ", ".join(test.STEPS) + " | coordinator side | clients side "
+          "| offsets fetched |")
+    print("|---|---|---|---|---|")
     failed = 0
     for target in targets:
         for _ in range(a.runs):

@@ -643,14 +643,24 @@ class Coordinator:
             return await self._commit(c, self.consumer_groups[b.group_id], req)
         if key == Api.JOIN_GROUP:
             error = session_timeout_error(ms(b.session_timeout), self.session_bounds)
-            consumer = self.consumer_groups.get(b.group_id)
-            if not error and consumer is not None and not consumer.empty():
-                error = GROUP_ID_NOT_FOUND  # a consumer group's: the migration is not modelled (_consumer_heartbeat)
             if error:  # R42: answered before the group is looked at, so none is made for it
                 return {"throttle_time": 0, "error_code": error, "generation_id": -1, "protocol_type": None,
                         "protocol_name": None if req.version >= 7 else "", "leader": "", "skip_assignment": False,
                         "member_id": b.member_id, "members": []}
-        rt = self.group(b.group_id, key == Api.JOIN_GROUP)
+        rt = self.consumer_groups.get(b.group_id) if key != Api.OFFSET_COMMIT else None
+        if rt is not None and key == Api.JOIN_GROUP and rt.empty():
+            # M2's offline migration (model/consumer_group/migration.py): a classic JoinGroup replaces an empty
+            # consumer group by a new classic group
+            del self.consumer_groups[b.group_id]
+            rt.close()
+            rt = None
+        if rt is not None:  # a classic member in a consumer group (online migration, M3-M6)
+            if key == Api.JOIN_GROUP:
+                return await rt.join(c, req.version, b)
+            if key == Api.SYNC_GROUP:
+                return await rt.sync(c, b)
+        else:
+            rt = self.group(b.group_id, key == Api.JOIN_GROUP)
         if key == Api.JOIN_GROUP:
             return await self._join(c, rt, req)
         if key == Api.SYNC_GROUP:
@@ -929,22 +939,53 @@ class Coordinator:
         return {"throttle_time": 0, "topics": topics, "error_code": 0}
 
     def _consumer_heartbeat(self, c: Connection, req) -> dict:
-        """ConsumerGroupHeartbeat (KIP-848) through the consumer group's runtime; a group id
-        held by a classic group with members is GROUP_ID_NOT_FOUND (the online migration
-        between the protocols is not modelled; Kafka refuses so under
-        group.consumer.migration.policy=disabled, GroupMetadataManager.getOrMaybeCreateConsumerGroup).
+        """ConsumerGroupHeartbeat (KIP-848) through the consumer group's runtime. To a group id
+        held by a classic group, it is stepped on that group in the model's form
+        (ConsumerGroupRuntime.from_classic), which the model converts (M1: a classic runtime
+        gives the group id over, its committed offsets kept) or not (answered as the model
+        says); a classic group of another protocol type is not converted, GROUP_ID_NOT_FOUND
+        (GroupMetadataManager.validateOnlineUpgrade, GroupMetadataManager.java:1394, Kafka 4.4.0),
+        nor one whose members' metadata is no ConsumerProtocolSubscription (serve's choice:
+        Kafka's ConsumerGroup.fromClassicGroup fails on it).
         A group that does not exist is kept only if the heartbeat joins."""
         b = req.body
         classic = self.groups.get(b.group_id)
-        if classic is not None and classic.group.members:
-            return {"throttle_time": 0, "error_code": GROUP_ID_NOT_FOUND, "member_epoch": 0, "heartbeat_interval": 0,
-                    "error_message": f"Group {b.group_id} is not a consumer group."}
+        if classic is not None:
+            try:
+                if classic.protocol_type() not in (None, "consumer"):
+                    raise FrameError("not the consumer embedded protocol")
+                rt = ConsumerGroupRuntime.from_classic(self, classic)
+            except FrameError:
+                return {"throttle_time": 0, "error_code": GROUP_ID_NOT_FOUND, "member_epoch": 0,
+                        "heartbeat_interval": 0, "error_message": f"Group {b.group_id} is not a consumer group."}
+            out = rt.heartbeat(c, req.version, b)
+            if type(rt.group) is not Group:  # converted: the classic group's record goes, its offsets stay
+                del self.groups[b.group_id]
+                classic.close()
+                self.consumer_groups[b.group_id] = rt
+                if classic.in_store:
+                    self.write(self.store.forget_group, b.group_id)
+            return out
         rt = self.consumer_groups.get(b.group_id)
         if rt is None:
             rt = ConsumerGroupRuntime(self, b.group_id)
             if b.member_epoch == 0:
                 self.consumer_groups[b.group_id] = rt
         return rt.heartbeat(c, req.version, b)
+
+    def to_classic(self, consumer: ConsumerGroupRuntime, group: Group) -> None:
+        """M2: the model made ``consumer``'s group classic again (``group``, in serve's form): a
+        classic runtime takes the group id over with its members' names, instance ids and
+        timeouts; its timers start (ClassicGroup.fromConsumerGroup, then a rebalance)."""
+        live = {m.member_id for m in group.members}
+        names = {mid: name for mid, name in consumer.names.items() if mid in live}
+        timeouts = {mid: Timeouts(consumer.session_ms.get(mid, DEFAULT_TIMEOUTS.session_ms),
+                                  consumer.rebalance_ms.get(mid, DEFAULT_TIMEOUTS.rebalance_ms)) for mid in live}
+        rt = GroupRuntime(self, consumer.group_id, GroupRecord(group, names, dict(consumer.instances), timeouts))
+        rt.in_store = False
+        del self.consumer_groups[consumer.group_id]
+        self.groups[consumer.group_id] = rt
+        rt._log_phase()
 
     def _consumer_describe(self, group_id: str) -> dict:
         """ConsumerGroupDescribe of one group id: GROUP_ID_NOT_FOUND if no consumer group has it."""

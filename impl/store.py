@@ -281,6 +281,12 @@ class Store:
         self._write([("DELETE FROM groups WHERE group_id = ?", (group_id,)),
                      ("DELETE FROM offsets WHERE group_id = ?", (group_id,))])
 
+    def forget_group(self, group_id: str) -> None:
+        """Forget a group's stored record and keep its committed offsets (a classic group the
+        online migration converted to a consumer group: convertToConsumerGroup writes the
+        classic group's tombstone, not its offsets')."""
+        self._write([("DELETE FROM groups WHERE group_id = ?", (group_id,))])
+
     def commit_offsets(self, group_id: str, offsets) -> None:
         """``offsets``: ((topic, partition, offset, metadata), ...)."""
         self._write([("INSERT OR REPLACE INTO offsets VALUES (?, ?, ?, ?, ?)", [(group_id, *o) for o in offsets])])

@@ -1,20 +1,24 @@
 """KIP-848's online migration run by real clients (issue 39 item 7): a classic group of two
 consumers (the cooperative-sticky assignor, whose partitions a consumer group can take over)
 rolled one by one to group.protocol=consumer (the upgrade), then rolled back one by one (the
-downgrade), on the real Kafka 4.4.0 broker, recorded through
+downgrade), on the real Kafka 4.4.0 broker and on ``rebalance serve``, recorded through
 ``rebalance proxy``; ``conform`` judges the coordinator side (the migration model's
 handlers: model/consumer_group/migration.py) and the clients side (no partition owned twice
-across the conversions). Each run prints how long each step took to settle."""
+across the conversions), and the offsets committed in the classic group must be the ones
+fetched after each conversion. Each run prints how long each step took to settle."""
+import json
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from interop.harness import Group, conform, wait_for
+from interop.harness import Group, Server, conform, wait_for
 
 from test_interop_kip848 import SESSION_MS, pytestmark  # noqa: F401  its broker: new targets at once, 3 s sessions
 
 PARTITIONS = 4
+RECORDS = 5  # per partition, produced before the group starts: the members commit offset 5 for each
 CLASSIC = ("--group-protocol", "classic", "--strategy", "cooperative-sticky")
 CONSUMER = ("--group-protocol", "consumer")
 # (what, the member stopped, the member started in its place, its protocol's arguments, who then shares)
@@ -33,6 +37,13 @@ def migration(client: str, upstream: tuple, topic: str, tmp) -> dict:
     from catalogue.targets import RecordingProxy
     from rebalance.model.timing import SessionBounds
 
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": "%s:%d" % upstream})
+    for p in range(PARTITIONS):
+        for i in range(RECORDS):
+            producer.produce(topic, b"%d" % i, partition=p)
+    assert producer.flush(30) == 0
     proxy = RecordingProxy(upstream, tmp / "proxy.jsonl", 0, SessionBounds(), SESSION_MS)
     group = Group(SimpleNamespace(port=proxy.port, tmp=tmp), f"{topic}-g", topic, PARTITIONS)
     settled = {}
@@ -53,14 +64,56 @@ def migration(client: str, upstream: tuple, topic: str, tmp) -> dict:
         group.stop_all()
         proxy.close()
     return {"settled_s": settled, "trace": proxy.trace, "coordinator": conform("coordinator", proxy.trace)[1],
-            "clients": conform("clients", group.observed)[1]}
+            "clients": conform("clients", group.observed)[1], "offsets": offsets_fetched(proxy.trace)}
+
+
+def offsets_fetched(path) -> dict:
+    """The committed offsets the group's members fetched, by the kind of group it was then:
+    ``classic`` before the first ConsumerGroupHeartbeat, ``consumer`` from it, ``classic again``
+    from the first JoinGroup answered with a leader after it (a consumer group names none, M3):
+    {kind: sorted offsets}, -1 for none committed."""
+    records = [json.loads(line) for line in Path(path).read_text().splitlines()[1:]]
+    requests, kind, fetched = {}, "classic", {}
+    for r in records:
+        key = (r.get("connection"), r.get("correlation_id"))
+        if r["type"] == "request":
+            requests[key] = r
+            if r["api"] == "ConsumerGroupHeartbeat" and kind == "classic":
+                kind = "consumer"
+        elif r["type"] == "response":
+            api = requests.get(key, {}).get("api")
+            if api == "JoinGroup" and kind == "consumer" and r["body"]["leader"]:
+                kind = "classic again"
+            for g in r["body"]["groups"] if api == "OffsetFetch" else ():
+                for t in g["topics"] or ():
+                    fetched.setdefault(kind, []).extend(p["offset"] for p in t["partitions"])
+    return {k: sorted(v) for k, v in fetched.items()}
 
 
 def _held(out: dict) -> None:
-    print(out["settled_s"])
+    print(out["settled_s"], out["offsets"])
     for side in ("coordinator", "clients"):
         assert out[side]["verdict"] == "conforms", out[side]
     assert {"M1", "M2", "M3"} <= set(out["coordinator"]["rules"]), out["coordinator"]["rules"]
+    # the offsets committed in the classic group are fetched in the consumer group and after the downgrade
+    assert set(out["offsets"]["consumer"]) == set(out["offsets"]["classic again"]) == {RECORDS}, out["offsets"]
+
+
+def on_serve(client: str, tmp) -> dict:
+    """``migration`` on ``rebalance serve`` (the broker's group.consumer settings of this module's)."""
+    server = Server(tmp, f"migrate:{PARTITIONS}", initial_delay_ms=0,
+                    args=("--group-consumer-heartbeat-interval-ms", 500, "--group-consumer-session-timeout-ms",
+                          SESSION_MS))
+    try:
+        return migration(client, ("127.0.0.1", server.port), "migrate", tmp)
+    finally:
+        server.stop()
+
+
+@pytest.mark.interop
+def test_migration_conforms_on_serve(tmp_path):
+    """The same on ``rebalance serve``: the migration through the model's own handlers."""
+    _held(on_serve("java", tmp_path))
 
 
 @pytest.mark.kafka

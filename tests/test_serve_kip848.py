@@ -224,13 +224,19 @@ def test_offset_commits_are_fenced_on_the_member_epoch(server):
     assert f.topics[0].partitions[0].committed_offset == 9
 
 
-def test_a_classic_group_id_is_not_a_consumer_groups(server):
+def test_groups_whose_metadata_is_no_consumer_protocol_do_not_migrate(server):
+    """The online migration reads a classic member's ConsumerProtocolSubscription: a classic
+    group whose members' metadata is none is not converted by a consumer-protocol join
+    (GROUP_ID_NOT_FOUND), and a classic JoinGroup with such metadata is refused by a consumer
+    group, INCONSISTENT_GROUP_PROTOCOL (GroupMetadataManager.deserializeSubscription,
+    GroupMetadataManager.java:2031, Kafka 4.4.0). tests/test_migration_online.py migrates real
+    clients."""
     from test_serve import stable_member
-    c, _, _ = stable_member(server.port)  # the classic group "g", Stable
+    c, _, _ = stable_member(server.port)  # the classic group "g", Stable, metadata b"meta"
     r = join(Client(server.port), "g", "A")
-    assert r.error_code == 69  # GROUP_ID_NOT_FOUND: the online migration is not modelled
+    assert r.error_code == 69
     join(Client(server.port), "cg", "A")
-    assert Client(server.port).join("cg").error_code == 69
+    assert Client(server.port).join("cg").error_code == 23
 
 
 def test_the_conversation(server):
