@@ -29,7 +29,8 @@ from .engines import churn
 from .refinement import refinement
 from .render import lane
 from .system import (
-    CREATE_TOPIC, DOWNGRADE, FAILOVER, PAUSED, REMOVE, RESTARTING, RUNNING, SUBSCRIBE, State, System, processing,
+    CREATE_TOPIC, DELETE_CONNECTOR, DOWNGRADE, FAILOVER, PAUSED, REMOVE, RESTARTING, RUNNING, SUBSCRIBE, State, System,
+    processing,
 )
 
 
@@ -440,7 +441,8 @@ def balanced(system: System, state: State):
 
 def imbalance(cfg, phase: Phase, live) -> str | None:
     """Why a group in ``phase`` whose running members are the Consumers ``live``
-    is not balanced, or None (also used by checker/simulation.py)."""
+    is not balanced, or None (also used by checker/simulation.py). A deleted connector's
+    resources (R81) are owned by nobody."""
     if not live:
         return None if phase in (Phase.EMPTY, Phase.DEAD) else f"no members but group {phase.name}"
     if phase != Phase.STABLE:
@@ -452,7 +454,10 @@ def imbalance(cfg, phase: Phase, live) -> str | None:
         owned |= c.owned
     if not cfg.uniform:
         return _imbalance_subscribed(cfg, live, owned, [c.owned.bit_count() for c in live])
-    missing = cfg.all_partitions & ~owned
+    deleted = cfg.deleted(live[0].metadata) if cfg.deletable_connectors else 0  # R81: every worker read it
+    if owned & deleted:
+        return f"{_names(cfg, owned & deleted)} deleted but still run"
+    missing = cfg.all_partitions & ~owned & ~deleted
     if missing:
         return f"{_names(cfg, missing)} owned by nobody"
     for kind, pool, _ in cfg.kinds:  # each resource kind balanced on its own (R66)
@@ -625,6 +630,8 @@ def bounded_deferral(system: System, state: State):
     if group.phase != Phase.STABLE or not any(m.subscription.scheduled == 0 for m in group.members):
         return None
     still = _deferred_before(group) & ~union(m.assignment.partitions for m in group.members)
+    if still and system.cfg.deletable_connectors:  # R81: a deleted connector's resources are given to nobody
+        still &= ~system.cfg.deleted(state.procs[0].metadata)
     if still and not system.cfg.uniform:  # R61, R62: a partition nobody in the group can take is given to nobody
         still &= system.cfg.partitions_of_topics(union(m.subscription.topics for m in group.members)
                                                  & state.procs[0].metadata)
@@ -1022,6 +1029,9 @@ COVERS = (
     Cover("new_topic_assigned", "a partition of a topic created mid-run was assigned (R62)",
           lambda system, s, a, n: _new_topic_owned(system, s, n),
           lambda system: CREATE_TOPIC in system.faults and bool(system.cfg.created_topics)),
+    Cover("deleted_connector_revoked", "a worker stopped a connector or task deleted from the configuration (R81)",
+          lambda system, s, a, n: _deleted_revoked(system, s, a, n),
+          lambda system: DELETE_CONNECTOR in system.faults and bool(system.cfg.deletable_connectors)),
     Cover("admin_removal", "an admin client removed a static member by group.instance.id and the group "
           "rebalanced (R71)", lambda system, s, a, n: a.kind == REMOVE and n.group.phase != s.group.phase,
           lambda system: REMOVE in system.faults and bool(system.static)),
@@ -1035,6 +1045,15 @@ COVERS = (
 def _new_topic_owned(system: System, s: State, n: State) -> bool:
     new = system.cfg.partitions_of_topics(system.cfg.created_topics)
     return bool(new & union(c.owned for c in processing(n)) & ~union(c.owned for c in processing(s)))
+
+
+def _deleted_revoked(system: System, s: State, a, n: State) -> bool:
+    """A reply made its member give up resources its metadata shows deleted (R81)."""
+    if a.kind != "reply":
+        return False
+    before, after = _slot_consumers(s, a, n)
+    return before is not None and after is not None and bool(
+        before.owned & ~after.owned & system.cfg.deleted(after.metadata))
 
 
 def _slot_consumers(s: State, a, n: State) -> tuple:

@@ -34,7 +34,7 @@ from .system import PAUSED, RUNNING, Action, State, System
 _NO_PROCESS = (False, 0, spec.NO_GENERATION, 0, False, 0, False, spec.NO_GENERATION)
 _LOCAL_NAMES = {"heartbeat": "SendHeartbeat", "scheduled": "ScheduledRebalance", "commit": "SendCommit",
                 "ready": "LearnerReady", "shutdown": "Shutdown", "scale_down": "ScaleDown",
-                "create-topic": "CreateTopic",
+                "create-topic": "CreateTopic", "delete-connector": "CreateTopic",  # R81: the metadata changes, as R62's
                 "remove": "LeaveGroup", "downgrade": "Restart"}  # R71: an admin's LeaveGroup; R73: a restart
 
 

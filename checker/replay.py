@@ -18,7 +18,7 @@ A scenario file (TOML)::
     action = "join"               # then the group is settled
     member = "D"
     [[events]]
-    action = "leave"              # join | leave | crash | restart | pause | resume
+    action = "leave"              # join | leave | crash | restart | pause | resume | delete-connector (no member)
     member = "B"
     settle = true                 # run the group to quiescence afterwards (default)
     timers = true                 # ... letting timers fire (false: settle within the deadlines)
@@ -162,7 +162,7 @@ def run(scenario: dict, steps: list | None = None) -> dict:
         settle(system, path[-1][1], path)
     for action, slot, do_settle, timers in scenario["events"]:
         path.append(play_step(system, path[-1][1], action, slot))
-        report["events"].append(f"{lane(slot)} {action}")
+        report["events"].append(f"{lane(slot)} {action}" if slot >= 0 else action)
         if do_settle:
             settle(system, path[-1][1], path, timers)
     if steps is not None:

@@ -35,7 +35,7 @@ SCALARS = {"name": str, "source": str, "mutations": list, "prefix": list, "event
 SCHEMA = {
     "initial": {"owned", "generation", "leader", "static", "subscriptions"},
     "group": {"protocol", "assignor", "topics", "initial_rebalance_delay", "max_moves", "rejoin_flag", "connectors", "regex",
-              "connector_cost", "upgrade", "created_topics", "migration"},
+              "connector_cost", "deletable_connectors", "upgrade", "created_topics", "migration"},
     "members": {"initial", "joiners", "static", "subscriptions"},
     "faults": {"kinds", "budget", "resubscriptions"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms", "timed", "session_timeout_ms",
@@ -294,8 +294,16 @@ def _kinds(g: dict, connectors) -> dict:
     count = _count("--connectors" if connectors is not None else "group.connectors",
                    connectors if connectors is not None else g.get("connectors", 0), 0)
     if not count:
+        if "deletable_connectors" in g:
+            raise ConfigError("group.deletable_connectors needs group.connectors (R81)")
         return {}
-    return {"connectors": count, "connector_cost": _count("group.connector_cost", g.get("connector_cost", 2), 1)}
+    deletable = g.get("deletable_connectors", [])
+    names = [f"connector-{i}" for i in range(count)]
+    if not isinstance(deletable, list) or any(n not in names for n in deletable):
+        raise ConfigError(f"group.deletable_connectors: expected a list of the connectors ({', '.join(names)}), "
+                          f"got {deletable!r}")
+    return {"connectors": count, "connector_cost": _count("group.connector_cost", g.get("connector_cost", 2), 1),
+            "deletable_connectors": sum(1 << names.index(n) for n in set(deletable))}
 def subscription_settings(topics: tuple, group: dict, members: dict, faults: dict, initial=None) -> dict:
     """R61-R63: the subscription keys as GroupConfig keywords (topic bitmasks):
     ``members.subscriptions``, per client slot in order, the topic names it

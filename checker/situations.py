@@ -50,8 +50,8 @@ from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.protocol import mask_of
 
 from .render import lane, partitions, slot_named
-from .system import (ACTION_KINDS, BOUNCE, CREATE_TOPIC, ENVIRONMENT, FAILOVER, FAULT_KINDS, STATUS_NAMES, State,
-                     System)
+from .system import (ACTION_KINDS, BOUNCE, CREATE_TOPIC, DELETE_CONNECTOR, ENVIRONMENT, FAILOVER, FAULT_KINDS,
+                     STATUS_NAMES, State, System)
 
 S = 1_000  # ms
 
@@ -111,7 +111,8 @@ def script(name: str, rng: random.Random, members: int) -> tuple:
 # --- a designer's own situation: [initial] and [[prefix]] ------------------------------
 
 PREFIX_ACTIONS = tuple(k for k in ACTION_KINDS if k != BOUNCE)
-NO_MEMBER = ("timer", "tick", CREATE_TOPIC)  # the coordinator's timers, the clock, a topic created: no member
+NO_MEMBER = ("timer", "tick", CREATE_TOPIC, DELETE_CONNECTOR)  # the coordinator's timers, the clock, a topic
+# created, a connector deleted: no member
 
 
 class Initial(NamedTuple):

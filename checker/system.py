@@ -48,7 +48,9 @@ KIP345_FAULTS = (REMOVE, FAILOVER, DOWNGRADE)
 # faults off unless named (R63, R62): a member subscribes to another topic list; a topic is created
 SUBSCRIBE, CREATE_TOPIC = "subscribe", "create-topic"
 SUBSCRIPTION_FAULTS = (SUBSCRIBE, CREATE_TOPIC)
-FAULT_KINDS = FAULTS + SUBSCRIPTION_FAULTS + KIP345_FAULTS  # every fault a configuration may name; FAULTS: default
+DELETE_CONNECTOR = "delete-connector"  # R81: a Connect connector deleted (off unless named)
+FAULT_KINDS = FAULTS + SUBSCRIPTION_FAULTS + KIP345_FAULTS + (DELETE_CONNECTOR,)  # every fault a configuration
+# may name; FAULTS: the default
 SCALE_DOWN = "scale_down"  # Streams: the "leave" fault is the scale-down tool's admin input (R53)
 UPGRADE = "upgrade"  # the operator bounces a member onto the next assignor list of a rolling upgrade (R79)
 ENVIRONMENT = FAULT_KINDS + ("resume", SCALE_DOWN, UPGRADE)  # the environment's actions (no fairness)
@@ -323,7 +325,7 @@ class System:
         """Whether some environment step acts on the group or on every slot (KIP-345's
         faults, create-topic, a rolling upgrade's bounces): the engines then take the
         environment's steps from ``fault_successors`` on each State."""
-        return bool(self.stages) or bool({REMOVE, FAILOVER, CREATE_TOPIC} & self.faults)
+        return bool(self.stages) or bool({REMOVE, FAILOVER, CREATE_TOPIC, DELETE_CONNECTOR} & self.faults)
 
     @staticmethod
     def speaker(s: int, p: Proc):
@@ -598,9 +600,15 @@ class System:
                        for a, q, cost in self.slot_environment(s, p) if cost <= state.faults_left)
         if state.faults_left > 0:
             out.extend(self._kip345_faults(state))
-        if state.faults_left > 0 and CREATE_TOPIC in self.faults and between_rounds(state) and not any(
-                p.status == PAUSED for p in state.procs):
-            out.extend(self._create_topic(state))
+        if state.faults_left > 0 and {CREATE_TOPIC, DELETE_CONNECTOR} & self.faults and between_rounds(state) and \
+                not any(p.status == PAUSED for p in state.procs):
+            existing = state.procs[0].metadata
+            if CREATE_TOPIC in self.faults:
+                out.extend(self._metadata_changed(state, CREATE_TOPIC, existing | 1 << t)
+                           for t in partitions_of(self.cfg.created_topics & ~existing))
+            if DELETE_CONNECTOR in self.faults:
+                out.extend(self._metadata_changed(state, DELETE_CONNECTOR, existing & ~(1 << (i + 1)))
+                           for i in partitions_of(self.cfg.deletable_connectors) if existing >> (i + 1) & 1)
         return out
 
     @property
@@ -609,25 +617,22 @@ class System:
         (all but ``cfg.created_topics``, R62)."""
         return NO_PROC._replace(metadata=~self.cfg.created_topics) if self.cfg.created_topics else NO_PROC
 
-    def _create_topic(self, state: State) -> list:
-        """R62 (``create-topic``, a fault, between rounds and while no process is
-        paused, so the leader acts on it at once): one of
-        ``cfg.created_topics`` not yet there is created; every slot's metadata shows
-        it and each running member's metadata refresh sees it. ``[(Action, State)]``,
-        one per topic."""
-        out = []
-        existing = state.procs[0].metadata
-        for t in partitions_of(self.cfg.created_topics & ~existing):
-            event = MetadataUpdate(existing | 1 << t)
-            procs = []
-            for p in state.procs:
-                p = p._replace(metadata=event.topics)
-                if p.status == RUNNING:
-                    c2, outs = self.step_member(p.consumer, event)
-                    p = p._replace(consumer=c2, requests=p.requests + self.requests_of(outs))
-                procs.append(p)
-            out.append((Action(CREATE_TOPIC, -1, event), State(state.group, tuple(procs), state.faults_left - 1)))
-        return out
+    def _metadata_changed(self, state: State, kind: str, topics: int) -> tuple:
+        """The metadata every slot sees becomes ``topics`` (a topic bitmask), one fault:
+        ``create-topic`` (R62), one of ``cfg.created_topics`` created, or
+        ``delete-connector`` (R81), one of ``cfg.deletable_connectors`` deleted from
+        Connect's config topic (its task topic gone). Between rounds and while no
+        process is paused, so the leader acts on it at once; each running member's
+        refresh sees it (``MetadataUpdate``). ``(Action, State)``."""
+        event = MetadataUpdate(topics)
+        procs = []
+        for p in state.procs:
+            p = p._replace(metadata=topics)
+            if p.status == RUNNING:
+                c2, outs = self.step_member(p.consumer, event)
+                p = p._replace(consumer=c2, requests=p.requests + self.requests_of(outs))
+            procs.append(p)
+        return Action(kind, -1, event), State(state.group, tuple(procs), state.faults_left - 1)
 
     def upgrade_successors(self, state: State) -> list:
         """R79: the operator's rolling bounces, outside the fault budget. Once the previous

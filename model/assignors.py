@@ -44,6 +44,8 @@ bit-by-bit version's (tests/test_assignors_golden.py).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import lru_cache
 from heapq import heapify, heappop, heapreplace
 from itertools import groupby
 from typing import NamedTuple
@@ -397,9 +399,11 @@ def _design2(cfg: GroupConfig, members, mids, claims: Claims, memory: tuple) -> 
     subs = [sub for _, _, sub in members]
     echo = newest_echo(subs)
     left = min((sub.scheduled for sub in subs if sub.scheduled >= 0), default=NOT_SCHEDULED)
+    if cfg.removed:  # R81: a deleted resource is revoked from whoever runs it, and is not lost
+        claims = Claims({m: won & ~cfg.removed for m, won in claims.won.items()}, claims.contested & ~cfg.removed)
     claimed = union(claims.won.values()) | claims.contested
     losable = (mids.assignable & ~union(sub.released for sub in subs) if isinstance(mids, Subscribed)
-               else cfg.all_partitions)
+               else cfg.all_partitions & ~cfg.removed)
     held, delay = rule(cfg, _deferral)(cfg, subs, claimed, memory, echo, left, losable)
     if held:
         out = _deferring(cfg, mids, claims.won, held | claims.contested)
@@ -568,6 +572,22 @@ def _given(mids, out: dict) -> dict:
     return out
 
 
+def _deleted(cfg: GroupConfig, metadata: int) -> int:
+    """R81: the resources the leader reads as deleted from its ``metadata`` (Connect's
+    config topic, a topic bitmask): a deleted connector and its tasks
+    (IncrementalCooperativeAssignor.performTaskAssignment: ``deleted`` is the previous
+    assignment less what the leader's configSnapshot configures). Replaced by
+    ``deleted-connector-kept`` (test-only)."""
+    return cfg.deleted(metadata)
+
+
+@lru_cache(maxsize=64)
+def configured(cfg: GroupConfig, removed: int) -> GroupConfig:
+    """R81: ``cfg`` as a round whose leader reads the resources ``removed`` (a bitmask)
+    deleted sees it: its resource kinds without them (``GroupConfig.kinds``)."""
+    return replace(cfg, removed=removed) if removed else cfg
+
+
 def assign(cfg: GroupConfig, members, memory: tuple = (0, 0), metadata: int = ALL_TOPICS) -> tuple:
     """The leader's assignment: ``((member_id, Assignment), ...)`` in member order.
 
@@ -578,7 +598,9 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0), metadata: int = AL
     deferred)`` bitmasks, what this leader assigned or held back, and held back,
     itself (``_deferral``; used by the ``leader-forgets-delay`` and
     ``connect-leader-state`` mutations only). ``metadata``: the topics (a bitmask)
-    the leader's metadata shows exist (R62; ``ALL_TOPICS``: every one). When the
+    the leader's metadata shows exist (R62; ``ALL_TOPICS``: every one); with
+    deletable connectors, Connect's config topic: a deleted connector and its tasks
+    are given to nobody and revoked from their workers (R81). When the
     configuration has subscriptions (R61) each member is given only partitions of
     its subscribed topics that exist (``Subscribed``).
     Mutation ``assign-before-revoke``: the cooperative adjustment is skipped;
@@ -587,6 +609,8 @@ def assign(cfg: GroupConfig, members, memory: tuple = (0, 0), metadata: int = AL
     last member (R29 order) once there are 2 or more; ``overload-first-member``
     (test-only): the first member (R29 order) takes the last one's partitions.
     """
+    if cfg.deletable_connectors:  # R81: the leader assigns what its configuration still has
+        cfg = configured(cfg, rule(cfg, _deleted)(cfg, metadata))
     order = sorted(members, key=lambda x: (0, x[1]) if x[1] else (1, x[0]))
     mids = [mid for mid, _, _ in order]
     if not cfg.uniform:

@@ -55,6 +55,13 @@ class GroupConfig:
     Connect's connectors, a second resource kind before the topics' partitions
     (the tasks), deferred and incremental protocols only (R66); ``connector_cost``:
     a connector move's cost against ``max_moves`` (a task's is 1).
+    ``deletable_connectors``: the connectors (a bitmask of connector indices) a
+    ``delete-connector`` fault may delete (R81); each connector's tasks are then the
+    partitions of its own topic, ``topics[1 + i]`` for connector i, and the members'
+    metadata (a topic bitmask) stands for Connect's config topic: connector i is
+    configured while its task topic is there. ``removed``: the resources (a
+    partition bitmask) deleted as one round's leader reads them, set by
+    model/assignors.py ``configured`` for that round, never by a configuration.
     Time is in ticks (a check configuration maps ms to ticks, checker/settings):
     ``scheduled_delay_ticks``: scheduled.rebalance.max.delay.ms, how long Design II
     holds lost partitions back (0: not at all, Connect's maxDelay == 0, R33);
@@ -129,6 +136,8 @@ class GroupConfig:
     rejoin_flag: bool = False
     connectors: int = 0
     connector_cost: int = 2
+    deletable_connectors: int = 0
+    removed: int = 0
     subscriptions: tuple = ()
     resubscriptions: tuple = ()
     created_topics: int = 0
@@ -140,6 +149,8 @@ class GroupConfig:
     def __post_init__(self):
         if self.connectors:
             self._two_kinds()
+        elif self.deletable_connectors:
+            raise ConfigError("deletable_connectors needs connectors (R81): only Connect's connectors are deleted")
         if self.protocol not in PROTOCOLS:
             raise ConfigError(f"unknown protocol {self.protocol!r} (expected one of {', '.join(PROTOCOLS)})")
         if self.plugin is not None:
@@ -235,6 +246,14 @@ class GroupConfig:
                               f"{self.connectors}")
         if len(self.topics) < 2:
             raise ConfigError("connectors need tasks too: give a topic of tasks besides the connectors")
+        deletable = self.deletable_connectors
+        if not isinstance(deletable, int) or isinstance(deletable, bool) or deletable & ~((1 << self.connectors) - 1) \
+                or deletable < 0:
+            raise ConfigError(f"deletable_connectors: {deletable!r} is not a set of the group's "
+                              f"{self.connectors} connectors")
+        if deletable and len(self.topics) != self.connectors + 1:
+            raise ConfigError(f"deletable connectors need one topic of tasks per connector (R81): {self.connectors} "
+                              f"connectors but {len(self.topics) - 1} task topics")
 
     @cached_property
     def kinds(self) -> tuple:
@@ -245,7 +264,19 @@ class GroupConfig:
         if not self.connectors:
             return (("partitions", self.all_partitions, 1),)
         connectors = (1 << self.connectors) - 1
-        return (("connectors", connectors, self.connector_cost), ("tasks", self.all_partitions & ~connectors, 1))
+        configured = self.all_partitions & ~self.removed  # R81: a deleted connector's resources are no kind's
+        return (("connectors", connectors & configured, self.connector_cost),
+                ("tasks", configured & ~connectors, 1))
+
+    def deleted(self, metadata: int) -> int:
+        """R81: the resources (a partition bitmask) of the deletable connectors whose
+        task topic ``metadata`` (a topic bitmask, Connect's config topic as a member
+        read it) no longer shows: each such connector and its tasks."""
+        out = 0
+        for i in range(self.connectors):
+            if self.deletable_connectors >> i & 1 and not metadata >> (i + 1) & 1:
+                out |= 1 << i | self.partitions_of_topics(1 << (i + 1))
+        return out
 
     @cached_property
     def rules(self) -> dict:

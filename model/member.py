@@ -418,9 +418,11 @@ def handle(cfg: GroupConfig, c: Consumer, event) -> tuple:
         if event.topics != c.topics and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             c = _subscribe(cfg, c, event.topics, out)
     elif kind is MetadataUpdate:
-        # R62: a metadata refresh; the leader rejoins if a topic it waits for appeared (else once Stable again)
+        # R62: a metadata refresh; the leader rejoins if a topic it waits for appeared (else once Stable again).
+        # R81: Connect's config topic shows a connector deleted: every worker rejoins
+        deleted = cfg.deleted(event.topics) & ~cfg.deleted(c.metadata) if cfg.deletable_connectors else 0
         c = c._replace(metadata=event.topics)
-        if c.metadata & c.snapshot and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
+        if (c.metadata & c.snapshot or deleted) and c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:
             c = _rejoin(cfg, c, out)
     elif kind is HeartbeatDue:
         if c.phase == MemberPhase.STABLE and not c.heartbeat_inflight:

@@ -321,6 +321,12 @@ REGISTRY = {m.name: m for m in (
              "task's does",
              "test-only: against seed 000, Design III (a heavy connector's flush stalls the light tasks moved with "
              "it, so the heavy kind moves fewer at a time; R67)", "R67", ("incremental",), test_only=True),
+    Mutation("deleted-connector-kept",
+             "the leader reads no deletion from its configuration: a deleted connector and its tasks stay with the "
+             "workers that run them",
+             "test-only: against IncrementalCooperativeAssignor.performTaskAssignment (deleted = the previous "
+             "assignment less the configSnapshot's connectors and tasks, revoked from every worker, deletedToRevoke; "
+             "R81)", "R81", ("deferred", "incremental"), test_only=True),
     Mutation("keep-revoked",
              "a member told to revoke partitions (owned - assigned) keeps owning them, though it rejoins as if it "
              "had revoked them",
@@ -869,6 +875,11 @@ def _rejoin_keeping_revoked(owned: int, assigned: int) -> int:
 @replaces(assignors._deferral, "incremental-reassigns-lost")
 def _incremental_defers_nothing(cfg, *args) -> tuple:
     return (0, 0) if cfg.protocol == "incremental" else assignors._deferral(cfg, *args)
+
+
+@replaces(assignors._deleted, "deleted-connector-kept")
+def _nothing_deleted(cfg, metadata: int) -> int:
+    return 0
 
 
 @replaces(assignors._move_allowance, "moves-ignore-cost")

@@ -464,7 +464,9 @@ class Subscribe(NamedTuple):
 
 class MetadataUpdate(NamedTuple):
     """A metadata refresh shows the topics that exist now: ``topics``, a topic
-    bitmask (a topic was created, R62; ConsumerCoordinator.rejoinNeededOrPending)."""
+    bitmask (a topic was created, R62; ConsumerCoordinator.rejoinNeededOrPending).
+    With deletable connectors it is a Connect worker reading its config topic: a
+    connector deleted (R81; DistributedHerder's ConfigUpdateListener.onConnectorConfigRemove)."""
 
     topics: int
     tag: int = 119

@@ -31,21 +31,23 @@ def entries(names) -> list:
     return [{"connector": c, "tasks": ts} for c, ts in out.items()]
 
 
-def assignment(leader: str, assigned=(), revoked=(), delay: int = 0) -> dict:
-    return {"version": 1, "error": 0, "leader": leader, "leader_url": "http://127.0.0.1:8083/", "config_offset": 2,
-            "assigned": entries(assigned), "revoked": entries(revoked), "delay": delay}
+def assignment(leader: str, assigned=(), revoked=(), delay: int = 0, offset: int = 2) -> dict:
+    return {"version": 1, "error": 0, "leader": leader, "leader_url": "http://127.0.0.1:8083/",
+            "config_offset": offset, "assigned": entries(assigned), "revoked": entries(revoked), "delay": delay}
 
 
 def story() -> list:
     """Three workers run the connector ``seq`` and its 8 tasks; W3 leaves for good (its
     tasks held back under a 6 s delay, then given out); W4 joins (tasks revoked for
-    balance, then assigned). Each round: ``t`` (ms from T0), ``leader``, ``workers``
-    (who joins; a name in ``new`` is a new process) and ``plan`` {worker: (assigned,
-    revoked, delay)}; ``claims`` {worker: allocation} overrides what a worker claims."""
+    balance, then assigned); the connector ``del`` and its task, on W2, are deleted (the
+    leader's config offset grows from 2 to 4: revoked, then given to nobody). Each round:
+    ``t`` (ms from T0), ``leader``, ``workers`` (who joins; a name in ``new`` is a new
+    process), ``plan`` {worker: (assigned, revoked, delay)} and ``offset`` (the leader's
+    config offset, default 2); ``claims`` {worker: allocation} overrides what a worker claims."""
     return [
         {"t": 0, "leader": "W1", "workers": ["W1", "W2", "W3"], "new": ["W1", "W2", "W3"],
-         "plan": {"W1": ({"seq", "seq-0", "seq-1", "seq-2"}, set(), 0), "W2": ({"seq-3", "seq-4", "seq-5"}, set(), 0),
-                  "W3": ({"seq-6", "seq-7"}, set(), 0)}},
+         "plan": {"W1": ({"seq", "seq-0", "seq-1", "seq-2"}, set(), 0),
+                  "W2": ({"seq-3", "seq-4", "seq-5", "del", "del-0"}, set(), 0), "W3": ({"seq-6", "seq-7"}, set(), 0)}},
         # W3 left: its seq-6 and seq-7 are held back (IncrementalCooperativeAssignor's scheduled delay)
         {"t": 10_000, "leader": "W1", "workers": ["W1", "W2"],
          "plan": {"W1": (set(), set(), 6000), "W2": (set(), set(), 6000)}},
@@ -56,6 +58,11 @@ def story() -> list:
          "plan": {"W1": (set(), {"seq-6"}, 0), "W2": (set(), {"seq-7"}, 0), "W4": (set(), set(), 0)}},
         {"t": 20_200, "leader": "W1", "workers": ["W1", "W2", "W4"],
          "plan": {"W1": (set(), set(), 0), "W2": (set(), set(), 0), "W4": ({"seq-6", "seq-7"}, set(), 0)}},
+        # del is deleted (R81): every worker rejoins, the leader revokes it and its task, and gives them to nobody
+        {"t": 30_000, "leader": "W1", "workers": ["W1", "W2", "W4"], "offset": 4,
+         "plan": {"W1": (set(), set(), 0), "W2": (set(), {"del", "del-0"}, 0), "W4": (set(), set(), 0)}},
+        {"t": 30_200, "leader": "W1", "workers": ["W1", "W2", "W4"], "offset": 4,
+         "plan": {"W1": (set(), set(), 0), "W2": (set(), set(), 0), "W4": (set(), set(), 0)}},
     ]
 
 
@@ -103,7 +110,7 @@ def write(rounds) -> list:
                 "leader": member(r["leader"]), "skip_assignment": False, "member_id": member(w),
                 "members": [{"member_id": member(x), "group_instance_id": None, "metadata": metadata[x]}
                             for x in r["workers"]] if w == r["leader"] else []}, joins[w])
-        given = {w: assignment(member(r["leader"]), *plan) for w, plan in r["plan"].items()}
+        given = {w: assignment(member(r["leader"]), *plan, offset=r.get("offset", 2)) for w, plan in r["plan"].items()}
         syncs = {w: next(correlation) for w in r["workers"]}
         for w in r["workers"]:
             record("request", t + 2, w, "SyncGroup", {
@@ -127,8 +134,9 @@ def check(rounds):
 def test_the_story_conforms_and_exercises_every_rule():
     verdict = check(story())
     assert verdict.status == CONFORMS, verdict.divergence
-    assert {"R13", "R16", "R18", "R23", "R33"} <= verdict.rules
-    assert verdict.figures["deferred_rounds"] == 1 and verdict.figures["revoking_rounds"] == 1
+    assert {"R13", "R16", "R18", "R23", "R33", "R81"} <= verdict.rules
+    assert verdict.figures["deferred_rounds"] == 1 and verdict.figures["revoking_rounds"] == 2
+    assert verdict.figures["deleted"] == 2
 
 
 def _assign_before_revoke(rounds):
@@ -170,6 +178,20 @@ def _new_process_claims(rounds):
     rounds[3]["claims"] = {"W4": {"seq-5"}}
 
 
+def _drop_without_config_change(rounds):
+    for r in rounds[5:]:
+        r["offset"] = 2  # del is revoked and given to nobody, but the leader read no deletion
+
+
+def _delete_the_connector_alone(rounds):
+    rounds[5]["plan"]["W2"] = (set(), {"del"}, 0)  # its task del-0 runs on
+
+
+def _deleted_comes_back(rounds):
+    rounds.append({"t": 30_400, "leader": "W1", "workers": ["W1", "W2", "W4"], "offset": 4,
+                   "plan": {"W1": ({"del-0"}, set(), 0), "W2": (set(), set(), 0), "W4": (set(), set(), 0)}})
+
+
 # name -> (the mutation of the story, the rule conform names); model/mutations.py's name where it has the rule's
 MUTATIONS = {
     "assign-before-revoke": (_assign_before_revoke, "R23"),
@@ -181,6 +203,9 @@ MUTATIONS = {
     "assign-twice": (_assign_twice, "R16"),
     "claim-what-was-revoked": (_claim_what_was_revoked, "R13"),
     "new-process-claims": (_new_process_claims, "R13"),
+    "dropped-without-config-change": (_drop_without_config_change, "R81"),
+    "deleted-tasks-run-on": (_delete_the_connector_alone, "R81"),
+    "deleted-comes-back": (_deleted_comes_back, "R81"),
 }
 
 

@@ -13,6 +13,7 @@ from rebalance.model.config import ConfigError, GroupConfig
 from rebalance.model.protocol import NO_INSTANCE_ID, Subscription, mask_of, partitions_of
 
 TWO_KINDS = EXAMPLES / "connect" / "two_kinds_checked.toml"
+DELETION = EXAMPLES / "connect" / "connector_deleted_checked.toml"
 
 
 def play(name, *mutations):
@@ -100,3 +101,31 @@ def test_replay_json_names_both_kinds():
     code, out, _ = run_cli("replay", EXAMPLES / "design3_connect_scale_up.toml", "--json")
     final = json.loads(out)["final"]["ownership"]
     assert code == 0 and final["C"] == ["connector-2", "connector-5", "t-2", "t-5"]
+
+
+@pytest.mark.spec("R81")
+def test_a_deleted_connector_and_its_tasks_are_revoked_held_back_nowhere_and_given_to_nobody():
+    r = play("connect/connector_deleted.toml")
+    assert r["verdict"] == "holds" and not r["mismatches"] and r["events"] == ["delete-connector"]
+    deleted, after = r["rounds"]
+    assert "scheduled" not in deleted and sorted(x for lane in "ABC" for x in revoked(deleted, lane)) == \
+        ["connector-1", "seq2-0", "seq2-1", "seq2-2", "seq2-3"]
+    assert not any(revoked(after, lane) for lane in "ABC")
+    # the leader that reads no deletion leaves seq2 running: the rounds differ and Balanced is broken
+    wrong = play("connect/connector_deleted.toml", "deleted-connector-kept")
+    assert [v["property"] for v in wrong["violations"]] == ["quiescent_balance"]
+    assert "connector-1, seq2-0, seq2-1, seq2-2, seq2-3 deleted but still run" in wrong["violations"][0]["reason"]
+
+
+@pytest.mark.spec("R81")
+def test_deletion_holds_under_every_interleaving_with_joins_and_crashes(rebalance_check):
+    code, s = rebalance_check(DELETION)
+    assert code == 0 and {p["status"] for p in s["properties"]} == {"holds"}
+    assert {c["name"]: c["reached"] for c in s["covers"]}["deleted_connector_revoked"]
+
+
+def test_deletable_connectors_are_refused_without_a_task_topic_each():
+    with pytest.raises(ConfigError, match="one topic of tasks per connector"):
+        GroupConfig(protocol="deferred", topics=(("t", 4),), connectors=2, deletable_connectors=0b10)
+    with pytest.raises(ConfigError, match="needs connectors"):
+        GroupConfig(protocol="deferred", deletable_connectors=1)

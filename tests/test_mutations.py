@@ -129,6 +129,9 @@ MATRIX = [
     (("max-moves-off-by-one",), ("--protocol", "incremental", "--members", "1", "--partitions", "4", "--faults", "join",
                                  "--max-faults", "1"), OWN, {"moves_within_allowance"}),
     (("incremental-reassigns-lost",), (str(EXAMPLES / "connect" / "two_kinds_checked.toml"),), OWN, set()),
+    # a connector deleted (R81) that the leader never reads as deleted runs on where it ran
+    (("deleted-connector-kept",), (str(EXAMPLES / "connect" / "connector_deleted_checked.toml"),), OWN,
+     {"quiescent_balance", "eventual_balance"}),
     # differing subscriptions and a topic created mid-run (R61-R65): the example's topics are its own
     (("assign-unsubscribed",), SUBSCRIPTIONS, OWN, {"subscribed_only"}),
     (("defer-new-subscriptions",), SUBSCRIPTIONS + ("--protocol", "deferred"), OWN, {"new_partitions_at_once"}),

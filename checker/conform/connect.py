@@ -25,6 +25,16 @@ round is its allocation less what was revoked plus what was assigned
   delay already running keeps its deadline (a later round's delay ends no later
   than the first one did, plus the slack); held-back resources are given out by the
   first round after the deadline (plus the slack).
+* R81: a resource leaves the group's work only when it is deleted, and a deletion is
+  a write to Connect's config topic, so the leader's config offset (the assignment's
+  ``config_offset``) has grown: what a round revokes is given out again by the next
+  round (IncrementalCooperativeAssignor: a revoked resource is not in the previous
+  assignment, so it is created anew), unless the offset grew between the round before
+  the revocation and the next one; a lost resource neither assigned nor held back is
+  deleted only at a round whose offset grew; a deleted connector takes its tasks with
+  it (the configured tasks are those of the configured connectors); and a deleted
+  resource comes back only at a higher offset (created again). The resources judged
+  deleted are counted (figure ``deleted``).
 Not checked here: when a worker rejoins for its delay (R32: it may rejoin earlier for
 another reason, a revocation or a rebalance the coordinator started, which the trace
 does not tell apart), balance and completeness (the configured connectors and tasks are
@@ -57,7 +67,8 @@ class Worker(NamedTuple):
 class Round(NamedTuple):
     """One generation's assignment: ``generation``, ``line`` and ``t_ms`` of the
     leader's SyncGroup, ``leader`` (member.id), ``allocations`` {member.id: set},
-    ``assigned`` / ``revoked`` {member.id: set}, ``delay`` {member.id: ms}."""
+    ``assigned`` / ``revoked`` {member.id: set}, ``delay`` {member.id: ms},
+    ``config_offset``: how far the leader had read Connect's config topic (-1: not said)."""
 
     generation: int
     line: int
@@ -67,6 +78,7 @@ class Round(NamedTuple):
     assigned: dict
     revoked: dict
     delay: dict
+    config_offset: int = -1
 
     def outcome(self) -> dict:
         """{member.id: what it runs after the round}."""
@@ -151,7 +163,9 @@ class _Walk:
         assigned, revoked, delay = {}, {}, {}
         for a in body["assignments"]:
             assigned[a["member_id"]], revoked[a["member_id"]], delay[a["member_id"]] = _assignment(a["assignment"])
-        return Round(body["generation_id"], line, rec["t_ms"], leader, allocations, assigned, revoked, delay)
+        offset = max((a["assignment"].get("config_offset", -1) for a in body["assignments"] if a["assignment"]),
+                     default=-1)
+        return Round(body["generation_id"], line, rec["t_ms"], leader, allocations, assigned, revoked, delay, offset)
 
 
 def check(trace, options=None, groups=None) -> Verdict:
@@ -183,11 +197,16 @@ def combine(a: Verdict, b: Verdict) -> Verdict:
 class _Deferral(NamedTuple):
     """What the rounds so far leave owed: ``expected`` (run after the last round, or
     held back), ``held`` {resource: the deadline it is held back until}, ``deadline``
-    (the running delay's end, t_ms, or None)."""
+    (the running delay's end, t_ms, or None). R81: ``revoked`` (what the last round
+    revoked), ``offsets`` (the config offsets of the round before the last and of the
+    last, -1 before any), ``deleted`` ((resource, the config offset it was deleted at), ...)."""
 
     expected: frozenset = frozenset()
     held: tuple = ()
     deadline: float | None = None
+    revoked: frozenset = frozenset()
+    offsets: tuple = (-1, -1)
+    deleted: tuple = ()
 
 
 class _Checker:
@@ -196,7 +215,7 @@ class _Checker:
         self.rules: set = set()
         self.uninterpreted: list = []
         self.checked = 0
-        self.figures = {"workers": 0, "rounds": 0, "deferred_rounds": 0, "revoking_rounds": 0}
+        self.figures = {"workers": 0, "rounds": 0, "deferred_rounds": 0, "revoking_rounds": 0, "deleted": 0}
 
     def verdict(self, status: str, divergence=None) -> Verdict:
         if status == DIVERGENT:
@@ -284,7 +303,7 @@ class _Checker:
         return None
 
     def _round(self, r: Round, deferral: _Deferral, line: int, rec: dict, diverge) -> tuple:
-        """R16, R18, R23, R33 on one round: ``(divergence or None, the deferral after it)``."""
+        """R16, R18, R23, R33, R81 on one round: ``(divergence or None, the deferral after it)``."""
         self.figures["rounds"] += 1
         members = set(r.allocations)
         strangers = sorted(set(r.assigned) - members) if members else []
@@ -322,9 +341,19 @@ class _Checker:
         held = dict(deferral.held)
         if lost:
             self.rules.add("R33")
-        if withheld and delay <= 0:
+        before, last = deferral.offsets
+        judged = r.config_offset >= 0  # v0 says no offset: R81 is not judged
+        deleted = withheld if judged and delay <= 0 and r.config_offset > last else set()
+        if withheld - deleted and delay <= 0:
             return diverge(line, rec, "R33", f"lost connectors and tasks {names(withheld)} are neither assigned nor "
-                           "held back under a delay"), deferral
+                           "held back under a delay, and the leader read no config change (config offset "
+                           f"{r.config_offset})"), deferral
+        if judged:
+            divergence, deletion = self._deletions(r, deferral, running, after, deleted)
+            if divergence is not None:
+                return diverge(line, rec, "R81", divergence), deferral
+            deferral = deferral._replace(revoked=frozenset().union(*r.revoked.values()) - set(after),
+                                         offsets=(last, r.config_offset), deleted=deletion)
         if delay > 0 and len(delays) != 1:
             return diverge(line, rec, "R33", f"the workers are given different delays {sorted(delays)}"), deferral
         if deferral.deadline is not None and delay > 0 and r.t_ms + delay > deferral.deadline + self.slack:
@@ -335,8 +364,34 @@ class _Checker:
             return diverge(line, rec, "R33", f"{names(overdue)} are still held back "
                            f"{r.t_ms - min(held[x] for x in overdue):.0f} ms after their delay passed"), deferral
         if delay <= 0:
-            return None, _Deferral(frozenset(after))
+            return None, deferral._replace(expected=frozenset(after), held=(), deadline=None)
         self.figures["deferred_rounds"] += 1
         deadline = min(deferral.deadline, r.t_ms + delay) if deferral.deadline is not None else r.t_ms + delay
         held = {res: held.get(res, deadline) for res in withheld}
-        return None, _Deferral(frozenset(after) | frozenset(withheld), tuple(held.items()), deadline)
+        return None, deferral._replace(expected=frozenset(after) | frozenset(withheld), held=tuple(held.items()),
+                                       deadline=deadline)
+
+    def _deletions(self, r: Round, deferral: _Deferral, running: dict, after: dict, lost: set) -> tuple:
+        """R81 on one round: ``(why it diverges or None, the deletions after it)``;
+        ``lost``: the lost resources it gives to nobody at a grown config offset."""
+        self.rules.add("R81")
+        before, _ = deferral.offsets
+        assigned = set().union(*r.assigned.values())
+        dropped = set(deferral.revoked) - assigned - set(running) - set(after)
+        if dropped and r.config_offset <= before:
+            return (f"{names(dropped)}, revoked last round, are given to nobody though the leader read no config "
+                    f"change (config offset {r.config_offset}, {before} before the revocation)"), deferral.deleted
+        gone = dropped | lost
+        for connector in sorted(c for c, t in gone if t == CONNECTOR_TASK):
+            tasks = sorted(res for res in after if res[0] == connector and res[1] != CONNECTOR_TASK)
+            if tasks:
+                return f"connector {connector} is deleted but its tasks {names(tasks)} run on", deferral.deleted
+        deleted = dict(deferral.deleted)
+        back = sorted(res for res in assigned if res in deleted and r.config_offset <= deleted[res])
+        if back:
+            return (f"{names(back)}, deleted at config offset {deleted[back[0]]}, are assigned again with no config "
+                    f"change (config offset {r.config_offset})"), deferral.deleted
+        self.figures["deleted"] += len(gone)
+        deleted = {res: at for res, at in deleted.items() if res not in assigned}
+        deleted.update((res, r.config_offset) for res in gone)
+        return None, tuple(sorted(deleted.items()))

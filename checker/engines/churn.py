@@ -48,7 +48,8 @@ def _served(system, state: State) -> int:
     partition is lost anew, and its delay rightly starts again); every one when no
     process runs (an empty group owes nobody anything, nor does one whose every
     process is paused: nobody could take a partition, as ``balanced`` has it); with subscriptions
-    (R61), those of topics no live member subscribes to or that do not exist."""
+    (R61), those of topics no live member subscribes to or that do not exist; a deleted
+    connector's resources (R81), which nobody is owed."""
     if not any(p.status == RUNNING for p in state.procs):
         return system.cfg.all_partitions
     live = [c.owned for c in processing(state)]
@@ -57,6 +58,8 @@ def _served(system, state: State) -> int:
         cfg = system.cfg
         served |= cfg.all_partitions & ~union(cfg.partitions_of_topics(c.topics & c.metadata)
                                               for c in processing(state))
+    if system.cfg.deletable_connectors:
+        served |= system.cfg.deleted(state.procs[0].metadata)
     return served
 
 

@@ -43,9 +43,10 @@ _serial = itertools.count(1)
 @dataclass
 class ConnectScenario:
     """``script(run)`` plays it; ``situation(run, rounds)`` yields (claim, held) pairs
-    about the rounds after the mark ``event``; ``model``: the replay's events after
-    the scenario's setup ([(action, worker, timers)], worker "leader" for the leader
-    at the mark), or None when the model cannot state the scenario."""
+    about the rounds after the mark ``event``; ``model``: the replay's events from the
+    mark ``model_from`` on ([(action, worker, timers)], worker "leader" for the leader
+    at the mark; for ``delete-connector`` the connector's name), or None when the model
+    cannot state the scenario."""
 
     name: str
     title: str
@@ -53,15 +54,18 @@ class ConnectScenario:
     situation: Callable | None = None
     model: tuple | None = None
     departures: dict = field(default_factory=dict)
+    model_from: str = "event"
 
 
 CONNECT: dict = {}
 
 
-def connect_scenario(title: str, model=None):
-    """Register the decorated script as a Connect scenario; ``model``: its replay events."""
+def connect_scenario(title: str, model=None, model_from: str = "event"):
+    """Register the decorated script as a Connect scenario; ``model``: its replay events
+    from the mark ``model_from``."""
     return registrar(CONNECT, lambda script: ConnectScenario(script.__name__, title, script,
-                                                             model=tuple(model) if model is not None else None))
+                                                             model=tuple(model) if model is not None else None,
+                                                             model_from=model_from))
 
 
 class ConnectRun:
@@ -329,8 +333,9 @@ def run_connect(s: ConnectScenario, target, directory: Path) -> ConnectResult:
     none_lost = bool(outcome) and all(not o["missing"] and o["runs_after"] for o in outcome.values())
     model = None
     if s.model is not None and error is None:
-        before = [x for x in everything if x.t_ms < after]
-        model = predict(s, before, later, who, r)
+        start = r.marks.get(s.model_from, after)
+        model = predict(s, [x for x in everything if x.t_ms < start], [x for x in everything if x.t_ms >= start],
+                        who, r)
     result = ConnectResult(s.name, target.name, claims, bool(claims) and all(c["held"] for c in claims),
                            [round_text(x, who) for x in later], outcome, none_lost,
                            {"coordinator": _verdict("coordinator", r.trace_path),
@@ -464,7 +469,8 @@ def _(run, later, who):
     yield f"{run.leader_at_event} came back", bool(back)
 
 
-@connect_scenario("a second connector (4 tasks) is added, then deleted")
+@connect_scenario("a second connector (4 tasks) is added, then deleted (the model from the deletion on: R81)",
+                  model=[("delete-connector", "seq2", True)], model_from="delete")
 def connector_added_and_deleted(run):
     _setup(run)
     run.mark("event")

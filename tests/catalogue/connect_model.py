@@ -8,7 +8,8 @@ The real group becomes a replay scenario (``model.toml`` in the run's folder): p
 ``deferred`` with Connect's two resource kinds (R66: ``connectors`` = the connectors,
 named ``connector-0``, ... in name order; each connector's tasks a topic of that name),
 the workers W1, W2, ... as members A, B, ..., their connectors and tasks as the last
-round before the event left them, the leader of that round as the leader.
+round before the event left them, the leader of that round as the leader. A connector
+deleted (R81) is a ``delete-connector`` event, the connector ``deletable_connectors``.
 
 A round's *shape* is (held back under a delay, connectors and tasks revoked,
 connectors and tasks newly assigned); rounds where nothing moves and nothing is held
@@ -36,18 +37,22 @@ def _real_name(model_name: str, connectors: list) -> str:
     return connectors[int(model_name.split("-")[1])] if model_name.startswith("connector-") else model_name
 
 
-def scenario_toml(name: str, owned: dict, leader: str, tasks: dict, events) -> str:
+def scenario_toml(name: str, owned: dict, leader: str, tasks: dict, events, deletable=()) -> str:
     """A replay scenario (checker/replay.py): ``owned`` {letter: [model resource names]},
-    ``tasks`` {connector: task count}, ``events`` [(action, letter, timers)]."""
+    ``tasks`` {connector: task count}, ``events`` [(action, letter or None, timers)],
+    ``deletable``: the model's names of the connectors a ``delete-connector`` deletes (R81)."""
     topics = ", ".join(f"{c} = {n}" for c, n in sorted(tasks.items()))
     owned_text = ", ".join(f"{m} = [{', '.join(repr(r) for r in rs)}]".replace("'", '"')
                            for m, rs in sorted(owned.items()))
     lines = [f'name = "Connect on serve: {name}"',
              'source = "the real Kafka Connect group before the event (tests/catalogue/connect_model.py)"',
-             "[group]", 'protocol = "deferred"', f"connectors = {len(tasks)}", f"topics = {{ {topics} }}",
-             "[initial]", "generation = 1", f'leader = "{leader}"', f"owned = {{ {owned_text} }}"]
+             "[group]", 'protocol = "deferred"', f"connectors = {len(tasks)}", f"topics = {{ {topics} }}"]
+    if deletable:
+        lines.append(f"deletable_connectors = [{', '.join(f'{d!r}' for d in deletable)}]".replace("'", '"'))
+    lines += ["[initial]", "generation = 1", f'leader = "{leader}"', f"owned = {{ {owned_text} }}"]
     for action, member, timers in events:
-        lines += ["[[events]]", f'action = "{action}"', f'member = "{member}"', f"timers = {str(timers).lower()}"]
+        lines += ["[[events]]", f'action = "{action}"'] + ([f'member = "{member}"'] if member else []) + \
+            [f"timers = {str(timers).lower()}"]
     return "\n".join(lines) + "\n"
 
 
@@ -123,9 +128,12 @@ def predict(s, before: list, later: list, who: dict, run) -> dict:
     owned = {letters[who[m]]: sorted(_model_name(r, connectors) for r in rs)
              for m, rs in last.outcome().items() if who.get(m) in letters}
     leader_name = who[last.leader]
-    events = [(action, letters[leader_name if w == "leader" else w], timers) for action, w, timers in s.model]
+    deleting = [w for action, w, _ in s.model if action == "delete-connector"]  # R81: by the connector's name
+    events = [(action, None if action == "delete-connector" else letters[leader_name if w == "leader" else w], timers)
+              for action, w, timers in s.model]
     path = run.directory / "model.toml"
-    path.write_text(scenario_toml(s.name, owned, letters[leader_name], tasks, events))
+    path.write_text(scenario_toml(s.name, owned, letters[leader_name], tasks, events,
+                                  [f"connector-{connectors.index(c)}" for c in deleting]))
     expected = set().union(*last.outcome().values())
     real = real_rounds(later, who, expected)
     out = {"toml": str(path), "real": {"rounds": [_text(r) for r in real], "shape": shape(real)}}
