@@ -252,7 +252,8 @@ def _print_report(settings: CheckSettings, summary: dict, result, show_trace) ->
 @click.option("--faults", help=f"Comma-separated fault kinds: {','.join(FAULTS)} (the default, all of them; "
                                "under streams, leave is the scale-down tool marking a member leaving soon); also, "
                                "off unless named: subscribe (a member switches to one of [faults] resubscriptions, "
-                               "R63), create-topic (one of [group] created_topics is created, R62), and "
+                               "R63), create-topic (one of [group] created_topics is created, R62), "
+                               "delete-connector (one of [group] deletable_connectors is deleted, R81), and "
                                f"KIP-345's {','.join(KIP345_FAULTS)}: an admin client removes a static member by "
                                "group.instance.id, the coordinator fails over to its stored record, a crashed static "
                                "member restarts without group.instance.id.")
