@@ -196,6 +196,11 @@ def encode_assignment(cfg: GroupConfig, a: Assignment) -> bytes:
                                   "user_data": streams_wire.encode_assignment(a.streams) if cfg.streams else None})
 
 
+def carries_user_data(data: bytes) -> bool:
+    """Whether Assignment bytes carry user data (an assignor's own state). Raises FrameError."""
+    return bool(data) and bool(getattr(_read(ASSIGNMENT, data), "user_data", None))
+
+
 def decode_assignment(cfg: GroupConfig, data: bytes) -> Assignment:
     """Empty bytes (no assignment) are EMPTY_ASSIGNMENT. Raises FrameError."""
     if not data:

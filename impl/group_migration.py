@@ -17,7 +17,7 @@ from rebalance.model.config import GroupConfig
 from rebalance.model.coordinator import Group
 from rebalance.model.protocol import EMPTY_ASSIGNMENT, Protocols, Subscription
 
-from .consumer_protocol import decode_assignment, decode_subscription, encode_assignment
+from .consumer_protocol import carries_user_data, decode_assignment, decode_subscription, encode_assignment
 
 
 def model_subscription(cfg: GroupConfig, protocols: Protocols, selected: str = "") -> Subscription:
@@ -30,10 +30,12 @@ def model_subscription(cfg: GroupConfig, protocols: Protocols, selected: str = "
 
 
 def model_form(cfg: GroupConfig, group: Group) -> Group:
-    """Serve's classic ``group`` in the model's form (an upgrade reads it, M1)."""
+    """Serve's classic ``group`` in the model's form (an upgrade reads it, M1: the assignments'
+    partitions and whether they carry user data)."""
     return group._replace(members=tuple(m._replace(
         subscription=model_subscription(cfg, m.subscription, group.protocol),
-        assignment=decode_assignment(cfg, m.assignment) if isinstance(m.assignment, bytes) else m.assignment)
+        assignment=decode_assignment(cfg, m.assignment)._replace(user_data=carries_user_data(m.assignment))
+        if isinstance(m.assignment, bytes) else m.assignment)
         for m in group.members))
 
 

@@ -457,6 +457,11 @@ REGISTRY = {m.name: m for m in (
              "assignment or it has partitions to revoke or to take: it never rejoins to reconcile",
              "test-only: classicGroupHeartbeatToConsumerGroup answers REBALANCE_IN_PROGRESS then", "M5", (KIP848,),
              test_only=True),
+    Mutation("upgrade-drops-user-data",
+             "a classic group whose assignments carry an assignor's user data (librdkafka's cooperative-sticky) is "
+             "upgraded, its user data lost",
+             "test-only: ConsumerGroup.fromClassicGroup refuses it (ConsumerGroup.java:1240, Kafka 4.4.0); the model "
+             "upgraded it until librdkafka's migration on Kafka showed it", "M1", (KIP848,), test_only=True),
     Mutation("classic-join-names-no-protocol",
              "a classic member's JoinGroup answered by a consumer group names no protocol",
              "test-only: classicGroupJoinToConsumerGroup names the member's first protocol "
@@ -1026,6 +1031,11 @@ def _assignment_dropped(m) -> int:
 @replaces(cg_migration.downgraded_generation, "downgrade-restarts-generation")
 def _generation_restarted(group) -> int:
     return 0
+
+
+@replaces(cg_migration.upgradable, "upgrade-drops-user-data")
+def _user_data_dropped(group) -> bool:
+    return True
 
 
 @replaces(cg_classic_members.joined_protocol, "classic-join-names-no-protocol")

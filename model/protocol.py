@@ -276,6 +276,7 @@ class Assignment(NamedTuple):
     echo: tuple = ()
     streams: tuple = ()
     rejoin: bool = False  # R74: "rejoin now", the leader's flag that a second round is owed (seed 000, Design I)
+    user_data: bool = False  # the assignor's own user data rides along (librdkafka's cooperative-sticky), M1
 
 
 EMPTY_ASSIGNMENT = Assignment(0)

@@ -144,8 +144,10 @@ class MigrationSearch(ConsumerGroupSearch):
         return model_subscription(self.cfg, meta.get("topics") or (), owned, meta.get("generation", NO_GENERATION))
 
     def _assignment(self, assignment) -> Assignment:
+        """A traced assignment as the model's: its partitions and whether it carries user data (M1)."""
         return Assignment(mask_of_topics(self.cfg, ((tp["topic"], tp["partitions"])
-                                                    for tp in (assignment or {}).get("assigned_partitions") or ())))
+                                                    for tp in (assignment or {}).get("assigned_partitions") or ())),
+                          user_data=bool((assignment or {}).get("user_data")))
 
     def model_request(self, c: Candidate, r):
         b = r.body
@@ -269,6 +271,8 @@ class MigrationSearch(ConsumerGroupSearch):
         """A ConsumerGroupHeartbeat's rule (K..), a classic request's in a consumer group (M3-M6:
         the kind of group the last compared candidate answered it from) or in a classic group
         (R..)."""
+        if api == "ConsumerGroupHeartbeat" and key == "GROUP_ID_NOT_FOUND":  # an upgrade refused or not
+            return "M1"
         if api == "ConsumerGroupHeartbeat" or (isinstance(key, str) and key.startswith("late:")):
             return super().rule_for(api, key, body)
         if self.answered_by_consumer_group and api in CLASSIC_IN_CONSUMER:

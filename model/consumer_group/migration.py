@@ -8,7 +8,8 @@ that speaks either protocol, ``client_handle(cfg, client, event)``.
   empty one is replaced by a new consumer group (KAFKA-16313's offline migration), one with
   members becomes a consumer group whose epoch, target assignment epoch and members' epochs
   are the classic generation, each member keeping its assignment as its target, its
-  pending JoinGroup or SyncGroup answered REBALANCE_IN_PROGRESS; the heartbeat is then
+  pending JoinGroup or SyncGroup answered REBALANCE_IN_PROGRESS (not if an assignment
+  carries an assignor's user data: GROUP_ID_NOT_FOUND); the heartbeat is then
   handled by the consumer group coordinator. Any other ConsumerGroupHeartbeat to a classic
   group is GROUP_ID_NOT_FOUND.
 * Classic members in a consumer group (M3-M6): model/consumer_group/classic_members.py.
@@ -97,6 +98,15 @@ def upgraded(cfg: GroupConfig, group: Group, out: list) -> ConsumerGroup:
                         partition_epochs=tuple(epochs), issued=group.issued)
 
 
+def upgradable(group: Group) -> bool:
+    """M1: whether a classic group with members may be converted: not if a member's stored
+    assignment carries user data, which the consumer group would lose (ConsumerGroup.
+    fromClassicGroup throws, ConsumerGroup.java:1240; convertToConsumerGroup answers
+    GROUP_ID_NOT_FOUND, GroupMetadataManager.java:1467, Kafka 4.4.0), as librdkafka's
+    cooperative-sticky assignments do."""
+    return not any(m.assignment.user_data for m in group.members)
+
+
 def offline_upgrade(cfg: GroupConfig, group: Group) -> ConsumerGroup | None:
     """M1: maybeDeleteEmptyClassicGroup: an empty classic group gives way to a new consumer
     group (KAFKA-16313), keeping the member ids it issued; None: not converted."""
@@ -128,6 +138,9 @@ def _from_classic(cfg: GroupConfig, group: Group, event) -> tuple:
         return group, (Reply(event.conn, ConsumerGroupHeartbeatResponse(Error.GROUP_ID_NOT_FOUND, req.member_id,
                                                                         req.member_epoch)),)
     if group.members:
+        if not rule(cfg, upgradable)(group):
+            return group, (Reply(event.conn, ConsumerGroupHeartbeatResponse(Error.GROUP_ID_NOT_FOUND, req.member_id,
+                                                                            req.member_epoch)),)
         converted = upgraded(cfg, group, out)
     else:
         converted = rule(cfg, offline_upgrade)(cfg, group)
