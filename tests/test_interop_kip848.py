@@ -171,26 +171,33 @@ def lifecycle(client: str, upstream: tuple, topic: str, tmp) -> dict:
         group.stop_all()
         proxy.close()
     return {"settled_s": settled, "coordinator": conform("coordinator", proxy.trace)[1],
-            "clients": conform("clients", group.observed)[1]}
+            "members": conform("members", proxy.trace)[1], "clients": conform("clients", group.observed)[1]}
 
 
-def _held(out: dict) -> None:
-    print(out["settled_s"])
+def _held(out: dict, client: str) -> None:
+    print(out["settled_s"], out["members"]["verdict"], out["members"]["figures"])
     for side in ("coordinator", "clients"):
         assert out[side]["verdict"] == "conforms", out[side]
     assert {"K5", "K7", "K10"} <= set(out["coordinator"]["rules"])  # reconciled, fenced by a timer, sent
+    # the member side: the model's client (K12-K15) replayed against what each client received
+    assert {"K12", "K13", "K14"} <= set(out["members"]["rules"])
+    if out["members"]["verdict"] != "conforms":  # the Java consumer's one departure, finding K-F4:
+        # fenced, it auto-commits the partitions it lost at epoch -1 (docs/client-findings-on-kafka.md)
+        d = out["members"]["divergence"]
+        assert client == "java" and d["record"]["body"]["generation_id"] == -1, d
+        assert {x["rule"] for x in out["members"]["divergences"]} == {"K11"}, out["members"]["divergences"]
 
 
 @pytest.mark.interop
 @pytest.mark.parametrize("client", ["confluent", "java"])
 def test_lifecycle_conforms_on_serve(tmp_path, client):
     """librdkafka 2.16 and the Java consumer 4.4.0 with group.protocol=consumer on serve: scale-up,
-    pause and kill, recorded by the proxy, conform on the coordinator and the clients sides."""
+    pause and kill, recorded by the proxy, conform on the coordinator, members and clients sides."""
     server = Server(tmp_path, "life:6", initial_delay_ms=0,
                     args=("--group-consumer-heartbeat-interval-ms", 500, "--group-consumer-session-timeout-ms",
                           SESSION_MS))
     try:
-        _held(lifecycle(client, ("127.0.0.1", server.port), "life", tmp_path))
+        _held(lifecycle(client, ("127.0.0.1", server.port), "life", tmp_path), client)
     finally:
         server.stop()
 
@@ -204,4 +211,4 @@ def test_lifecycle_conforms_on_kafka(kafka_broker, tmp_path, client):
     topic = f"life-{client}"
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
     admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(20)
-    _held(lifecycle(client, ("127.0.0.1", kafka_broker.port), topic, tmp_path))
+    _held(lifecycle(client, ("127.0.0.1", kafka_broker.port), topic, tmp_path), client)

@@ -107,7 +107,7 @@ from rebalance.model.protocol import (
 from ..kafka_json import Codec
 from ..render import bracket
 from ..vectors_run import check_assignment
-from . import connect
+from . import connect, consumer_members
 from .verdict import CONFORMS, INCOMPLETE, Divergence, Verdict, divergent, option
 
 # the assignors whose only RebalanceProtocol is COOPERATIVE: the consumer's cooperative-sticky, and Kafka
@@ -167,12 +167,16 @@ def check(trace, options=None) -> Verdict:
     client resynchronised after a divergence (``_resync``), INCOMPLETE naming what
     could not be read, CONFORMS otherwise. Sources: see the module docstring.
     Kafka Connect's groups (protocol type ``connect``) are held to the Connect rules
-    instead (checker/conform/connect.py), the verdicts combined."""
+    instead (checker/conform/connect.py), and KIP-848 consumer groups (a ConsumerGroupHeartbeat
+    names them) to the model's client (checker/conform/consumer_members.py), the verdicts combined."""
     groups = connect.connect_groups(trace.records)
+    kip848 = consumer_members.groups_of(trace.records)
     records = tuple((line, r) for line, r in trace.records
-                    if not (r["type"] == "request" and r["body"].get("group_id") in groups))
+                    if not (r["type"] == "request" and r["body"].get("group_id") in groups | kip848))
     verdict = _Checker(trace.header, option(options, "max_candidates", 256)).run(records)
-    return connect.combine(verdict, connect.check(trace, options, groups)) if groups else verdict
+    if groups:
+        verdict = connect.combine(verdict, connect.check(trace, options, groups))
+    return connect.combine(verdict, consumer_members.check(trace, options, kip848)) if kip848 else verdict
 
 
 def rec_key(rec: dict) -> tuple:

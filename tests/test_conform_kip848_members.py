@@ -1,0 +1,83 @@
+"""``rebalance conform --side members`` on KIP-848 traces: each client's ConsumerGroupHeartbeats
+and OffsetCommits held to the model's client (model/consumer_group/membership.py), replayed
+against the responses it received (checker/conform/consumer_members.py). Recorded traces of
+the Java consumer 4.4.0 and librdkafka 2.16 on Kafka 4.4.0 (tests/kafka_traces/) conform; each
+member-side rule (K11-K15) is seen to fail on a request edited in a trace, and K13 under the
+model mutation ``same-assignment-not-acknowledged``."""
+import json
+from pathlib import Path
+
+import pytest
+
+from rebalance.checker.conform import members
+from rebalance.checker.conform.trace import read
+
+TRACES = Path(__file__).parent / "kafka_traces"
+RACING = TRACES / "kip848_commit_racing_an_epoch_bump_java.jsonl"  # Java consumer, Kafka 4.4.0
+
+
+@pytest.mark.parametrize("name", ["kip848_commit_racing_an_epoch_bump_java", "kip848_lifecycle_librdkafka"])
+def test_recorded_clients_conform(name):
+    v = members.check(read(TRACES / f"{name}.jsonl"))
+    assert v.status == "conforms", v.divergence
+    assert {"K12", "K13", "K14"} <= v.rules and v.figures["kip848_clients"] == 3
+    assert v.figures["heartbeats"] > 90
+
+
+def test_java_commits_while_fenced_at_no_epoch():
+    """Finding K-F4 (docs/client-findings-on-kafka.md): fenced after its pause, the Java consumer
+    auto-commits the partitions it lost at epoch -1 before it rejoins; the model's client does
+    not commit outside the group. The one departure of the Java consumer's lifecycle."""
+    v = members.check(read(TRACES / "kip848_lifecycle_java.jsonl"))
+    assert [(d.line, d.rule) for d in v.divergences] == [(237, "K11")]
+    assert v.divergence.record["body"]["generation_id"] == -1
+
+
+def _edited(tmp_path, line: int, edit) -> Path:
+    """RACING with ``edit(body)`` applied to the record at ``line`` (None: the record dropped)."""
+    out = []
+    for n, text in enumerate(RACING.read_text().splitlines(), 1):
+        if n == line:
+            if edit is None:
+                continue
+            rec = json.loads(text)
+            edit(rec["body"])
+            text = json.dumps(rec)
+        out.append(text)
+    path = tmp_path / "edited.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def _partitions(*ps):
+    return [{"topic_id": "0d59fb88-b24b-4005-9359-3b907a11a6e7", "topic": "life-java", "partitions": list(ps)}]
+
+
+EDITS = [
+    # (what, line edited, edit, line of the divergence, rule)
+    ("a heartbeat at an epoch it was never given", 19, lambda b: b.update(member_epoch=4), 19, "K12"),
+    ("a heartbeat resending an unchanged subscription alone", 19,
+     lambda b: b.update(subscribed_topic_names=["life-java"]), 19, "K12"),
+    ("an acknowledgement still owning a partition it must revoke first", 17,
+     lambda b: b.update(topic_partitions=_partitions(0, 1, 2, 3)), 17, "K13"),
+    ("a dynamic member leaving as a static one (-2)", 396, lambda b: b.update(member_epoch=-2), 396, "K14"),
+    ("a rejoin at epoch 0 without being fenced", 19, lambda b: b.update(member_epoch=0), 19, "K14"),
+    ("a heartbeat after a lost response that is not full", 13, None, 16, "K15"),  # 17 before the drop
+    ("a commit at an epoch ahead of the member's", 23, lambda b: b.update(generation_id=4), 23, "K11"),
+    ("a commit of a partition another member owns", 23,
+     lambda b: b["topics"][0]["partitions"].append({"partition": 4, "offset": 0, "metadata": ""}), 23, "K11"),
+]
+
+
+@pytest.mark.parametrize("what,line,edit,diverges,rule", EDITS, ids=[e[0] for e in EDITS])
+def test_an_edited_request_diverges_at_its_rule(tmp_path, what, line, edit, diverges, rule):
+    v = members.check(read(_edited(tmp_path, line, edit)))
+    assert v.status == "divergent"
+    assert (v.divergence.line, v.divergence.rule, v.divergence.side) == (diverges, rule, "members"), v.divergence
+
+
+def test_a_client_mutation_is_caught():
+    """K13: a client that does not reconcile an assignment equal to what it owns (KAFKA-16185,
+    KAFKA-16312) never acknowledges its empty first assignment: the Java consumer did."""
+    v = members.check(read(RACING), {"mutations": frozenset({"same-assignment-not-acknowledged"})})
+    assert (v.divergence.line, v.divergence.rule) == (10, "K13")
