@@ -16,7 +16,8 @@ TRACES = Path(__file__).parent / "kafka_traces"
 RACING = TRACES / "kip848_commit_racing_an_epoch_bump_java.jsonl"  # Java consumer, Kafka 4.4.0
 
 
-@pytest.mark.parametrize("name", ["kip848_commit_racing_an_epoch_bump_java", "kip848_lifecycle_librdkafka"])
+@pytest.mark.parametrize("name", ["kip848_commit_racing_an_epoch_bump_java", "kip848_lifecycle_librdkafka",
+                                  "kip848_describe_librdkafka"])
 def test_recorded_clients_conform(name):
     v = members.check(read(TRACES / f"{name}.jsonl"))
     assert v.status == "conforms", v.divergence

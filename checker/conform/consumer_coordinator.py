@@ -23,8 +23,13 @@ state, timers and translation:
   or 1 (Kafka), for the rest of the trace;
 * the rule named where a response differs is spec/KIP848.md's (K1-K16).
 
-ConsumerGroupDescribe reads what the model keeps but the trace's ids and epochs are not
-judged yet: it is counted, not judged, as DescribeGroups is.
+ConsumerGroupDescribe is judged against the group (``describe``): the candidates that are,
+or through silent steps before its answer become, the group it describes go on, the others
+are dropped; none is a divergence naming the first field that differs (``DESCRIBE_RULES``):
+the state and group epoch (K1), the target assignment epoch and each member's target (K4),
+the members (K7), each member's epoch and assignment (K5). Kafka's describe
+(ConsumerGroup.asDescribedGroup, ConsumerGroupMember.asConsumerGroupDescribeMember) gives a
+member's assigned partitions without those pending revocation, as the model's ``assigned``.
 """
 from __future__ import annotations
 
@@ -35,7 +40,7 @@ from rebalance.impl.consumer_group import heartbeat_wire_error, subscription
 from rebalance.impl.consumer_protocol import mask_of_topics, topic_partitions
 from rebalance.model.config import KIP848, GroupConfig
 from rebalance.model.consumer_group.coordinator import handle
-from rebalance.model.consumer_group.group import empty_group, group_state
+from rebalance.model.consumer_group.group import empty_group, group_state, target_of
 from rebalance.model.consumer_group.messages import (
     GROUP_STATE_NAMES, JOIN_EPOCH, ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse, GroupState,
     MemberRebalanceTimeout, RegexResolved,
@@ -57,6 +62,9 @@ RULES = {
 EXERCISED = {"INVALID_REQUEST": ("K2",), "UNKNOWN_MEMBER_ID": ("K2",), "UNSUPPORTED_ASSIGNOR": ("K2",),
              "FENCED_MEMBER_EPOCH": ("K3",), "UNRELEASED_INSTANCE_ID": ("K8",), "FENCED_INSTANCE_ID": ("K8",)}
 TIMER_RULES = {SessionTimeout: "K7", MemberRebalanceTimeout: "K7", RegexResolved: "K9"}
+# a ConsumerGroupDescribe field that differs -> the rule deciding it, in the order compared
+DESCRIBE_RULES = {"state": "K1", "group_epoch": "K1", "assignment_epoch": "K4", "members": "K7",
+                  "member_epoch": "K5", "assignment": "K5", "target_assignment": "K4"}
 
 
 class _WireRefused:
@@ -265,6 +273,74 @@ class ConsumerGroupSearch(_Group):
         if body["error"] != "NONE":
             return EXERCISED.get(body["error"], ("K2",))
         return ("K7",) if body["member_epoch"] < JOIN_EPOCH else ("K1", "K3", "K4", "K5", "K10")
+
+    # --- ConsumerGroupDescribe ------------------------------------------------------------
+    def describe(self, line: int, t: float, described: dict):
+        """The frontier held to a ConsumerGroupDescribe answer at ``t`` (``described``: one
+        group of its body, error NONE): None if some candidate reached by silent steps is that
+        group (the frontier becomes those), else ``(rule, field, what the model's candidates
+        describe)``: the first field that differs, its rule (DESCRIBE_RULES) and their
+        descriptions."""
+        differs, seen = [], []
+
+        def take(c: Candidate):
+            field = self._describe_differs(c, described)
+            if field is None:
+                return c.copy(), True
+            differs.append(field)
+            seen.append(self._described(c))
+            return None, False
+        if self._resolve(line, t, take):
+            return None
+        field = min(differs, key=list(DESCRIBE_RULES).index)
+        return DESCRIBE_RULES[field], field, tuple(sorted(set(seen)))
+
+    def _describe_differs(self, c: Candidate, d: dict):
+        g = c.group
+        # the group's epoch difference (K-F3), or before its first answer with an epoch the one that fits
+        offset = self.offset if self.offset is not None else d["group_epoch"] - g.epoch
+
+        def kafka(e: int) -> int:
+            return e + offset if e > 0 else e
+        if offset not in EPOCH_OFFSETS:
+            return "group_epoch"
+        if GROUP_STATE_NAMES[group_state(g)] != d["state"]:
+            return "state"
+        if kafka(g.epoch) != d["group_epoch"]:
+            return "group_epoch"
+        if kafka(g.target_epoch) != d["assignment_epoch"]:
+            return "assignment_epoch"
+        by_id = {}
+        for m in d["members"]:
+            number = self.ids.get(m["member_id"])
+            by_id[c.names.get(number, number) if number is not None else m["member_id"]] = m
+        if set(by_id) != {m.member_id for m in g.members}:
+            return "members"
+        for m in g.members:
+            dm = by_id[m.member_id]
+            if kafka(m.epoch) != dm["member_epoch"]:
+                return "member_epoch"
+            if self._partitions(m.assigned) != _traced(dm["assignment"]):
+                return "assignment"
+            if self._partitions(target_of(g, m.member_id)) != _traced(dm["target_assignment"]):
+                return "target_assignment"
+        return None
+
+    def _described(self, c: Candidate) -> str:
+        """Candidate ``c``'s group as ConsumerGroupDescribe would give it, one line, its epochs
+        numbered as the trace's (K-F3)."""
+        g = c.group
+        names = {c.names.get(number, number): name for name, number in self.ids.items() if isinstance(name, str)}
+
+        def epoch(e: int) -> int:
+            return e + (self.offset or 0) if e > 0 else e
+
+        def parts(mask: int) -> str:
+            return "[" + ", ".join(f"{t}-{p}" for t, p in sorted(self._partitions(mask))) + "]"
+        members = "; ".join(f"{names.get(m.member_id, m.member_id)} epoch {epoch(m.epoch)} assignment "
+                            f"{parts(m.assigned)} target {parts(target_of(g, m.member_id))}" for m in g.members)
+        return (f"ConsumerGroupDescribe {GROUP_STATE_NAMES[group_state(g)]} group_epoch {epoch(g.epoch)} "
+                f"assignment_epoch {epoch(g.target_epoch)} members: {members or 'none'}")
 
     def last_state(self) -> dict:
         c = self.frontier[0]

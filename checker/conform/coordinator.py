@@ -43,7 +43,8 @@ to go on from (the model held the request, or an expiry or injected input no
 candidate could take) is judged no further. A ``restart`` record resumes each group
 from what the model stored last (``stored``, R37), every session timer
 restarted. OffsetFetch and DescribeGroups read state the model does not keep
-(offsets, descriptions): they are counted, not judged.
+(offsets, descriptions): they are counted, not judged. KIP-848's ConsumerGroupDescribe
+is judged per consumer group (checker/conform/consumer_coordinator.py ``describe``).
 """
 from __future__ import annotations
 
@@ -79,7 +80,9 @@ DEFAULT_MAX_CANDIDATES = 10_000
 MAX_SILENT_STEPS = 64  # silent steps between two records, per candidate
 GROUP_APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit")
 DELETE = "DeleteGroups"  # a DeleteGroups request awaiting its answer, judged per group (R44)
-NOT_JUDGED = ("OffsetFetch", "DescribeGroups", "ConsumerGroupDescribe")
+DESCRIBE = "ConsumerGroupDescribe"  # KIP-848's, judged per consumer group (consumer_coordinator.py ``describe``)
+GROUP_BY_GROUP = {"DeleteGroups": DELETE, "ConsumerGroupDescribe": DESCRIBE}
+NOT_JUDGED = ("OffsetFetch", "DescribeGroups")
 RESPONSE_OF = {request.__name__: response for request, response in P.RESPONSE_OF.items()}
 RESPONSE_OF["ConsumerGroupHeartbeat"] = ConsumerGroupHeartbeatResponse  # KIP-848 (consumer_coordinator.py)
 
@@ -901,7 +904,7 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
     from .migration_coordinator import mixed_groups
     side.mixed = mixed_groups(trace)
     requests: dict = {}  # (connection, correlation id) -> (group id, Request)
-    checked, rules, not_judged = 0, set(), 0
+    checked, rules, not_judged, described = 0, set(), 0, 0  # described: consumer groups a describe judged
     conn_groups: dict = {}
     context: dict = {}
     unknown_start: dict = {}  # group id -> why the coordinator side cannot know where it started
@@ -933,8 +936,8 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
         kind = record["type"]
         if kind == "request":
             api = record["api"]
-            if api == "DeleteGroups":  # judged group by group when answered (R44)
-                requests[(record["connection"], record["correlation_id"])] = DELETE
+            if api in GROUP_BY_GROUP:  # judged group by group when answered (R44; KIP-848's describe)
+                requests[(record["connection"], record["correlation_id"])] = GROUP_BY_GROUP[api]
                 continue
             if api in NOT_JUDGED or (record["connection"], record["correlation_id"]) in injected \
                     or (side.proxied and _not_the_coordinators(side.responses.get(line))):
@@ -961,6 +964,26 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
             entry = requests.pop((record["connection"], record["correlation_id"]))
             if entry is None:
                 not_judged += 1
+                continue
+            if entry is DESCRIBE:
+                for entry_body in record["body"]["groups"]:
+                    gid = entry_body["group_id"]
+                    g = side.groups.get(gid)
+                    if entry_body["error"] != "NONE" or not hasattr(g, "describe") or gid in lost:
+                        continue  # a group this trace never saw, or not a consumer group's (not judged)
+                    context[gid].append((line, record))
+                    try:
+                        found_at = g.describe(line, record["t_ms"], entry_body)
+                    except _Bound as e:
+                        return stop((str(e),), {"not_judged": not_judged, "bound": options.max_candidates})
+                    described += 1
+                    rules.add("K1")
+                    if found_at is not None:
+                        rule, field, expected = found_at
+                        diverge(gid, Divergence(line, record, SIDE, rule, expected,
+                                                f"the model's consumer group {gid!r} is not the one described "
+                                                f"(it differs in {field}; {rule})", tuple(context[gid])), True)
+                checked += 1
                 continue
             if entry is DELETE:
                 rules.add("R44")
@@ -1075,7 +1098,7 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 unknown_start[gid] = f"line {line}: group {gid!r} was loaded from a store this trace did not " \
                                      "record: its state then is unknown"
             checked += 1
-    figures = {"not_judged": not_judged, "groups": len(side.groups)}
+    figures = {"not_judged": not_judged, "groups": len(side.groups), "described": described}
     if found:
         first = min(d.line for d in found)
         return divergent(checked, rules, found, figures | {"last_state": last_state.get(group_of[first]),
