@@ -82,3 +82,26 @@ def test_a_client_mutation_is_caught():
     KAFKA-16312) never acknowledges its empty first assignment: the Java consumer did."""
     v = members.check(read(RACING), {"mutations": frozenset({"same-assignment-not-acknowledged"})})
     assert (v.divergence.line, v.divergence.rule) == (10, "K13")
+
+
+@pytest.mark.parametrize("reported,javas", [([], 1), ([3, 4, 5], 0), ([3], None)])
+def test_a_report_before_reconciling_is_judged_by_either_rule(tmp_path, reported, javas):
+    """K12 and finding K-F1: B, given t-3..5 (line 20), sends a full heartbeat before it has
+    reconciled them (inserted after line 20). Reporting its current assignment (nothing) is the
+    Java consumer's rule, counted in ``reports_current_assignment``; reporting what it may still
+    add (t-3..5) is the model's; anything else is neither."""
+    lines = RACING.read_text().splitlines()
+    request, response = json.loads(lines[20]), json.loads(lines[19])
+    request["correlation_id"] = response["correlation_id"] = 1000
+    request["t_ms"] = response["t_ms"] = response["t_ms"] + 1
+    request["body"].update(rebalance_timeout_ms=300000, subscribed_topic_names=["life-java"],
+                           topic_partitions=_partitions(*reported))
+    response["body"]["assignment"] = None
+    lines[20:20] = [json.dumps(request), json.dumps(response)]
+    path = tmp_path / "inserted.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    v = members.check(read(path))
+    if javas is None:
+        assert (v.divergence.line, v.divergence.rule) == (21, "K13"), v.divergence
+    else:
+        assert v.status == "conforms" and v.figures["reports_current_assignment"] == javas, v.divergence
