@@ -106,6 +106,29 @@ def groups_of(records) -> set:
             if r["type"] == "request" and r.get("api") == "ConsumerGroupHeartbeat"}
 
 
+def members_of(records) -> set:
+    """``(group id, member.id)`` of every KIP-848 client: named in a ConsumerGroupHeartbeat request,
+    or by the coordinator in its response to a v0 join."""
+    out, joins = set(), {}
+    for _, r in records:
+        if r.get("api") != "ConsumerGroupHeartbeat":
+            continue
+        if r["type"] == "request":
+            out.add((r["body"]["group_id"], r["body"]["member_id"]))
+            joins[(r["connection"], r["correlation_id"])] = r["body"]["group_id"]
+        elif (r["connection"], r["correlation_id"]) in joins and r["body"]["member_id"]:
+            out.add((joins[(r["connection"], r["correlation_id"])], r["body"]["member_id"]))
+    return out
+
+
+def theirs(request: dict, members: set) -> bool:
+    """Whether ``request`` is a KIP-848 client's (``members``: ``members_of``): a
+    ConsumerGroupHeartbeat, or an OffsetCommit under such a member.id."""
+    api = request["api"]
+    return api == "ConsumerGroupHeartbeat" or (
+        api == "OffsetCommit" and (request["body"]["group_id"], request["body"]["member_id"]) in members)
+
+
 def check(trace, options, groups) -> Verdict:
     """Hold every KIP-848 client of ``groups`` in ``trace`` to the model's client. Returns a
     Verdict: DIVERGENT with every request no candidate could send (its line, the rule, what

@@ -167,12 +167,15 @@ def check(trace, options=None) -> Verdict:
     client resynchronised after a divergence (``_resync``), INCOMPLETE naming what
     could not be read, CONFORMS otherwise. Sources: see the module docstring.
     Kafka Connect's groups (protocol type ``connect``) are held to the Connect rules
-    instead (checker/conform/connect.py), and KIP-848 consumer groups (a ConsumerGroupHeartbeat
-    names them) to the model's client (checker/conform/consumer_members.py), the verdicts combined."""
+    instead (checker/conform/connect.py), and KIP-848 clients (those sending ConsumerGroupHeartbeat)
+    to the model's client (checker/conform/consumer_members.py), the verdicts combined; the
+    classic members of a group in an online migration stay here."""
     groups = connect.connect_groups(trace.records)
     kip848 = consumer_members.groups_of(trace.records)
+    kip848_members = consumer_members.members_of(trace.records)
     records = tuple((line, r) for line, r in trace.records
-                    if not (r["type"] == "request" and r["body"].get("group_id") in groups | kip848))
+                    if not (r["type"] == "request" and (r["body"].get("group_id") in groups
+                                                        or consumer_members.theirs(r, kip848_members))))
     verdict = _Checker(trace.header, option(options, "max_candidates", 256)).run(records)
     if groups:
         verdict = connect.combine(verdict, connect.check(trace, options, groups))
