@@ -17,7 +17,12 @@ RACING = TRACES / "kip848_commit_racing_an_epoch_bump_java.jsonl"  # Java consum
 
 
 @pytest.mark.parametrize("name", ["kip848_commit_racing_an_epoch_bump_java", "kip848_lifecycle_librdkafka",
-                                  "kip848_describe_librdkafka", "kip848_migration_java"])
+                                  "kip848_describe_librdkafka", "kip848_migration_java",
+                                  # a fresh broker answers the first heartbeats COORDINATOR_LOAD_IN_PROGRESS (its
+                                  # __consumer_offsets partition loading, CoordinatorRuntime): the broker's answers,
+                                  # not the coordinator's, passed over as the coordinator side does (it was
+                                  # 'incomplete: error COORDINATOR_LOAD_IN_PROGRESS is outside the model')
+                                  "kip848_coordinator_loading_java"])
 def test_recorded_clients_conform(name):
     v = members.check(read(TRACES / f"{name}.jsonl"))
     assert v.status == "conforms", v.divergence

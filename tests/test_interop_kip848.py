@@ -212,11 +212,16 @@ def _held(out: dict, client: str) -> None:
 def test_lifecycle_conforms_on_serve(tmp_path, client):
     """librdkafka 2.16 and the Java consumer 4.4.0 with group.protocol=consumer on serve: scale-up,
     pause and kill, recorded by the proxy, conform on the coordinator, members and clients sides."""
-    server = Server(tmp_path, "life:6", initial_delay_ms=0,
+    _held(on_serve(client, tmp_path), client)
+
+
+def on_serve(client: str, tmp) -> dict:
+    """``lifecycle`` on ``rebalance serve`` (this module's broker's group.consumer settings)."""
+    server = Server(tmp, "life:6", initial_delay_ms=0,
                     args=("--group-consumer-heartbeat-interval-ms", 500, "--group-consumer-session-timeout-ms",
                           SESSION_MS))
     try:
-        _held(lifecycle(client, ("127.0.0.1", server.port), "life", tmp_path), client)
+        return lifecycle(client, ("127.0.0.1", server.port), "life", tmp)
     finally:
         server.stop()
 
