@@ -65,7 +65,7 @@ from rebalance.model.consumer_group.messages import (
 from rebalance.model.protocol import NO_INSTANCE_ID, Error, HeartbeatDue, Leave, Send
 
 from ..render import bracket
-from .coordinator import BROKER_ERRORS
+from .coordinator import not_the_coordinators
 from .verdict import CONFORMS, INCOMPLETE, Divergence, Verdict, divergent, option
 
 JAVA_REPORT = "report-current-assignment"  # finding K-F1: the Java consumer's ownership report
@@ -210,7 +210,7 @@ class _Checker:
         if id(client) in self.dropped or api != "ConsumerGroupHeartbeat":
             return
         body = rec["body"]
-        if body["error"] in BROKER_ERRORS:  # the broker's, not the coordinator's: as if lost (coordinator.py)
+        if not_the_coordinators(body):  # the broker's, not the coordinator's: as if lost (coordinator.py)
             return
         client.records.append((line, rec))
         self.checked += 1

@@ -860,7 +860,7 @@ INJECTED_INPUTS = {
 BROKER_ERRORS = frozenset(("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS"))
 
 
-def _not_the_coordinators(body: dict | None) -> bool:
+def not_the_coordinators(body: dict | None) -> bool:
     """Whether a response (its body, None if unanswered) came from the broker, not
     the group coordinator: a top-level error of BROKER_ERRORS, or OffsetCommit's error
     of every partition."""
@@ -940,7 +940,7 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                 requests[(record["connection"], record["correlation_id"])] = GROUP_BY_GROUP[api]
                 continue
             if api in NOT_JUDGED or (record["connection"], record["correlation_id"]) in injected \
-                    or (side.proxied and _not_the_coordinators(side.responses.get(line))):
+                    or (side.proxied and not_the_coordinators(side.responses.get(line))):
                 requests[(record["connection"], record["correlation_id"])] = None
                 continue
             r = side.prepared.request(line, record)
