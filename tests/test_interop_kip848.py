@@ -215,13 +215,15 @@ def test_lifecycle_conforms_on_serve(tmp_path, client):
     _held(on_serve(client, tmp_path), client)
 
 
-def on_serve(client: str, tmp) -> dict:
-    """``lifecycle`` on ``rebalance serve`` (this module's broker's group.consumer settings)."""
-    server = Server(tmp, "life:6", initial_delay_ms=0,
+def on_serve(client: str, tmp, scenario=None, topic: str = "life", partitions: int = 6) -> dict:
+    """``scenario(client, upstream, topic, tmp)`` (``lifecycle`` by default; also
+    test_migration_online's ``migration``) on ``rebalance serve``, with this module's broker's
+    group.consumer settings and ``topic`` of ``partitions``."""
+    server = Server(tmp, f"{topic}:{partitions}", initial_delay_ms=0,
                     args=("--group-consumer-heartbeat-interval-ms", 500, "--group-consumer-session-timeout-ms",
                           SESSION_MS))
     try:
-        return lifecycle(client, ("127.0.0.1", server.port), "life", tmp)
+        return (scenario or lifecycle)(client, ("127.0.0.1", server.port), topic, tmp)
     finally:
         server.stop()
 

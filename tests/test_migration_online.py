@@ -13,9 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from interop.harness import Group, Server, conform, wait_for
+from interop.harness import Group, conform, wait_for
 
-from test_interop_kip848 import SESSION_MS, pytestmark  # noqa: F401  its broker: new targets at once, 3 s sessions
+# its broker: new targets at once, 3 s sessions
+from test_interop_kip848 import SESSION_MS, on_serve as kip848_on_serve, pytestmark  # noqa: F401
 
 PARTITIONS = 4
 RECORDS = 5  # per partition, produced before the group starts: the members commit offset 5 for each
@@ -101,13 +102,7 @@ def _held(out: dict) -> None:
 
 def on_serve(client: str, tmp) -> dict:
     """``migration`` on ``rebalance serve`` (the broker's group.consumer settings of this module's)."""
-    server = Server(tmp, f"migrate:{PARTITIONS}", initial_delay_ms=0,
-                    args=("--group-consumer-heartbeat-interval-ms", 500, "--group-consumer-session-timeout-ms",
-                          SESSION_MS))
-    try:
-        return migration(client, ("127.0.0.1", server.port), "migrate", tmp)
-    finally:
-        server.stop()
+    return kip848_on_serve(client, tmp, migration, "migrate", PARTITIONS)
 
 
 @pytest.mark.interop
