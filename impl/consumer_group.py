@@ -37,9 +37,9 @@ import re
 import uuid
 from collections import OrderedDict
 
-from rebalance.model.config import GroupConfig
+from rebalance.model.config import GroupConfig, rule
 from rebalance.model.consumer_group import migration
-from rebalance.model.consumer_group.group import empty_group, group_state, target_of
+from rebalance.model.consumer_group.group import described_assignment, empty_group, group_state, target_of
 from rebalance.model.consumer_group.messages import (
     GROUP_STATE_NAMES, JOIN_EPOCH, ConsumerGroupHeartbeat, GroupState, RegexResolved,
 )
@@ -337,8 +337,9 @@ class ConsumerGroupRuntime(SettledTimers):
                 "group_state": GROUP_STATE_NAMES[group_state(self.group)]}
 
     def describe(self) -> dict:
-        """ConsumerGroupDescribe's entry for this group (ConsumerGroup.asDescribedGroup)."""
+        """ConsumerGroupDescribe's entry for this group (ConsumerGroup.asDescribedGroup; K17)."""
         g = self.group
+        assignment = rule(self.cfg, described_assignment)
         members = []
         for m in g.members:
             seen = self.described.get(m.member_id, {})
@@ -348,7 +349,7 @@ class ConsumerGroupRuntime(SettledTimers):
                 "client_host": seen.get("client_host", ""),
                 "subscribed_topic_names": seen.get("subscribed_topic_names", []),
                 "subscribed_topic_regex": seen.get("subscribed_topic_regex"),
-                "assignment": {"topic_partitions": self.assignment(m.assigned)},
+                "assignment": {"topic_partitions": self.assignment(assignment(m))},
                 "target_assignment": {"topic_partitions": self.assignment(target_of(g, m.member_id))},
                 "member_type": 0 if m.classic else 1})  # v1: 1 consumer protocol, 0 classic (-1 unknown)
         state = group_state(g)

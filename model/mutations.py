@@ -474,6 +474,11 @@ REGISTRY = {m.name: m for m in (
              "the Java consumer 4.4 (ConsumerHeartbeatRequestManager.HeartbeatState.buildRequestData reports "
              "membershipManager.currentAssignment()), found by this model: docs/kip848.md", "K12", (KIP848,),
              versions="3.8-4.4"),
+    Mutation("describe-omits-pending-revocation",
+             "ConsumerGroupDescribe gives a member's assigned partitions only, without those pending revocation",
+             "test-only: ConsumerGroupMember.asConsumerGroupDescribeMember gives both (ConsumerGroupMember.java:"
+             "115-116, Kafka 4.4.0); serve and conform gave the assigned ones only until Kafka described a "
+             "revoking member so", "K17", (KIP848,), test_only=True),
     Mutation("commit-at-member-epoch-only",
              "the coordinator accepts a member's OffsetCommit only at its current member epoch, refusing one at an "
              "older epoch for partitions the member has held since (no assignment epochs)",
@@ -991,6 +996,11 @@ def _fetching_until_released(owned: int) -> int:
 @replaces(cg_membership.reported_ownership, "report-current-assignment")
 def _current_only(c) -> int:
     return c.current if c.current != cg_membership.NONE else 0
+
+
+@replaces(cg_group.described_assignment, "describe-omits-pending-revocation")
+def _described_assigned_only(m) -> int:
+    return m.assigned
 
 
 @replaces(cg_coordinator.emptied_target_epoch, "empty-group-keeps-assignment-epoch")

@@ -58,6 +58,9 @@ FIXES = [
     # the same with librdkafka's cooperative-sticky, whose assignments carry user data: Kafka refuses the upgrade,
     # GROUP_ID_NOT_FOUND (ConsumerGroup.java:1240)
     ("kip848_migration_refused_librdkafka", "upgrade-drops-user-data", "M1"),
+    # KIP-848's raw conversation (tests/test_interop_kip848.py): A, revoking t-2 and t-3, is described holding all
+    # four, those pending revocation included (ConsumerGroupMember.java:115-116)
+    ("kip848_conversation", "describe-omits-pending-revocation", "K17"),
 ]
 
 

@@ -53,7 +53,7 @@ EDITS = [
     ("assignment_epoch", _bump("assignment_epoch", -1), "K4"),
     ("members", lambda g: g["members"].pop(), "K7"),
     ("member_epoch", lambda g: g["members"][0].update(member_epoch=g["members"][0]["member_epoch"] - 1), "K5"),
-    ("assignment", _swap("assignment"), "K5"),
+    ("assignment", _swap("assignment"), "K17"),
     ("target_assignment", _swap("target_assignment"), "K4"),
 ]
 

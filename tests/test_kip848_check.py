@@ -53,6 +53,8 @@ FAST = [
     (("classic-join-names-no-protocol",), MIGRATION_OFFLINE, set()),
     # the checker's classic members use an assignor without user data: conform catches it on librdkafka's trace
     (("upgrade-drops-user-data",), MIGRATION_OFFLINE, set()),
+    # a describe answer no property reads: serve and conform catch it on Kafka's conversation (K17)
+    (("describe-omits-pending-revocation",), SMALL, set()),
     # the classic model's R3 until 2026-11-28: stored assignments cleared on every rebalance, read by an upgrade
     (("prepare-clears-stored-assignments",), MIGRATION, {"exclusive_ownership", "exclusive_commits"}),
     (("upgrade-drops-assignment",), MIGRATION_STATIC,

@@ -21,15 +21,15 @@ state, timers and translation:
   epoch 1 (ModernGroup.java:134), the model at 0 (finding K-F3, docs/kip848.md), so a
   group's first successful answer with a member epoch fixes the difference, 0 (serve)
   or 1 (Kafka), for the rest of the trace;
-* the rule named where a response differs is spec/KIP848.md's (K1-K16).
+* the rule named where a response differs is spec/KIP848.md's (K1-K17).
 
 ConsumerGroupDescribe is judged against the group (``describe``): the candidates that are,
 or through silent steps before its answer become, the group it describes go on, the others
 are dropped; none is a divergence naming the first field that differs (``DESCRIBE_RULES``):
 the state and group epoch (K1), the target assignment epoch and each member's target (K4),
-the members (K7), each member's epoch and assignment (K5). Kafka's describe
-(ConsumerGroup.asDescribedGroup, ConsumerGroupMember.asConsumerGroupDescribeMember) gives a
-member's assigned partitions without those pending revocation, as the model's ``assigned``.
+the members (K7), each member's epoch (K5) and assignment (K17: what K5 left it, assigned
+and pending revocation, as Kafka's ConsumerGroupMember.asConsumerGroupDescribeMember gives
+it; the model's ``described_assignment``).
 """
 from __future__ import annotations
 
@@ -38,9 +38,9 @@ from types import SimpleNamespace
 
 from rebalance.impl.consumer_group import heartbeat_wire_error, subscription
 from rebalance.impl.consumer_protocol import mask_of_topics, topic_partitions
-from rebalance.model.config import KIP848, GroupConfig
+from rebalance.model.config import KIP848, GroupConfig, rule
 from rebalance.model.consumer_group.coordinator import handle
-from rebalance.model.consumer_group.group import empty_group, group_state, target_of
+from rebalance.model.consumer_group.group import described_assignment, empty_group, group_state, target_of
 from rebalance.model.consumer_group.messages import (
     GROUP_STATE_NAMES, JOIN_EPOCH, ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse, GroupState,
     MemberRebalanceTimeout, RegexResolved,
@@ -64,7 +64,7 @@ EXERCISED = {"INVALID_REQUEST": ("K2",), "UNKNOWN_MEMBER_ID": ("K2",), "UNSUPPOR
 TIMER_RULES = {SessionTimeout: "K7", MemberRebalanceTimeout: "K7", RegexResolved: "K9"}
 # a ConsumerGroupDescribe field that differs -> the rule deciding it, in the order compared
 DESCRIBE_RULES = {"state": "K1", "group_epoch": "K1", "assignment_epoch": "K4", "members": "K7",
-                  "member_epoch": "K5", "assignment": "K5", "target_assignment": "K4"}
+                  "member_epoch": "K5", "assignment": "K17", "target_assignment": "K4"}
 
 
 class _WireRefused:
@@ -320,7 +320,7 @@ class ConsumerGroupSearch(_Group):
             dm = by_id[m.member_id]
             if kafka(m.epoch) != dm["member_epoch"]:
                 return "member_epoch"
-            if self._partitions(m.assigned) != _traced(dm["assignment"]):
+            if self._partitions(rule(self.cfg, described_assignment)(m)) != _traced(dm["assignment"]):
                 return "assignment"
             if self._partitions(target_of(g, m.member_id)) != _traced(dm["target_assignment"]):
                 return "target_assignment"
@@ -337,8 +337,9 @@ class ConsumerGroupSearch(_Group):
 
         def parts(mask: int) -> str:
             return "[" + ", ".join(f"{t}-{p}" for t, p in sorted(self._partitions(mask))) + "]"
+        assignment = rule(self.cfg, described_assignment)
         members = "; ".join(f"{names.get(m.member_id, m.member_id)} epoch {epoch(m.epoch)} assignment "
-                            f"{parts(m.assigned)} target {parts(target_of(g, m.member_id))}" for m in g.members)
+                            f"{parts(assignment(m))} target {parts(target_of(g, m.member_id))}" for m in g.members)
         return (f"ConsumerGroupDescribe {GROUP_STATE_NAMES[group_state(g)]} group_epoch {epoch(g.epoch)} "
                 f"assignment_epoch {epoch(g.target_epoch)} members: {members or 'none'}")
 

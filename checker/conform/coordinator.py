@@ -977,7 +977,7 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
                     except _Bound as e:
                         return stop((str(e),), {"not_judged": not_judged, "bound": options.max_candidates})
                     described += 1
-                    rules.add("K1")
+                    rules.add("K17")
                     if found_at is not None:
                         rule, field, expected = found_at
                         diverge(gid, Divergence(line, record, SIDE, rule, expected,

@@ -100,6 +100,14 @@ def target_of(group: ConsumerGroup, mid: int) -> int:
     return 0
 
 
+def described_assignment(m: ConsumerGroupMember) -> int:
+    """K17: the member's assignment as ConsumerGroupDescribe gives it (a bitmask): its
+    assigned partitions and those pending revocation (ConsumerGroupMember.
+    asConsumerGroupDescribeMember accumulates both, ConsumerGroupMember.java:115-116,
+    Kafka 4.4.0)."""
+    return m.assigned | m.revoking
+
+
 def subscribed_partitions(cfg: GroupConfig, group: ConsumerGroup, m: ConsumerGroupMember) -> int:
     """The partitions of the existing topics the member subscribes to, an unresolved
     regular expression matching none (CurrentAssignmentBuilder.subscribedTopicIds)."""
