@@ -90,13 +90,17 @@ def test_an_undecodable_record_names_its_group(tmp_path):
         Store(path).groups()
 
 
-def test_serve_starts_empty_by_default_and_keeps_records_only_with_a_store(tmp_path):
+def test_serve_starts_empty_by_default_and_keeps_records_only_with_a_store(tmp_path, monkeypatch):
     """Issue 41 item 4: serve restarted twice in a row gives a high watermark of 1
     after one produce (each run a fresh temporary store, deleted on exit); with
     --store the second run continues at 1."""
     from interop.harness import Server
     from test_records import batch, latest, produce
     from test_serve import Client
+
+    private = tmp_path / "tmp"  # serve's temporary directory, its own: other tests' serves make stores meanwhile
+    private.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private))
 
     def one_produce_and_restart(store):
         server = Server(tmp_path, "t:1", store=store)
@@ -106,14 +110,14 @@ def test_serve_starts_empty_by_default_and_keeps_records_only_with_a_store(tmp_p
                 c = Client(server.port, "producer")
                 marks.append(produce(c, batch([b"x"])).base_offset)
                 marks.append(latest(c))
+                if not store:  # the running serve's temporary store, in its own temporary directory
+                    assert [n for n in os.listdir(private) if n.startswith("rebalance-store-")]
                 c.sock.close()
                 server.stop()
                 server.start()
             return marks
         finally:
             server.stop()
-    import tempfile
-    before = set(os.listdir(tempfile.gettempdir()))
     assert one_produce_and_restart(False) == [0, 1, 0, 1]
-    assert not {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("rebalance-store-")} - before
+    assert not [n for n in os.listdir(private) if n.startswith("rebalance-store-")]
     assert one_produce_and_restart(True) == [0, 1, 1, 2]
