@@ -224,34 +224,47 @@ class Codec:
     # -- the coordinator's group --------------------------------------------------------
     def consumer_group(self, g: ConsumerGroup) -> dict:
         """KIP-848: the group and target assignment epochs, the target assignment, the
-        partition epochs (null: free), each member's record."""
-        return {
+        partition epochs (null: free), each member's record; under the online migration,
+        a classic member's ``classic`` ``{connection, subscription}`` (its last JoinGroup's)
+        and the group's ``member_ids_issued`` to classic members, when there are any."""
+        members = []
+        for m in g.members:
+            entry = {"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id),
+                     "member_epoch": m.epoch, "previous_member_epoch": m.previous_epoch, "state": m.state.name,
+                     "assigned": self.parts(m.assigned), "pending_revocation": self.parts(m.revoking),
+                     "subscribed_topics": self.topic_names(m.topics), "regex": m.regex, "resolved": m.resolved,
+                     "assignment_epochs": {self.cfg.partition_name(p): e for p, e in m.assignment_epochs}}
+            if m.classic:
+                entry["classic"] = {"connection": self.conn(m.classic[0]), "subscription": self.subscription(m.classic[1])}
+            members.append(entry)
+        out = {
             "state": K.GROUP_STATE_NAMES[group_state(g)], "group_epoch": g.epoch, "target_epoch": g.target_epoch,
             "topics": self.topic_names(g.topics),
             "target_assignment": {self.member(m): self.parts(p) for m, p in g.target},
             "partition_epochs": {self.cfg.partition_name(p): (None if e == K.FREE else e)
                                  for p, e in enumerate(g.partition_epochs)},
-            "members": [{"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id),
-                         "member_epoch": m.epoch, "previous_member_epoch": m.previous_epoch, "state": m.state.name,
-                         "assigned": self.parts(m.assigned), "pending_revocation": self.parts(m.revoking),
-                         "subscribed_topics": self.topic_names(m.topics), "regex": m.regex, "resolved": m.resolved,
-                         "assignment_epochs": {self.cfg.partition_name(p): e for p, e in m.assignment_epochs}}
-                        for m in g.members],
+            "members": members,
         }
+        if g.issued:
+            out["member_ids_issued"] = {lane(s): k for s, k in g.issued}
+        return out
 
     def consumer_group_of(self, d: dict) -> ConsumerGroup:
         members = tuple(ConsumerGroupMember(
             self.member_of(m["member_id"]), self.instance_of(m["group_instance_id"]), m["member_epoch"],
             m["previous_member_epoch"], K.MemberState[m["state"]], self.mask(m["assigned"]),
             self.mask(m["pending_revocation"]), self.topics_of(m["subscribed_topics"]), m["regex"], m["resolved"],
-            tuple(sorted((self.index[p], e) for p, e in m["assignment_epochs"].items())))
+            tuple(sorted((self.index[p], e) for p, e in m["assignment_epochs"].items())),
+            (self.conn_of(m["classic"]["connection"]), self.subscription_of(m["classic"]["subscription"]))
+            if "classic" in m else ())
             for m in d["members"])
         epochs = tuple(K.FREE if d["partition_epochs"][self.cfg.partition_name(p)] is None
                        else d["partition_epochs"][self.cfg.partition_name(p)] for p in range(self.cfg.num_partitions))
         return ConsumerGroup(d["group_epoch"], d["target_epoch"], members,
                              tuple(sorted((self.member_of(m), self.mask(p)) for m, p in d["target_assignment"].items())),
                              epochs,
-                             self.topics_of(d["topics"]))
+                             self.topics_of(d["topics"]),
+                             tuple(sorted((slot_named(c), k) for c, k in d.get("member_ids_issued", {}).items())))
 
     def group(self, g: Group) -> dict:
         """The whole coordinator state (R1): what an implementation loads before a case."""
@@ -300,8 +313,11 @@ class Codec:
 
 def config(cfg: GroupConfig) -> dict:
     """A GroupConfig as JSON (topics as ``[{name, partitions}]``, times in ticks;
-    ``connectors`` and ``connector_cost`` only with connectors, R66)."""
+    ``connectors`` and ``connector_cost`` only with connectors, R66; ``migration`` only
+    under KIP-848's online migration: the client slots that start classic)."""
     kinds = {"connectors": cfg.connectors, "connector_cost": cfg.connector_cost} if cfg.connectors else {}
+    if cfg.migration:
+        kinds["migration"] = cfg.migration
     return kinds | {"protocol": cfg.protocol, "assignor": cfg.assignor,
             "topics": [{"name": n, "partitions": c} for n, c in cfg.topics],
             "mutations": sorted(cfg.mutations), "initial_rebalance_delay": cfg.initial_rebalance_delay,
@@ -318,5 +334,6 @@ def config_of(d: dict, mutations=frozenset()) -> GroupConfig:
                        scheduled_delay_ticks=d["scheduled_delay_ticks"], rejoin_ticks=d["rejoin_ticks"],
                        revoking_backoff_ticks=tuple(d["revoking_backoff_ticks"]),
                        require_known_member_id=d["require_known_member_id"],
-                       connectors=d.get("connectors", 0), connector_cost=d.get("connector_cost", 2))
+                       connectors=d.get("connectors", 0), connector_cost=d.get("connector_cost", 2),
+                       migration=d.get("migration", 0))
 

@@ -16,6 +16,17 @@ Two kinds of case, each ``{id, kind, description, rules, source, config, ...}``:
   may withhold, balanced within one, sticky (what owners keep, R22), cooperative
   (R23); the exact answer only for range and roundrobin, which are deterministic.
 
+* ``consumer``: KIP-848's coordinator cases, in the coordinator cases' shape: an
+  initial group (a consumer group, or under the online migration a classic one), then
+  inputs (ConsumerGroupHeartbeat and OffsetCommit requests, the session and rebalance
+  timeouts; classic requests under the migration) with the responses the consumer group
+  coordinator (model/consumer_group/coordinator.py ``handle``; the migration's
+  model/consumer_group/migration.py ``handle``) gives and the group after each: epochs,
+  each member's epoch, state and assigned partitions. The inputs come from seeded walks
+  of the checker's KIP-848 systems (checker/consumer_system.py, checker/migration_system.py)
+  and from the shortest execution in which a coordinator without commit fencing accepts
+  a stale commit.
+
 Everything is a function of fixed seeds: the same bytes on every run.
 """
 from __future__ import annotations
@@ -28,9 +39,14 @@ from pathlib import Path
 from rebalance import spec as spec_package
 from rebalance.model import coordinator
 from rebalance.model.assignors import assign, resolve_claims
-from rebalance.model.config import GroupConfig
+from rebalance.model.config import KIP848, SERVER_ASSIGNORS, GroupConfig
 from rebalance.model.mutations import REGISTRY
-from rebalance.model.coordinator import find_instance
+from rebalance.model.coordinator import Group, find_instance
+from rebalance.model.consumer_group import group as consumer_group
+from rebalance.model.consumer_group.group import ConsumerGroup
+from rebalance.model.consumer_group.messages import (
+    JOIN_EPOCH, ConsumerGroupHeartbeat, MemberRebalanceTimeout, RegexResolved, TopicsChanged,
+)
 from rebalance.model.protocol import (
     GROUP_STATE_NAMES, NO_GENERATION, NO_MEMBER_ID, DeleteGroup, Error, Heartbeat, InitialRebalanceDelay,
     JoinGroup, LeaveGroup, OffsetCommit, PendingMemberTimeout, Phase, RebalanceTimeout, Receive, SessionTimeout,
@@ -43,8 +59,12 @@ from .kafka_json import Codec, config
 from .render import lane
 from .settings import parse_toml
 from .engines.explore import explore
-from .properties import PROPERTIES
+from .consumer_properties import COVERS as CONSUMER_COVERS, PROPERTIES as CONSUMER_PROPERTIES
+from .consumer_system import TIMEOUT, ConsumerSystem
+from .migration_system import MigrationSystem
+from .properties import PROPERTIES, Property
 from .system import COMMIT, ENVIRONMENT, FAULTS, Action, System
+from .vectors_run import coordinator_handler
 
 FORMAT = "rebalance-vectors"
 VERSION = 1
@@ -52,7 +72,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 SCHEMA = Path(spec_package.__file__).resolve().parent / "vectors.schema.json"
 ITF_SCHEMA = SCHEMA.with_name("itf.schema.json")
-KINDS = ("coordinator", "assignor")
+KINDS = ("coordinator", "assignor", "consumer")
 
 # the seeded walks: (protocol, assignor, topics) x dynamic/static x start x seeds
 WALK_GROUPS = (("eager", "range", (("t", 3), ("u", 2))), ("eager", "roundrobin", (("t", 3), ("u", 2))),
@@ -92,10 +112,29 @@ TIMER_RULES = {SessionTimeout: "R11", RebalanceTimeout: "R4", SyncTimeout: "R12"
                PendingMemberTimeout: "R36", DeleteGroup: "R1"}
 REQUEST_RULES = {JoinGroup: "R2", SyncGroup: "R8", Heartbeat: "R10", LeaveGroup: "R7", OffsetCommit: "R9"}
 PROTOCOL_RULES = {"deferred": ("R31", "R32"), "incremental": ("R34",)}
+# KIP-848's walks: (family, assignor, topics, members, faults, budget, action kinds (or (kind, detail)) taken
+# first, starts), each with dynamic and with static members, and one joiner
+CONSUMER_WALKS = (
+    ("walk", "uniform", (("t", 3), ("u", 2)), 3, FAULTS, 3, (), ("empty", "stable")),
+    ("walk", "range", (("t", 3), ("u", 2)), 3, FAULTS, 3, (), ("empty", "stable")),
+    ("commits", "uniform", (("t", 2),), 2, ("pause",), 2, (COMMIT, "timer"), ("stable",)),
+    ("commits", "range", (("t", 2),), 2, ("pause",), 2, (COMMIT, "timer"), ("stable",)),
+    ("lost", "uniform", (("t", 3),), 2, ("pause", "join"), 3, (("resume", TIMEOUT),), ("stable",)),
+    ("lost", "range", (("t", 3),), 2, ("pause", "join"), 3, (("resume", TIMEOUT),), ("stable",)),
+)
+# the online migration's walks: (classic slots, members, faults, budget, starts); 1 joiner, dynamic
+MIGRATION_WALKS = ((2, 2, ("join", "leave", "crash", "restart"), 3, ("empty", "stable")),
+                   (1, 2, ("join", "leave", "crash", "restart"), 3, ("empty", "stable")))
+# the covers of checker/consumer_properties.py whose shortest executions are cases: name -> the behaviour's source
+COVER_CASES = {"rebalance_timeout_fenced": "scheduleConsumerGroupRebalanceTimeout, K7",
+               "previous_epoch_tolerated": "throwIfConsumerGroupMemberEpochIsInvalid, K3"}
+CONSUMER_TIMER_RULES = {SessionTimeout: "K7", MemberRebalanceTimeout: "K7", RegexResolved: "K9", TopicsChanged: "K9"}
+CLASSIC_IN_CONSUMER_RULES = {JoinGroup: "M3", SyncGroup: "M4", OffsetCommit: "M4", Heartbeat: "M5",
+                             LeaveGroup: "M6"}
 
 
 def by_number(rules) -> list:
-    return sorted(set(rules), key=lambda r: int(r[1:]))
+    return sorted(set(rules), key=lambda r: ("RKM".index(r[0]), int(r[1:])))
 
 
 # -- coordinator cases -------------------------------------------------------------------
@@ -139,21 +178,70 @@ def step_rules(before, event, after, replies) -> set:
     return rules
 
 
+def consumer_step_rules(before, event, after, replies) -> set:
+    """The rules (KIP-848's K.., the online migration's M.., spec/KIP848.md) one step of
+    the consumer group coordinator exercises, from its input, its answers and how the
+    group moved; a classic group's step under the migration as ``step_rules`` says."""
+    if type(before) is type(after) is Group:
+        if type(getattr(event, "request", None)) is ConsumerGroupHeartbeat:
+            return {"M1"}  # refused (GROUP_ID_NOT_FOUND): the group stays classic
+        return step_rules(before, event, after, replies)
+    rules = {"M1"} if type(before) is Group else {"M2"} if type(after) is Group else set()
+    errors = {r.response.error for r in replies}
+    if type(event) is Receive:
+        req = event.request
+        if type(req) is ConsumerGroupHeartbeat:
+            rules.update(("K2", "K10"))
+            if req.member_epoch != JOIN_EPOCH:
+                rules.add("K7" if req.member_epoch < JOIN_EPOCH else "K3")
+            if req.instance_id:
+                rules.add("K8")
+        elif type(req) is OffsetCommit and not (type(before) is ConsumerGroup and find_classic(before, req.member_id)):
+            rules.add("K11")
+        else:
+            rules.add(CLASSIC_IN_CONSUMER_RULES[type(req)])
+    else:
+        rules.add(CONSUMER_TIMER_RULES[type(event)])
+    if Error.FENCED_MEMBER_EPOCH in errors:
+        rules.add("K3")
+    if type(after) is ConsumerGroup:
+        old = before if type(before) is ConsumerGroup else None
+        if old is None or after.epoch > old.epoch:
+            rules.add("K1")
+        if old is None or after.target_epoch != old.target_epoch:
+            rules.add("K4")
+        if old is None or after.members != old.members:
+            rules.add("K5")
+        if old is None or after.partition_epochs != old.partition_epochs:
+            rules.add("K6")
+    return rules
+
+
+def find_classic(group: ConsumerGroup, mid: int) -> bool:
+    """Whether member ``mid`` of a consumer group speaks the classic protocol (M3-M6)."""
+    m = consumer_group.find(group, mid)
+    return m is not None and bool(m.classic)
+
+
 def coordinator_case(cid: str, description: str, source: str, cfg: GroupConfig, group, events) -> dict:
     """A coordinator case: ``events`` (coordinator inputs) played from ``group``
-    through ``coordinator.handle``; each step expects the replies it gave and the
-    group it left."""
+    through the configuration's coordinator handler (vectors_run.coordinator_handler:
+    the classic one, or KIP-848's, whose cases are of kind ``consumer``); each step
+    expects the replies it gave and the group it left."""
     codec = Codec(cfg)
+    consumer = cfg.protocol == KIP848
+    handle, rules_of = coordinator_handler(cfg), consumer_step_rules if consumer else step_rules
     rules = set(PROTOCOL_RULES.get(cfg.protocol, ()))
     steps, g = [], group
     for event in events:
-        g2, replies = coordinator.handle(cfg, g, event)
-        rules |= step_rules(g, event, g2, replies)
+        g2, replies = handle(cfg, g, event)
+        rules |= rules_of(g, event, g2, replies)
         steps.append({"input": codec.encode(event),
                       "expect": {"responses": [codec.encode(r) for r in replies], "group": codec.summary(g2)}})
         g = g2
-    return {"id": cid, "kind": "coordinator", "description": description, "rules": by_number(rules),
-            "source": source, "config": config(cfg), "initial_group": codec.group(group), "steps": steps}
+    return {"id": cid, "kind": "consumer" if consumer else "coordinator", "description": description,
+            "rules": by_number(rules), "source": source, "config": config(cfg), "initial_group": codec.group(group),
+            "steps": steps}
 
 
 def coordinator_inputs(start, steps) -> list:
@@ -208,7 +296,8 @@ def _walk(system: System, start, rng: random.Random, prefer=(), delete: bool = F
             successors = system.successors(state)
             if not successors or inputs >= WALK_INPUTS:
                 break
-            action, state = rng.choice([x for x in successors if x[0].kind in prefer] or successors)
+            action, state = rng.choice([x for x in successors if x[0].kind in prefer
+                                        or (x[0].kind, x[0].detail) in prefer] or successors)
         steps.append((action, state))
         inputs += action.kind in ("deliver", "timer", ADMIN)
         if action.kind in ENVIRONMENT:
@@ -261,8 +350,7 @@ def fenced_commit_cases() -> list:
                                         mutations=frozenset({mutation})),
                             members=2, joiners=1, faults=("pause", "crash", "join"), max_faults=3)
             start = system.initial()
-            path = explore(system, (prop,), stop_on={prop.name}).violations[0].path
-            events = coordinator_inputs(start, path[1:])
+            events = coordinator_inputs(start, shortest(system, prop))
             cid = f"coordinator/zombie-commit-{protocol}-{mutation}"
             description = (
                 f"A zombie's OffsetCommit: the coordinator inputs of the shortest execution in which a coordinator "
@@ -276,24 +364,143 @@ def fenced_commit_cases() -> list:
     return out
 
 
+def shortest(system: System, prop) -> list:
+    """The checker's shortest execution (breadth first, checker/engines/explore.py) in which
+    ``prop`` breaks: ``[(Action, State), ...]`` after the initial state."""
+    return explore(system, (prop,), stop_on={prop.name}).violations[0].path[1:]
+
+
+def reaching(system: System, cover) -> list:
+    """The checker's shortest execution whose last step reaches ``cover`` (a Cover of
+    checker/consumer_properties.py), as ``shortest``; its last step is one that reaches it
+    (the search names a step by the first action leading to the same state: a session
+    timeout fences a member as its rebalance timeout does)."""
+    prop = Property(cover.name, "invariant", cover.description, cover.applies, None,
+                    step=lambda system, s, a, n: "reached" if cover.reached(system, s, a, n) else None)
+    path = shortest(system, prop)
+    before = path[-2][1]
+    return path[:-1] + [next((a, n) for a, n in system.successors(before) if cover.reached(system, before, a, n))]
+
+
+# -- KIP-848 cases (kind consumer) --------------------------------------------------------
+
+
+def consumer_cases() -> list:
+    """KIP-848's coordinator cases: CONSUMER_WALKS over the uniform and range assignors, each
+    dynamic and static (joins, leaves at -1 and -2, crashes, restarts, pauses past the
+    session, fencing; commits taken first: OffsetCommit with member epochs, K11; lost
+    heartbeat responses taken first: the previous-epoch tolerance, K3); MIGRATION_WALKS (the
+    online migration, classic and consumer-protocol members, M1-M6); and a zombie's
+    OffsetCommit from the shortest stale commit a coordinator without fencing accepts."""
+    out = []
+    for family, assignor, topics, members, faults, budget, prefer, starts in CONSUMER_WALKS:
+        cfg = GroupConfig(topics=topics, protocol=KIP848, assignor=assignor)
+        for static in (False, True):
+            system = ConsumerSystem(cfg, members=members, joiners=1, faults=faults, max_faults=budget,
+                                    static=range(members + 1) if static else ())
+            kind = "static" if static else "dynamic"
+            for start_name in starts:
+                start = system.started() if start_name == "empty" else system.initial()
+                for seed in range(1, WALK_SEEDS + 1):
+                    case = _walk_case(f"consumer/{family}-{assignor}-{kind}-{start_name}-{seed}", system,
+                                      start_name, start, f"{members} {kind} members and 1 joiner", prefer)
+                    if case["steps"]:
+                        out.append(case)
+    for classic, members, faults, budget, starts in MIGRATION_WALKS:
+        cfg = GroupConfig(topics=(("t", 3),), protocol=KIP848, assignor="uniform", migration=classic)
+        system = MigrationSystem(cfg, members=members, joiners=1, faults=faults, max_faults=budget)
+        for start_name in starts:
+            start = system.started() if start_name == "empty" else system.initial()
+            for seed in range(1, WALK_SEEDS + 1):
+                case = _walk_case(f"consumer/migration-{classic}-classic-{start_name}-{seed}", system, start_name,
+                                  start, f"{members + 1} dynamic clients, the first {classic} classic")
+                if case["steps"]:
+                    out.append(case)
+    return out + consumer_cover_cases() + consumer_fenced_commit_cases()
+
+
+def consumer_cover_cases() -> list:
+    """The checker's shortest executions reaching what the walks reach seldom (COVER_CASES):
+    a member that does not revoke fenced by its rebalance timeout (K7), and a heartbeat at a
+    member's previous epoch accepted after its response was lost (K3); their coordinator
+    inputs, per server assignor. 2 dynamic members and 1 joiner over 2 partitions, faults
+    pause and join (at most 2)."""
+    out = []
+    for name in COVER_CASES:
+        cover = next(c for c in CONSUMER_COVERS if c.name == name)
+        for assignor in SERVER_ASSIGNORS:
+            cfg = GroupConfig(topics=(("t", 2),), protocol=KIP848, assignor=assignor)
+            system = ConsumerSystem(cfg, members=2, joiners=1, faults=("pause", "join"), max_faults=2)
+            start = system.initial()
+            events = coordinator_inputs(start, reaching(system, cover))
+            description = (
+                f"The checker's shortest execution in which {cover.description}: its coordinator inputs. 2 dynamic "
+                f"members and 1 joiner, {assignor} assignor, faults pause and join; {len(events)} coordinator inputs.")
+            source = (f"the model's consumer group coordinator (KIP-848; GroupMetadataManager, {COVER_CASES[name]}); "
+                      f"the execution found by checker/engines/explore.py reaching the cover {name}")
+            out.append(coordinator_case(f"consumer/{name.replace('_', '-')}-{assignor}", description, source, cfg,
+                                        start.group, events))
+    return out
+
+
+def consumer_fenced_commit_cases() -> list:
+    """A zombie's OffsetCommit under KIP-848 (K11): the inputs of the checker's shortest
+    execution in which a consumer group coordinator without commit fencing accepts a
+    commit that ``exclusive_commits`` forbids, played against the correct coordinator."""
+    out = []
+    prop = next(p for p in CONSUMER_PROPERTIES if p.name == "exclusive_commits")
+    mutation = "no-commit-fencing"
+    for assignor in ("uniform", "range"):
+        cfg = GroupConfig(topics=(("t", 2),), protocol=KIP848, assignor=assignor)
+        system = ConsumerSystem(GroupConfig(topics=cfg.topics, protocol=KIP848, assignor=assignor,
+                                            mutations=frozenset({mutation})),
+                                members=2, joiners=1, faults=("pause", "crash", "join"), max_faults=3)
+        start = system.initial()
+        events = coordinator_inputs(start, shortest(system, prop))
+        description = (
+            f"A zombie's OffsetCommit (KIP-848): the coordinator inputs of the shortest execution in which a "
+            f"consumer group coordinator with the mutation {mutation} ({REGISTRY[mutation].does}) accepts a "
+            f"commit that exclusive_commits forbids; this coordinator refuses it. 2 dynamic members and 1 joiner, "
+            f"{assignor} assignor, faults pause, crash, join; {len(events)} coordinator inputs.")
+        source = ("ConsumerGroup.validateOffsetCommit (member epoch fencing, K11); the execution found by "
+                  f"checker/engines/explore.py under {mutation}")
+        out.append(coordinator_case(f"consumer/zombie-commit-{assignor}", description, source, cfg, start.group,
+                                    events))
+    return out
+
+
 def _walk_case(cid: str, system: System, start_name: str, start, who: str, prefer=(), delete=False) -> dict:
     cfg = system.cfg
     steps, faults = _walk(system, start, random.Random(cid), prefer, delete)
     events = coordinator_inputs(start, steps)
     counts = {name: sum(type(e).__name__ == name or type(getattr(e, "request", None)).__name__ == name
-                        for e in events) for name in ("OffsetCommit", "PendingMemberTimeout", "DeleteGroup")}
+                        for e in events) for name in ("OffsetCommit", "PendingMemberTimeout", "DeleteGroup",
+                                                      "MemberRebalanceTimeout")}
+    joins = "ConsumerGroupHeartbeats" if cfg.protocol == KIP848 and not cfg.migration else "JoinGroups"
     description = (
-        f"Seeded random walk ({cid}) of the checker's system: {who}, {cfg.protocol} protocol, {cfg.assignor} "
+        f"Seeded random walk ({cid}) of the checker's system: {who}, {cfg.protocol} protocol"
+        + (" (KIP-848's online migration)" if cfg.migration else "") + f", {cfg.assignor} "
         f"assignor" + (", JoinGroup v4+ (KIP-394)" if cfg.require_known_member_id else "") + ", from "
-        + ("an Empty group with the first JoinGroups in flight" if start_name == "empty"
+        + (f"an Empty group with the first {joins} in flight" if start_name == "empty"
            else "the Stable group they formed")
-        + (f", taking {' and '.join(prefer)} first where enabled" if prefer else "")
+        + (f", taking {' and '.join(_preferred(prefer))} first where enabled" if prefer else "")
         + f"; faults: {', '.join(faults) or 'none'}; {len(events)} coordinator inputs"
         + "".join(f", {n} {name}" for name, n in counts.items() if n) + ".")
-    source = ("the model's coordinator (kafka.coordinator.group.GroupCoordinator, seed 004"
-              + (", KIP-345" if system.static else "") + (", KIP-394" if cfg.require_known_member_id else "")
-              + "), inputs from checker/system.py" + (" and the admin's DeleteGroup" if delete else ""))
+    if cfg.protocol == KIP848:
+        source = ("the model's consumer group coordinator (KIP-848; org.apache.kafka.coordinator.group."
+                  "GroupMetadataManager.consumerGroupHeartbeat" + (", KIP-345" if system.static else "")
+                  + (", the online migration" if cfg.migration else "") + "), inputs from "
+                  + ("checker/migration_system.py" if cfg.migration else "checker/consumer_system.py"))
+    else:
+        source = ("the model's coordinator (kafka.coordinator.group.GroupCoordinator, seed 004"
+                  + (", KIP-345" if system.static else "") + (", KIP-394" if cfg.require_known_member_id else "")
+                  + "), inputs from checker/system.py" + (" and the admin's DeleteGroup" if delete else ""))
     return coordinator_case(cid, description, source, cfg, start.group, events)
+
+
+def _preferred(prefer) -> list:
+    """What a walk takes first, in words: action kinds, and a resume whose heartbeat timed out."""
+    return [p if isinstance(p, str) else "a resume after a lost heartbeat response" for p in prefer]
 
 
 # -- assignor cases ------------------------------------------------------------------------
@@ -377,8 +584,8 @@ def assignor_cases() -> list:
 
 
 def cases() -> list:
-    """Every case, in a fixed order: the seeds' examples, the walks, the assignors."""
-    return seed_cases() + walk_cases() + assignor_cases()
+    """Every case, in a fixed order: the seeds' examples, the walks, the assignors, KIP-848's."""
+    return seed_cases() + walk_cases() + assignor_cases() + consumer_cases()
 
 
 def _json(value) -> bytes:

@@ -1,6 +1,8 @@
 """Running test vectors (spec/VECTORS.md) against the model: what an implementation
 in another language does against its own code, done here against the model's own
-handlers (model/coordinator.py ``handle``, model/assignors.py ``assign``).
+handlers (model/coordinator.py ``handle``, model/assignors.py ``assign``; for the
+consumer cases, KIP-848's coordinator model/consumer_group/coordinator.py ``handle``, or
+the online migration's model/consumer_group/migration.py ``handle``).
 
 ``run_case(case, mutations) -> [failure, ...]`` (empty: the case passes);
 ``mutations`` switches on known-bad behaviours (model/mutations.py REGISTRY) on top
@@ -10,6 +12,8 @@ from __future__ import annotations
 
 from rebalance.model import coordinator
 from rebalance.model.assignors import assign
+from rebalance.model.config import KIP848, GroupConfig
+from rebalance.model.consumer_group import coordinator as consumer_coordinator, migration
 
 from .kafka_json import Codec, config_of
 
@@ -17,18 +21,28 @@ from .kafka_json import Codec, config_of
 def run_case(case: dict, mutations=frozenset()) -> list:
     """Replay one case; its failures as strings, naming the step or property."""
     cfg = config_of(case["config"], mutations)
-    if case["kind"] == "coordinator":
+    if case["kind"] in ("coordinator", "consumer"):
         return _run_coordinator(cfg, case)
     return _run_assignor(cfg, case)
+
+
+def coordinator_handler(cfg: GroupConfig):
+    """The coordinator handler ``handle(cfg, group, event) -> (group', replies)`` of
+    ``cfg``'s protocol: the classic coordinator's, KIP-848's consumer group coordinator's,
+    or, with ``cfg.migration``, the online migration's (a classic or a consumer group)."""
+    if cfg.protocol != KIP848:
+        return coordinator.handle
+    return migration.handle if cfg.migration else consumer_coordinator.handle
 
 
 def _run_coordinator(cfg, case: dict) -> list:
     """Every step's responses (in order) and the group after it must be as expected;
     the first step that differs ends the case (the states have parted)."""
     codec = Codec(cfg)
+    handle = coordinator_handler(cfg)
     group = codec.group_of(case["initial_group"])
     for i, step in enumerate(case["steps"]):
-        group, replies = coordinator.handle(cfg, group, codec.decode(step["input"]))
+        group, replies = handle(cfg, group, codec.decode(step["input"]))
         got = {"responses": [codec.encode(r) for r in replies], "group": codec.summary(group)}
         for key in ("responses", "group"):
             if got[key] != step["expect"][key]:

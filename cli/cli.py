@@ -571,6 +571,9 @@ def vectors(out_dir, with_itf, as_json):
     OUT/coordinator/*.json  an initial group, inputs (requests, timer firings) and
                             the coordinator's expected responses and group after each
     OUT/assignor/*.json     members' claims and the properties the assignment must meet
+    OUT/consumer/*.json     KIP-848's consumer group coordinator: an initial group, inputs
+                            (ConsumerGroupHeartbeat, OffsetCommit, timeouts) and the
+                            expected responses and group after each
     OUT/index.json          every case with its kind and file
     OUT/vectors.schema.json the JSON Schema of a case (spec/vectors.schema.json)
     OUT/coordinator/*.itf.json with --itf: the coordinator cases as ITF traces
@@ -594,8 +597,8 @@ def vectors(out_dir, with_itf, as_json):
     else:
         counts = index["counts"]
         out.print(f"{index['total']} cases ({counts['coordinator']} coordinator, {index['from_seed_examples']} of "
-                  f"them the seeds' worked examples; {counts['assignor']} assignor) written to {path}",
-                  highlight=False, markup=False)
+                  f"them the seeds' worked examples; {counts['assignor']} assignor; {counts['consumer']} consumer, "
+                  f"KIP-848's) written to {path}", highlight=False, markup=False)
 
 
 def _topic(ctx, param, values):
