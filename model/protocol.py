@@ -71,6 +71,7 @@ class Error(IntEnum):
     FENCED_INSTANCE_ID = 82
     FENCED_MEMBER_EPOCH = 110  # KIP-848: the member must abandon its partitions and rejoin at epoch 0
     UNRELEASED_INSTANCE_ID = 111  # KIP-848: the group.instance.id is held by a member that has not left
+    UNSUPPORTED_ASSIGNOR = 112  # KIP-848: a ServerAssignor the coordinator does not have (checked before the model)
     STALE_MEMBER_EPOCH = 113  # KIP-848: an OffsetCommit with another epoch than the member's
 
 
