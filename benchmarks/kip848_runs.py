@@ -40,13 +40,12 @@ PARTITIONS = {"lifecycle": 6, "migration": 4}
 
 
 def _kafka(test, scenario: str, client: str, tmp: Path) -> dict:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from catalogue.targets import create_topic
     from rebalance.oracle.broker import KafkaBroker
 
     topic = f"{scenario}-{client}"
     with KafkaBroker(dict(test.pytestmark.kwargs)) as broker:
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        admin.create_topics([NewTopic(topic, PARTITIONS[scenario], 1)])[topic].result(20)
+        create_topic("127.0.0.1", broker.port, topic, PARTITIONS[scenario])  # listed before the proxy reads it
         return getattr(test, scenario)(client, ("127.0.0.1", broker.port), topic, tmp)
 
 

@@ -114,9 +114,8 @@ def test_migration_conforms_on_serve(tmp_path):
 @pytest.mark.kafka
 def test_migration_conforms_on_kafka(kafka_broker, tmp_path):
     """The Java consumer 4.4.0 upgraded and downgraded on the real Kafka 4.4.0 broker."""
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from catalogue.targets import create_topic
 
     topic = "migrate-java"
-    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(20)
+    create_topic("127.0.0.1", kafka_broker.port, topic, PARTITIONS)
     _held(migration("java", ("127.0.0.1", kafka_broker.port), topic, tmp_path))

@@ -224,8 +224,13 @@ class _Checker:
             named = (key[0], body["member_id"])
             self.clients[named] = client
             self.ids[named] = self._member(key)
-        assignment = None if body["assignment"] is None else self._mask(
-            (tp["topic"], tp["partitions"]) for tp in body["assignment"])
+        try:
+            assignment = None if body["assignment"] is None else self._mask(
+                (tp["topic"], tp["partitions"]) for tp in body["assignment"])
+        except Uninterpretable as e:
+            self.dropped.add(id(client))
+            self.uninterpreted.append(f"line {line}: {e}")
+            return
         response = ConsumerGroupHeartbeatResponse(error, self._member(key), body["member_epoch"], assignment)
         client.unanswered = False
         client.candidates = {c._replace(queue=c.queue + (response,)) for c in client.candidates}

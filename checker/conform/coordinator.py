@@ -818,6 +818,26 @@ class _Side:
         then does the coordinator see it (impl/broker.py ``Cluster.hosts``)."""
         return any(self.cluster.hosts(t["name"], p["partition"]) for t in body["topics"] for p in t["partitions"])
 
+    def unlisted(self, api: str, body: dict) -> list:
+        """Behind a proxy, the topics a response hands out or accepts that the trace's
+        header does not list at all: a KIP-848 heartbeat's assignment, an OffsetCommit's
+        partitions answered NONE. Such a response means the header is not the cluster the
+        broker had: the proxy read the broker's Metadata before a topic created just then
+        reached its cache (Kafka's broker forwards CreateTopics to its controller,
+        KafkaApis.handle, KafkaApis.scala:190, Kafka 4.4.0, and answers Metadata from a
+        cache the controller's records reach later, KRaftMetadataCachePublisher.onMetadataUpdate,
+        KRaftMetadataCachePublisher.java:43). serve's header is its own cluster: none."""
+        if not self.proxied:
+            return []
+        listed = {name for name, _ in self.cluster.topics}
+        if api == "ConsumerGroupHeartbeat":
+            given = [t["topic"] for t in body["assignment"] or ()]
+        elif api == "OffsetCommit":
+            given = [t["name"] for t in body["topics"] if any(p["error"] == "NONE" for p in t["partitions"])]
+        else:
+            return []
+        return sorted(set(given) - listed)
+
     def group(self, gid: str, api: str = "") -> _Group:
         """Group ``gid``'s search, made at its first request (``api``): a consumer group's
         (KIP-848, checker/conform/consumer_coordinator.py) when that is a ConsumerGroupHeartbeat,
@@ -1017,6 +1037,11 @@ def _check(trace: Trace, options: Options, ordered: bool) -> Verdict:
             if not ok and gid in unknown_start:
                 return stop((unknown_start[gid], f"line {line}: so this {r.api} response cannot be judged"),
                             {"not_judged": not_judged})
+            unlisted = [] if ok else side.unlisted(r.api, record["body"])
+            if unlisted:  # the header is not the broker's cluster: nothing after it can be judged
+                return stop((f"line {line}: the {r.api} response gives partitions of {', '.join(map(repr, unlisted))}, "
+                             "which the trace's header does not list: the proxy read the broker's topics before "
+                             "it showed them, so the model cannot know them",), {"not_judged": not_judged})
             if not ok:
                 rule = g.rule_for(r.api, key, r.body)
                 reason = (f"the model's coordinator cannot give this {r.api} response here "
