@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -440,6 +441,83 @@ def test_opaque_metadata_is_incomplete():
     verdict = members.check(b.trace(), None)
     assert verdict.status == INCOMPLETE
     assert verdict.uninterpreted == ("line 3: the JoinGroup metadata is opaque bytes (not the consumer protocol)",)
+
+
+KAFKA_TRACES = Path(__file__).parent / "kafka_traces"
+
+
+@pytest.mark.spec("R72")
+@pytest.mark.parametrize("name", [
+    # KIP-848's online migration, the Java consumer 4.4.0 (benchmarks/kip848_runs.py of 12:43 UTC): A's and B's
+    # first, classic JoinGroups COORDINATOR_LOAD_IN_PROGRESS
+    "kip848_migration_coordinator_loading_java",
+    "f2_stale_subscription",  # the Java consumer 4.4.0: its first JoinGroup COORDINATOR_LOAD_IN_PROGRESS
+    "join_leave_while_the_coordinator_loads",  # librdkafka 2.16: NOT_COORDINATOR, then COORDINATOR_LOAD_IN_PROGRESS
+    "broker_restart_clients_rejoin_as_new_members",  # librdkafka: NOT_COORDINATOR while the broker restarts
+])
+def test_joins_the_broker_answered_are_sent_again(name, monkeypatch):
+    """A fresh or restarted Kafka 4.4.0 broker answers the first JoinGroups NOT_COORDINATOR or
+    COORDINATOR_LOAD_IN_PROGRESS (CoordinatorRuntime, its __consumer_offsets partition not yet
+    loaded): the broker's answer, not the group's, after which the client joins again as if the
+    response were lost (the model's CoordinatorLost, R72; AbstractCoordinator's JoinGroupResponseHandler
+    and joinGroupIfNeeded). These Kafka traces' member sides conform; they were incomplete ('error
+    ... is outside the model') while the side did not interpret the answers."""
+    trace = read(KAFKA_TRACES / f"{name}.jsonl")
+    verdict = members.check(trace)
+    assert verdict.status == CONFORMS and "R72" in verdict.rules, verdict.divergence or verdict.uninterpreted
+    monkeypatch.setattr(members, "not_the_coordinators", lambda body: False)
+    assert members.check(trace).status == INCOMPLETE
+
+
+def _edited(path: Path, line: int, edit) -> Trace:
+    lines = path.read_text().splitlines()
+    rec = json.loads(lines[line - 1])
+    edit(rec["body"])
+    lines[line - 1] = json.dumps(rec)
+    return parse(lines)
+
+
+@pytest.mark.parametrize("edit, rule", [
+    (lambda b: b.update(member_id="i-B-never-given"), "R13"),  # a member.id the broker never gave
+    (lambda b: b["protocols"][0]["metadata"].update(  # a partition it never owned
+        owned_partitions=[{"topic": b["protocols"][0]["metadata"]["topics"][0], "partitions": [0]}], generation=1),
+     "R18"),
+], ids=["member-id-never-given", "claims-unowned"])
+def test_a_wrong_join_after_the_brokers_answer_still_diverges(edit, rule):
+    """The Java consumer's JoinGroup sent again after COORDINATOR_LOAD_IN_PROGRESS (B's, line 11 of
+    the migration's trace) is held to the model's: under a member.id it was never given (R13), or
+    claiming a partition it does not own (R18), it diverges there."""
+    verdict = members.check(_edited(KAFKA_TRACES / "kip848_migration_coordinator_loading_java.jsonl", 11, edit))
+    assert verdict.status == DIVERGENT and (verdict.divergence.line, verdict.divergence.rule) == (11, rule), \
+        verdict.divergence
+
+
+@pytest.mark.spec("R72")
+@pytest.mark.parametrize("retry, status", [("join", CONFORMS), ("sync", DIVERGENT)])
+def test_a_sync_the_broker_answered_is_a_join_again(retry, status):
+    """SyncGroup answered NOT_COORDINATOR: the Java consumer marks the coordinator unknown and
+    its join future fails (SyncGroupResponseHandler), so it sends JoinGroup again under its
+    member.id (R72), not the SyncGroup."""
+    b = Build()
+    b.open("c1")
+    b.join("c1", "", response=b.joined("", -1, "", error="COORDINATOR_LOAD_IN_PROGRESS"))
+    b.join("c1", "", response=b.joined("A-1", -1, "", error="MEMBER_ID_REQUIRED"))
+    b.join("c1", "A-1", response=b.joined("A-1", 1, "A-1", [("A-1", (), -1)]))
+    b.call("c1", "SyncGroup", {"generation_id": 1, "member_id": "A-1", "group_instance_id": None,
+                               "protocol_type": "consumer", "protocol_name": "cooperative-sticky",
+                               "assignments": [{"member_id": "A-1", "assignment": b.assignment(range(PARTITIONS))}]},
+           {"error": "NOT_COORDINATOR", "protocol_type": None, "protocol_name": None, "assignment": None})
+    if retry == "join":
+        b.join("c1", "A-1", response=b.joined("A-1", 2, "A-1", [("A-1", (), -1)]))
+        b.sync("c1", "A-1", 2, [("A-1", range(PARTITIONS))], given=range(PARTITIONS))
+    else:
+        b.sync("c1", "A-1", 1, [("A-1", range(PARTITIONS))], given=range(PARTITIONS))
+    verdict = members.check(b.trace(), None)
+    assert verdict.status == status, verdict.divergence
+    if status == CONFORMS:
+        assert "R72" in verdict.rules
+    else:
+        assert verdict.divergence.rule == "R8" and verdict.divergence.record["api"] == "SyncGroup"
 
 
 @pytest.mark.spec("R15", "R22", "R23")

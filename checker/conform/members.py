@@ -84,6 +84,13 @@ What is abstracted, because the protocol allows it (and why; spec/SPEC.md,
   consumer does after its poll timeout (KIP-62, AbstractCoordinator.maybeLeaveGroup)
   and an application that unsubscribes and subscribes again.
 
+* The broker's own answers: NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS
+  (coordinator.BROKER_ERRORS, given before any group handler runs, as a fresh broker
+  answers the first JoinGroups while its __consumer_offsets partition loads) are a lost
+  response, as on the coordinator side: a JoinGroup or SyncGroup so answered is the
+  model's ``CoordinatorLost`` (R72), after which the member joins again under its member.id
+  (``_Checker._not_the_coordinators``, with the Java consumer's lines).
+
 Opaque consumer-protocol bytes (another protocol_type, unparseable metadata or
 assignment), errors the model does not know and topics not in the header make a
 client uninterpretable: it is dropped and the verdict is INCOMPLETE, naming the
@@ -99,7 +106,7 @@ from rebalance.model.assignors import resolve_claims
 from rebalance.model.config import ASSIGNORS, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, handle
 from rebalance.model.protocol import (
-    EMPTY_ASSIGNMENT, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Assignment, Error,
+    EMPTY_ASSIGNMENT, NO_GENERATION, NO_INSTANCE_ID, NO_MEMBER_ID, NOT_SCHEDULED, Assignment, CoordinatorLost, Error,
     HeartbeatResponse, JoinGroup, JoinGroupResponse, Leave, LeaveGroup, ScheduledRebalanceDue, Send, Start,
     Subscription, SyncGroup, SyncGroupResponse, Tick, partitions_of, union,
 )
@@ -108,6 +115,7 @@ from ..kafka_json import Codec
 from ..render import bracket
 from ..vectors_run import check_assignment
 from . import connect, consumer_members
+from .coordinator import BROKER_ERRORS, not_the_coordinators
 from .verdict import CONFORMS, INCOMPLETE, Divergence, Verdict, divergent, option
 
 # the assignors whose only RebalanceProtocol is COOPERATIVE: the consumer's cooperative-sticky, and Kafka
@@ -125,6 +133,7 @@ SIGNAL_RULES = {("JoinGroup", "MEMBER_ID_REQUIRED"): "R36", ("SyncGroup", "REBAL
                 ("Heartbeat", "REBALANCE_IN_PROGRESS"): "R19"}
 SIGNAL_RULES.update({(api, e.name): "R28" if e == Error.FENCED_INSTANCE_ID else "R15"
                      for api in MAIN_LINE + SIDE for e in LOSS_ERRORS})
+SIGNAL_RULES.update({(api, e): "R72" for api in ("JoinGroup", "SyncGroup") for e in BROKER_ERRORS})
 
 
 class Uninterpretable(Exception):
@@ -265,6 +274,8 @@ class _Checker:
         client.records.append((line, rec))
         self.checked += 1
         body = rec["body"]
+        if not_the_coordinators(body):
+            return self._not_the_coordinators(client, api, body)
         error = body.get("error", "NONE") if api != "OffsetCommit" else _commit_error(body).name
         if error != "NONE":
             client.signal = (api, error)
@@ -285,6 +296,28 @@ class _Checker:
         else:
             return None
         client.candidates = {c._replace(queue=c.queue + (entry,)) for c in client.candidates}
+        return None
+
+    @staticmethod
+    def _not_the_coordinators(client: Client, api: str, body: dict) -> None:
+        """A response the broker gave before any group handler ran (coordinator.BROKER_ERRORS:
+        the group's coordinator is elsewhere, or its __consumer_offsets partition still loads),
+        taken as the coordinator side takes it: the request was lost. A JoinGroup or SyncGroup
+        in flight is the model's ``CoordinatorLost`` (R72): JoinGroup again under the member's
+        member.id. The Java consumer's JoinGroupResponseHandler.handle fails the join future
+        with COORDINATOR_LOAD_IN_PROGRESS (AbstractCoordinator.java:686-689, Kafka 4.4.0), or
+        marks the coordinator unknown on NOT_COORDINATOR (:699-702), both retriable, and
+        joinGroupIfNeeded finds the coordinator and sends JoinGroup again after
+        retry.backoff.ms (:549, :558, :467, :488); SyncGroupResponseHandler marks it unknown on
+        NOT_COORDINATOR (:894-898), and raises any other such error to poll (:901), whose next
+        call joins again (requestRejoin, :540). A Heartbeat, OffsetCommit or LeaveGroup so
+        answered changes nothing."""
+        if api in ("JoinGroup", "SyncGroup"):
+            client.signal = (api, body["error"])
+            client.candidates = {c._replace(inflight=(), queue=c.queue + ((CoordinatorLost(), False),))
+                                 for c in client.candidates}
+        elif api == "LeaveGroup":
+            client.candidates = {c._replace(inflight=()) for c in client.candidates}
         return None
 
     # --- clients --------------------------------------------------------------------
