@@ -21,15 +21,12 @@ machine idle for wall figures; the CPU-s and counts do not depend on load.
 Options not its own (``--budgets LIST``, ``--every S``) go to ``rebalance check``.
 """
 import argparse
-import datetime
 import os
-import platform
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scaling import run  # noqa: E402 - the same measurement as the scaling table
+from scaling import RAM, machine, run  # noqa: E402 - the same measurement as the scaling table
 
 
 def main() -> None:
@@ -40,12 +37,8 @@ def main() -> None:
     budgets = [int(b) for b in known.budgets.split(",")]
     if len(budgets) < 3 or budgets != sorted(budgets):
         ap.error("--budgets needs at least three ascending budgets, to project the next one")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     print(f"rebalance check {' '.join(args)} --max-faults {known.budgets}")
-    print(f"machine: {platform.node()}, {os.cpu_count()} cores, {ram / 2**30:.0f} GiB; "
-          f"{datetime.date.today()}; commit {commit or '?'}")
+    print(machine())
     rows = []
     for b in budgets:
         load = os.getloadavg()[0]
@@ -74,7 +67,7 @@ def main() -> None:
           f"{low:,.0f} to {high:,.0f} states;")
     print(f"  {low / rate / 3600:,.1f} to {high / rate / 3600:,.1f} CPU-hours at {rate:,.0f} states/CPU-s;")
     print(f"  {low * per_state / 2**30:,.0f} to {high * per_state / 2**30:,.0f} GiB at {per_state:.0f} bytes/state "
-          f"(marginal), against {ram / 2**30:.0f} GiB of RAM")
+          f"(marginal), against {RAM / 2**30:.0f} GiB of RAM")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from pathlib import Path
 
 REBALANCE = Path(sys.executable).parent / "rebalance"
 SAME = ("verdict", "distinct_states", "transitions", "max_depth")
+RAM = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")  # bytes
 
 
 def _descendants(pid: int) -> list:
@@ -67,6 +68,14 @@ def tree_pss(pid: int) -> int:
             continue
         total += next((int(line.split()[1]) * 1024 for line in text.splitlines() if line.startswith("Pss:")), 0)
     return total
+
+
+def machine() -> str:
+    """The line naming where and when a table was measured: host, cores, RAM, date, commit."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=Path(__file__).parent).stdout.strip()
+    return (f"machine: {platform.node()}, {os.cpu_count()} cores, {RAM / 2**30:.0f} GiB; "
+            f"{datetime.date.today()}; commit {commit or '?'}")
 
 
 def run(argv: list, every: float) -> dict:
@@ -101,12 +110,8 @@ def main() -> None:
     ap.add_argument("--every", type=float, default=0.25, help="seconds between PSS samples (default 0.25)")
     known, args = ap.parse_known_args()
     counts = [int(n) for n in known.workers.split(",")]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).parent).stdout.strip()
     print(f"rebalance check {' '.join(args)}")
-    print(f"machine: {platform.node()}, {os.cpu_count()} cores, "
-          f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB; "
-          f"{datetime.date.today()}; commit {commit or '?'}")
+    print(machine())
     rows = []
     for n in [1, *counts]:
         load = os.getloadavg()[0]

@@ -34,10 +34,10 @@ from __future__ import annotations
 import json
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from rebalance import spec as spec_package
-from rebalance.model import coordinator
 from rebalance.model.assignors import assign, resolve_claims
 from rebalance.model.config import KIP848, SERVER_ASSIGNORS, GroupConfig
 from rebalance.model.mutations import REGISTRY
@@ -342,15 +342,10 @@ def fenced_commit_cases() -> list:
     played against the correct coordinator, which fences it. Two paused members
     and a joiner over 2 partitions, per protocol and mutation."""
     out = []
-    prop = next(p for p in PROPERTIES if p.name == "exclusive_commits")
     for protocol, assignor in (("eager", "range"), ("cooperative", "cooperative-sticky")):
         cfg = GroupConfig(topics=(("t", 2),), protocol=protocol, assignor=assignor)
         for mutation in FENCING_MUTATIONS:
-            system = System(GroupConfig(topics=cfg.topics, protocol=protocol, assignor=assignor,
-                                        mutations=frozenset({mutation})),
-                            members=2, joiners=1, faults=("pause", "crash", "join"), max_faults=3)
-            start = system.initial()
-            events = coordinator_inputs(start, shortest(system, prop))
+            start, events = _zombie_commit(System, PROPERTIES, cfg, mutation)
             cid = f"coordinator/zombie-commit-{protocol}-{mutation}"
             description = (
                 f"A zombie's OffsetCommit: the coordinator inputs of the shortest execution in which a coordinator "
@@ -362,6 +357,18 @@ def fenced_commit_cases() -> list:
                       f"checker/engines/explore.py under {mutation} ({REGISTRY[mutation].source})")
             out.append(coordinator_case(cid, description, source, cfg, start.group, events))
     return out
+
+
+def _zombie_commit(system_class, properties, cfg: GroupConfig, mutation: str) -> tuple:
+    """``(initial state, coordinator inputs)`` of the checker's shortest execution in which
+    ``cfg``'s coordinator under ``mutation`` breaks ``exclusive_commits`` (of
+    ``properties``): ``system_class`` (the classic System or KIP-848's) with two paused
+    members and a joiner, faults pause, crash, join, budget 3."""
+    prop = next(p for p in properties if p.name == "exclusive_commits")
+    system = system_class(replace(cfg, mutations=frozenset({mutation})), members=2, joiners=1,
+                          faults=("pause", "crash", "join"), max_faults=3)
+    start = system.initial()
+    return start, coordinator_inputs(start, shortest(system, prop))
 
 
 def shortest(system: System, prop) -> list:
@@ -448,15 +455,10 @@ def consumer_fenced_commit_cases() -> list:
     execution in which a consumer group coordinator without commit fencing accepts a
     commit that ``exclusive_commits`` forbids, played against the correct coordinator."""
     out = []
-    prop = next(p for p in CONSUMER_PROPERTIES if p.name == "exclusive_commits")
     mutation = "no-commit-fencing"
     for assignor in ("uniform", "range"):
         cfg = GroupConfig(topics=(("t", 2),), protocol=KIP848, assignor=assignor)
-        system = ConsumerSystem(GroupConfig(topics=cfg.topics, protocol=KIP848, assignor=assignor,
-                                            mutations=frozenset({mutation})),
-                                members=2, joiners=1, faults=("pause", "crash", "join"), max_faults=3)
-        start = system.initial()
-        events = coordinator_inputs(start, shortest(system, prop))
+        start, events = _zombie_commit(ConsumerSystem, CONSUMER_PROPERTIES, cfg, mutation)
         description = (
             f"A zombie's OffsetCommit (KIP-848): the coordinator inputs of the shortest execution in which a "
             f"consumer group coordinator with the mutation {mutation} ({REGISTRY[mutation].does}) accepts a "

@@ -46,8 +46,8 @@ from rebalance.model.consumer_group.messages import (
 from rebalance.model.consumer_group.timing import duration_ms, rearm, session_refreshed
 from rebalance.model.coordinator import Group
 from rebalance.model.protocol import (
-    KIP848_IDS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, JoinGroup, JoinGroupResponse, OffsetCommit, Protocols,
-    Receive, SyncGroup,
+    KIP848_IDS, NO_INSTANCE_ID, NO_MEMBER_ID, RESPONSE_OF, Error, JoinGroup, JoinGroupResponse, OffsetCommit,
+    Protocols, Receive, SyncGroup,
 )
 
 from . import broker
@@ -58,7 +58,6 @@ from .wire import FrameError, ms
 
 log = logging.getLogger("rebalance.serve")
 
-INVALID_REQUEST, UNSUPPORTED_ASSIGNOR, INCONSISTENT_GROUP_PROTOCOL = 42, 112, 23
 HANDED_NAMES = 1024  # member.id strings handed out to classic members kept until they join
 DEFAULT_REBALANCE_MS = 300_000  # max.poll.interval.ms's default, for a member that never sent one
 
@@ -70,11 +69,11 @@ def heartbeat_wire_error(b, cfg: GroupConfig):
     (a kio payload, or anything with its attribute names)."""
     for name, value in (("GroupId", b.group_id), ("InstanceId", b.instance_id), ("RackId", b.rack_id)):
         if value == "" or (name == "GroupId" and value is None):
-            return INVALID_REQUEST, f"{name} can't be empty."
+            return Error.INVALID_REQUEST, f"{name} can't be empty."
     if b.member_epoch == JOIN_EPOCH and b.rebalance_timeout.total_seconds() < 0:
-        return INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."
+        return Error.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."
     if b.server_assignor is not None and b.server_assignor != cfg.assignor:
-        return UNSUPPORTED_ASSIGNOR, f"ServerAssignor {b.server_assignor} is not supported. Supported assignors: " \
+        return Error.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {b.server_assignor} is not supported. Supported assignors: " \
                                      f"{cfg.assignor}."
     return None
 
@@ -289,7 +288,7 @@ class ConsumerGroupRuntime(SettledTimers):
                 raise FrameError("not the consumer embedded protocol")
             sub = model_subscription(self.cfg, protocols)
         except FrameError:
-            return {"throttle_time": 0, "error_code": INCONSISTENT_GROUP_PROTOCOL, "generation_id": -1,
+            return {"throttle_time": 0, "error_code": Error.INCONSISTENT_GROUP_PROTOCOL, "generation_id": -1,
                     "protocol_type": None, "protocol_name": None if version >= 7 else "", "leader": "",
                     "skip_assignment": False, "member_id": b.member_id, "members": []}
         mid = self.member_id(b.member_id)

@@ -477,7 +477,7 @@ REGISTRY = {m.name: m for m in (
     Mutation("describe-omits-pending-revocation",
              "ConsumerGroupDescribe gives a member's assigned partitions only, without those pending revocation",
              "test-only: ConsumerGroupMember.asConsumerGroupDescribeMember gives both (ConsumerGroupMember.java:"
-             "115-116, Kafka 4.4.0); serve and conform gave the assigned ones only until Kafka described a "
+             "487-488, Kafka 4.4.0); serve and conform gave the assigned ones only until Kafka described a "
              "revoking member so", "K17", (KIP848,), test_only=True),
     Mutation("commit-at-member-epoch-only",
              "the coordinator accepts a member's OffsetCommit only at its current member epoch, refusing one at an "

@@ -64,7 +64,7 @@ FIXES = [
     # GROUP_ID_NOT_FOUND (ConsumerGroup.java:1240)
     ("kip848_migration_refused_librdkafka", "upgrade-drops-user-data", "M1"),
     # KIP-848's raw conversation (tests/test_interop_kip848.py): A, revoking t-2 and t-3, is described holding all
-    # four, those pending revocation included (ConsumerGroupMember.java:115-116)
+    # four, those pending revocation included (ConsumerGroupMember.java:487-488)
     ("kip848_conversation", "describe-omits-pending-revocation", "K17"),
 ]
 
@@ -103,6 +103,22 @@ def test_a_header_without_the_clients_topic_is_incomplete_not_divergent(tmp_path
     assert coordinator.check(read(listed)).status == "conforms"
     # the member side then diverges only where the Java consumer commits at generation -1 (K-F4)
     assert [(d.line, d.rule) for d in members.check(read(listed)).divergences] == [(249, "K11")]
+
+
+def test_an_offset_commit_accepted_for_a_topic_the_header_does_not_list_is_incomplete():
+    """The same rule at an OffsetCommit: Kafka's commit race trace (the Java consumer, proxied)
+    with its first accepted commit's topic renamed to one the header does not list is
+    incomplete there, naming that topic; as recorded it conforms (test_kafka_traces_conform)."""
+    from rebalance.checker.conform.trace import parse
+
+    records = [json.loads(line) for line in (TRACES / "kip848_commit_racing_an_epoch_bump_java.jsonl").read_text()
+               .splitlines()]
+    n = next(i for i, r in enumerate(records) if r.get("api") == "OffsetCommit" and r["type"] == "response"
+             and any(p["error"] == "NONE" for t in r["body"]["topics"] for p in t["partitions"]))
+    records[n]["body"]["topics"][0]["name"] = "ghost"
+    verdict = coordinator.check(parse([json.dumps(r) + "\n" for r in records]))
+    assert verdict.status == "incomplete", verdict
+    assert verdict.uninterpreted[0].startswith(f"line {n + 1}: ") and "'ghost'" in verdict.uninterpreted[0]
 
 
 def test_after_a_proxied_restart_sessions_start_when_the_coordinator_loads(monkeypatch):

@@ -103,7 +103,7 @@ def target_of(group: ConsumerGroup, mid: int) -> int:
 def described_assignment(m: ConsumerGroupMember) -> int:
     """K17: the member's assignment as ConsumerGroupDescribe gives it (a bitmask): its
     assigned partitions and those pending revocation (ConsumerGroupMember.
-    asConsumerGroupDescribeMember accumulates both, ConsumerGroupMember.java:115-116,
+    asConsumerGroupDescribeMember accumulates both, ConsumerGroupMember.java:487-488,
     Kafka 4.4.0)."""
     return m.assigned | m.revoking
 
