@@ -11,7 +11,7 @@ JOBS ?= auto
 # pytest's options (CI's --durations)
 ids = $(if $(SUBSET),$(foreach i,$(shell grep -v -e '^\#' -e '^$$' $(SUBSET)),'$(i)'))
 
-.PHONY: run test test-slow test-interop test-kafka catalogue doubles connect streams docs bench setup oracle dot chromium clean
+.PHONY: run test test-slow test-interop test-kafka catalogue catalogue-kip848 doubles connect streams docs bench setup oracle dot chromium clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -83,6 +83,11 @@ test-kafka: setup oracle
 catalogue: setup oracle
 	cd tests && ../$(PY) -m catalogue --out ../results/catalogue --table ../docs/oracle/side-by-side.md
 	cd tests && ../$(PY) -m catalogue --findings --out ../results/findings
+
+# the catalogue's KIP-848 variants (group.protocol=consumer) on Kafka 4.4.0 and on serve, outside CI: writes their table
+catalogue-kip848: setup oracle
+	cd tests && ../$(PY) -m catalogue --protocol consumer --out ../results/catalogue-kip848 \
+		--table ../docs/oracle/kip848-catalogue.md
 
 # the whole scenario catalogue on the test doubles (franz-go's kfake, built with Go; librdkafka's mock cluster) beside
 # serve and Kafka 4.4.0 (tests/doubles, tests/catalogue/fidelity.py), outside CI: writes the fidelity table

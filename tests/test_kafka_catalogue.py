@@ -6,7 +6,7 @@ the side-by-side table (docs/oracle/side-by-side.md)."""
 import pytest
 
 from catalogue import scenarios  # noqa: F401  (registers the catalogue)
-from catalogue.runner import CATALOGUE, run
+from catalogue.runner import CATALOGUE, run, settings_of
 from catalogue.targets import target
 
 pytestmark = pytest.mark.kafka
@@ -14,7 +14,9 @@ pytestmark = pytest.mark.kafka
 # CI's subset: a few minutes on two cores, one of each kind of situation
 CI_SUBSET = ["scale_up/confluent-cooperative-sticky", "session_timeout/confluent-range",
              "static_restart/confluent-range-static", "batch_removal/confluent-cooperative-sticky-static",
-             "rebalance_timeout/java-cooperative-sticky-static", "static_rolling_bounce/java-cooperative-sticky-static"]
+             "rebalance_timeout/java-cooperative-sticky-static", "static_rolling_bounce/java-cooperative-sticky-static",
+             # KIP-848 (group.protocol=consumer, its own broker settings): a member killed, fenced by its session
+             "member_crash/confluent-consumer-uniform"]
 
 
 def _case(name: str):
@@ -46,7 +48,7 @@ def test_ci_subset_names_exist():
                          ids=[f"{n}-{w}" for n in CI_SUBSET for w in ("kafka", "serve")])
 def test_scenario(name, where, targets, tmp_path):
     s, variant = _case(name)
-    r = run(s, variant, targets(where, s.settings), tmp_path)
+    r = run(s, variant, targets(where, settings_of(s, variant)), tmp_path)
     assert r.error is None, r.error
     assert r.reached, [c for c in r.situation if not c["held"]]
     assert r.conform["clients"]["verdict"] == "conforms", r.conform["clients"]

@@ -1,6 +1,7 @@
 """Run the whole scenario catalogue on each target and write the side-by-side table.
 
     python -m catalogue [--target kafka --target serve ...] [--only NAME[/VARIANT] ...]
+                        [--protocol classic|consumer]
                         [--findings | --connect | --streams] [--out results/catalogue]
                         [--table docs/oracle/side-by-side.md] [--fidelity docs/doubles/fidelity.md]
 
@@ -10,7 +11,8 @@ settings; each scenario variant runs on each target in ``--out/<target>/<scenari
 the machine and the date. Exit 0 when every result passed (situation reached, both
 conform sides conforming or a documented departure), 1 otherwise. ``--connect`` runs the
 Kafka Connect scenarios (connect.py, docs/connect.md) instead, ``--table`` then writing
-the Connect table (connect_table.py); ``--streams`` the Kafka Streams scenarios
+the Connect table (connect_table.py); ``--protocol consumer`` only the KIP-848 variants
+(group.protocol=consumer, make catalogue-kip848); ``--streams`` the Kafka Streams scenarios
 (streams.py, docs/streams.md) and their table (streams_table.py). ``--fidelity`` writes
 the test doubles' fidelity table (fidelity.py, docs/doubles.md): the runs on a test
 double (``--target kfake``, ``--target librdkafka-mock``) are scored there, not counted:
@@ -27,7 +29,7 @@ from pathlib import Path
 from . import scenarios  # noqa: F401  (registers the catalogue)
 from .findings import FINDINGS
 from .fidelity import write_fidelity
-from .runner import CATALOGUE, Result, run
+from .runner import CATALOGUE, Result, run, settings_of
 from .table import write_table
 from .targets import DOUBLES, TARGETS, CannotRun, target
 
@@ -45,6 +47,8 @@ def main(argv=None) -> int:
     p.add_argument("--streams", action="store_true",
                    help="run the Kafka Streams scenarios (streams.py) instead; --table writes the Streams table")
     p.add_argument("--fidelity", default=None, type=Path, help="also write the test doubles' fidelity table here")
+    p.add_argument("--protocol", choices=("classic", "consumer"),
+                   help="only the variants of this group.protocol (consumer: the KIP-848 variants)")
     a = p.parse_args(argv)
     if a.connect:
         return connect_main(a)
@@ -58,8 +62,8 @@ def main(argv=None) -> int:
         by_settings: dict = {}
         for s, key in chosen:
             for v in s.variants:
-                if key in (None, v.key):
-                    by_settings.setdefault(tuple(sorted(s.settings.items())), []).append((s, v))
+                if key in (None, v.key) and (a.protocol is None or v.protocol == a.protocol):
+                    by_settings.setdefault(tuple(sorted(settings_of(s, v).items())), []).append((s, v))
         for n, (settings, group) in enumerate(by_settings.items()):
             try:
                 t = target(where, dict(settings), a.out / where / f"broker-{n}")
@@ -83,7 +87,8 @@ def main(argv=None) -> int:
                 t.close()
     (a.out / "results.json").write_text(json.dumps([r.__dict__ for r in results], indent=1))
     if a.table:
-        write_table([r for r in results if r.target not in DOUBLES], a.table, time.monotonic() - started)
+        write_table([r for r in results if r.target not in DOUBLES], a.table, time.monotonic() - started,
+                    a.protocol == "consumer")
     if a.fidelity:
         write_fidelity(results, a.fidelity, time.monotonic() - started)
     judged = [r for r in results if r.target not in DOUBLES]

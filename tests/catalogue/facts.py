@@ -97,15 +97,62 @@ class Facts:
 
     def settled_ms(self, after: float) -> float | None:
         """ms from ``after`` to the last SyncGroup answer NONE of the last generation
-        begun after it (a rebalance's latency as clients see it), or None."""
+        begun after it (a rebalance's latency as clients see it), or None; KIP-848: to the
+        last heartbeat answer NONE that carried an assignment."""
+        if self.of("ConsumerGroupHeartbeat"):
+            given = [t for t, _, _, e, _, a in self.heartbeats(after) if e == "NONE" and a is not None]
+            return max(given) - after if given else None
         gens = self.generations(after)
         if not gens:
             return None
         last = [r["t_ms"] for q, r in self.of("SyncGroup", "NONE", after) if q["body"]["generation_id"] == gens[-1]]
         return max(last) - after if last else None
 
+    # -- KIP-848 (ConsumerGroupHeartbeat) --------------------------------------------------
+    def heartbeats(self, after: float = 0, client: str | None = None) -> list:
+        """Answered ConsumerGroupHeartbeats, of ``client`` if given: (t_ms, client, the epoch
+        sent, the error, the epoch answered, the assignment answered: sorted partitions, or
+        None when not sent)."""
+        out = []
+        for q, r in self.of("ConsumerGroupHeartbeat", None, after):
+            a = r["body"].get("assignment")
+            if client is None or self.client(q) == client:
+                given = None if a is None else sorted(p for t in a for p in t["partitions"])
+                out.append((r["t_ms"], self.client(q), q["body"]["member_epoch"], r["body"]["error"],
+                            r["body"]["member_epoch"], given))
+        return out
+
+    def joined(self, client: str, after: float = 0):
+        """The first heartbeat of ``client`` at epoch 0 (a join) answered NONE, or None."""
+        return next((h for h in self.heartbeats(after, client) if h[2] == 0 and h[3] == "NONE"), None)
+
+    def given(self, after: float = 0, before: float = float("inf")) -> dict:
+        """{client: the last assignment answered to it NONE} between ``after`` and ``before``."""
+        return {c: a for t, c, _, e, _, a in self.heartbeats(after) if e == "NONE" and a is not None and t < before}
+
+    def epochs(self, after: float = 0) -> list:
+        """The distinct member epochs answered NONE (above 0), in order."""
+        seen: list = []
+        for *_, e, epoch, _ in self.heartbeats(after):
+            if e == "NONE" and epoch > 0 and epoch not in seen:
+                seen.append(epoch)
+        return seen
+
+    def final_assignment(self) -> dict:
+        """{client: the last assignment it was given} of the group's last members: the clients
+        answered NONE at the highest member epoch (one that left or was fenced never reaches
+        the epoch its departure bumped the group to)."""
+        last = max(self.epochs(), default=None)
+        members = {c for _, c, _, e, epoch, _ in self.heartbeats() if e == "NONE" and epoch == last}
+        return {c: a for c, a in self.given().items() if c in members}
+
     def outcome(self) -> dict:
-        """The observable outcome for the side-by-side table."""
+        """The observable outcome for the side-by-side table (KIP-848: the member epochs
+        answered and the final members' assignments, instead of generations)."""
+        if self.of("ConsumerGroupHeartbeat"):
+            epochs = self.epochs()
+            return {"epochs": len(epochs), "last_epoch": max(epochs, default=None),
+                    "assignment": self.final_assignment(), "errors": dict(sorted(self.errors().items()))}
         gens = self.generations()
         return {"generations": len(gens), "last_generation": gens[-1] if gens else None,
                 "assignment": self.assignments(), "errors": dict(sorted(self.errors().items()))}

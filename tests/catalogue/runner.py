@@ -40,22 +40,31 @@ _serial = itertools.count(1)
 @dataclass(frozen=True)
 class Variant:
     """One path through a scenario: the client (an agent kind of tests/interop), its
-    partition.assignment.strategy, static membership (group.instance.id i-NAME)."""
+    partition.assignment.strategy (under the consumer protocol the server assignor it asks
+    for, group.remote.assignor: the Java consumer's; librdkafka asks for none and gets the
+    broker's default, uniform), static membership (group.instance.id i-NAME), its
+    group.protocol (``classic``, or ``consumer``: KIP-848), and the broker settings it needs
+    besides the scenario's (``((Kafka name, value), ...)``: KIP-848's are the broker's)."""
 
     client: str = "confluent"
     strategy: str = "cooperative-sticky"
     static: bool = False
+    protocol: str = "classic"
+    settings: tuple = ()
 
     @property
     def key(self) -> str:
-        return "-".join([self.client, self.strategy, *(["static"] if self.static else [])])
+        return "-".join([self.client, *([self.protocol] if self.protocol != "classic" else []), self.strategy,
+                         *(["static"] if self.static else [])])
 
 
 @dataclass
 class Scenario:
-    """``script(run)`` plays it; ``situation(run, facts)`` yields (claim, held) pairs.
-    ``settings``: the broker's group settings (Kafka's names); ``departures``: {target
-    name: the SPEC departure or finding that explains a conform divergence there}."""
+    """``script(run)`` plays it; ``situation(run, facts)`` yields (claim, held) pairs;
+    ``kip848_situation`` the same for its KIP-848 variants (group.protocol=consumer, judged
+    from heartbeats: kip848.py). ``settings``: the broker's group settings (Kafka's names);
+    ``departures``: {target name: the SPEC departure or finding that explains a conform
+    divergence there}."""
 
     name: str
     title: str
@@ -65,18 +74,25 @@ class Scenario:
     settings: dict = field(default_factory=dict)
     situation: Callable | None = None
     departures: dict = field(default_factory=dict)
+    kip848_situation: Callable | None = None
 
 
 CATALOGUE: dict = {}
 
 
+def settings_of(s: Scenario, variant: Variant) -> dict:
+    """The broker settings a scenario's variant runs under: the scenario's, then the variant's."""
+    return {**s.settings, **dict(variant.settings)}
+
+
 def scenario(title: str, variants=(Variant(),), partitions: int = 6, settings=None, departures=None,
-             registry=None):
+             registry=None, kip848=None):
     """Register the decorated script as a scenario of ``registry`` (default the
-    conformance ``CATALOGUE``); give its situation with ``@<script>.situation``."""
+    conformance ``CATALOGUE``); give its situation with ``@<script>.situation``, its KIP-848
+    variants' as ``kip848``."""
     return registrar(CATALOGUE if registry is None else registry, lambda script: Scenario(
         script.__name__, title, script, tuple(variants), partitions, dict(settings or {}),
-        departures=dict(departures or {})))
+        departures=dict(departures or {}), kip848_situation=kip848))
 
 
 def registrar(registry: dict, make):
@@ -120,6 +136,8 @@ class Run:
         """Start agent ``name`` (the variant's client; static: group.instance.id i-NAME)."""
         v = self.variant
         args = ("--max-poll-ms", max_poll_ms) if max_poll_ms else ()
+        if v.protocol != "classic":
+            args += ("--group-protocol", v.protocol)
         return self.clients.start(v.client, name, instance_id or (f"i-{name}" if v.static else None), session_ms,
                                   strategy or v.strategy, args)
 
@@ -279,8 +297,9 @@ def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
         error = f"RecorderStopped: a response Kafka's schema does not read ({r.proxy.failure})"
     facts = r.facts()
     outcome = {**facts.outcome(), "latency_ms": facts.settled_ms(max(r.marks.values())) if r.marks else None}
+    situation = s.kip848_situation if variant.protocol == "consumer" else s.situation
     try:
-        claims = [{"claim": claim, "held": bool(held)} for claim, held in (s.situation(r, facts) if s.situation else ())]
+        claims = [{"claim": claim, "held": bool(held)} for claim, held in (situation(r, facts) if situation else ())]
     except Exception as e:  # a script that stopped early leaves marks unset
         claims = [{"claim": f"the situation could be read off the trace ({type(e).__name__}: {e})", "held": False}]
     result = Result(s.name, variant.key, target.name, claims, bool(claims) and all(c["held"] for c in claims),

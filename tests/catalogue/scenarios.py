@@ -4,10 +4,13 @@ show, from the recorded trace, that it reached what it is about.
 
 Times: agents use session.timeout.ms 4 s (runner.SESSION_MS) and heartbeat 300 ms
 unless a scenario says otherwise; the brokers' group.min.session.timeout.ms is 100 and
-group.initial.rebalance.delay.ms 0 unless ``settings`` says otherwise.
+group.initial.rebalance.delay.ms 0 unless ``settings`` says otherwise. The KIP-848
+variants (kip848.py, group.protocol=consumer) run on brokers with their own
+group.consumer settings (a 3 s session) and are judged by their own claims.
 """
 from __future__ import annotations
 
+from . import kip848
 from .runner import Variant, scenario
 
 COOPERATIVE = Variant("confluent", "cooperative-sticky")
@@ -43,7 +46,8 @@ def _(run, f):
     yield "A rejoined after B left", f.first("JoinGroup", "NONE", after=run.marks["leave"], client="A") is not None
 
 
-@scenario("a fourth member joins a Stable group of three", variants=(COOPERATIVE, EAGER, JAVA_COOPERATIVE, JAVA_EAGER))
+@scenario("a fourth member joins a Stable group of three", variants=(
+    COOPERATIVE, EAGER, JAVA_COOPERATIVE, JAVA_EAGER, kip848.CONFLUENT, kip848.JAVA), kip848=kip848.scale_up)
 def scale_up(run):
     for name in "ABC":
         run.start(name)
@@ -63,7 +67,8 @@ def _(run, f):
         len(f.generations(after)) == (2 if cooperative else 1)
 
 
-@scenario("two of four members leave with LeaveGroup", variants=(COOPERATIVE, EAGER, JAVA_COOPERATIVE))
+@scenario("two of four members leave with LeaveGroup (KIP-848: a heartbeat at epoch -1)",
+          variants=(COOPERATIVE, EAGER, JAVA_COOPERATIVE, kip848.CONFLUENT, kip848.JAVA), kip848=kip848.scale_down)
 def scale_down(run):
     for name in "ABCD":
         run.start(name)
@@ -84,14 +89,10 @@ def _(run, f):
 
 
 @scenario("a member stops (SIGSTOP) past session.timeout.ms, is expired, resumes and rejoins",
-          variants=(COOPERATIVE, EAGER, JAVA_EAGER, KAFKA_PYTHON, AIOKAFKA))
+          variants=(COOPERATIVE, EAGER, JAVA_EAGER, KAFKA_PYTHON, AIOKAFKA, kip848.CONFLUENT, kip848.JAVA),
+          kip848=kip848.session_timeout)
 def session_timeout(run):
-    for name in "ABC":
-        run.start(name)
-    run.wait_balanced()
-    run.mark("pause")
-    run.pause("C")
-    run.wait_balanced(["A", "B"], timeout=30)
+    three_then(run, "pause", run.pause, "C")
     run.mark("resume")
     run.resume("C")
     run.wait_balanced()
@@ -108,6 +109,30 @@ def _(run, f):
                                             or f.of("SyncGroup", "UNKNOWN_MEMBER_ID", resumed)
                                             or f.of("Heartbeat", "ILLEGAL_GENERATION", resumed)
                                             or f.first("JoinGroup", "NONE", resumed, client="C"))
+
+
+@scenario("a member is killed (kill -9): the others take its partitions once its session expires",
+          variants=(COOPERATIVE, kip848.CONFLUENT, kip848.JAVA), kip848=kip848.member_crash)
+def member_crash(run):
+    three_then(run, "kill", run.kill9, "B")
+
+
+def three_then(run, label: str, fault, victim: str) -> None:
+    """A, B and C balance; at the mark ``label``, ``fault(victim)``; the other two balance without it."""
+    for name in "ABC":
+        run.start(name)
+    run.wait_balanced()
+    run.mark(label)
+    fault(victim)
+    run.wait_balanced([n for n in "ABC" if n != victim], timeout=30)
+
+
+@member_crash.situation
+def _(run, f):
+    killed = run.marks["kill"]
+    regen = [t for t, c, _, _ in f.joins(killed) if c in "AC"]
+    yield "A and C rejoined without B", bool(regen) and f.members_of(f.generations(killed)[-1]) == ["A", "C"]
+    yield "not before B's session could expire", bool(regen) and min(regen) - killed > 2000
 
 
 @scenario("a member stopped (SIGSTOP) during a rebalance misses the rebalance timeout "
@@ -183,7 +208,8 @@ def _(run, f):
 
 
 @scenario("a rolling bounce of three static members: each in turn closed (a static member sends no LeaveGroup, "
-          "KIP-345) and started again within session.timeout.ms (10 s)", variants=(STATIC, JAVA_STATIC))
+          "KIP-345; KIP-848: a heartbeat at epoch -2) and started again within session.timeout.ms (10 s)",
+          variants=(STATIC, JAVA_STATIC, kip848.JAVA_STATIC), kip848=kip848.static_rolling_bounce)
 def static_rolling_bounce(run):
     for name in "ABC":
         run.start(name, session_ms=10_000)

@@ -6,7 +6,8 @@ so all are judged from the same kind of record by ``rebalance conform``.
 
 A target is started with Kafka's names for the group settings under test
 (``group.initial.rebalance.delay.ms``, ``group.min.session.timeout.ms``,
-``group.max.session.timeout.ms``); serve takes them as its options.
+``group.max.session.timeout.ms``; KIP-848's ``group.consumer.*``); serve takes them as its
+options.
 """
 from __future__ import annotations
 
@@ -29,9 +30,17 @@ from rebalance.oracle.broker import KafkaBroker, api_versions_answered, free_por
 REBALANCE = Path(sys.executable).parent / "rebalance"
 # the scenarios run sessions of a few seconds: below Kafka's group.min.session.timeout.ms (6 s)
 DEFAULT_SETTINGS = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100}
+# Kafka's setting -> serve's option; None: a Kafka setting serve has no option for because it already behaves so
+# (KIP-848: no lower bounds on the session and heartbeat intervals a test sets, and a new target assignment at
+# every group epoch bump, as group.consumer.assignment.interval.ms 0 makes Kafka compute it)
 SERVE_OPTIONS = {"group.initial.rebalance.delay.ms": "--initial-rebalance-delay-ms",
                  "group.min.session.timeout.ms": "--group-min-session-timeout-ms",
-                 "group.max.session.timeout.ms": "--group-max-session-timeout-ms"}
+                 "group.max.session.timeout.ms": "--group-max-session-timeout-ms",
+                 "group.consumer.session.timeout.ms": "--group-consumer-session-timeout-ms",
+                 "group.consumer.heartbeat.interval.ms": "--group-consumer-heartbeat-interval-ms",
+                 "group.consumer.min.session.timeout.ms": None, "group.consumer.min.heartbeat.interval.ms": None,
+                 "group.consumer.assignment.interval.ms": None}
+CONSUMER_SESSION_MS = 45_000  # Kafka's default group.consumer.session.timeout.ms
 
 
 def create_topic(host: str, port: int, name: str, partitions: int, timeout_s: float = 30) -> None:
@@ -160,7 +169,8 @@ class Target:
         scenario's topic exists: the header lists the topics)."""
         return RecordingProxy(self.upstream, trace, self.initial_delay_ms, SessionBounds(
             int(self.settings["group.min.session.timeout.ms"]),
-            int(self.settings.get("group.max.session.timeout.ms", SessionBounds().max_ms))))
+            int(self.settings.get("group.max.session.timeout.ms", SessionBounds().max_ms))),
+            int(self.settings.get("group.consumer.session.timeout.ms", CONSUMER_SESSION_MS)))
 
     def stop(self, crash: bool = False) -> None:
         """Stop the broker (kill -9 when ``crash``); ``start`` starts it again on its store."""
@@ -225,7 +235,8 @@ class ServeTarget(Target):
         return "127.0.0.1", self.port
 
     def start(self) -> None:
-        options = [a for key, value in self.settings.items() for a in (SERVE_OPTIONS[key], str(value))]
+        options = [a for key, value in self.settings.items() if SERVE_OPTIONS[key]
+                   for a in (SERVE_OPTIONS[key], str(value))]
         started = time.monotonic()
         with self.log.open("a") as log:
             # serve needs one topic to start with; the scenarios create theirs (CreateTopics)
