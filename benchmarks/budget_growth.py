@@ -20,29 +20,24 @@ machine idle for wall figures; the CPU-s and counts do not depend on load.
 
 Options not its own (``--budgets LIST``, ``--every S``) go to ``rebalance check``.
 """
-import argparse
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scaling import RAM, machine, run  # noqa: E402 - the same measurement as the scaling table
+from scaling import RAM, machine, options, run  # noqa: E402 - the same measurement as the scaling table
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--budgets", default="1,2,3", help="comma-separated fault budgets, ascending (default 1,2,3)")
-    ap.add_argument("--every", type=float, default=0.25, help="seconds between PSS samples (default 0.25)")
-    known, args = ap.parse_known_args()
-    budgets = [int(b) for b in known.budgets.split(",")]
+    ap, budgets, every, args = options(__doc__, "budgets", "1,2,3", "fault budgets, ascending")
     if len(budgets) < 3 or budgets != sorted(budgets):
         ap.error("--budgets needs at least three ascending budgets, to project the next one")
-    print(f"rebalance check {' '.join(args)} --max-faults {known.budgets}")
+    print(f"rebalance check {' '.join(args)} --max-faults {','.join(map(str, budgets))}")
     print(machine())
     rows = []
     for b in budgets:
         load = os.getloadavg()[0]
-        s = run([*args, "--max-faults", str(b)], known.every)
+        s = run([*args, "--max-faults", str(b)], every)
         rows.append((b, load, s))
         print(f"  ran budget {b}: {s['distinct_states']:,} states, {s['cpu']:.1f} CPU-s, {s['wall']:.1f} s, "
               f"peak PSS {s['pss'] / 2**20:,.0f} MB", flush=True)

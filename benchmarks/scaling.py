@@ -104,18 +104,25 @@ def run(argv: list, every: float) -> dict:
     return json.loads("".join(stdout)) | {"cpu": cpu, "wall": wall, "pss": peak}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workers", default="2,4,8", help="comma-separated worker counts (default 2,4,8)")
+def options(doc: str, name: str, default: str, what: str) -> tuple:
+    """The benchmarks' command line: ``--NAME`` (comma-separated integers, ``what`` they
+    are; ``default`` a string) and ``--every`` (seconds between PSS samples); every other
+    option goes to ``rebalance check``. Returns ``(parser, the integers, every, the rest)``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(f"--{name}", default=default, help=f"comma-separated {what} (default {default})")
     ap.add_argument("--every", type=float, default=0.25, help="seconds between PSS samples (default 0.25)")
     known, args = ap.parse_known_args()
-    counts = [int(n) for n in known.workers.split(",")]
+    return ap, [int(n) for n in getattr(known, name).split(",")], known.every, args
+
+
+def main() -> None:
+    _, counts, every, args = options(__doc__, "workers", "2,4,8", "worker counts")
     print(f"rebalance check {' '.join(args)}")
     print(machine())
     rows = []
     for n in [1, *counts]:
         load = os.getloadavg()[0]
-        s = run(args if n == 1 else [*args, "--workers", str(n)], known.every)
+        s = run(args if n == 1 else [*args, "--workers", str(n)], every)
         rows.append((n, load, s))
         print(f"  ran {'one process' if n == 1 else f'{n} workers'}: {s['distinct_states']:,} states, "
               f"{s['cpu']:.1f} CPU-s, {s['wall']:.1f} s, peak PSS {s['pss'] / 2**20:,.0f} MB", flush=True)
