@@ -56,7 +56,7 @@ from rebalance.impl.consumer_group import subscription
 from rebalance.impl.consumer_protocol import mask_of_topics, topic_partitions
 from rebalance.model.config import KIP848, GroupConfig, rule
 from rebalance.model.consumer_group.membership import (
-    IN_GROUP, NEW_MEMBERSHIP, Membership, handle, processing, reconcilable, reported_ownership,
+    IN_GROUP, NEW_MEMBERSHIP, Membership, handle, may_commit, reconcilable, reported_ownership,
 )
 from rebalance.model.consumer_group.messages import (
     JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ClientState, ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse,
@@ -340,8 +340,7 @@ class _Checker:
         partitions = self._mask((t["name"], [p["partition"] for p in t["partitions"]]) for t in body["topics"])
         epoch = body["generation_id"]
         reach = self._reachable(client)
-        accepted = {c for c in reach if c.member.state in IN_GROUP and c.member.epoch == epoch
-                    and not partitions & ~processing(self.cfg, c.member)}
+        accepted = {c for c in reach if c.member.epoch == epoch and may_commit(self.cfg, c.member, partitions)}
         if accepted:
             client.candidates = accepted
             self.rules.add("K11")

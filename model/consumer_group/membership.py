@@ -90,6 +90,12 @@ def processing(cfg: GroupConfig, c: Membership) -> int:
     return c.owned & cfg.partitions_of_topics(c.topics)
 
 
+def may_commit(cfg: GroupConfig, c: Membership, partitions: int) -> bool:
+    """K11, the member's side: whether the client may commit ``partitions`` (a bitmask) now,
+    at its member epoch: only while in the group, and only partitions it processes."""
+    return c.state in IN_GROUP and not partitions & ~processing(cfg, c)
+
+
 def reported_ownership(c: Membership) -> int:
     """The owned partitions a heartbeat reports: the current assignment and every partition
     a reconciliation in progress or pending may still add. The coordinator takes a
@@ -231,7 +237,7 @@ def handle(cfg: GroupConfig, c: Membership, event) -> tuple:
     elif kind is CommitDue:
         # the application commits what it processes, at its member epoch (OffsetCommit v9+)
         mine = processing(cfg, c)
-        if c.state in IN_GROUP and mine:
+        if mine and may_commit(cfg, c, mine):
             out.append(Send(OffsetCommit(c.member_id, c.epoch, mine, c.instance_id)))
     elif kind is OffsetCommitResponse:
         pass  # a refused commit changes nothing here: the next heartbeat tells why
