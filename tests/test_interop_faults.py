@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from interop.harness import Group, Server, conform, partitions, wait_for
+from interop.harness import Group, Server, conform, partitions, verdict_text, wait_for
 from test_findings import DEPARTS, departs_as_recorded
 
 pytestmark = pytest.mark.interop
@@ -88,7 +88,7 @@ def test_scale_up_pause_and_kill_mid_rebalance(tmp_path, client, strategy):
             d = verdicts[side]["divergence"]
             assert departs_as_recorded(client, d), d
             continue
-        assert (code, verdicts[side]["verdict"]) == (0, "conforms"), (side, verdicts[side])
+        assert (code, verdicts[side]["verdict"]) == (0, "conforms"), verdict_text(verdicts[side])
     both = verdicts["both"]
     print(f"{client}: {both['verdict']}, {both['records_checked']} trace records checked, rules {', '.join(both['rules'])}")
     assert {"R2", "R4", "R5", "R8", "R10", "R11"} <= set(verdicts["coordinator"]["rules"])  # R11: A's session expired

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from interop.harness import Group, Server, conform, wait_for
+from interop.harness import Group, Server, conform, verdict_text, wait_for
 
 TOPIC, PARTITIONS = "t", 6
 SESSION_MS = 6000
@@ -27,7 +27,7 @@ def held_to_the_model(server: Server, group: Group) -> dict:
     verdicts = {}
     for side, path in (("coordinator", server.trace), ("both", server.trace), ("clients", group.observed)):
         code, verdicts[side] = conform(side, path)
-        assert (code, verdicts[side]["verdict"]) == (0, "conforms"), (side, verdicts[side])
+        assert (code, verdicts[side]["verdict"]) == (0, "conforms"), verdict_text(verdicts[side])
     return verdicts
 
 

@@ -121,6 +121,20 @@ def conform(side: str, *paths) -> tuple:
     return r.returncode, json.loads(r.stdout)
 
 
+def verdict_text(doc: dict) -> str:
+    """A ``conform --json`` object as an assertion message: the verdict, and each divergence's
+    side, line, rule, reason, record and what the model allows there (a CI log keeps no trace)."""
+    lines = [f"{doc['side']} side: {doc['verdict']}, {doc.get('records_checked')} of {doc.get('records')} records"
+             f" checked ({doc['trace']})"]
+    for d in doc.get("divergences") or ():
+        lines += [f"divergent at line {d['line']} ({d['side']} side, {d['rule']}): {d['reason']}",
+                  "  record: " + json.dumps(d["record"], separators=(",", ":")),
+                  *(f"  the model allows: {e}" for e in d["expected"])]
+    if doc.get("error"):
+        lines.append(f"error: {doc['error']}")
+    return "\n".join(lines)
+
+
 def agent_command(client: str) -> list:
     """The command line that starts an agent of kind ``client``, before its NAME: ``java``
     (Kafka 4.4.0's KafkaConsumer, rebalance.oracle.agent: built by Maven and its class-data
