@@ -86,7 +86,7 @@ def test_scale_up_pause_and_kill_mid_rebalance(tmp_path, client, strategy):
         code, verdicts[side] = conform(side, files(server, group)[source])
         if side == "both" and client in DEPARTS and code == 1:
             d = verdicts[side]["divergence"]
-            assert departs_as_recorded(client, d), d
+            assert departs_as_recorded(client, d), verdict_text(verdicts[side])
             continue
         assert (code, verdicts[side]["verdict"]) == (0, "conforms"), verdict_text(verdicts[side])
     both = verdicts["both"]
