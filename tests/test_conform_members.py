@@ -527,7 +527,7 @@ def test_a_stale_claim_does_not_hide_the_double_assignment_behind_it():
     JoinGroup, A owning what it claimed (its next JoinGroup, under the new member.id,
     then matches), and goes on, so the leader's assignment to A of partitions B
     claims at a newer generation (R23, claims weighed by generation, R22) is
-    reported too: what kafka-python's stale claim could lead to (README, Findings)."""
+    reported too: what kafka-python's stale claim could lead to (docs/explanation/findings.md)."""
     b = Build().alone()  # A-1 owns t-0..t-3 at generation 1
     b.open("c2")
     b.join("c2", "", response=b.joined("B-1", -1, "", error="MEMBER_ID_REQUIRED"))

@@ -1,4 +1,4 @@
-"""Where real clients depart from the model (README, Findings), kept as the traces
+"""Where real clients depart from the model (docs/explanation/findings.md), kept as the traces
 ``rebalance serve --trace`` recorded in tests/test_interop_faults.py's pause run
 (a member stopped with SIGSTOP past its session timeout, then resumed), cut after
 the first divergent request: serve's responses conform, and conform's member side

@@ -15,7 +15,7 @@
 // an overlap of a millisecond that no pause explains (conform's clients side). Nor does kafkajs
 // tell the application that its membership was lost (runner.js: UNKNOWN_MEMBER_ID
 // clears the member id and rejoins, saying so only in its log): the agent reads
-// that log line as the loss of everything it owned (README, Findings). kafkajs ignores
+// that log line as the loss of everything it owned (docs/explanation/findings.md). kafkajs ignores
 // group.instance.id (it has no static membership), so --instance-id is refused.
 const { Kafka, logLevel } = require('kafkajs')
 const readline = require('readline')
