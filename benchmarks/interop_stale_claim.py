@@ -1,4 +1,4 @@
-"""kafka-python's stale claim after a lost membership (README, Findings; issue 43):
+"""kafka-python's stale claim after a lost membership (docs/explanation/findings.md; issue 43):
 how often a resumed kafka-python zombie's stale claim is followed by real double
 ownership, and for how long, from repeated runs of the interop harness's pause
 scenario (tests/interop: ``rebalance serve`` recording the trace, kafka-python

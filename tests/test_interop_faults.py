@@ -26,7 +26,7 @@ SESSION_MS = 6000
 # What each run is held to: (side, the file it reads): serve's trace on the
 # coordinator's and the clients' side, and the clients' observed log.
 CHECKS = [("coordinator", "trace"), ("both", "trace"), ("clients", "observed")]
-# Clients that depart from the model (README, Findings; tests/test_findings.py keeps a recorded trace of
+# Clients that depart from the model (docs/explanation/findings.md; tests/test_findings.py keeps a recorded trace of
 # each, DEPARTS): the member side names the departure
 
 
