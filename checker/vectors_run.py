@@ -86,6 +86,9 @@ def check_assignment(expect: dict, everything: list, got: dict) -> list:
     for p, owner in expect.get("owners", {}).items():
         if holder.get(p, owner) != owner:
             failures.append(f"cooperative: {p} assigned to {holder[p]} while {owner} still owns it")
+    for p in expect.get("contested", ()):
+        if p in holder:
+            failures.append(f"cooperative: {p} assigned to {holder[p]} while two members claim it at one generation")
     if "exact" in expect and got != expect["exact"]:
         failures.append(f"exact: {got} != expected {expect['exact']}")
     return failures

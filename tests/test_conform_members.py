@@ -162,6 +162,20 @@ def test_leader_assigning_a_claimed_partition_diverges(tmp_path):
     assert "still owns it" in d.reason
 
 
+@pytest.mark.spec("R22", "R23")
+def test_leader_giving_a_contested_partition_diverges(monkeypatch):
+    """kafka-python 3.0.12's leader on Kafka 4.4.0 (tests/test_findings.py, CONTESTED): B and
+    C both claim t-5 at generation -1, and B's SyncGroup gives it to C in that round; R23
+    withholds a contested partition from everyone. Without the contested check the leader's
+    assignments pass."""
+    path = Path(__file__).parent / "findings" / "kafka-python-3.0.12-assigns-contested-partition.jsonl"
+    d = members.check(read(path), None).divergences[-1]
+    assert (d.rule, d.line, d.record["api"]) == ("R23", 242, "SyncGroup"), d
+    assert "-5 assigned to C-" in d.reason and "two members claim it" in d.reason
+    monkeypatch.setattr(members, "contested_claims", lambda cfg, claims: 0)
+    assert [d.rule for d in members.check(read(path), None).divergences] == ["R15"]
+
+
 @pytest.mark.spec("R18")
 def test_claiming_revoked_partitions_diverges(tmp_path):
     """keep-revoked (test-only), run for real: A is told to give up two partitions

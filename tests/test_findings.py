@@ -1,8 +1,11 @@
 """Where real clients depart from the model (docs/explanation/findings.md), kept as the traces
 ``rebalance serve --trace`` recorded in tests/test_interop_faults.py's pause run
-(a member stopped with SIGSTOP past its session timeout, then resumed), cut after
-the first divergent request: serve's responses conform, and conform's member side
-names the client's departure and its rule, every time."""
+(a member stopped with SIGSTOP past its session timeout, then resumed), or ``rebalance
+proxy`` in front of Kafka 4.4.0 in the catalogue's session_timeout (tests/catalogue),
+cut after the departure's request: the coordinator's responses conform, and conform's
+member side names the client's departure and its rule, every time. A departure that
+makes two members process one partition at once shows on the clients side too: its
+observed log is kept beside the trace (``NAME.observed.jsonl``)."""
 import json
 import subprocess
 from pathlib import Path
@@ -12,6 +15,8 @@ import pytest
 from conftest import REBALANCE
 
 FINDINGS = Path(__file__).parent / "findings"
+
+CONTESTED = "kafka-python-3.0.12-assigns-contested-partition"
 
 # trace -> (rule, API of the divergent request, what that request shows)
 EXPECTED = {
@@ -48,6 +53,20 @@ EXPECTED = {
         "R13", "JoinGroup", lambda b: b["member_id"] != ""
         and all(not p["metadata"]["owned_partitions"] and p["metadata"]["generation"] == -1
                 for p in b["protocols"])),
+    # kafka-python 3.0.12, the leader of the round after a stale claim (the first departure above): C claims
+    # t-5, which it lost, and B claims it, which it owns, both at generation -1 (subscription v1). Kafka 4.4.0
+    # drops claims tied in one generation from both (AbstractStickyAssignor.allSubscriptionsEqual,
+    # AbstractStickyAssignor.java:173-181), counts the partition as changing owner (ConstrainedAssignmentBuilder
+    # .assignNewPartition, :833-835) and withholds it for a round (CooperativeStickyAssignor.assignPartitions,
+    # CooperativeStickyAssignor.java:125 adjustAssignment); the model does the same (R22, R23). kafka-python's
+    # CooperativeStickyAssignor.assign maps each partition to its last claimant in the JoinGroup's member order
+    # (cooperative_sticky.py:136-139) and hands a partition at once to a member that is its "current owner"
+    # (:157-161): C is given t-5 in the round B revokes it, and C's on_partitions_assigned may run before B's
+    # on_partitions_revoked returns (observed log line 10: both own t-5 for 1 ms). Kafka lists members in its
+    # HashMap's order (ClassicGroup.currentClassicGroupMembers, ClassicGroup.java:1318), so it happens when C
+    # comes after the other claimant: in 4 of 9 catalogue runs (17:31-17:38 UTC), the overlap visible in 2 (R23)
+    CONTESTED: (
+        "R23", "SyncGroup", lambda b: any(a["assignment"]["assigned_partitions"] for a in b["assignments"])),
     # aiokafka 0.14.0: after UNKNOWN_MEMBER_ID it commits with an empty member.id and generation
     # -1, which Kafka accepts as a simple consumer's commit whenever the group is Empty
     # (GroupCoordinator.handleCommitOffsets); the Java consumer fails such a commit locally
@@ -70,16 +89,38 @@ DEPARTS = {"confluent": ("librdkafka-2.16-heartbeat-without-member-id",),
                             "kafka-python-3.0.12-claims-revoked-partition",
                             "kafka-python-3.0.12-rejoins-unprompted",
                             "kafka-python-3.0.12-rejoins-before-installing-assignment",
-                            "kafka-python-3.0.12-leader-rejoins-before-installing-assignment"),
+                            "kafka-python-3.0.12-leader-rejoins-before-installing-assignment", CONTESTED),
            "aiokafka": ("aiokafka-0.14-commits-without-member-id",)}
 
 
+# The recorded departures that also make two members process one partition at once (the clients side)
+OVERLAPS = {"kafka-python": (CONTESTED,)}
+
+
+def departs_as(name: str, divergence: dict) -> bool:
+    """Whether a member-side divergence (conform's JSON ``divergence``) is the recorded
+    departure ``name``: the same rule and API, and a request that shows what it names."""
+    rule, api, shows = EXPECTED[name]
+    return (divergence["side"], divergence["rule"], divergence["record"]["api"]) == ("members", rule, api) \
+        and shows(divergence["record"]["body"])
+
+
 def departs_as_recorded(client: str, divergence: dict) -> bool:
-    """Whether a member-side divergence (conform's JSON ``divergence``) is one of
-    ``client``'s recorded departures: the same rule and API, and a request that
-    shows what the finding names."""
-    return any((divergence["side"], divergence["rule"], divergence["record"]["api"]) == ("members", rule, api)
-               and shows(divergence["record"]["body"]) for rule, api, shows in map(EXPECTED.get, DEPARTS.get(client, ())))
+    """Whether a member-side divergence is one of ``client``'s recorded departures."""
+    return any(departs_as(name, divergence) for name in DEPARTS.get(client, ()))
+
+
+def overlap_as_recorded(client: str, overlap: dict, divergences) -> str | None:
+    """The recorded departure of ``client`` that explains the clients side's ``overlap``
+    (conform's exclusive_processing divergence on the observed log), or None: one of the
+    member side's ``divergences`` (conform's JSON) is that departure at the leader's
+    SyncGroup, giving a partition of the ``assigned`` record that opens the overlap to a
+    member while two members claimed it (R23)."""
+    if overlap["rule"] != "exclusive_processing" or overlap["record"].get("event") != "assigned":
+        return None
+    given = [f"cooperative: {p['topic']}-{p['partition']} assigned to " for p in overlap["record"]["partitions"]]
+    return next((name for name in OVERLAPS.get(client, ()) for d in divergences
+                 if departs_as(name, d) and any(g in d["reason"] for g in given)), None)
 
 
 def conform(side: str, path: Path, tmp_path) -> tuple:
@@ -92,10 +133,61 @@ def conform(side: str, path: Path, tmp_path) -> tuple:
 def test_conform_names_each_clients_departure(name, tmp_path):
     path = FINDINGS / f"{name}.jsonl"
     code, doc = conform("coordinator", path, tmp_path)
-    assert (code, doc["verdict"]) == (0, "conforms"), doc  # serve is the model: its side conforms
+    assert (code, doc["verdict"]) == (0, "conforms"), doc  # serve is the model, Kafka conforms here
     rule, api, shows = EXPECTED[name]
     code, doc = conform("both", path, tmp_path)
-    d = doc["divergence"]
+    d = doc["divergences"][-1]  # the departure's; one before it is another recorded departure (DEPARTS)
+    client = next(c for c, names in DEPARTS.items() if name in names)
+    assert all(departs_as_recorded(client, x) for x in doc["divergences"]), doc["divergences"]
     assert code == 1 and d["side"] == "members" and d["rule"] == rule, doc
     last = len(path.read_text().splitlines())
     assert d["record"]["api"] == api and d["line"] >= last - 1 and shows(d["record"]["body"])
+
+
+def test_the_contested_partition_is_processed_twice_and_named(tmp_path):
+    """kafka-python's contested assignment, on the clients side: conform finds B and C
+    both owning t-5 (B revoking it 1 ms after C's on_partitions_assigned), and the
+    member side's R23 at B's SyncGroup is the recorded departure that explains it; an
+    overlap of another partition is not explained by it."""
+    code, doc = conform("clients", FINDINGS / f"{CONTESTED}.observed.jsonl", tmp_path)
+    overlap = doc["divergence"]
+    assert (code, overlap["rule"], overlap["line"]) == (1, "exclusive_processing", 10), doc
+    assert "-5 owned by both B and C" in overlap["reason"]
+    _, members = conform("members", FINDINGS / f"{CONTESTED}.jsonl", tmp_path)
+    assert overlap_as_recorded("kafka-python", overlap, members["divergences"]) == CONTESTED
+    assert overlap_as_recorded("confluent", overlap, members["divergences"]) is None
+    elsewhere = {**overlap, "record": {**overlap["record"], "partitions": [{**overlap["record"]["partitions"][0],
+                                                                            "partition": 3}]}}
+    assert overlap_as_recorded("kafka-python", elsewhere, members["divergences"]) is None
+
+
+def test_kafka_pythons_assignor_gives_a_contested_partition_to_its_last_claimant():
+    """The departure is kafka-python's own CooperativeStickyAssignor.assign, run here on
+    the claims of the kept trace's round (A: t-0, t-2, t-3; B: t-1, t-4, t-5; C: the lost
+    t-2, t-5; subscription v1, so every claim at generation -1): with C listed after B,
+    C is given t-5, which B still owns; listed first, C's claims are overridden and
+    nothing contested is given. The model and Kafka's assignor give t-5 to nobody (R23)."""
+    pytest.importorskip("kafka")
+    from types import SimpleNamespace
+
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+    class Topic:  # the leader's metadata: the one topic of six partitions
+        def topics(self):
+            return {"t"}
+
+        def partitions_for_topic(self, topic):
+            return set(range(6))
+
+    claims = {"A": [0, 2, 3], "B": [1, 4, 5], "C": [2, 5]}
+
+    def assign(order):
+        members = [SimpleNamespace(member_id=m, group_instance_id=None, metadata=ConsumerProtocolSubscription(
+            version=1, topics=["t"], user_data=b"", owned_partitions=[
+                ConsumerProtocolSubscription.TopicPartition(topic="t", partitions=claims[m])])) for m in order]
+        return {m: sorted(p for _, ps in a.assigned_partitions for p in ps)
+                for m, a in CooperativeStickyAssignor().assign(Topic(), members).items()}
+
+    assert assign("ABC") == {"A": [0], "B": [1, 4], "C": [5]}  # the kept trace's round (its line 242)
+    assert 5 not in assign("CAB")["C"] and 2 not in assign("CAB")["C"]

@@ -37,7 +37,8 @@ What is compared (what the protocol fixes):
   ``check_assignment``) against the claims in the leader's JoinGroupResponse:
   exclusive, complete but for partitions it may withhold (claimed ones, when
   cooperative), and, cooperative, no partition given to a member while another
-  still claims it (R23; claims resolved by generation, R22).
+  still claims it (R23; claims resolved by generation, R22), nor a contested one
+  (claimed by two at the highest generation) to anyone in that round (R23).
 * Heartbeat and OffsetCommit: the member.id and generation the client was last
   given (R10, R41); an OffsetCommit commits only partitions the member owns (R41).
 * LeaveGroup: the member.id the client holds (R20); static members send none (R27)
@@ -102,7 +103,7 @@ from typing import NamedTuple
 
 from rebalance.impl.ids import Ids
 from rebalance.impl.streams_info import NO_REBALANCE_MS
-from rebalance.model.assignors import resolve_claims
+from rebalance.model.assignors import contested_claims, resolve_claims
 from rebalance.model.config import ASSIGNORS, GroupConfig
 from rebalance.model.member import NEW_CONSUMER, Consumer, MemberPhase, handle
 from rebalance.model.protocol import (
@@ -589,8 +590,10 @@ class _Checker:
         failures = [f"exclusive: assigns to {', '.join(map(repr, strangers))}, not in the round"] if strangers else []
         owners = resolve_claims(cfg, members)
         claimed = union(sub.owned for _, _, sub in members)
+        contested = contested_claims(cfg, members) if cfg.cooperative else 0
         expect = {"may_withhold": [cfg.partition_name(p) for p in partitions_of(claimed)] if cfg.cooperative else [],
-                  "owners": {cfg.partition_name(p): names[m] for p, m in owners.items()} if cfg.cooperative else {}}
+                  "owners": {cfg.partition_name(p): names[m] for p, m in owners.items()} if cfg.cooperative else {},
+                  "contested": [cfg.partition_name(p) for p in partitions_of(contested)]}
         got = {names[m]: [cfg.partition_name(p) for p in partitions_of(mask)] for m, mask in observed[3]}
         failures += check_assignment(expect, [cfg.partition_name(p) for p in range(cfg.num_partitions)], got)
         self.rules.add("R16")

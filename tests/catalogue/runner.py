@@ -11,7 +11,9 @@ failed scenario, never a pass.
 then judges: the situation's claims; ``rebalance conform --side coordinator`` on the
 trace; ``rebalance conform --side clients`` on the agents' observed log
 (spec/OBSERVED.md); and, for the record, ``--side members`` (the clients' requests held
-to the model's member: a client's departure, not the broker's; it does not fail a run). It returns a ``Result`` (also written as ``result.json`` in
+to the model's member: a client's departure, not the broker's; it does not fail a run; a
+clients-side divergence that one of the client's recorded departures explains, from the
+member side, does not either: tests/test_findings.py OVERLAPS). It returns a ``Result`` (also written as ``result.json`` in
 ``directory``) with the observable outcome (facts.Facts.outcome).
 """
 from __future__ import annotations
@@ -30,6 +32,8 @@ from interop.harness import REBALANCE, Group, wait_for
 from rebalance.impl.member import Wire
 from rebalance.impl.observed import now_ms
 from rebalance.impl.wire import Api
+
+from test_findings import overlap_as_recorded
 
 from .facts import Facts
 
@@ -257,6 +261,7 @@ class Result:
     departure: str | None
     seconds: float
     error: str | None = None
+    clients_departure: str | None = None  # the client's recorded departure behind a clients-side divergence
 
     @property
     def passed(self) -> bool:
@@ -264,7 +269,7 @@ class Result:
         documented departure says it does."""
         if self.error or not self.reached:
             return False
-        ok = self.conform["clients"]["verdict"] == "conforms"
+        ok = self.conform["clients"]["verdict"] == "conforms" or self.clients_departure is not None
         coordinator = self.conform["coordinator"]["verdict"]
         return ok and (coordinator == "conforms" or (coordinator == "divergent" and self.departure is not None))
 
@@ -275,7 +280,20 @@ def _verdict(side: str, path: Path) -> dict:
     code, v = p.returncode, json.loads(p.stdout)
     d = v.get("divergence") or {}
     return {"verdict": v.get("verdict", "error"), "exit": code, "rule": d.get("rule"), "line": d.get("line"),
-            "reason": d.get("reason") or (v.get("error") or {}).get("message")}
+            "reason": d.get("reason") or (v.get("error") or {}).get("message"),
+            "divergences": [{k: x.get(k) for k in ("side", "rule", "line", "reason", "record")}
+                            for x in v.get("divergences") or ()]}
+
+
+def clients_departure(client: str, conform: dict) -> str | None:
+    """The recorded departure of ``client`` (tests/test_findings.py) that explains every
+    clients-side divergence of a run, from its member side's divergences, or None."""
+    clients = conform["clients"]
+    if clients["verdict"] != "divergent" or not clients["divergences"]:
+        return None
+    names = {overlap_as_recorded(client, overlap, conform["members"]["divergences"])
+             for overlap in clients["divergences"]}
+    return names.pop() if len(names) == 1 and None not in names else None
 
 
 def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
@@ -302,10 +320,10 @@ def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
         claims = [{"claim": claim, "held": bool(held)} for claim, held in (situation(r, facts) if situation else ())]
     except Exception as e:  # a script that stopped early leaves marks unset
         claims = [{"claim": f"the situation could be read off the trace ({type(e).__name__}: {e})", "held": False}]
+    conform = {"coordinator": _verdict("coordinator", r.trace_path), "clients": _verdict("clients", r.clients.observed),
+               "members": _verdict("members", r.trace_path)}
     result = Result(s.name, variant.key, target.name, claims, bool(claims) and all(c["held"] for c in claims),
-                    outcome, {"coordinator": _verdict("coordinator", r.trace_path),
-                                      "clients": _verdict("clients", r.clients.observed),
-                                      "members": _verdict("members", r.trace_path)},
-                    s.departures.get(target.name), round(time.monotonic() - started, 1), error)
+                    outcome, conform, s.departures.get(target.name), round(time.monotonic() - started, 1), error,
+                    clients_departure(variant.client, conform))
     (directory / "result.json").write_text(json.dumps(dataclasses.asdict(result), indent=1))
     return result

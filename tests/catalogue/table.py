@@ -44,8 +44,10 @@ def _verdicts(r) -> str:
     situation = "reached" if r.reached else "NOT reached"
     m = r.conform.get("members") or {}
     members = m.get("verdict", "-") + (f" ({m['rule']})" if m.get("verdict") == "divergent" else "")
-    return (f"situation {situation}; coordinator {coordinator}; clients {r.conform['clients']['verdict']}; "
-            f"client requests {members}")
+    clients = r.conform["clients"]["verdict"]
+    if r.clients_departure:
+        clients += f" — departure: {r.clients_departure}"
+    return f"situation {situation}; coordinator {coordinator}; clients {clients}; client requests {members}"
 
 
 def write_table(results, path: Path, seconds: float, kip848: bool = False) -> None:
