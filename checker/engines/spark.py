@@ -59,7 +59,8 @@ def _owner(job, authkey: bytes, driver: tuple, _partition):
             c = listener.accept()
             conns[int.from_bytes(c.recv_bytes(), "big")] = c
     try:
-        answer = pickle.dumps((me, run_owner(job, Mesh(me, conns))), protocol=pickle.HIGHEST_PROTOCOL)
+        answer = run_owner(job, Mesh(me, conns))
+        answer = pickle.dumps((me, answer | {"edges": list(answer["edges"])}), protocol=pickle.HIGHEST_PROTOCOL)
         with Client(driver, authkey=authkey) as c:
             c.send_bytes(answer)
         yield me

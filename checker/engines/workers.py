@@ -44,6 +44,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -131,43 +132,74 @@ def _stable_key(blob: bytes) -> int:
 class Components:
     """An owner's dictionary of the Group and Proc values its states are made of,
     kept on its ``Interner`` (checker/engines/interning.py: dense local ids): each
-    canonical component's encoding and stable key (``_stable_key``) computed once,
-    the components already sent to each other owner, and per other owner the
+    canonical component's stable key (``_stable_key``) computed once, the
+    components already sent to each other owner, and per other owner the
     translation of its local ids to this one's. A state crosses between owners as
     a row of local ids; the first state that uses a component sends its
     definition ``(id, key, encoding)`` along, and the receiver decodes it only if
-    it does not know the key yet. (Two of c distinct components share a key with
+    it does not know the key yet, and takes the key with it rather than hashing
+    the encoding again. A component's encoding is kept only while another owner
+    may still need it (``held``): not once it was sent to or received from every
+    other owner, and a Group goes only to its owner (``_owner_of``), so no other
+    ever needs it; an owner that holds a component gets its definition without
+    the encoding, which it knows by its key. (The encodings of every component
+    were 57 MB in each of two owners at --partitions 16.) (Two of c distinct components share a key with
     probability about c^2 / 2^65: 7e-13 for the main job's some 5,000.)"""
 
-    def __init__(self, interner: Interner, k: int):
+    def __init__(self, interner: Interner, k: int, me: int = 0):
         self.interner = interner
+        self.k, self.me = k, me
         self.values = (interner.groups, interner.procs)
         self.intern = (interner.group_id, interner.proc_id)
-        self.blobs: tuple = ({}, {})  # local id -> encoding
+        self.blobs: tuple = ({}, {})  # local id -> encoding, while an owner may still need it
         self.keys = [np.zeros(0, np.int64), np.zeros(0, np.int64)]
         self.known = [np.zeros(0, bool), np.zeros(0, bool)]  # whether keys[kind][id] is computed
         self.by_key: tuple = ({}, {})  # stable key -> local id
         self.sent = [[np.zeros(0, bool), np.zeros(0, bool)] for _ in range(k)]
+        # per owner: whether it holds the value or never needs it (sent or received; this owner's own: all True)
+        self.held = [[np.zeros(0, bool), np.zeros(0, bool)] for _ in range(k)]
         self.trans = [[np.zeros(0, np.int64), np.zeros(0, np.int64)] for _ in range(k)]
 
-    def _blob(self, kind: int, i: int) -> bytes:
-        b = self.blobs[kind].get(i)
-        if b is None:
-            b = self.blobs[kind][i] = marshal.dumps(_flat(self.values[kind][i]), 2)
-        return b
+    def _grow(self, kind: int) -> tuple:
+        """``(keys, known)`` of ``kind``, and its ``sent`` and ``held`` tables, as long as its interned values."""
+        n = len(self.values[kind])
+        if len(self.keys[kind]) < n:
+            grow = n - len(self.keys[kind])
+            self.keys[kind] = np.concatenate([self.keys[kind], np.zeros(grow, np.int64)])
+            self.known[kind] = np.concatenate([self.known[kind], np.zeros(grow, bool)])
+            for j, (sent, held) in enumerate(zip(self.sent, self.held)):
+                sent[kind] = np.concatenate([sent[kind], np.zeros(grow, bool)])
+                held[kind] = np.concatenate([held[kind], np.full(grow, j == self.me)])
+        return self.keys[kind], self.known[kind]
+
+    def _keyed(self, kind: int, ids: list, keys: list, blobs: list) -> None:
+        """Record the stable keys of local ids ``ids``, and keep the encodings that an
+        owner may still need."""
+        at = np.array(ids, np.int64)
+        got = np.array(keys, np.int64)
+        table, known = self._grow(kind)
+        table[at], known[at] = got, True
+        by_key = self.by_key[kind]
+        for i, key in zip(ids, keys):
+            by_key.setdefault(key, i)
+        if kind == 0:  # a Group goes only to its owner
+            owner = _owner_of(got, self.k)
+            for j, held in enumerate(self.held):
+                held[0][at[owner != j]] = True
+        pending = ~np.logical_and.reduce([held[kind][at] for held in self.held])
+        kept = self.blobs[kind]
+        for i, b, p in zip(ids, blobs, pending.tolist()):
+            if p:
+                kept[i] = b
 
     def keys_of(self, kind: int, ids: np.ndarray) -> np.ndarray:
         """The stable keys of local ids ``ids`` (any shape), computed once each."""
-        n = len(self.values[kind])
-        if len(self.keys[kind]) < n:
-            self.keys[kind] = np.concatenate([self.keys[kind], np.zeros(n - len(self.keys[kind]), np.int64)])
-            self.known[kind] = np.concatenate([self.known[kind], np.zeros(n - len(self.known[kind]), bool)])
-        keys, known = self.keys[kind], self.known[kind]
-        for i in np.unique(ids[~known[ids]]).tolist():
-            key = keys[i] = _stable_key(self._blob(kind, i))
-            known[i] = True
-            self.by_key[kind].setdefault(key, i)
-        return keys[ids]
+        keys, known = self._grow(kind)
+        new = np.unique(ids[~known[ids]]).tolist()
+        if new:
+            blobs = [marshal.dumps(_flat(self.values[kind][i]), 2) for i in new]
+            self._keyed(kind, new, [_stable_key(b) for b in blobs], blobs)
+        return self.keys[kind][ids]
 
     def stable(self, rows: np.ndarray) -> np.ndarray:
         """The fingerprints (``fold``) of local id rows ``(group, procs..., faults left)``."""
@@ -182,17 +214,25 @@ class Components:
         (checker/engines/churn.py ``identify``), the same in the driver and in every owner."""
         return int(self.stable(np.array([self.interner.ids(state)], np.int64))[0])
 
+    def _held(self, j: int, kind: int, ids: np.ndarray) -> None:
+        """Mark local ids ``ids`` as held by owner ``j``; drop the encodings no owner still needs."""
+        self.held[j][kind][ids] = True
+        done = np.logical_and.reduce([held[kind][ids] for held in self.held])
+        kept = self.blobs[kind]
+        for i in ids[done].tolist():
+            kept.pop(i, None)
+
     def definitions(self, j: int, rows: np.ndarray) -> tuple:
-        """Per kind, ``(ids, keys, encodings)`` of the components of ``rows`` not yet sent to owner ``j``."""
+        """Per kind, ``(ids, keys, encodings)`` of the components of ``rows`` (keyed:
+        ``stable``) not yet sent to owner ``j`` (an encoding empty if ``j`` holds it)."""
         out = []
         for kind, ids in ((0, rows[:, 0]), (1, rows[:, 1:-1])):
+            self._grow(kind)
             sent = self.sent[j][kind]
-            n = len(self.values[kind])
-            if len(sent) < n:
-                sent = self.sent[j][kind] = np.concatenate([sent, np.zeros(n - len(sent), bool)])
             new = np.unique(ids[~sent[ids]])
             sent[new] = True
-            out.append((new, self.keys[kind][new], [self._blob(kind, i) for i in new.tolist()]))
+            out.append((new, self.keys[kind][new], [self.blobs[kind].get(i, b"") for i in new.tolist()]))
+            self._held(j, kind, new)
         return tuple(out)
 
     def learn(self, j: int, definitions: tuple) -> None:
@@ -205,12 +245,18 @@ class Components:
             if len(trans) < top:
                 trans = self.trans[j][kind] = np.concatenate([trans, np.full(top - len(trans), -1, np.int64)])
             by_key, intern = self.by_key[kind], self.intern[kind]
+            new: tuple = ([], [], [])  # the components decoded here: local ids, keys (they come with them), encodings
             for i, key, b in zip(ids.tolist(), keys.tolist(), blobs):
                 mine = by_key.get(key)
                 if mine is None:
                     mine = by_key[key] = intern(_unflat(marshal.loads(b)))
-                    self.blobs[kind][mine] = b
+                    for column, x in zip(new, (mine, key, b)):
+                        column.append(x)
                 trans[i] = mine
+            if new[0]:
+                self._keyed(kind, *new)
+            self._grow(kind)
+            self._held(j, kind, trans[ids])
 
     def translate(self, j: int, rows: np.ndarray) -> np.ndarray:
         """Owner ``j``'s id rows in local ids."""
@@ -339,7 +385,7 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
     system, its interner, the level's and the checks' memos, the components), which
     are then not freed on return. Returns the run's counters and first
     violations (the same on every owner) and this owner's parent links, and for
-    liveness its transitions, one tuple of numpy arrays per level (src rank, dst
+    liveness its transitions, ``Levels`` of numpy arrays (src rank, dst
     rank, class code, marks; by src rank, a state's in successor order: each state
     is expanded in one level by one owner), the class keys by code, and its
     states' goal bits and churn summaries."""
@@ -357,14 +403,14 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
     churn = next((p.lasso for p in live_props if p.lasso), None)
     guard = Guard(job.max_seconds, job.max_memory_mb)
     me, k = mesh.me, mesh.k
-    components = Components(interner, k)
+    components = Components(interner, k, me)
     with_graph = job.liveness
 
     visited = FingerprintSet()  # this owner's states' fingerprints -> local index
     ranks, parents, steps = array("i"), array("i"), array("i")  # per local index
     goals = bytearray()  # per local index, per liveness goal: 1 where it holds
     churn_rows: list = []  # per local index, with a churn search: its churn summary
-    edges: list = []  # per level: (src rank, dst rank, class code, marks), by src rank, then successor index
+    edges = Levels()  # per level: (src rank, dst rank, class code, marks), by src rank, then successor index
     classes: dict = {}  # fairness class -> code
     class_keys: list = []  # code -> fairness class
 
@@ -592,6 +638,34 @@ _CHUNK = 1 << 20  # edges per chunk of ``_liveness``'s scan for new fairness cla
 EDGE_COLUMNS = (np.int32, np.int32, np.uint16, np.uint8)  # an owner's level of edges: src, dst, class code, marks
 
 
+class Levels:
+    """An owner's levels of edges (``EDGE_COLUMNS``), kept in an unnamed temporary
+    file while the exploration runs, as the local engine spills its graph
+    (liveness.py ``Graph``), and read back a level at a time once it is over
+    (iterating). Held in memory, they were 60 MB of each of two owners' peak at
+    --partitions 16."""
+
+    def __init__(self):
+        self._file = None
+        self._sizes: list = []  # edges per level
+
+    def __len__(self) -> int:
+        return len(self._sizes)
+
+    def append(self, columns: tuple) -> None:
+        if self._file is None:
+            self._file = tempfile.TemporaryFile()
+        self._sizes.append(len(columns[0]))
+        for column, t in zip(columns, EDGE_COLUMNS):
+            self._file.write(np.ascontiguousarray(column, t).tobytes())
+
+    def __iter__(self):
+        if self._file is not None:
+            self._file.seek(0)
+            for n in self._sizes:
+                yield tuple(np.frombuffer(self._file.read(n * np.dtype(t).itemsize), t) for t in EDGE_COLUMNS)
+
+
 def _in_order(results: list, n: int) -> tuple:
     """Every owner's edges (``_explore``'s, per level) as ``(src, dst, class code,
     marks)`` in the local engine's order (by src rank, then successor index), the
@@ -668,8 +742,8 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
 def _worker(job: Job, me: int, conns: list, result) -> None:
     """A forked owner: runs, then sends ("done", answer) or ("error", traceback) on
     ``result``; an answer's edges follow it, one message per level and column
-    (``EDGE_COLUMNS``), each array's own bytes, a level freed once sent (pickling the
-    answer whole copied them all at once). Its memos go with the process: the
+    (``EDGE_COLUMNS``), each array's own bytes, read back from its ``Levels`` a level
+    at a time (pickling the answer whole copied them all at once). Its memos go with the process: the
     cyclic collector stays off to the end and the memos are kept (``run_owner``'s
     ``keep``) until it exits at once (``os._exit``), for the collector's first pass
     over them after the exploration, and freeing millions of objects one by one,
@@ -681,8 +755,8 @@ def _worker(job: Job, me: int, conns: list, result) -> None:
         answer = run_owner(job, Mesh(me, conns), report, keep)
         edges = answer["edges"]
         result.send(("done", answer | {"edges": len(edges)}))
-        while edges:
-            for column in edges.pop(0):
+        for level in edges:
+            for column in level:
                 result.send_bytes(column)
     except BaseException:  # noqa: BLE001 - the driver must hear of it, or its peers wait for ever
         result.send(("error", traceback.format_exc()))
