@@ -80,7 +80,11 @@ class Server:
             stderr=subprocess.PIPE, text=True)
         mark = len(self.log)  # after a restart, this process's own line, not the last one's
         threading.Thread(target=lambda: [self.log.append(line) for line in self.proc.stderr], daemon=True).start()
-        wait_for(lambda: any("listening on" in line for line in self.log[mark:]), 30, "the coordinator to listen")
+        try:
+            wait_for(lambda: any("listening on" in line for line in self.log[mark:]), 30, "the coordinator to listen")
+        except AssertionError:  # nobody holds a server that did not start: stop it, or it outlives the test
+            self.kill9()
+            raise
 
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
