@@ -69,7 +69,7 @@ from .explore import (
     replay,
 )
 from .guards import Guard, exploration_mmap_threshold, map_large_blocks, release_free_heap
-from .interning import FingerprintSet, Interner, LazyStates, _intern, collision_probability, fold
+from .interning import FingerprintSet, IntMap, Interner, LazyStates, _intern, collision_probability, fold
 from .liveness import Graph, _np
 from .renaming import Renamer
 from .level import BATCH, Level, cat
@@ -154,7 +154,7 @@ class Components:
         self.blobs: tuple = ({}, {})  # local id -> encoding, while an owner may still need it
         self.keys = [np.zeros(0, np.int64), np.zeros(0, np.int64)]
         self.known = [np.zeros(0, bool), np.zeros(0, bool)]  # whether keys[kind][id] is computed
-        self.by_key: tuple = ({}, {})  # stable key -> local id
+        self.by_key = (IntMap(), IntMap())  # stable key -> local id (as dicts: 20 MB an owner at --partitions 16)
         self.sent = [[np.zeros(0, bool), np.zeros(0, bool)] for _ in range(k)]
         # per owner: whether it holds the value or never needs it (sent or received; this owner's own: all True)
         self.held = [[np.zeros(0, bool), np.zeros(0, bool)] for _ in range(k)]
@@ -179,9 +179,7 @@ class Components:
         got = np.array(keys, np.int64)
         table, known = self._grow(kind)
         table[at], known[at] = got, True
-        by_key = self.by_key[kind]
-        for i, key in zip(ids, keys):
-            by_key.setdefault(key, i)
+        self.by_key[kind].resolve(got, lambda _, firsts: at[firsts])  # a key known already keeps its id
         if kind == 0:  # a Group goes only to its owner
             owner = _owner_of(got, self.k)
             for j, held in enumerate(self.held):
@@ -244,15 +242,15 @@ class Components:
             top = int(ids.max()) + 1
             if len(trans) < top:
                 trans = self.trans[j][kind] = np.concatenate([trans, np.full(top - len(trans), -1, np.int64)])
-            by_key, intern = self.by_key[kind], self.intern[kind]
+            intern = self.intern[kind]
             new: tuple = ([], [], [])  # the components decoded here: local ids, keys (they come with them), encodings
-            for i, key, b in zip(ids.tolist(), keys.tolist(), blobs):
-                mine = by_key.get(key)
-                if mine is None:
-                    mine = by_key[key] = intern(_unflat(marshal.loads(b)))
-                    for column, x in zip(new, (mine, key, b)):
+
+            def decode(unknown, firsts, intern=intern, new=new, blobs=blobs):
+                for key, f in zip(unknown, firsts):
+                    for column, x in zip(new, (intern(_unflat(marshal.loads(blobs[f]))), key, blobs[f])):
                         column.append(x)
-                trans[i] = mine
+                return new[0][len(new[0]) - len(firsts):]
+            trans[ids] = self.by_key[kind].resolve(keys, decode)
             if new[0]:
                 self._keyed(kind, *new)
             self._grow(kind)
