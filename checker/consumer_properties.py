@@ -18,6 +18,7 @@ from rebalance.model.protocol import (
     ALL_TOPICS, NO_INSTANCE_ID, Error, OffsetCommitResponse, SessionTimeout, member_name, partitions_of, union,
 )
 
+from . import timed
 from .consumer_refinement import refinement
 from .properties import Cover, Property, exclusive_commits, exclusive_processing, on_groups, projected
 from .system import PAUSED, RUNNING, State
@@ -372,6 +373,30 @@ def converged(system, state: State):
     return None
 
 
+def _timed(system) -> bool:
+    return _consumer_protocol(system) and system.timing is not None
+
+
+def joins_in_time(system, state: State):
+    """Timed (K3, KAFKA-19233): a running member that joins, a heartbeat at member epoch 0 (its
+    first, or a rejoin after a fencing or a lost response), is in the group, a response giving it a
+    member epoch, within the heartbeat interval: the coordinator accepts every join at once, that of
+    a member id it still holds at a later epoch too, so no member waits out its own session timeout
+    to get back in. Read from the checker's history (``Proc.joining``: the ticks since the join,
+    kept across the fencings of the member's rejoins; a pause ends it) and clock, not from the rule."""
+    bound = system.timing.heartbeat_ticks
+    for s, p in enumerate(state.procs):
+        if p.joining - 1 > bound:
+            c = p.consumer
+            left = timed.session_left(state.group, c.member_id, timed.CONSUMER)
+            held = (f"the coordinator still holds it, its session {left} tick(s) from expiring" if left is not None
+                    else "the coordinator no longer holds it")
+            return (f"{member_name(c.member_id)} (slot {s}) joined at member epoch 0 {p.joining - 1} ticks "
+                    f"({(p.joining - 1) * system.timing.tick_ms // 1000} s) ago and is still out of the group "
+                    f"({c.state.name}), more than the heartbeat interval ({bound} tick(s)): {held}")
+    return None
+
+
 PROPERTIES = (
     Property("no_double_ownership", "invariant",
              "no partition owned by the clients of two group members (TLA+ NoDoubleClientAssignment)",
@@ -420,6 +445,9 @@ PROPERTIES = (
     Property("refinement", "invariant",
              "every step an action of spec/consumer_actions.py, every state within its invariant",
              _consumer_protocol, None, refinement),
+    Property("joins_in_time", "invariant",
+             "timed: a member that joins at member epoch 0 is in the group within the heartbeat interval, not "
+             "kept out until its session ends (KAFKA-19233)", _timed, joins_in_time),
     Property("converges", "liveness",
              "once faults stop, the group converges: Stable, every running client Stable at the group epoch owning its "
              "target (TLA+ EventuallyConverges), under weak fairness", _consumer_protocol, converged),

@@ -16,17 +16,27 @@ The environment: the classic faults (join, leave, crash, restart, pause; subscri
 create-topic when named) and resume, which may find the paused member's heartbeat timed
 out: its connection is reset, whatever was in flight lost, and it retries with a full
 heartbeat (the lost response that the previous-epoch tolerance exists for).
+
+Timed (checker/timed.py, docs/timed.md): each member's session and rebalance timeouts
+fire at their deadlines (model/consumer_group/timing.py). Time waits for messages in
+flight, a heartbeat that changes something or that the member owes before its session
+lapses, and a reconciliation stage; a fenced member's onPartitionsLost and rejoin
+(``release``) may take time. ``Proc.joining`` times each join (``joins_in_time``).
 """
 from __future__ import annotations
 
 from rebalance.model.consumer_group import coordinator as cg_coordinator, membership
+from rebalance.model.consumer_group.timing import session_refreshed
 from rebalance.model.consumer_group.group import empty_group, find
 from rebalance.model.consumer_group.membership import IN_GROUP, NEW_MEMBERSHIP, Membership
 from rebalance.model.consumer_group.messages import (
     ClientState, ConsumerGroupHeartbeatResponse, Reconcile, Release, RequestTimeout, Start, TopicsChanged,
 )
-from rebalance.model.protocol import NO_INSTANCE_ID, Error, HeartbeatDue, Leave, Subscribe, member_id, partitions_of
+from rebalance.model.protocol import (
+    NO_INSTANCE_ID, Error, HeartbeatDue, Leave, Receive, Subscribe, member_id, partitions_of,
+)
 
+from . import timed
 from .system import (
     ABSENT, COMMIT, COMMIT_DUE, CREATE_TOPIC, CRASHED, PAUSED, RECONCILE, RELEASE, RUNNING, SUBSCRIBE, Action, Proc,
     State, System, _masked, _with_proc, settle,
@@ -44,10 +54,50 @@ class ConsumerSystem(System):
     """``System`` for ``cfg.protocol == "consumer"`` (same constructor; KIP-345's faults
     and rolling upgrades do not apply)."""
 
+    TIMERS = timed.CONSUMER
+
     def coordinator_step(self, group, event) -> tuple:
-        return cg_coordinator.handle(self.cfg, group, event)
+        """The consumer group coordinator's handler; timed, with the deadlines its step starts,
+        keeps and cancels (model/consumer_group/timing.py ``rearm``)."""
+        g2, replies = cg_coordinator.handle(self.cfg, group, event)
+        if self.timing is not None:
+            if type(event) is Receive:
+                g2 = timed.stepped(self.timing, group, g2, session_refreshed(event, replies), timers=timed.CONSUMER)
+            else:
+                g2 = timed.stepped(self.timing, group, g2, None, fired=event, timers=timed.CONSUMER)
+        return g2, replies
 
     member_handler = staticmethod(membership.handle)
+
+    def joined(self, p: Proc) -> Proc:
+        """Timed: ``p`` with ``joining`` kept (``Proc.joining``): set (1) once its member sends a
+        heartbeat at epoch 0, kept while it is refused and rejoins, 0 once a response gives it a
+        member epoch or it stops trying (FATAL, left, gone)."""
+        if self.timing is None:
+            return p
+        c = p.consumer
+        if c is None or c.state == ClientState.FATAL or c.state == ClientState.UNSUBSCRIBED or c.epoch > 0:
+            j = 0
+        elif c.state == ClientState.JOINING and c.inflight:
+            j = p.joining or 1
+        else:
+            j = p.joining
+        return p if j == p.joining else p._replace(joining=j)
+
+    def aged(self, s: int, p: Proc) -> Proc:
+        """One tick later: a running process's join one tick older (capped past the session)."""
+        if p.joining and p.status == RUNNING:
+            return p._replace(joining=min(p.joining + 1, self.timing.session_ticks + 2))
+        return p
+
+    def timed_stutters(self, group, event, due) -> bool:
+        """Timed: a heartbeat that tells nobody anything (``stutters``, the deadlines aside) is
+        taken only when the member's session (``due`` ticks left) would lapse before the next tick."""
+        g2, replies = self.coord(group, event)
+        r = replies[0].response
+        quiet = (g2._replace(clock=group.clock) == group and r.error == Error.NONE and r.assignment is None
+                 and r.member_epoch == event.request.member_epoch)
+        return quiet and (due is None or due > 1 or g2 == group)
 
     @staticmethod
     def armed_timers(group) -> list:
@@ -69,7 +119,7 @@ class ConsumerSystem(System):
         iid = self.instance_of(slot) if static else NO_INSTANCE_ID
         c, out = self.step_member(NEW_MEMBERSHIP, Start(member_id(slot, epoch), iid, self.cfg.subscription_of(slot),
                                                         self.cfg.regex))
-        return Proc(RUNNING, epoch, c, self.requests_of(out), ())
+        return self.joined(Proc(RUNNING, epoch, c, self.requests_of(out), ()))
 
     def started(self) -> State:
         none = self.no_proc
@@ -77,6 +127,8 @@ class ConsumerSystem(System):
         return State(empty_group(self.cfg), procs, self.max_faults)
 
     def initial(self) -> State:
+        if self.timing is not None:  # the untimed settled group, its deadlines started (System.initial)
+            return super().initial()
         return self.start_state if self.start_state is not None else settle(self, self.started())
 
     @property
@@ -116,15 +168,15 @@ class ConsumerSystem(System):
         if p.responses:
             resp = p.responses[0]
             c2, outs = self.step_member(c, resp)
-            reply = (Action("reply", s, resp), p._replace(consumer=c2, requests=p.requests + self.requests_of(outs),
-                                                          responses=p.responses[1:], shared=_masked(p.shared, c2.owned),
-                                                          committed=p.committed and c2.epoch == c.epoch
-                                                          and c2.owned == c.owned))
+            reply = (Action("reply", s, resp), self.joined(p._replace(
+                consumer=c2, requests=p.requests + self.requests_of(outs), responses=p.responses[1:],
+                shared=_masked(p.shared, c2.owned), committed=p.committed and c2.epoch == c.epoch
+                and c2.owned == c.owned)))
         elif not p.requests:
             c2, outs = self.step_member(c, HEARTBEAT_DUE)
             sent = self.requests_of(outs)
             if sent:
-                heartbeat = (Action("heartbeat", s, sent[0]), p._replace(consumer=c2, requests=sent))
+                heartbeat = (Action("heartbeat", s, sent[0]), self.joined(p._replace(consumer=c2, requests=sent)))
             if not p.committed:
                 sent = self.requests_of(self.step_member(c, COMMIT_DUE)[1])
                 if sent:
@@ -135,8 +187,9 @@ class ConsumerSystem(System):
                                                                 committed=p.committed and c2.owned == c.owned))
         if c.state == ClientState.FENCED:
             c2, outs = self.step_member(c, RELEASE_STEP)
-            release = (Action(RELEASE, s, None), p._replace(consumer=c2, requests=p.requests + self.requests_of(outs),
-                                                            shared=_masked(p.shared, c2.owned), committed=False))
+            release = (Action(RELEASE, s, None), self.joined(p._replace(
+                consumer=c2, requests=p.requests + self.requests_of(outs), shared=_masked(p.shared, c2.owned),
+                committed=False)))
         hit = self._local[key] = (reply, heartbeat, reconcile, commit) + ((release,) if release else ())
         return hit
 
@@ -179,8 +232,8 @@ class ConsumerSystem(System):
                 c2, outs = self.step_member(c, Leave())
                 out.append((Action("leave", s, None),
                             Proc(ABSENT, p.epoch, c2, p.requests + self.requests_of(outs), ())))
-            if "pause" in faults:
-                out.append((Action("pause", s, None), p._replace(status=PAUSED)))
+            if "pause" in faults:  # a paused process's join is not timed (its delay is its own)
+                out.append((Action("pause", s, None), p._replace(status=PAUSED, joining=0)))
         elif p.status == CRASHED and "restart" in faults:
             out.append((Action("restart", s, None), self.start(s, p)))
         if "crash" in faults and (p.status == RUNNING or p.status == PAUSED):
@@ -223,7 +276,8 @@ class ConsumerSystem(System):
         return out
 
     def tick_successors(self, state: State) -> list:
-        return []
+        """Timed: the clock (``System.timed_tick``); untimed, no member deadline counts down in ticks."""
+        return self.timed_tick(state) if self.timing is not None else []
 
     def churn_successors(self, state: State) -> list:
         return []

@@ -39,7 +39,7 @@ SCHEMA = {
     "members": {"initial", "joiners", "static", "subscriptions"},
     "faults": {"kinds", "budget", "resubscriptions"},
     "time": {"tick_ms", "scheduled_rebalance_max_delay_ms", "rejoin_interval_ms", "timed", "session_timeout_ms",
-             "rebalance_timeout_ms", "initial_rebalance_delay_ms"},
+             "rebalance_timeout_ms", "initial_rebalance_delay_ms", "heartbeat_interval_ms"},
     "check": {"max_states", "max_depth", "expect_violated", "expect_findings", "mutations", "continue",
               "timer_fairness"},
     "streams": {"tasks", "stateless", "standby_replicas", "version", "rejoin", "scale_down_ticks",
@@ -195,7 +195,7 @@ def ticks(t: dict) -> dict:
             "revoking_backoff_ticks": tuple(backoff)}
 
 
-def timing_settings(t: dict, timed: bool | None, faults, protocol: str) -> Timing | None:
+def timing_settings(t: dict, timed: bool | None, faults, protocol: str, group=None) -> Timing | None:
     """The timed mode's durations (checker/timed.py) from the ``[time]`` table, or
     None when it is off (``time.timed``, overridden by ``--timed``): ``tick_ms``, the
     members' ``session_timeout_ms`` and ``rebalance_timeout_ms`` (max.poll.interval.ms;
@@ -203,21 +203,25 @@ def timing_settings(t: dict, timed: bool | None, faults, protocol: str) -> Timin
     ``initial_rebalance_delay_ms`` (group.initial.rebalance.delay.ms, Kafka's 3 s).
     ConfigError for a value that is not a whole number of ms, a session timeout
     the broker would refuse (R42) or a failover fault (a loaded group's deadlines
-    are not modelled) or the consumer protocol (KIP-848: its timers are not timed)."""
+    are not modelled). Under the consumer protocol (KIP-848, ``group`` its GroupConfig),
+    ``session_timeout_ms`` is the broker's group.consumer.session.timeout.ms and
+    ``heartbeat_interval_ms`` its group.consumer.heartbeat.interval.ms (5 s); an online
+    migration or members subscribing by regular expression are not timed (ConfigError)."""
     on = t.get("timed", False) if timed is None else timed
     if not isinstance(on, bool):
         raise ConfigError(f"time.timed must be true or false, got {on!r}")
     if not on:
         return None
-    if protocol == KIP848:
-        raise ConfigError("the timed mode times the classic protocol's coordinator timers; the consumer protocol "
-                          "(KIP-848) is explored untimed: drop time.timed or --timed")
+    if protocol == KIP848 and group is not None and (group.migration or group.regex):
+        raise ConfigError("the timed mode times the consumer group coordinator's session and rebalance timeouts; an "
+                          "online migration's classic timers and a regular expression's resolution are not timed: "
+                          "drop time.timed or --timed")
     if FAILOVER in faults:
         raise ConfigError("the timed mode does not explore coordinator failover (a loaded group's deadlines are "
                           "not modelled): drop the failover fault or time.timed")
     defaults = Timing(tick_ms=TIME_DEFAULTS["tick_ms"])
     session = _count("time.session_timeout_ms", t.get("session_timeout_ms", defaults.timeouts.session_ms), 1)
-    if session_timeout_error(session) != Error.NONE:
+    if protocol != KIP848 and session_timeout_error(session) != Error.NONE:
         bounds = SessionBounds()
         raise ConfigError(f"time.session_timeout_ms {session} lies outside the broker's group.min.session.timeout.ms "
                           f"{bounds.min_ms} and group.max.session.timeout.ms {bounds.max_ms} (R42)")
@@ -225,7 +229,9 @@ def timing_settings(t: dict, timed: bool | None, faults, protocol: str) -> Timin
                   timeouts=Timeouts(session, _count("time.rebalance_timeout_ms",
                                                     t.get("rebalance_timeout_ms", defaults.timeouts.rebalance_ms), 1)),
                   initial_delay_ms=_count("time.initial_rebalance_delay_ms",
-                                          t.get("initial_rebalance_delay_ms", defaults.initial_delay_ms), 0))
+                                          t.get("initial_rebalance_delay_ms", defaults.initial_delay_ms), 0),
+                  heartbeat_interval_ms=_count("time.heartbeat_interval_ms",
+                                               t.get("heartbeat_interval_ms", defaults.heartbeat_interval_ms), 1))
 
 
 def load_plugin(spec: str):
@@ -459,7 +465,7 @@ def resolve(data: dict, *, protocol=None, assignor=None, members=None, partition
                                           tuple(KIP848_SPEC_MUTATIONS if proto == KIP848 else SPEC_MUTATIONS))),
         initial=initial,
         prefix=prefix,
-        timing=timing_settings(t, timed, fault_kinds, proto),
+        timing=timing_settings(t, timed, fault_kinds, proto, group),
         findings=expected_findings(findings if findings else c.get("expect_findings")),
     )
 

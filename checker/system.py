@@ -103,7 +103,12 @@ class Proc(NamedTuple):
     the process is Stable; then ``KEPT``, its restart answered from the stored
     assignment (R26; GroupMetadataManager.java:8148, Kafka 4.4.0), while the process
     stays Stable at that generation (finding F1's history, checker/findings.py);
-    ``NOT_RESTARTING`` otherwise."""
+    ``NOT_RESTARTING`` otherwise.
+
+    One for KIP-848 in the timed mode (``joins_in_time``, checker/consumer_system.py):
+    ``joining``, 0 unless the process is joining (it sent a heartbeat at member epoch 0, or
+    was refused since and rejoins), then 1 + the ticks since, until a response gives it a
+    member epoch."""
 
     status: int
     epoch: int
@@ -117,6 +122,7 @@ class Proc(NamedTuple):
     restored: int = 0
     quiet: int = 0
     restarting: int = 0
+    joining: int = 0
 
 
 NOT_RESTARTING, FRESH, RESTARTING, KEPT = 0, 1, 2, 3  # Proc.restarting
@@ -223,6 +229,7 @@ class System:
         return g2, replies
 
     member_handler = staticmethod(member.handle)  # the member's pure handler (model/member.py)
+    TIMERS = timed.CLASSIC  # the coordinator's timers as the timed mode's clock reads them
 
     def step_member(self, c: Consumer, event) -> tuple:
         key = (c, event)
@@ -246,7 +253,7 @@ class System:
         responses if ``conn`` is its live connection, else ``p`` itself (dropped)."""
         if p.epoch == epoch_of(conn) and (p.status == RUNNING or p.status == PAUSED):
             return Proc(p.status, p.epoch, p.consumer, p.requests, p.responses + (response,), p.shared,
-                        p.committed, p.stage, p.metadata, p.restored, p.quiet, p.restarting)
+                        p.committed, p.stage, p.metadata, p.restored, p.quiet, p.restarting, p.joining)
         return p
 
     @staticmethod
@@ -281,11 +288,11 @@ class System:
         members started from an empty group and run, deterministically, to a
         quiescent Stable group."""
         if self.timing is not None:  # timed: the untimed settled group, every armed timer at its full duration
-            state = System(*self.spec[:-1]).initial()
+            state = type(self)(*self.spec[:-1]).initial()
             never = self.timing.session_ticks  # a static slot with no process yet: the coordinator never heard it
             procs = tuple(p._replace(quiet=never) if s in self.static and p.status == ABSENT else p
                           for s, p in enumerate(state.procs))
-            return State(timed.started(self.timing, state.group), procs, state.faults_left)
+            return State(timed.started(self.timing, state.group, self.TIMERS), procs, state.faults_left)
         state = self.start_state if self.start_state is not None else settle(self, self.started())
         if FAILOVER in self.faults and state.group.record is None:  # R72: a starting Stable group is stored
             state = state._replace(group=failover.recorded(state.group, state.group))
@@ -497,7 +504,7 @@ class System:
         replies are then routed (``route``), an OffsetCommit recorded (``_committed``)."""
         req = p.requests[0]
         popped = Proc(p.status, p.epoch, p.consumer, p.requests[1:], p.responses, p.shared, p.committed,
-                      p.stage, p.metadata, p.restored, p.quiet, p.restarting)
+                      p.stage, p.metadata, p.restored, p.quiet, p.restarting, p.joining)
         return Action("deliver", s, req), Receive(connection(s, p.epoch), req), popped
 
     def own_steps(self, group: Group, s: int, p: Proc) -> tuple:
@@ -510,13 +517,18 @@ class System:
             event = self.heartbeat_event(s, p, heartbeat)
             if event is not None and self.timing is not None:
                 # one that only restarts the session is taken when the session would lapse
-                g2, replies = self.coord(group, event)
-                due = timed.session_left(group, p.consumer.member_id)
-                if replies[0].response.error == Error.NONE and (due is None or due > 1 or g2 == group):
+                if self.timed_stutters(group, event, timed.session_left(group, p.consumer.member_id, self.TIMERS)):
                     return steps[:1] + (None,) + steps[2:]
             elif event is not None and self.stutters(group, event):
                 return steps[:1] + (None,) + steps[2:]
         return steps
+
+    def timed_stutters(self, group: Group, event, due: int | None) -> bool:
+        """Timed: whether heartbeat ``event`` is not taken now: it is answered NONE and the
+        member's session (``due`` ticks left, None if not armed) would not lapse before the
+        next tick, or it changes nothing at all."""
+        g2, replies = self.coord(group, event)
+        return replies[0].response.error == Error.NONE and (due is None or due > 1 or g2 == group)
 
     @staticmethod
     def heartbeat_event(s: int, p: Proc, heartbeat: tuple) -> Receive:
@@ -555,7 +567,8 @@ class System:
         silent (a live member would have heartbeated, rejoined or synced in time).
         Timed: once its deadline has come (checker/timed.py), whoever it waits for."""
         if self.timing is not None:
-            return [(Action("timer", -1, ev), self.coordinator_event(state, ev)) for ev in timed.due(state.group)]
+            return [(Action("timer", -1, ev), self.coordinator_event(state, ev))
+                    for ev in timed.due(state.group, self.TIMERS)]
         armed = self._timers.get(state.group)
         if armed is None:
             armed = self._timers[state.group] = tuple(self.armed_timers(state.group))
@@ -581,17 +594,21 @@ class System:
         static slot's ``quiet`` and the rebalance's age. ``[(Action, State)]``, at
         most one; none when nothing would change."""
         group = state.group
-        if timed.due(group) or any(p.requests or p.responses and p.status != PAUSED for p in state.procs):
+        if timed.due(group, self.TIMERS) or any(p.requests or p.responses and p.status != PAUSED
+                                                for p in state.procs):
             return []
         for s, p in enumerate(state.procs):
             if p.status == RUNNING and any(self.own_steps(group, s, p)[1:3]):
                 return []
-        cap = self.timing.session_ticks
-        procs = tuple(p._replace(consumer=self.step_member(p.consumer, TICK)[0] if ticks(p) else p.consumer,
-                                 quiet=min(p.quiet + 1, cap) if s in self.static else p.quiet)
-                      for s, p in enumerate(state.procs))
+        procs = tuple(self.aged(s, p) for s, p in enumerate(state.procs))
         nxt = State(timed.ticked(self.timing, group), procs, state.faults_left)
         return [(Action("tick", -1, None), nxt)] if nxt != state else []
+
+    def aged(self, s: int, p: Proc) -> Proc:
+        """Slot ``s``'s process ``p`` one tick later (``timed_tick``): its countdowns (R38) and,
+        for a static slot, ``quiet``."""
+        return p._replace(consumer=self.step_member(p.consumer, TICK)[0] if self.ticks(p) else p.consumer,
+                          quiet=min(p.quiet + 1, self.timing.session_ticks) if s in self.static else p.quiet)
 
     def _environment(self, state: State) -> list:
         out = self.upgrade_successors(state) if self.stages else []

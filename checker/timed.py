@@ -36,11 +36,13 @@ armed timer at its full duration. Timed mode does not explore coordinator failov
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
+from rebalance.model import timing as classic_timing
+from rebalance.model.consumer_group import coordinator as cg_coordinator, timing as cg_timing
 from rebalance.model.coordinator import Group, armed_timers
 from rebalance.model.protocol import Phase, PendingMemberTimeout, SessionTimeout
-from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts, duration_ms, rearm
+from rebalance.model.timing import DEFAULT_TIMEOUTS, Timeouts
 
 NOT_REBALANCING, DISQUALIFIED = -1, -2  # Clock.rebalancing: Stable or Empty; a fault since the rebalance began
 SETTLED = (Phase.STABLE, Phase.EMPTY, Phase.DEAD)
@@ -54,6 +56,7 @@ class Timing(NamedTuple):
     tick_ms: int = 10_000
     timeouts: Timeouts = DEFAULT_TIMEOUTS
     initial_delay_ms: int = 3_000
+    heartbeat_interval_ms: int = 5_000  # KIP-848: group.consumer.heartbeat.interval.ms
 
     def ticks(self, ms: int) -> int:
         """``ms`` in ticks, rounded up, at least one (a deadline is never now)."""
@@ -67,9 +70,40 @@ class Timing(NamedTuple):
     def rebalance_ticks(self) -> int:
         return self.ticks(self.timeouts.rebalance_ms)
 
-    def duration(self, timer, group: Group) -> int:
-        """How many ticks ``timer`` runs, started in ``group`` (model/timing.py ``duration_ms``)."""
-        return self.ticks(duration_ms(timer, group, lambda _: self.timeouts, self.initial_delay_ms))
+    @property
+    def heartbeat_ticks(self) -> int:
+        return self.ticks(self.heartbeat_interval_ms)
+
+    def duration(self, timer, group) -> int:
+        """How many ticks ``timer`` runs, started in ``group`` (model/timing.py ``duration_ms``; a
+        consumer group's, model/consumer_group/timing.py's: ``timeouts.session_ms`` is then the
+        broker's group.consumer.session.timeout.ms, ``timeouts.rebalance_ms`` every member's
+        rebalance timeout)."""
+        if type(group) is Group:
+            return self.ticks(classic_timing.duration_ms(timer, group, lambda _: self.timeouts,
+                                                         self.initial_delay_ms))
+        return self.ticks(cg_timing.duration_ms(timer, cg_timing.ConsumerTimeouts(
+            self.timeouts.session_ms, self.heartbeat_interval_ms), lambda _: self.timeouts.rebalance_ms))
+
+
+class Timers(NamedTuple):
+    """One protocol's coordinator timers as the clock reads them: ``armed(group)``, the armed
+    timers in order, ``[(timer, waiting), ...]``; ``key(timer, group)``, the key ``rearm``
+    names the timer by; ``rearm(before, after, armed keys, refreshed)``; ``settled(group)``,
+    whether the group is not rebalancing (``Clock.rebalancing``)."""
+
+    armed: Callable
+    key: Callable
+    rearm: Callable
+    settled: Callable
+
+
+CLASSIC = Timers(armed_timers,
+                 lambda t, g: t if type(t) in (SessionTimeout, PendingMemberTimeout) else (t, g.generation),
+                 classic_timing.rearm, lambda g: g.phase in SETTLED)
+# KIP-848 (model/consumer_group/timing.py): every timer is its own key; no group-wide rebalance is timed
+# (``bounded_rebalance`` is the classic protocol's), so the group counts as settled
+CONSUMER = Timers(cg_coordinator.armed_timers, lambda t, g: t, cg_timing.rearm, lambda g: True)
 
 
 class Clock(NamedTuple):
@@ -82,20 +116,20 @@ class Clock(NamedTuple):
     rebalancing: int = NOT_REBALANCING
 
 
-def keys(group: Group) -> list:
+def keys(group: Group, timers: Timers = CLASSIC) -> list:
     """The armed timers' keys as model/timing.py ``rearm`` names them: a per-member
     timer by itself, a barrier's by (timer, generation)."""
-    return [t if type(t) in (SessionTimeout, PendingMemberTimeout) else (t, group.generation)
-            for t, _ in armed_timers(group)]
+    return [timers.key(t, group) for t, _ in timers.armed(group)]
 
 
-def started(timing: Timing, group: Group) -> Group:
+def started(timing: Timing, group: Group, timers: Timers = CLASSIC) -> Group:
     """``group`` with every armed timer at its full duration (the initial state)."""
-    return group._replace(clock=Clock(tuple(timing.duration(t, group) for t, _ in armed_timers(group)),
-                                      NOT_REBALANCING if group.phase in SETTLED else 0))
+    return group._replace(clock=Clock(tuple(timing.duration(t, group) for t, _ in timers.armed(group)),
+                                      NOT_REBALANCING if timers.settled(group) else 0))
 
 
-def stepped(timing: Timing, before: Group, after: Group, refreshed: int, fired=None) -> Group:
+def stepped(timing: Timing, before: Group, after: Group, refreshed: int, fired=None,
+            timers: Timers = CLASSIC) -> Group:
     """``after`` (the coordinator's step from ``before``) with its clock: the timers
     the step cancels dropped, those it starts or restarts at their full duration
     (``rearm``; ``refreshed``: the member whose request restarts its session, R11),
@@ -103,33 +137,33 @@ def stepped(timing: Timing, before: Group, after: Group, refreshed: int, fired=N
     the step is a timer's (it is spent). The rebalance's age starts when the group
     leaves Stable or Empty and ends when it is back."""
     clock = before.clock
-    before_keys = keys(before)
+    before_keys = keys(before, timers)
     left = dict(zip(before_keys, clock.left))
     if fired is not None:
         for k in before_keys:
             if k == fired or (type(k) is tuple and k[0] == fired):
                 del left[k]
-    cancel, start = rearm(before, after, tuple(left), refreshed)
+    cancel, start = timers.rearm(before, after, tuple(left), refreshed)
     for k in cancel:
         left.pop(k, None)
     for k, t in start:
         left[k] = timing.duration(t, after)
     age = clock.rebalancing
-    if after.phase in SETTLED:
+    if timers.settled(after):
         age = NOT_REBALANCING
     elif age == NOT_REBALANCING:
         age = 0
-    return after._replace(clock=Clock(tuple(left[k] for k in keys(after)), age))
+    return after._replace(clock=Clock(tuple(left[k] for k in keys(after, timers)), age))
 
 
-def due(group: Group) -> list:
+def due(group: Group, timers: Timers = CLASSIC) -> list:
     """The armed timers whose deadline has come (0 ticks left), in ``armed_timers``' order."""
-    return [t for (t, _), left in zip(armed_timers(group), group.clock.left) if left == 0]
+    return [t for (t, _), left in zip(timers.armed(group), group.clock.left) if left == 0]
 
 
-def session_left(group: Group, mid: int) -> int | None:
+def session_left(group: Group, mid: int, timers: Timers = CLASSIC) -> int | None:
     """Ticks left on member ``mid``'s session timer, None if it is not armed."""
-    for (t, _), left in zip(armed_timers(group), group.clock.left):
+    for (t, _), left in zip(timers.armed(group), group.clock.left):
         if type(t) is SessionTimeout and t.member_id == mid:
             return left
     return None

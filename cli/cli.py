@@ -174,7 +174,9 @@ def _config_summary(s: CheckSettings) -> dict:
                 {"upgrade": True} if s.group.upgrade else {}) | ({} if s.timing is None else {"timed": {
                     "tick_ms": s.timing.tick_ms, "session_timeout_ms": s.timing.timeouts.session_ms,
                     "rebalance_timeout_ms": s.timing.timeouts.rebalance_ms,
-                    "initial_rebalance_delay_ms": s.timing.initial_delay_ms}}) | ({} if s.initial is None else {
+                    "initial_rebalance_delay_ms": s.timing.initial_delay_ms} | (
+                    {"heartbeat_interval_ms": s.timing.heartbeat_interval_ms} if s.group.protocol == "consumer"
+                    else {})}) | ({} if s.initial is None else {
                 "initial": {"generation": s.initial.generation, "leader": lane(s.initial.leader),
                             "owned": {lane(k): partition_names(s.group, v) for k, v in sorted(s.initial.owned.items())}},
                 "prefix": [f"{lane(slot)} {action}" if slot >= 0 else action for action, slot, _ in s.prefix]})

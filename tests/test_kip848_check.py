@@ -31,6 +31,7 @@ MIGRATION_OFFLINE = (str(EXAMPLES / "kip848" / "migration_offline.toml"),)
 MIGRATION_STATIC = (str(EXAMPLES / "kip848" / "migration_static.toml"),)
 MIGRATION_ZOMBIE = MIGRATION + ("--faults", "join,leave,crash,restart,pause")
 TLC_BOUNDS = (str(EXAMPLES / "kip848" / "tlc_bounds.toml"),)  # Vanlightly's TLA+ bounds: benchmarks/tlc_kip848.py
+TIMED = (str(EXAMPLES / "kip848" / "timed.toml"),)  # the timed mode (docs/timed.md): a member and a joiner, pauses
 
 # (mutations, configuration, the properties violated; every other one holds), fast ones first
 FAST = [
@@ -59,6 +60,10 @@ FAST = [
     (("prepare-clears-stored-assignments",), MIGRATION, {"exclusive_ownership", "exclusive_commits"}),
     (("upgrade-drops-assignment",), MIGRATION_STATIC,
      {"exclusive_ownership", "exclusive_commits", "legal_target", "converges"}),
+    # timed, a paused member is a zombie as untimed; KAFKA-19233 keeps a rejoining member out until its session
+    # ends (joins_in_time), and its rejoins refused over and over within one tick are a cycle weak fairness allows
+    ((), TIMED, {"exclusive_processing"}),
+    (("epoch-zero-fenced",), TIMED, {"exclusive_processing", "joins_in_time", "converges"}),
 ]
 SLOW = [
     (("partition-epoch-lost-on-reassign",), THREE, {"valid_partition_epochs", "refinement"}),  # KAFKA-16147
@@ -76,7 +81,7 @@ SLOW = [
     (("report-current-assignment",), LOST_RESPONSE,  # finding K-F1
      {"exclusive_processing", "valid_member_epoch", "no_double_ownership", "exclusive_ownership",
       "exclusive_commits", "refinement"}),
-    # not caught untimed: a rejoin refused until the session times out is a delay (the timed mode's), and
+    # not caught untimed: a rejoin refused until the session times out is a delay (caught timed, TIMED above), and
     # KAFKA-19974's epoch + 1 breaks a history property (one owner per partition per epoch) the checker keeps not
     (("epoch-zero-fenced",), LOST_RESPONSE, {"exclusive_processing"}),
     (("bump-epoch-leaving-unrevoked",), REGEX, set()),

@@ -1,6 +1,9 @@
 """The timed exploration mode (checker/timed.py, docs/timed.md; issue 43 item 3):
 each coordinator timer fires at the deadline model/timing.py gives it, so that a
 timer firing too early, too late or never is a violation, not an interleaving."""
+import json
+from pathlib import Path
+
 import pytest
 
 from conftest import EXAMPLES
@@ -161,12 +164,51 @@ def test_a_restart_is_followed_until_the_member_is_stable():
 
 
 @pytest.mark.parametrize("args,message", [
-    (("--faults", "crash,restart,failover"), "does not explore coordinator failover"),
-    (("--protocol", "consumer"), "the consumer protocol (KIP-848) is explored untimed"),
+    ((str(TIMED), "--faults", "crash,restart,failover"), "does not explore coordinator failover"),
+    ((str(EXAMPLES / "kip848" / "migration.toml"), "--timed"), "an online migration's classic timers"),
+    ((str(EXAMPLES / "kip848" / "regex.toml"), "--timed"), "a regular expression's resolution are not timed"),
 ])
 def test_bad_timed_input_is_refused(rebalance_check, args, message):
-    code, s = rebalance_check(str(TIMED), *args)
+    code, s = rebalance_check(*args)
     assert code == 2 and message in s["error"]["message"]
+
+
+# --- KIP-848 timed (examples/kip848/timed.toml; the matrix rows in tests/test_kip848_check.py) ---------------
+
+KIP848_TIMED = EXAMPLES / "kip848" / "timed.toml"  # a member, a joiner, pauses; tick 15 s, session 45 s
+
+
+@pytest.mark.spec("K3")
+def test_kafka_19233_keeps_a_rejoining_member_out_until_its_session_ends_caught_only_timed(rebalance_check):
+    """Must-show (KAFKA-19233, ``epoch-zero-fenced``): a joiner whose join's response a pause lost rejoins at
+    member epoch 0 while the coordinator holds it at a later epoch; refused FENCED_MEMBER_EPOCH, it is out of the
+    group while its session runs down (Kafka 4.4.0 accepts every join at epoch 0:
+    GroupMetadataManager.throwIfConsumerGroupMemberEpochIsInvalid, GroupMetadataManager.java:1664). Timed,
+    ``joins_in_time`` fails with that story; the correct model holds it; untimed the mutation passes."""
+    code, s = rebalance_check(str(KIP848_TIMED))
+    assert code == 0 and {p["name"]: p["status"] for p in s["properties"]}["joins_in_time"] == "holds"
+    assert s["actions_fired"]["tick"] > 0 and s["actions_fired"]["timer"] > 0
+    code, s = rebalance_check(str(KIP848_TIMED), "--mutation", "epoch-zero-fenced")
+    cex = s["counterexample"]
+    assert code == 1 and cex["property"] == "joins_in_time" and cex["length"] == 17, cex
+    assert "still out of the group (FENCED)" in cex["reason"] and "the coordinator still holds it" in cex["reason"]
+    steps = json.loads(Path(cex["files"]["json"]).read_text())["steps"]
+    details = [json.dumps(st.get("action")) for st in steps]
+    assert any("FENCED_MEMBER_EPOCH" in d for d in details) and sum('"tick"' in d for d in details) >= 2
+    code, s = rebalance_check(str(KIP848_TIMED), "--mutation", "epoch-zero-fenced", "--no-timed")
+    assert code == 0 and "joins_in_time" not in {p["name"] for p in s["properties"]}
+
+
+def test_a_consumer_group_times_its_sessions_and_joins():
+    """The consumer group's clock: every member's session at its full duration at the start, a join one tick
+    old while its member stays refused, and none at all while its response is in flight."""
+    system = resolve(load_toml(KIP848_TIMED)).system()
+    t = system.timing
+    assert (t.session_ticks, t.heartbeat_ticks, t.rebalance_ticks) == (3, 1, 2)
+    s = system.initial()
+    assert s.group.clock.left == (3,) and s.procs[0].joining == 0
+    joined = next(n for a, n in system.successors(s) if a.kind == "join")
+    assert joined.procs[1].joining == 1 and "tick" not in [a.kind for a, _ in system.successors(joined)]
 
 
 def test_a_session_timeout_the_broker_refuses_is_bad_input(tmp_path, rebalance_check):

@@ -57,7 +57,8 @@ class ConsumerGroup(NamedTuple):
     holding it (assigned or pending revocation) or ``FREE``; ``topics``: the topics that
     exist (the metadata image, a topic bitmask); ``issued``: the member ids handed out to
     classic members, as the classic Group's (model/coordinator.py), carried across an online
-    migration so that an id is never handed out twice."""
+    migration so that an id is never handed out twice. ``clock``: the armed timers' deadlines in
+    the checker's timed mode (checker/timed.py ``Clock``), else None, as the classic Group's."""
 
     epoch: int
     target_epoch: int
@@ -66,6 +67,7 @@ class ConsumerGroup(NamedTuple):
     partition_epochs: tuple
     topics: int = ALL_TOPICS
     issued: tuple = ()
+    clock: object = None
 
 
 def empty_group(cfg: GroupConfig) -> ConsumerGroup:
