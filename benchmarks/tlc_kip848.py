@@ -1,4 +1,4 @@
-"""KIP-848 side by side with TLC (issue 39, item 8): docs/explanation/tlc-kip848.md, generated.
+"""KIP-848 side by side with TLC (issue 39, item 8): docs/kip848-tlc.md, generated.
 
 Runs Vanlightly's TLA+ specification of KIP-848 (github.com/Vanlightly/kafka-tlaplus,
 groupprotocol/consumer_group_protocol_kip_848_v2, its shipped .cfg: 2 clients, 2 topics x
@@ -18,7 +18,7 @@ A TLC run that outlasts --max-minutes (default 30) is stopped and reported undec
 with the distinct states and the queue of its last progress report.
 
 Usage: python benchmarks/tlc_kip848.py --tla2tools tla2tools.jar --spec-dir groupprotocol \
-           --modules CommunityModules/modules > docs/explanation/tlc-kip848.md
+           --modules CommunityModules/modules > docs/kip848-tlc.md
 """
 from __future__ import annotations
 
