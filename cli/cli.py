@@ -1362,25 +1362,10 @@ def _print_conform(doc: dict) -> None:
         zombie = f" (paused: {', '.join(o['paused'])})" if o["paused"] else ""
         out.print(f"exclusive_processing: {o['partition']} owned by {' and '.join(o['members'])} from "
                   f"{o['from_ms']} to {o['to_ms'] or 'the end'}{zombie}", highlight=False, markup=False)
-    d = doc["divergence"]
-    if d is None:
-        return
-    out.print(f"divergent at line {d['line']} ({d['rule']}): {d['reason']}", highlight=False, markup=False)
-    out.print("  record: " + json.dumps(d["record"], separators=(",", ":")), highlight=False, markup=False)
-    out.print("  the model allows here:", highlight=False)
-    for e in d["expected"]:
-        out.print(f"    {e}", highlight=False, markup=False)
-    last = doc["figures"].get("last_state")
-    if last:
-        out.print("  last matching state: " + json.dumps(last, separators=(",", ":")), highlight=False, markup=False)
-    files = d["files"]
-    out.print(f"  files: {files.get('svg') or files.get('svg_error', '')} {files.get('json') or ''}",
-              highlight=False, markup=False)
-    for more in doc["divergences"][1:]:  # after a divergence the side resynchronises and goes on
-        out.print(f"also divergent at line {more['line']} ({more['side']} side, {more['rule']}): {more['reason']}",
-                  highlight=False, markup=False)
-        for e in more["expected"]:
-            out.print(f"    the model allows: {e}", highlight=False, markup=False)
+    from rebalance.checker.conform.report import divergence_lines
+
+    for line in divergence_lines(doc):
+        out.print(line, highlight=False, markup=False)
 
 
 from rebalance.ctl import ctl  # noqa: E402  (rebalance ctl: cli/ctl.py)

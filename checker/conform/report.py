@@ -35,6 +35,28 @@ def summary(path: str, side: str, verdict: Verdict, records: int, seconds: float
             "figures": verdict.figures}
 
 
+def divergence_lines(doc: dict) -> list:
+    """The lines ``rebalance conform`` prints for a summary's divergences (none if it has
+    none): the first one's line, rule, reason and record, what the model allows there, the
+    last matching state and the files drawn, then each later divergence with what the model
+    allows. Plain text, also the interop tests' assertion messages."""
+    d = doc["divergence"]
+    if d is None:
+        return []
+    lines = [f"divergent at line {d['line']} ({d['rule']}): {d['reason']}",
+             "  record: " + json.dumps(d["record"], separators=(",", ":")), "  the model allows here:",
+             *(f"    {e}" for e in d["expected"])]
+    last = doc["figures"].get("last_state")
+    if last:
+        lines.append("  last matching state: " + json.dumps(last, separators=(",", ":")))
+    files = d["files"]
+    lines.append(f"  files: {files.get('svg') or files.get('svg_error', '')} {files.get('json') or ''}")
+    for more in doc["divergences"][1:]:  # after a divergence the side resynchronises and goes on
+        lines.append(f"also divergent at line {more['line']} ({more['side']} side, {more['rule']}): {more['reason']}")
+        lines += [f"    the model allows: {e}" for e in more["expected"]]
+    return lines
+
+
 def _rule_order(rule: str):
     return (0, int(rule[1:])) if rule[:1] == "R" and rule[1:].isdigit() else (1, rule)
 

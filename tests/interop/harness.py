@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from rebalance.impl.observed import header, now_ms
+from rebalance.checker.conform.report import divergence_lines
 
 HERE = Path(__file__).parent
 REBALANCE = Path(sys.executable).parent / "rebalance"
@@ -126,17 +127,12 @@ def conform(side: str, *paths) -> tuple:
 
 
 def verdict_text(doc: dict) -> str:
-    """A ``conform --json`` object as an assertion message: the verdict, and each divergence's
-    side, line, rule, reason, record and what the model allows there (a CI log keeps no trace)."""
-    lines = [f"{doc['side']} side: {doc['verdict']}, {doc.get('records_checked')} of {doc.get('records')} records"
-             f" checked ({doc['trace']})"]
-    for d in doc.get("divergences") or ():
-        lines += [f"divergent at line {d['line']} ({d['side']} side, {d['rule']}): {d['reason']}",
-                  "  record: " + json.dumps(d["record"], separators=(",", ":")),
-                  *(f"  the model allows: {e}" for e in d["expected"])]
-    if doc.get("error"):
-        lines.append(f"error: {doc['error']}")
-    return "\n".join(lines)
+    """A ``conform --json`` object as an assertion message, in ``rebalance conform``'s own
+    words (report.divergence_lines): the verdict, then each divergence (a CI log keeps no trace)."""
+    head = (f"{doc['side']} side: {doc['verdict']}, {doc.get('records_checked')} of {doc.get('records')} records"
+            f" checked ({doc['trace']})")
+    error = [f"error: {doc['error']}"] if doc.get("error") else []
+    return "\n".join([head, *(divergence_lines(doc) if doc.get("divergence") else ()), *error])
 
 
 def agent_command(client: str) -> list:
