@@ -134,6 +134,20 @@ class Refinement:
             self._local_group[hit] = local
         return hit
 
+    def owner_part(self, group) -> tuple:
+        """The coordinator's part of the views of the states with Group ``group``
+        without the recorded claims (``_group``'s first four fields: phase, generation,
+        member ids, sorted, and stored assignments): a tuple of ints, equal in every
+        process. Every memo of this check is keyed by a function of it: a member's own
+        step by it, any other step by the view with or without the claims, Inv by the
+        view without them. The workers engine places a state with the owner of this
+        value (checker/engines/workers.py ``Components.owners``), so that those memos
+        fill on one owner only, not on every owner that meets a Group abstracted alike
+        (issue 44)."""
+        part = self._group(group, self.system.slots)  # first: it may grow _local_group
+        phase, generation, members, assigned = self._parts[self._local_group[part]]
+        return phase, generation, tuple(sorted(members)), assigned
+
     def _intern(self, part: tuple) -> int:
         hit = self._part_ids.get(part)
         if hit is None:
@@ -397,6 +411,8 @@ def refinement(system: System, state: State, action: Action, nxt: State):
 # state it reaches, ``invariant_rows``, asked once per state
 refinement.on_rows = lambda system: checker(system).on_rows(system.interner).step_rows
 refinement.on_arrival = lambda system: checker(system).on_rows(system.interner).invariant_rows
+# the value the workers engine partitions states by (``Refinement.owner_part``)
+refinement.partition = lambda system: checker(system).owner_part
 
 
 def _local_key(label: int, slot: int, group: int, before: int, after: int, bits: int) -> int:

@@ -72,3 +72,55 @@ def test_workers_refused_where_they_do_not_apply(tmp_path):
                         (("--workers", "2", "--walks", "3"), "--walks runs on one process")]:
         code, out, err = run_cli("check", *SMALL, *args, "--json", "--out", tmp_path, cwd=tmp_path)
         assert code == 2 and words in json.loads(out)["error"]["message"], (args, out, err)
+
+
+def _refinement_memos(system) -> tuple:
+    """How much the refinement check computed: Inv's evaluations (one per view reached) and its
+    step verdicts (a member's own steps', the others')."""
+    r = system.refinement
+    return int((r._invariant_marks > 0).sum()), len(r._local_verdicts), len(r._view_verdicts)
+
+
+def test_owners_compute_each_refinement_verdict_once():
+    """Placed by the refinement's view of their Group (``Refinement.owner_part``), three owners
+    evaluate Inv and decide the step verdicts exactly as often, summed, as one owner alone
+    (which expands as the local engine does): no two owners compute the same one. Seen to
+    fail placed by the Group (``partition`` None): the owners then recompute the views of
+    Groups abstracted alike."""
+    import threading
+    from multiprocessing import Pipe
+
+    from rebalance.checker.engines import workers
+    from rebalance.checker.properties import applicable
+    from rebalance.checker.settings import load_toml, resolve
+
+    system = resolve(load_toml(EXAMPLES / "default.toml"), faults=["join", "leave", "crash"], budget=1).system()
+    job = workers.job_for(system, list(applicable(system)), (), frozenset(), None, None, None)
+
+    def owners(k: int, partitioned: bool = True) -> tuple:
+        conns = [[None] * k for _ in range(k)]
+        for i in range(k):
+            for j in range(i + 1, k):
+                conns[i][j], conns[j][i] = Pipe()
+        kept = [[] for _ in range(k)]
+        original = workers.Components.__init__
+
+        def unpartitioned(self, interner, k, me=0, partition=None):
+            original(self, interner, k, me, partition if partitioned else None)
+        workers.Components.__init__ = unpartitioned
+        try:
+            threads = [threading.Thread(target=workers.run_owner, args=(job, workers.Mesh(me, conns[me])),
+                                        kwargs={"keep": kept[me]}) for me in range(k)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            workers.Components.__init__ = original
+        return tuple(map(sum, zip(*(_refinement_memos(k[0][0]) for k in kept))))
+
+    alone = owners(1)
+    assert alone[0] > 100 and alone[2] > 100
+    assert owners(3) == alone
+    placed_by_group = owners(3, partitioned=False)
+    assert placed_by_group[0] > alone[0] and placed_by_group[2] > alone[2]

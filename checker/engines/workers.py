@@ -5,8 +5,10 @@ Each canonical state has a stable fingerprint (``Components.stable``: the
 states' Group and Proc values each keyed by 64 bits of BLAKE2b over their
 encoding, the keys folded with SplitMix64 in numpy; the same in every process
 and on every machine, unlike Python's salted ``hash()``), and the state space
-is split among N *owners* by the key of each state's Group (``_owner_of``), so
-that the memos keyed by a Group fill on one owner only. An owner expands its
+is split among N *owners* by the key of a value of each state's Group
+(``Components.owners``): the refinement's view of it when that is checked, the
+Group itself otherwise, so that the memos keyed by a Group, or by that view,
+fill on one owner only. An owner expands its
 frontier as the local engine does (checker/engines/explore.py): its own
 ``Interner`` gives every Group and Proc a dense local id, successors are
 renamed and refinement-checked by those ids, and a state is a row of them. It
@@ -69,7 +71,7 @@ from .explore import (
     replay,
 )
 from .guards import Guard, exploration_mmap_threshold, map_large_blocks, release_free_heap
-from .interning import FingerprintSet, IntMap, Interner, LazyStates, _intern, collision_probability, fold
+from .interning import FingerprintSet, IntMap, Interner, LazyStates, _intern, collision_probability, fold, grown
 from .liveness import Graph, _np
 from .renaming import Renamer
 from .level import BATCH, Level, cat
@@ -140,15 +142,17 @@ class Components:
     it does not know the key yet, and takes the key with it rather than hashing
     the encoding again. A component's encoding is kept only while another owner
     may still need it (``held``): not once it was sent to or received from every
-    other owner, and a Group goes only to its owner (``_owner_of``), so no other
+    other owner, and a Group goes only to its owner (``owners``), so no other
     ever needs it; an owner that holds a component gets its definition without
     the encoding, which it knows by its key. (The encodings of every component
     were 57 MB in each of two owners at --partitions 16.) (Two of c distinct components share a key with
     probability about c^2 / 2^65: 7e-13 for the main job's some 5,000.)"""
 
-    def __init__(self, interner: Interner, k: int, me: int = 0):
+    def __init__(self, interner: Interner, k: int, me: int = 0, partition=None):
         self.interner = interner
         self.k, self.me = k, me
+        self.partition = partition  # Group -> the value its states are placed by (``owners``), or None
+        self._owners = np.zeros(0, np.int64)  # Group id -> its owner (-1: not known yet)
         self.values = (interner.groups, interner.procs)
         self.intern = (interner.group_id, interner.proc_id)
         self.blobs: tuple = ({}, {})  # local id -> encoding, while an owner may still need it
@@ -181,7 +185,7 @@ class Components:
         table[at], known[at] = got, True
         self.by_key[kind].resolve(got, lambda _, firsts: at[firsts])  # a key known already keeps its id
         if kind == 0:  # a Group goes only to its owner
-            owner = _owner_of(got, self.k)
+            owner = self.owners(at)
             for j, held in enumerate(self.held):
                 held[0][at[owner != j]] = True
         pending = ~np.logical_and.reduce([held[kind][at] for held in self.held])
@@ -198,6 +202,22 @@ class Components:
             blobs = [marshal.dumps(_flat(self.values[kind][i]), 2) for i in new]
             self._keyed(kind, new, [_stable_key(b) for b in blobs], blobs)
         return self.keys[kind][ids]
+
+    def owners(self, ids: np.ndarray) -> np.ndarray:
+        """The owner of each Group of local ids ``ids``: the unsigned stable key of its
+        ``partition`` value (``_stable_key``; without one, of the Group itself) modulo
+        the owners' count, each computed once. States whose Groups share that value
+        are one owner's, so that the memos keyed by it fill on that owner alone: by
+        the Group, the coordinator's steps; by the refinement's view of the
+        coordinator (checker/refinement.py ``Refinement.owner_part``, which keeps Groups
+        apart where any such memo does), the refinement's verdicts and Inv."""
+        if self.partition is None:
+            return _owner_of(self.keys_of(0, ids), self.k)
+        self._owners = grown(self._owners, len(self.values[0]), -1)
+        for i in np.unique(ids[self._owners[ids] < 0]).tolist():
+            key = _stable_key(marshal.dumps(_flat(self.partition(self.values[0][i])), 2))
+            self._owners[i] = int(_owner_of(np.array([key], np.int64), self.k)[0])
+        return self._owners[ids]
 
     def stable(self, rows: np.ndarray) -> np.ndarray:
         """The fingerprints (``fold``) of local id rows ``(group, procs..., faults left)``."""
@@ -369,10 +389,8 @@ def _first_seen(fps: np.ndarray) -> tuple:
 
 
 def _owner_of(group_keys: np.ndarray, k: int) -> np.ndarray:
-    """The owner of each state, by its Group's stable key (``Components.keys_of``):
-    its unsigned value modulo ``k``. Every state with the same Group is one
-    owner's, so that the memos keyed by a Group (the coordinator's steps, most
-    of the refinement's verdicts) fill on that owner alone."""
+    """The owner of each of ``group_keys``, stable keys (``_stable_key``): its
+    unsigned value modulo ``k`` (``Components.owners``)."""
     return (group_keys.view(np.uint64) % np.uint64(k)).astype(np.int64)
 
 
@@ -401,7 +419,9 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
     churn = next((p.lasso for p in live_props if p.lasso), None)
     guard = Guard(job.max_seconds, job.max_memory_mb)
     me, k = mesh.me, mesh.k
-    components = Components(interner, k, me)
+    # states placed by the refinement's view of their Group when it is checked (``Components.owners``)
+    partition = next((p.step.partition(system) for p in props if hasattr(p.step, "partition")), None)
+    components = Components(interner, k, me, partition)
     with_graph = job.liveness
 
     visited = FingerprintSet()  # this owner's states' fingerprints -> local index
@@ -440,7 +460,7 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
     init_ids = interner.ids(init)
     width = len(init_ids)
     fp0 = components.stable(np.array([init_ids], np.int64))
-    home = int(_owner_of(components.keys_of(0, np.array([init_ids[0]])), k)[0])
+    home = int(components.owners(np.array([init_ids[0]]))[0])
     found: dict = {}
     level = Level(system, interner, stepping, UNFAIR_KINDS, fairness_class,
                   (lambda key: _intern(classes, class_keys, key)) if with_graph else None)
@@ -514,7 +534,7 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
             e_src.append(rank), e_pos.append(pos), e_cls.append(cls)
             e_marks.append(np.where(live, marks, 0))
         del c_fps, c_rows, c_keys, of_cand
-        dest = _owner_of(components.keys_of(0, rows[:, 0]), k)
+        dest = components.owners(rows[:, 0])
         by_dest = np.argsort(dest, kind="stable")
         bounds = np.searchsorted(dest[by_dest], np.arange(k + 1))
         out = []
