@@ -98,7 +98,7 @@ def run(argv: list, every: float) -> dict:
             r.join()
         wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
+    if proc.returncode not in (0, 1) or not "".join(stdout).strip():
         sys.exit(f"rebalance check {' '.join(argv)} failed ({proc.returncode}): {''.join(stderr)[-2000:]}")
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return json.loads("".join(stdout)) | {"cpu": cpu, "wall": wall, "pss": peak}
