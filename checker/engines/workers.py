@@ -1,11 +1,10 @@
 """Partitioned breadth-first exploration: ``rebalance check --workers N`` (N
 forked processes) and the Spark engine's partition owners (checker/engines/spark.py).
 
-Each canonical state has a stable fingerprint (``Components.stable``: the
-states' Group and Proc values each keyed by 64 bits of BLAKE2b over their
-encoding, the keys folded with SplitMix64 in numpy; the same in every process
-and on every machine, unlike Python's salted ``hash()``), and the state space
-is split among N *owners* by the key of a value of each state's Group
+The Group and Proc values that cross between processes are named by stable
+keys (``Components``: 64 bits of BLAKE2b over their encoding, the same in every
+process and on every machine, unlike Python's salted ``hash()``), and the state
+space is split among N *owners* by the key of a value of each state's Group
 (``Components.owners``): the refinement's view of it when that is checked, the
 Group itself otherwise, so that the memos keyed by a Group, or by that view,
 fill on one owner only. An owner expands its
@@ -13,10 +12,11 @@ frontier as the local engine does (checker/engines/explore.py): its own
 ``Interner`` gives every Group and Proc a dense local id, successors are
 renamed and refinement-checked by those ids, and a state is a row of them. It
 keeps, for the states it owns, a visited table (``FingerprintSet`` of the
-stable fingerprints: the local engine's 64-bit odds,
+local engine's fingerprints of id rows, ``fold``, in its own ids; the other
+owners' rows are translated to them first: the local engine's 64-bit odds,
 ``Result.collision_probability``) and parent links. Per BFS level the owners
 exchange successors in one batch per destination, deduplicated locally first
-(each expanded batch's, then the level's): fingerprints, discovery keys and id rows as numpy arrays, with the
+(each expanded batch's, then the level's): discovery keys and id rows as numpy arrays, with the
 definitions of the components the destination has not been sent yet
 (``Components``: a component dictionary grown per level, so a Group or Proc
 crosses to an owner once, not once per state); and they gather small summaries
@@ -134,7 +134,10 @@ def _stable_key(blob: bytes) -> int:
 class Components:
     """An owner's dictionary of the Group and Proc values its states are made of,
     kept on its ``Interner`` (checker/engines/interning.py: dense local ids): each
-    canonical component's stable key (``_stable_key``) computed once, the
+    canonical component's stable key (``_stable_key``) computed once, when the
+component is first sent (``definitions``) or placed by (``owners``), not for
+every component met (of some 63,000 Groups an owner met at --partitions 16,
+14,000 were ever sent); the
     components already sent to each other owner, and per other owner the
     translation of its local ids to this one's. A state crosses between owners as
     a row of local ids; the first state that uses a component sends its
@@ -241,14 +244,16 @@ class Components:
             kept.pop(i, None)
 
     def definitions(self, j: int, rows: np.ndarray) -> tuple:
-        """Per kind, ``(ids, keys, encodings)`` of the components of ``rows`` (keyed:
-        ``stable``) not yet sent to owner ``j`` (an encoding empty if ``j`` holds it)."""
+        """Per kind, ``(ids, keys, encodings)`` of the components of ``rows`` not yet
+        sent to owner ``j`` (an encoding empty if ``j`` holds it), keyed here if
+        they were not yet (``keys_of``)."""
         out = []
         for kind, ids in ((0, rows[:, 0]), (1, rows[:, 1:-1])):
             self._grow(kind)
             sent = self.sent[j][kind]
             new = np.unique(ids[~sent[ids]])
             sent[new] = True
+            self.keys_of(kind, new)
             out.append((new, self.keys[kind][new], [self.blobs[kind].get(i, b"") for i in new.tolist()]))
             self._held(j, kind, new)
         return tuple(out)
@@ -459,7 +464,7 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
     init = canonical(system.initial())
     init_ids = interner.ids(init)
     width = len(init_ids)
-    fp0 = components.stable(np.array([init_ids], np.int64))
+    fp0 = fold(np.array([init_ids], np.int64))
     home = int(components.owners(np.array([init_ids[0]]))[0])
     found: dict = {}
     level = Level(system, interner, stepping, UNFAIR_KINDS, fairness_class,
@@ -509,11 +514,12 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
                         if why:
                             r = int(f_ranks[lo + j])
                             found[name] = ((r, QUIESCENT, 1), why, r, None)
-            # the batch's distinct successors to other states, told apart by their stable fingerprints (as
-            # the owners' visited tables tell them apart), each with its first discovery's key
+            # the batch's distinct successors to other states, told apart by the fingerprints of their id
+            # rows (as the local engine's and the owners' visited tables tell them apart), each with its
+            # first discovery's key
             live = ~batch.stutter
             b_rows = batch.canonical[live]
-            b_fps = components.stable(b_rows)
+            b_fps = fold(b_rows)
             pick, b_place = _first_seen(b_fps)
             c_fps.append(b_fps[pick])
             c_rows.append(b_rows[pick])
@@ -540,15 +546,15 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
         out = []
         for j in range(k):
             sel = by_dest[bounds[j]:bounds[j + 1]]
-            part = (fps[sel], keys[sel], rows[sel])
-            out.append(part if j == me else pickle.dumps((*part, components.definitions(j, rows[sel])),
-                                                         protocol=pickle.HIGHEST_PROTOCOL))
+            out.append((fps[sel], keys[sel], rows[sel]) if j == me else pickle.dumps(
+                (keys[sel], rows[sel], components.definitions(j, rows[sel])), protocol=pickle.HIGHEST_PROTOCOL))
         incoming = []
         for j, got in enumerate(mesh.exchange(out)):
-            if j != me:
-                *got, definitions = pickle.loads(got)
+            if j != me:  # another owner's rows, in its local ids: fingerprinted here once in this one's
+                got_keys, got_rows, definitions = pickle.loads(got)
                 components.learn(j, definitions)
-                got[2] = components.translate(j, got[2])
+                got_rows = components.translate(j, got_rows)
+                got = (fold(got_rows), got_keys, got_rows)
             incoming.append(got)
         sizes = [len(f) for f, _, _ in incoming]
         all_fps = np.concatenate([f for f, _, _ in incoming])
