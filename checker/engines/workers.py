@@ -124,10 +124,15 @@ def _unflat(obj):
     return obj
 
 
+def _encoding(value) -> bytes:
+    """A value's encoding: marshal version 2 of ``_flat`` (no back-references, so equal
+    values give equal bytes whatever their object identity)."""
+    return marshal.dumps(_flat(value), 2)
+
+
 def _stable_key(blob: bytes) -> int:
     """A component's key, the same in every process and on every machine: 64 bits of
-    BLAKE2b over its encoding (marshal version 2 of ``_flat``: no back-references,
-    so equal values give equal bytes whatever their object identity)."""
+    BLAKE2b over its encoding (``_encoding``)."""
     return int.from_bytes(hashlib.blake2b(blob, digest_size=8).digest(), "little", signed=True)
 
 
@@ -135,10 +140,9 @@ class Components:
     """An owner's dictionary of the Group and Proc values its states are made of,
     kept on its ``Interner`` (checker/engines/interning.py: dense local ids): each
     canonical component's stable key (``_stable_key``) computed once, when the
-component is first sent (``definitions``) or placed by (``owners``), not for
-every component met (of some 63,000 Groups an owner met at --partitions 16,
-14,000 were ever sent); the
-    components already sent to each other owner, and per other owner the
+    component is first sent (``definitions``) or placed by (``owners``), not for
+    every component met (of some 63,000 Groups an owner met at --partitions 16,
+    14,000 were ever sent); the components already sent to each other owner, and per other owner the
     translation of its local ids to this one's. A state crosses between owners as
     a row of local ids; the first state that uses a component sends its
     definition ``(id, key, encoding)`` along, and the receiver decodes it only if
@@ -202,7 +206,7 @@ every component met (of some 63,000 Groups an owner met at --partitions 16,
         keys, known = self._grow(kind)
         new = np.unique(ids[~known[ids]]).tolist()
         if new:
-            blobs = [marshal.dumps(_flat(self.values[kind][i]), 2) for i in new]
+            blobs = [_encoding(self.values[kind][i]) for i in new]
             self._keyed(kind, new, [_stable_key(b) for b in blobs], blobs)
         return self.keys[kind][ids]
 
@@ -218,22 +222,17 @@ every component met (of some 63,000 Groups an owner met at --partitions 16,
             return _owner_of(self.keys_of(0, ids), self.k)
         self._owners = grown(self._owners, len(self.values[0]), -1)
         for i in np.unique(ids[self._owners[ids] < 0]).tolist():
-            key = _stable_key(marshal.dumps(_flat(self.partition(self.values[0][i])), 2))
+            key = _stable_key(_encoding(self.partition(self.values[0][i])))
             self._owners[i] = int(_owner_of(np.array([key], np.int64), self.k)[0])
         return self._owners[ids]
 
-    def stable(self, rows: np.ndarray) -> np.ndarray:
-        """The fingerprints (``fold``) of local id rows ``(group, procs..., faults left)``."""
-        columns = np.empty(rows.shape, np.int64)
-        columns[:, 0] = self.keys_of(0, rows[:, 0])
-        columns[:, 1:-1] = self.keys_of(1, rows[:, 1:-1])
-        columns[:, -1] = rows[:, -1]
-        return fold(columns)
-
     def fingerprint(self, state: State) -> int:
-        """One state's fingerprint: the key of a shape in the churn search
-        (checker/engines/churn.py ``identify``), the same in the driver and in every owner."""
-        return int(self.stable(np.array([self.interner.ids(state)], np.int64))[0])
+        """One state's stable fingerprint (``fold`` of its components' stable keys and its
+        faults left): the key of a shape in the churn search (checker/engines/churn.py
+        ``identify``), the same in the driver and in every owner."""
+        ids = self.interner.ids(state)
+        columns = [*self.keys_of(0, np.array(ids[:1])), *self.keys_of(1, np.array(ids[1:-1])), ids[-1]]
+        return int(fold(np.array([columns], np.int64))[0])
 
     def _held(self, j: int, kind: int, ids: np.ndarray) -> None:
         """Mark local ids ``ids`` as held by owner ``j``; drop the encodings no owner still needs."""
