@@ -124,3 +124,27 @@ def test_owners_compute_each_refinement_verdict_once():
     assert owners(3) == alone
     placed_by_group = owners(3, partitioned=False)
     assert placed_by_group[0] > alone[0] and placed_by_group[2] > alone[2]
+
+
+def test_the_driver_builds_the_liveness_graph_a_level_at_a_time_once_every_owner_exited(monkeypatch):
+    """The owners hand their edges over as files (``workers.Levels.handover``) and exit; the
+    driver then adds them to the liveness graph a BFS level at a time (``_levels_in_order``),
+    so that neither the owners' memos nor every edge at once share the peak with the graph.
+    Seen to fail with the edges sent down the pipes and added in one piece."""
+    import multiprocessing
+
+    from rebalance.checker.engines import workers
+    from rebalance.checker.engines.liveness import Graph
+    from rebalance.checker.properties import applicable
+    from rebalance.checker.settings import load_toml, resolve
+
+    system = resolve(load_toml(EXAMPLES / "default.toml"), faults=["join", "leave", "crash"], budget=1).system()
+    added, extend = [], Graph.extend
+
+    def recorded(self, src, dst, classes, marks):
+        added.append((len(src), len(multiprocessing.active_children())))
+        extend(self, src, dst, classes, marks)
+    monkeypatch.setattr(Graph, "extend", recorded)
+    result = workers.explore_workers(system, list(applicable(system)), 3)
+    assert result.transitions == sum(n for n, _ in added) and len(added) > 10
+    assert max(n for n, _ in added) < result.transitions / 4 and {alive for _, alive in added} == {0}

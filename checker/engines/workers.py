@@ -373,12 +373,13 @@ def _first(found: dict, name: str, record: tuple) -> None:
 
 
 @cycles_uncollected()
-def run_owner(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dict:
+def run_owner(job: Job, mesh: Mesh, report=None, keep: list | None = None, edges: str | None = None) -> dict:
     """``_explore`` with the cyclic garbage collector off (explore.py ``cycles_uncollected``) and
     large blocks mapped (guards.py ``map_large_blocks``). ``keep``, if given, gets the
-    exploration's memos, so that they outlive it (``_worker``)."""
+    exploration's memos, so that they outlive it (``_worker``); ``edges``, if given, names
+    the file the owner's ``Levels`` are written to, for another process to read."""
     map_large_blocks(exploration_mmap_threshold(0))
-    return _explore(job, mesh, report, keep)
+    return _explore(job, mesh, report, keep, edges)
 
 
 def _first_seen(fps: np.ndarray) -> tuple:
@@ -398,7 +399,7 @@ def _owner_of(group_keys: np.ndarray, k: int) -> np.ndarray:
     return (group_keys.view(np.uint64) % np.uint64(k)).astype(np.int64)
 
 
-def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dict:
+def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None, edges_path: str | None = None) -> dict:
     """One owner's part of the exploration (module docstring), in lockstep with the
     others through ``mesh``. ``report(distinct, transitions, frontier, depth)``, if
     given, is called after each level; ``keep``, if given, gets the memos (the
@@ -432,7 +433,7 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None) -> dic
     ranks, parents, steps = array("i"), array("i"), array("i")  # per local index
     goals = bytearray()  # per local index, per liveness goal: 1 where it holds
     churn_rows: list = []  # per local index, with a churn search: its churn summary
-    edges = Levels()  # per level: (src rank, dst rank, class code, marks), by src rank, then successor index
+    edges = Levels(edges_path)  # per level: (src rank, dst rank, class code, marks), by src rank, then successor index
     classes: dict = {}  # fairness class -> code
     class_keys: list = []  # code -> fairness class
 
@@ -662,71 +663,84 @@ EDGE_COLUMNS = (np.int32, np.int32, np.uint16, np.uint8)  # an owner's level of 
 
 
 class Levels:
-    """An owner's levels of edges (``EDGE_COLUMNS``), kept in an unnamed temporary
-    file while the exploration runs, as the local engine spills its graph
-    (liveness.py ``Graph``), and read back a level at a time once it is over
-    (iterating). Held in memory, they were 60 MB of each of two owners' peak at
-    --partitions 16."""
+    """An owner's levels of edges (``EDGE_COLUMNS``), kept in a temporary file while
+    the exploration runs, as the local engine spills its graph (liveness.py
+    ``Graph``), and read back a level at a time once it is over (iterating). Held
+    in memory, they were 60 MB of each of two owners' peak at --partitions 16.
+    The file is unnamed, or, given ``path``, named there so that the driver reads
+    it once the owner has exited (``handover``; ``Levels(path, sizes)`` reads it)."""
 
-    def __init__(self):
+    def __init__(self, path: str | None = None, sizes: list | None = None):
+        self.path = path
         self._file = None
-        self._sizes: list = []  # edges per level
+        self._sizes: list = [] if sizes is None else list(sizes)  # edges per level
 
     def __len__(self) -> int:
         return len(self._sizes)
 
-    def append(self, columns: tuple) -> None:
+    def _opened(self):
         if self._file is None:
-            self._file = tempfile.TemporaryFile()
+            self._file = tempfile.TemporaryFile() if self.path is None else open(self.path, "a+b")
+        return self._file
+
+    def append(self, columns: tuple) -> None:
+        f = self._opened()
         self._sizes.append(len(columns[0]))
         for column, t in zip(columns, EDGE_COLUMNS):
-            self._file.write(np.ascontiguousarray(column, t).tobytes())
+            f.write(np.ascontiguousarray(column, t).tobytes())
+
+    def handover(self) -> tuple:
+        """``(path, edges per level)``, the file written and closed, for ``Levels(path, sizes)``."""
+        self._opened().close()
+        return self.path, self._sizes
 
     def __iter__(self):
-        if self._file is not None:
-            self._file.seek(0)
-            for n in self._sizes:
-                yield tuple(np.frombuffer(self._file.read(n * np.dtype(t).itemsize), t) for t in EDGE_COLUMNS)
+        f = self._opened()
+        f.seek(0)
+        for n in self._sizes:
+            yield tuple(np.frombuffer(f.read(n * np.dtype(t).itemsize), t) for t in EDGE_COLUMNS)
 
 
-def _in_order(results: list, n: int) -> tuple:
-    """Every owner's edges (``_explore``'s, per level) as ``(src, dst, class code,
-    marks)`` in the local engine's order (by src rank, then successor index), the
-    class codes offset into the owners' class keys listed end to end, and those
-    keys. Each edge is put straight at its place (its state's first place, from
-    the out-degrees, plus its place among its state's edges), an owner's levels
-    dropped as they are placed: no concatenation of every owner's edges, nor a
-    sort of them (which held some 50 bytes an edge at once in the driver)."""
-    degree = np.zeros(n, np.int64)
-    for r in results:
-        for src, *_ in r["edges"]:
+def _levels_in_order(results: list):
+    """Every owner's edges (``_explore``'s, per level: the owners' levels go in
+    lockstep), a level at a time, as ``(src, dst, class code, marks)`` in the local
+    engine's order (by src rank, then successor index), the class codes offset into
+    the owners' class keys listed end to end (``r["classes"]`` in ``results``' order).
+    A level's sources are one range of ranks, each state's edges on one owner: each
+    edge is put straight at its place (its state's first place, from the level's
+    out-degrees, plus its place among its state's edges), with no sort. Only one
+    level is in memory at once, not every edge of the run (some 24 bytes an edge in
+    the driver at --max-faults 3, while the owners were still alive).
+    Raises ValueError if an owner's level is not by source rank."""
+    bases = np.cumsum([0] + [len(r["classes"]) for r in results[:-1]])
+    for level in zip(*(r["edges"] for r in results), strict=True):
+        for src, *_ in level:
             if len(src) and (src[1:] < src[:-1]).any():
                 raise ValueError("an owner's level of edges is not by source rank")
+        sources = [src for src, *_ in level if len(src)]
+        if not sources:
+            continue
+        lo = min(int(src[0]) for src in sources)
+        degree = np.zeros(max(int(src[-1]) for src in sources) + 1 - lo, np.int64)
+        for src in sources:
             states, first = np.unique(src, return_index=True)
-            degree[states] = np.diff(np.append(first, len(src)))
-    start = np.concatenate([[0], np.cumsum(degree)])
-    total = int(start[-1])
-    out = (np.empty(total, np.int32), np.empty(total, np.int32), np.empty(total, np.uint8))
-    keys: list = []
-    for r in results:
-        base = len(keys)
-        keys.extend(r["classes"])
-        levels = r["edges"]
-        while levels:
-            src, dst, cls, marks = levels.pop(0)
-            at = start[src] + np.arange(len(src)) - np.searchsorted(src, src)  # src sorted: its first place
+            degree[states - lo] = np.diff(np.append(first, len(src)))
+        start = np.concatenate([[0], np.cumsum(degree)])
+        out = (np.empty(int(start[-1]), np.int32), np.empty(int(start[-1]), np.int32), np.empty(int(start[-1]), np.uint8))
+        for (src, dst, cls, marks), base in zip(level, bases):
+            at = start[src - lo] + np.arange(len(src)) - np.searchsorted(src, src)  # src sorted: its first place
             out[0][at], out[1][at], out[2][at] = dst, cls.astype(np.int32) + base, marks
-    return np.repeat(np.arange(n, dtype=np.int32), degree), *out, keys
+        yield np.repeat(np.arange(lo, lo + len(degree), dtype=np.int32), degree), *out
 
 
 def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> list:
     """Liveness on the gathered graph: states numbered by rank, transitions added in
     (src rank, successor index) order, as the local engine numbers and adds them."""
     graph = Graph(spill=True)
-    src, dst, codes, marks, keys = _in_order(results, n)
-    if len(src):
-        class_ids = np.zeros(len(keys), np.uint16)  # class ids given in the order the edges first use them
-        seen = np.zeros(len(keys), bool)
+    keys = [key for r in results for key in r["classes"]]
+    class_ids = np.zeros(len(keys), np.uint16)  # class ids given in the order the edges first use them
+    seen = np.zeros(len(keys), bool)
+    for src, dst, codes, marks in _levels_in_order(results):
         for lo in range(0, len(codes), _CHUNK):  # a chunk at a time: few edges bring a class not seen yet
             chunk = codes[lo:lo + _CHUNK]
             new = chunk[~seen[chunk]]
@@ -736,7 +750,8 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
                     class_ids[c] = graph.class_id(keys[c])
                 seen[met] = True
         graph.extend(src, dst, class_ids[codes], marks)
-    del src, dst, codes, marks
+    for r in results:  # the gathered levels, once in the graph's files
+        r["edges"] = ()
     graph.load()
     goal_names = [p.name for p in live_props if p.goal]
     goals = np.ones((n, len(goal_names)), np.uint8)  # by rank, per goal: 1 where it holds
@@ -762,11 +777,13 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
                            identify=Components(Interner(), 1).fingerprint)
 
 
-def _worker(job: Job, me: int, conns: list, result) -> None:
+def _worker(job: Job, me: int, conns: list, result, edges: str) -> None:
     """A forked owner: runs, then sends ("done", answer) or ("error", traceback) on
-    ``result``; an answer's edges follow it, one message per level and column
-    (``EDGE_COLUMNS``), each array's own bytes, read back from its ``Levels`` a level
-    at a time (pickling the answer whole copied them all at once). Its memos go with the process: the
+    ``result``, and exits. An answer's edges stay in the file ``edges`` (its
+    ``Levels``, handed over as ``(path, sizes)``), which the driver reads once every
+    owner has exited, so that no owner's memos are alive while the driver builds the
+    liveness graph (sent down the pipe, all of them were in the driver's memory at
+    once with the owners' memos: the peak of the run). Its memos go with the process: the
     cyclic collector stays off to the end and the memos are kept (``run_owner``'s
     ``keep``) until it exits at once (``os._exit``), for the collector's first pass
     over them after the exploration, and freeing millions of objects one by one,
@@ -775,12 +792,8 @@ def _worker(job: Job, me: int, conns: list, result) -> None:
     keep: list = []
     try:
         report = (lambda *figures: result.send(("progress", figures))) if me == 0 else None
-        answer = run_owner(job, Mesh(me, conns), report, keep)
-        edges = answer["edges"]
-        result.send(("done", answer | {"edges": len(edges)}))
-        for level in edges:
-            for column in level:
-                result.send_bytes(column)
+        answer = run_owner(job, Mesh(me, conns), report, keep, edges)
+        result.send(("done", answer | {"edges": answer["edges"].handover()}))
     except BaseException:  # noqa: BLE001 - the driver must hear of it, or its peers wait for ever
         result.send(("error", traceback.format_exc()))
     result.close()
@@ -797,6 +810,15 @@ def explore_workers(system: System, properties, workers: int, covers=(), max_sta
     Raises RuntimeError if an owner fails (the others are stopped)."""
     t0 = time.perf_counter()
     job = job_for(system, properties, covers, stop_on, max_states, max_depth, guard)
+    with tempfile.TemporaryDirectory(prefix="rebalance-edges-") as spill:
+        answers = _run_owners(job, workers, spill, progress)
+        return gather(system, properties, covers, answers, t0, fair)
+
+
+def _run_owners(job: Job, workers: int, spill: str, progress) -> list:
+    """Fork ``workers`` owners (``_worker``), their edges written to files in the
+    directory ``spill``; relay owner 0's progress; return their answers once every
+    owner has exited. Raises RuntimeError if an owner fails (the others are killed)."""
     ctx = multiprocessing.get_context("fork")
     conns = [[None] * workers for _ in range(workers)]
     for i in range(workers):
@@ -805,7 +827,8 @@ def explore_workers(system: System, properties, workers: int, covers=(), max_sta
     results, procs = [], []
     for me in range(workers):
         read, write = ctx.Pipe(duplex=False)
-        procs.append(ctx.Process(target=_worker, args=(job, me, conns[me], write), daemon=True))
+        edges = os.path.join(spill, f"owner-{me}")
+        procs.append(ctx.Process(target=_worker, args=(job, me, conns[me], write, edges), daemon=True))
         procs[-1].start()
         write.close()
         results.append(read)
@@ -828,12 +851,11 @@ def explore_workers(system: System, properties, workers: int, covers=(), max_sta
                     if progress is not None:
                         progress(*body)
                     continue
-                body["edges"] = [tuple(np.frombuffer(c.recv_bytes(), t) for t in EDGE_COLUMNS)
-                                 for _ in range(body["edges"])]
+                body["edges"] = Levels(*body["edges"])
                 answers[waiting.pop(c)] = body
     finally:
         for p in procs:
             if p.is_alive() and answers[procs.index(p)] is None:
                 p.kill()
-            p.join()
-    return gather(system, properties, covers, answers, t0, fair)
+            p.join()  # every owner gone, its memos with it, before the graph is built
+    return answers
