@@ -33,8 +33,9 @@ of the local engine, state for state.
 
 At the end the driver gathers only counters, the parent links (rank -> parent
 rank, successor index), the first violation of each property and, for liveness,
-the transitions between ranks; it rebuilds counterexamples by replaying the
-successor indices from the initial state, and decides liveness as the local
+the transitions between ranks (``--workers``: each owner's in a file it hands over
+before it exits, read a level at a time); it rebuilds counterexamples by replaying
+the successor indices from the initial state, and decides liveness as the local
 engine does (``explore.decide_liveness``) on the gathered graph.
 """
 from __future__ import annotations
