@@ -64,7 +64,7 @@ run: $(BASE) dot
 	$(VENV)/bin/rebalance check examples/default.toml
 
 test: setup oracle chromium
-	$(PY) -m pytest -q -n $(JOBS) $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadgroup $(PYTEST_ARGS)
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow -n $(JOBS) $(PYTEST_ARGS) $(ids)

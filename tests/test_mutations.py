@@ -194,7 +194,14 @@ def row_id(mutations, bound) -> str:
     return f"{' + '.join(mutations) or 'none'} @ {bound}"
 
 
-@pytest.mark.parametrize("mutations,config,bound,violated", MATRIX, ids=[row_id(m, b) for m, _, b, _ in MATRIX])
+# The rows that cost 16 to 19 s each on CI's 2 cores: in the slow suite, and in CI by its subset (.ci/slow), so
+# that the default suite stays under 10 minutes
+SLOW_ROWS = {"defer-new-subscriptions @ own", "skip-consecutive-revocation @ own", "leader-forgets-delay @ two joiners"}
+
+
+@pytest.mark.parametrize("mutations,config,bound,violated", [
+    pytest.param(*row, marks=[pytest.mark.slow] if row_id(row[0], row[2]) in SLOW_ROWS else []) for row in MATRIX],
+    ids=[row_id(m, b) for m, _, b, _ in MATRIX])
 def test_what_each_mutation_breaks_and_leaves_holding(rebalance_check, mutations, config, bound, violated):
     code, s = rebalance_check(*config, *bound_args(config, bound), *_args(mutations), "--continue")
     status = {p["name"]: p["status"] for p in s["properties"]}

@@ -121,6 +121,7 @@ def test_generations_compared_modulo_4_fail_prove(tmp_path):
     assert prove.model_assignment("cooperative-sticky", 1, claims, [0, 4], {"generation-mod-4"}) == [-1]
 
 
+@pytest.mark.slow  # 12 s on CI's 2 cores: in CI by its subset (.ci/slow)
 def test_the_tie_check_covers_generations_beyond_3():
     # the claim-resolution part alone catches the mutation, at 2 members, whatever the sample draws
     count = [0]

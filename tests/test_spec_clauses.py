@@ -125,6 +125,11 @@ class Reached:
         return None
 
 
+# one xdist worker runs the module (make test: --dist loadgroup), so that ``reached``'s 18 s exploration runs
+# once, not once a worker
+pytestmark = pytest.mark.xdist_group("spec_clauses")
+
+
 @pytest.fixture(scope="module")
 def reached():
     return Reached(quick_systems())

@@ -144,7 +144,7 @@ def test_partitions_released_by_a_subscription_change_are_not_deferred():
 
 
 @pytest.mark.spec("R61", "R62", "R63", "R64", "R65")
-@pytest.mark.parametrize("protocol", ["cooperative", "deferred"])
+@pytest.mark.parametrize("protocol", ["cooperative", pytest.param("deferred", marks=pytest.mark.slow)])  # 13 s
 def test_the_example_holds_with_its_covers_reached(rebalance_check, protocol):
     code, s = rebalance_check(str(EXAMPLE), "--protocol", protocol)
     assert code == 0 and s["verdict"] == "holds"
