@@ -84,7 +84,7 @@ EXPECTED = {
     # UNKNOWN_MEMBER_ID (ConsumerCoordinator.OffsetCommitResponseHandler: resetStateOnResponseError, member.id
     # and generation reset), and sends the overdue Heartbeat without checking the state again: empty member.id,
     # generation -1, 13 ms after the commit's UNKNOWN_MEMBER_ID (R10). A race: seen in 1 CI run of the pause
-    # (2026-11-28), none of 32 pauses in 16 runs of both Java variants here, and in 1 of 17 pauses of three Java
+    # (2026-11-28), none of 32 pauses in 16 runs of both Java variants here, and in 1 of 22 pauses of three Java
     # consumers against serve, A paused past its 6 s session and resumed with a commit queued (kept here)
     "java-4.4.0-heartbeat-without-member-id": (
         "R10", "Heartbeat", lambda b: b["member_id"] == "" and b["generation_id"] == -1),
