@@ -138,23 +138,22 @@ def _stable_key(blob: bytes) -> int:
 
 
 class Components:
-    """An owner's dictionary of the Group and Proc values its states are made of,
-    kept on its ``Interner`` (checker/engines/interning.py: dense local ids): each
-    canonical component's stable key (``_stable_key``) computed once, when the
-    component is first sent (``definitions``) or placed by (``owners``), not for
-    every component met (of some 63,000 Groups an owner met at --partitions 16,
-    14,000 were ever sent); the components already sent to each other owner, and per other owner the
-    translation of its local ids to this one's. A state crosses between owners as
-    a row of local ids; the first state that uses a component sends its
-    definition ``(id, key, encoding)`` along, and the receiver decodes it only if
-    it does not know the key yet, and takes the key with it rather than hashing
-    the encoding again. A component's encoding is kept only while another owner
-    may still need it (``held``): not once it was sent to or received from every
-    other owner, and a Group goes only to its owner (``owners``), so no other
-    ever needs it; an owner that holds a component gets its definition without
-    the encoding, which it knows by its key. (The encodings of every component
-    were 57 MB in each of two owners at --partitions 16.) (Two of c distinct components share a key with
-    probability about c^2 / 2^65: 7e-13 for the main job's some 5,000.)"""
+    """An owner's dictionary of the Group and Proc values its states are made of, kept on
+    its ``Interner`` (checker/engines/interning.py: dense local ids): each canonical
+    component's stable key (``_stable_key``) computed once, when the component is first
+    sent (``definitions``) or placed by (``owners``), not for every component met (of
+    some 63,000 Groups an owner met at --partitions 16, 14,000 were ever sent); the
+    components already sent to each other owner, and per other owner the translation of
+    its local ids to this one's. A state crosses between owners as a row of local ids;
+    the first state that uses a component sends its definition ``(id, key, encoding)``
+    along, and the receiver decodes it only if it does not know the key yet, and takes
+    the key with it rather than hashing the encoding again. A component's encoding is
+    kept only while another owner may still need it (``held``): not once it was sent to
+    or received from every other owner, and a Group goes only to its owner (``owners``),
+    so no other ever needs it; an owner that holds a component gets its definition
+    without the encoding, which it knows by its key. (The encodings of every component
+    were 57 MB in each of two owners at --partitions 16.) (Two of c distinct components
+    share a key with probability about c^2 / 2^65: 7e-13 for the main job's some 5,000.)"""
 
     def __init__(self, interner: Interner, k: int, me: int = 0, partition=None):
         self.interner = interner
@@ -253,8 +252,7 @@ class Components:
             sent = self.sent[j][kind]
             new = np.unique(ids[~sent[ids]])
             sent[new] = True
-            self.keys_of(kind, new)
-            out.append((new, self.keys[kind][new], [self.blobs[kind].get(i, b"") for i in new.tolist()]))
+            out.append((new, self.keys_of(kind, new), [self.blobs[kind].get(i, b"") for i in new.tolist()]))
             self._held(j, kind, new)
         return tuple(out)
 
@@ -727,7 +725,8 @@ def _levels_in_order(results: list):
             states, first = np.unique(src, return_index=True)
             degree[states - lo] = np.diff(np.append(first, len(src)))
         start = np.concatenate([[0], np.cumsum(degree)])
-        out = (np.empty(int(start[-1]), np.int32), np.empty(int(start[-1]), np.int32), np.empty(int(start[-1]), np.uint8))
+        total = int(start[-1])
+        out = (np.empty(total, np.int32), np.empty(total, np.int32), np.empty(total, np.uint8))
         for (src, dst, cls, marks), base in zip(level, bases):
             at = start[src - lo] + np.arange(len(src)) - np.searchsorted(src, src)  # src sorted: its first place
             out[0][at], out[1][at], out[2][at] = dst, cls.astype(np.int32) + base, marks
