@@ -80,9 +80,10 @@ EXPECTED = {
         "R13", "JoinGroup", lambda b: b["member_id"] != ""
         and any(p["metadata"]["owned_partitions"] for p in b["protocols"])),
     # Kafka 4.4.0's Java consumer, on resume: its heartbeat thread checks the member state, then polls the
-    # network (AbstractCoordinator.HeartbeatThread.run: pollNoWakeup), which may complete the zombie commit's
-    # UNKNOWN_MEMBER_ID (ConsumerCoordinator.OffsetCommitResponseHandler: resetStateOnResponseError, member.id
-    # and generation reset), and sends the overdue Heartbeat without checking the state again: empty member.id,
+    # network (AbstractCoordinator.HeartbeatThread.run, AbstractCoordinator.java:1505, :1510), which may complete
+    # the zombie commit's UNKNOWN_MEMBER_ID (ConsumerCoordinator.OffsetCommitResponseHandler: resetStateOnResponseError,
+    # ConsumerCoordinator.java:1451: member.id and generation reset), and sends the overdue Heartbeat (:1539)
+    # without checking the state again: empty member.id,
     # generation -1, 13 ms after the commit's UNKNOWN_MEMBER_ID (R10). A race: seen in 1 CI run of the pause
     # (2026-11-28), none of 32 pauses in 16 runs of both Java variants here, and in 1 of 22 pauses of three Java
     # consumers against serve, A paused past its 6 s session and resumed with a commit queued (kept here)
