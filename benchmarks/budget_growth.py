@@ -29,7 +29,7 @@ from scaling import RAM, machine, options, run  # noqa: E402 - the same measurem
 
 
 def main() -> None:
-    ap, budgets, every, args = options(__doc__, "budgets", "1,2,3", "fault budgets, ascending")
+    ap, budgets, every, args, _ = options(__doc__, "budgets", "1,2,3", "fault budgets, ascending")
     if len(budgets) < 3 or budgets != sorted(budgets):
         ap.error("--budgets needs at least three ascending budgets, to project the next one")
     print(f"rebalance check {' '.join(args)} --max-faults {','.join(map(str, budgets))}")

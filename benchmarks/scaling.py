@@ -18,10 +18,22 @@ Per row:
 - the counts (distinct states, transitions, depth, verdict), which must be the
   baseline's.
 
+With ``--control``, each N also runs N copies of the baseline at once (no
+``--workers``), with nothing shared between them: the **machine's ratio** is
+their mean CPU-s over the baseline's, what N busy processes cost each other on
+this machine alone (caches, memory bandwidth, a hypervisor's siblings, time
+slices past the cores), and the **engine's ratio** is the CPU ratio over it,
+what the partitioned engine adds in work of its own. Without a control, the
+CPU ratio counts both.
+
     python benchmarks/scaling.py examples/default.toml --partitions 16
     python benchmarks/scaling.py examples/default.toml --max-faults 3 --workers 2,4,8
+    python benchmarks/scaling.py examples/default.toml --partitions 16 --control
 
-Options not its own (``--workers LIST``, ``--every S``) go to ``rebalance check``.
+Options not its own (``--workers LIST``, ``--every S``, ``--repeat R``, ``--control``) go to
+``rebalance check``. ``--repeat R`` runs every row R times, round the rows, and gives
+the median CPU-s and wall: on a virtual machine whose speed drifts by 10-20 % from one
+minute to the next (as this project's does), one run a row is not enough.
 """
 from __future__ import annotations
 
@@ -31,6 +43,7 @@ import json
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,70 +91,107 @@ def machine() -> str:
             f"{datetime.date.today()}; commit {commit or '?'}")
 
 
-def run(argv: list, every: float) -> dict:
-    """One ``rebalance check`` run: its summary, CPU seconds, wall seconds and peak summed PSS."""
+def run(argv: list, every: float, copies: int = 1) -> dict:
+    """``copies`` ``rebalance check`` runs at once, each with ``argv``: the first's
+    summary, their mean CPU seconds, the wall seconds until the last ended and the
+    peak of their summed PSS. Exits naming the run if one fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     peak = 0
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen([str(REBALANCE), "check", *argv, "--json", "--out", out],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        stdout, stderr = [], []
-        readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read())) for s, b in
-                   ((proc.stdout, stdout), (proc.stderr, stderr))]
+        procs = [subprocess.Popen([str(REBALANCE), "check", *argv, "--json", "--out", f"{out}/{i}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(copies)]
+        texts = [([], []) for _ in procs]
+        readers = [threading.Thread(target=lambda s=s, b=b: b.append(s.read())) for proc, bufs in zip(procs, texts)
+                   for s, b in zip((proc.stdout, proc.stderr), bufs)]
         for r in readers:
             r.start()
-        while proc.poll() is None:
-            peak = max(peak, tree_pss(proc.pid))
+        while any(proc.poll() is None for proc in procs):
+            peak = max(peak, sum(tree_pss(proc.pid) for proc in procs if proc.poll() is None))
             time.sleep(every)
         for r in readers:
             r.join()
         wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1) or not "".join(stdout).strip():
-        sys.exit(f"rebalance check {' '.join(argv)} failed ({proc.returncode}): {''.join(stderr)[-2000:]}")
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return json.loads("".join(stdout)) | {"cpu": cpu, "wall": wall, "pss": peak}
+    for proc, (stdout, stderr) in zip(procs, texts):
+        if proc.returncode not in (0, 1) or not "".join(stdout).strip():
+            sys.exit(f"rebalance check {' '.join(argv)} failed ({proc.returncode}): {''.join(stderr)[-2000:]}")
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / copies
+    return json.loads("".join(texts[0][0])) | {"cpu": cpu, "wall": wall, "pss": peak}
 
 
-def options(doc: str, name: str, default: str, what: str) -> tuple:
+def options(doc: str, name: str, default: str, what: str, flags: tuple = ()) -> tuple:
     """The benchmarks' command line: ``--NAME`` (comma-separated integers, ``what`` they
-    are; ``default`` a string) and ``--every`` (seconds between PSS samples); every other
-    option goes to ``rebalance check``. Returns ``(parser, the integers, every, the rest)``."""
+    are; ``default`` a string), ``--every`` (seconds between PSS samples) and the
+    benchmark's own ``flags`` (``(name, help)`` pairs); every other option goes to
+    ``rebalance check``. Returns ``(parser, the integers, every, the rest, the parsed
+    namespace)``."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(f"--{name}", default=default, help=f"comma-separated {what} (default {default})")
     ap.add_argument("--every", type=float, default=0.25, help="seconds between PSS samples (default 0.25)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each row, interleaved; the table gives "
+                    "the median CPU-s and wall (default 1)")
+    for flag, text in flags:
+        ap.add_argument(f"--{flag}", action="store_true", help=text)
     known, args = ap.parse_known_args()
-    return ap, [int(n) for n in getattr(known, name).split(",")], known.every, args
+    return ap, [int(n) for n in getattr(known, name).split(",")], known.every, args, known
+
+
+def _median(runs: list) -> dict:
+    """One row's figures over its repeats: the first run's counts, the median CPU-s and
+    wall, the largest peak PSS and the largest load before a run."""
+    def mid(k):
+        return statistics.median(r[k] for r in runs)
+    return runs[0] | {"cpu": mid("cpu"), "wall": mid("wall"), "pss": max(r["pss"] for r in runs),
+                      "load": max(r["load"] for r in runs)}
 
 
 def main() -> None:
-    _, counts, every, args = options(__doc__, "workers", "2,4,8", "worker counts")
+    ap, counts, every, args, known = options(__doc__, "workers", "2,4,8", "worker counts", (
+        ("control", "also run, for each N, N copies of one process at once: the machine's ratio"),))
+    if known.repeat < 1:
+        ap.error("--repeat needs at least 1")
     print(f"rebalance check {' '.join(args)}")
     print(machine())
-    rows = []
-    for n in [1, *counts]:
-        load = os.getloadavg()[0]
-        s = run(args if n == 1 else [*args, "--workers", str(n)], every)
-        rows.append((n, load, s))
-        print(f"  ran {'one process' if n == 1 else f'{n} workers'}: {s['distinct_states']:,} states, "
-              f"{s['cpu']:.1f} CPU-s, {s['wall']:.1f} s, peak PSS {s['pss'] / 2**20:,.0f} MB", flush=True)
-    base = rows[0][2]
+    # (label, argv, copies) per row; the repeats go round the rows, so that a drift of the machine's speed
+    # meets every row alike
+    plan = [("one process", args, 1)]
+    for n in counts:
+        plan.append((f"{n} workers", [*args, "--workers", str(n)], 1))
+        if known.control:
+            plan.append((f"{n} copies of one process at once", args, n))
+    runs: dict = {label: [] for label, _, _ in plan}
+    for r in range(known.repeat):
+        for label, argv, copies in plan:
+            load = os.getloadavg()[0]
+            s = run(argv, every, copies) | {"load": load}
+            runs[label].append(s)
+            print(f"  ran {label}{f' (repeat {r + 1})' if known.repeat > 1 else ''}: {s['distinct_states']:,} "
+                  f"states, {s['cpu']:.1f} CPU-s{' each' if copies > 1 else ''}, {s['wall']:.1f} s, "
+                  f"peak PSS {s['pss'] / 2**20:,.0f} MB", flush=True)
+    base = _median(runs["one process"])
+    rows = [(1, base, base["cpu"])] + [
+        (n, _median(runs[f"{n} workers"]),
+         _median(runs[f"{n} copies of one process at once"])["cpu"] if known.control else None) for n in counts]
+    control = "| machine's ratio | engine's ratio " if known.control else ""
     print()
-    print("| workers | states | transitions | depth | same as one | CPU-s | CPU ratio | peak PSS MB | PSS ratio "
-          "| wall s | speed-up | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for n, load, s in rows:
+    print(f"| workers | states | transitions | depth | same as one | CPU-s | CPU ratio {control}| peak PSS MB "
+          "| PSS ratio | wall s | speed-up | load |")
+    print("|---|---|---|---|---|---|---|" + "---|---|" * bool(known.control) + "---|---|---|---|---|")
+    for n, s, alone in rows:
         same = all(s[k] == base[k] for k in SAME)
+        ratios = f" {alone / base['cpu']:.2f} | {s['cpu'] / alone:.2f} |" if known.control else ""
         print(f"| {'1 (local)' if n == 1 else n} | {s['distinct_states']:,} | {s['transitions']:,} | "
-              f"{s['max_depth']} | {'yes' if same else 'NO'} | {s['cpu']:.1f} | {s['cpu'] / base['cpu']:.2f} | "
+              f"{s['max_depth']} | {'yes' if same else 'NO'} | {s['cpu']:.1f} | {s['cpu'] / base['cpu']:.2f} |{ratios} "
               f"{s['pss'] / 2**20:,.0f} | {s['pss'] / base['pss']:.2f} | {s['wall']:.1f} | "
-              f"{base['wall'] / s['wall']:.2f} | {load:.1f} |")
-    busy = max(load for _, load, _ in rows) > 0.5
+              f"{base['wall'] / s['wall']:.2f} | {s['load']:.1f} |")
+    if known.repeat > 1:
+        print(f"\n{known.repeat} runs a row, interleaved: median CPU-s and wall, largest peak PSS and load")
+    busy = max(s["load"] for _, s, _ in rows) > 0.5
     if busy:
-        print(f"\nwall figures: the load average reached {max(load for _, load, _ in rows):.1f} on "
+        print(f"\nwall figures: the load average reached {max(s['load'] for _, s, _ in rows):.1f} on "
               f"{os.cpu_count()} cores before a row, so the speed-ups are not an idle machine's")
-    if any(not all(s[k] == base[k] for k in SAME) for _, _, s in rows):
+    if any(not all(s[k] == base[k] for k in SAME) for _, s, _ in rows):
         sys.exit("counts differ from one process's")
 
 
