@@ -8,7 +8,8 @@ in rounds (the variants in turn, so that a change of load on a shared machine
 falls on all of them), the median of each printed.
 
 Per variant: wall seconds, CPU seconds (user + system of the process,
-``RUSAGE_CHILDREN``; what load on the machine does not distort) and their
+``RUSAGE_CHILDREN``; which load on the machine distorts far less than the wall,
+though not wholly: benchmarks/scaling.py ``--control``) and their
 overhead on the plain run, the checkpoints written, the directory's size, and
 the counts, which must be the plain run's.
 

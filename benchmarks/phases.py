@@ -1,7 +1,8 @@
 """Where each process of a ``rebalance check`` spends its CPU (issue 44): the
 CPU seconds (``time.process_time``: user + system of that process, which load on
-the machine does not distort, unlike a sampling profiler's shares when owners
-outnumber cores) spent inside each of the engine's phases, per process.
+the machine distorts far less than a sampling profiler's shares when owners
+outnumber cores, though busy processes slow each other's memory traffic:
+benchmarks/scaling.py ``--control``) spent inside each of the engine's phases, per process.
 
 The phases are functions of checker/engines, each timed on its outermost call
 (a phase called from within another counts in the outer one only):
@@ -9,8 +10,8 @@ The phases are functions of checker/engines, each timed on its outermost call
 - ``Level.expand``: a batch's successors, their renaming and the step checks;
 - ``Steps.invalid``: the invariants of the states reached (Inv once per view);
 - ``FingerprintSet.resolve``: the visited set;
-- with ``--workers``: ``Components.stable`` (the components' stable keys and the
-  fingerprints), ``Components.owners`` (where each state goes),
+- with ``--workers``: ``Components.keys_of`` (the components' stable keys, each
+  computed when the component is first sent or placed), ``Components.owners`` (where each state goes),
   ``Components.learn``, ``definitions`` and ``translate`` (the component
   dictionary), ``Mesh.exchange`` and ``allgather`` (without their waits),
   ``_first_seen`` (deduplication), and in the driver ``gather`` (liveness on the
@@ -38,7 +39,7 @@ import time
 from rebalance.checker.engines import explore, interning, level, steps, workers
 
 PHASES = [(level.Level, "expand"), (steps.Steps, "invalid"), (interning.FingerprintSet, "resolve"),
-          (workers.Components, "stable"), (workers.Components, "owners"), (workers.Components, "learn"),
+          (workers.Components, "keys_of"), (workers.Components, "owners"), (workers.Components, "learn"),
           (workers.Components, "definitions"), (workers.Components, "translate"), (workers.Mesh, "exchange"),
           (workers.Mesh, "allgather"), (workers, "_first_seen"), (workers, "gather"), (explore, "decide_liveness")]
 spent: collections.Counter = collections.Counter()  # phase -> CPU seconds in this process

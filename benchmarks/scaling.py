@@ -6,8 +6,9 @@ Per row:
 
 - **CPU-s**: user + system seconds of the whole process tree (the forked owners
   are waited for, so ``RUSAGE_CHILDREN`` counts them), and its ratio to the
-  baseline's: what N workers add in work, which load on the machine does not
-  distort (the must-show: within 1.25x at N = 2, 4, 8);
+  baseline's: what N workers add in work, distorted by other load far less than
+  the wall, though not wholly: busy processes slow each other's memory traffic
+  (``--control`` measures by how much); the must-show: within 1.25x at N = 2, 4, 8;
 - **peak PSS**: the largest sum, over the tree, of each process's proportional
   set size (``/proc/PID/smaps_rollup``; Linux), sampled every
   ``--every`` seconds: shared pages count once in the sum, not once per worker
@@ -120,19 +121,17 @@ def run(argv: list, every: float, copies: int = 1) -> dict:
     return json.loads("".join(texts[0][0])) | {"cpu": cpu, "wall": wall, "pss": peak}
 
 
-def options(doc: str, name: str, default: str, what: str, flags: tuple = ()) -> tuple:
+def options(doc: str, name: str, default: str, what: str, own: tuple = ()) -> tuple:
     """The benchmarks' command line: ``--NAME`` (comma-separated integers, ``what`` they
     are; ``default`` a string), ``--every`` (seconds between PSS samples) and the
-    benchmark's own ``flags`` (``(name, help)`` pairs); every other option goes to
-    ``rebalance check``. Returns ``(parser, the integers, every, the rest, the parsed
-    namespace)``."""
+    benchmark's ``own`` options (``(flag, add_argument's keywords)`` pairs); every other
+    option goes to ``rebalance check``. Returns ``(parser, the integers, every, the rest,
+    the parsed namespace)``."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(f"--{name}", default=default, help=f"comma-separated {what} (default {default})")
     ap.add_argument("--every", type=float, default=0.25, help="seconds between PSS samples (default 0.25)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs of each row, interleaved; the table gives "
-                    "the median CPU-s and wall (default 1)")
-    for flag, text in flags:
-        ap.add_argument(f"--{flag}", action="store_true", help=text)
+    for flag, keywords in own:
+        ap.add_argument(flag, **keywords)
     known, args = ap.parse_known_args()
     return ap, [int(n) for n in getattr(known, name).split(",")], known.every, args, known
 
@@ -148,7 +147,10 @@ def _median(runs: list) -> dict:
 
 def main() -> None:
     ap, counts, every, args, known = options(__doc__, "workers", "2,4,8", "worker counts", (
-        ("control", "also run, for each N, N copies of one process at once: the machine's ratio"),))
+        ("--repeat", {"type": int, "default": 1, "help": "runs of each row, interleaved; the table gives the "
+                      "median CPU-s and wall (default 1)"}),
+        ("--control", {"action": "store_true", "help": "also run, for each N, N copies of one process at once: "
+                       "the machine's ratio"})))
     if known.repeat < 1:
         ap.error("--repeat needs at least 1")
     print(f"rebalance check {' '.join(args)}")
