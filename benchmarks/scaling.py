@@ -117,8 +117,11 @@ def run(argv: list, every: float, copies: int = 1) -> dict:
     for proc, (stdout, stderr) in zip(procs, texts):
         if proc.returncode not in (0, 1) or not "".join(stdout).strip():
             sys.exit(f"rebalance check {' '.join(argv)} failed ({proc.returncode}): {''.join(stderr)[-2000:]}")
+    summaries = [json.loads("".join(stdout)) for stdout, _ in texts]
+    if any(any(s[k] != summaries[0][k] for k in SAME) for s in summaries):
+        sys.exit(f"rebalance check {' '.join(argv)}: copies run at once gave different counts")
     cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / copies
-    return json.loads("".join(texts[0][0])) | {"cpu": cpu, "wall": wall, "pss": peak}
+    return summaries[0] | {"cpu": cpu, "wall": wall, "pss": peak}
 
 
 def options(doc: str, name: str, default: str, what: str, own: tuple = ()) -> tuple:
@@ -193,7 +196,7 @@ def main() -> None:
     if busy:
         print(f"\nwall figures: the load average reached {max(s['load'] for _, s, _ in rows):.1f} on "
               f"{os.cpu_count()} cores before a row, so the speed-ups are not an idle machine's")
-    if any(not all(s[k] == base[k] for k in SAME) for _, s, _ in rows):
+    if any(s[k] != base[k] for row in runs.values() for s in row for k in SAME):
         sys.exit("counts differ from one process's")
 
 
