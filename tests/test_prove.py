@@ -29,6 +29,7 @@ def only_counterexample(tmp_path, mutation: str, obligation: str, also=()) -> di
     return bad[0]["counterexample"]
 
 
+@pytest.mark.slow  # 15 s on an idle 2-core machine: in CI by its subset (.ci/slow); the tiny bound in the default suite
 @pytest.mark.spec("R22", "R23")
 def test_every_obligation_proved_on_a_small_bound(tmp_path):
     code, obligations = prove_json(tmp_path)
