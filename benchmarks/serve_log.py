@@ -9,6 +9,7 @@ random bytes) are produced with acks=all over a raw wire client, in 4 partitions
 the read goes through Fetch at the client's default max bytes (50 MiB)."""
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import platform
@@ -128,5 +129,15 @@ def main(sizes) -> None:
                   f"(start to listening) {min(restarts):.2f} s best of 3 ({', '.join(f'{s:.2f}' for s in restarts)})")
 
 
+def megabytes(text: str) -> int:
+    """A log size in MB: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"size {text!r}: a whole number of MB, at least 1")
+    return int(text)
+
+
 if __name__ == "__main__":
-    main([int(x) for x in sys.argv[1:]] or [100, 1000])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sizes", nargs="*", type=megabytes, default=[100, 1000], metavar="SIZE",
+                    help="log sizes in MB, one serve each (default: 100 1000)")
+    main(ap.parse_args().sizes)
