@@ -26,8 +26,9 @@ def test_two_workers_count_what_one_process_counts(rebalance_check):
 @pytest.mark.parametrize("args", [
     ("--faults", "crash,join", "--max-faults", "1", "--no-timer-fairness"),  # a stuttering lasso
     # bounded_deferral's churn lasso: its shapes keyed by the owners' stable fingerprints (workers.Components)
-    pytest.param(("--protocol", "deferred", "--members", "2", "--partitions", "2", "--faults", "join,leave,crash,restart",
-                  "--mutation", "leader-forgets-delay"), marks=pytest.mark.slow),  # 10 s on an idle 2-core machine
+    pytest.param(("--protocol", "deferred", "--members", "2", "--partitions", "2",
+                  "--faults", "join,leave,crash,restart", "--mutation", "leader-forgets-delay"),
+                 marks=pytest.mark.slow),  # 10 s on an idle 2-core machine
 ], ids=["stutter", "churn"])
 def test_workers_find_the_local_lassos(rebalance_check, args):
     """Seen to fail: a stuttering lasso once timers are not fair, and leader-forgets-delay's churn lasso,
