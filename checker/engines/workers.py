@@ -33,8 +33,8 @@ of the local engine, state for state.
 
 At the end the driver gathers only counters, the parent links (rank -> parent
 rank, successor index), the first violation of each property and, for liveness,
-the transitions between ranks (``--workers``: each owner's in a file it hands over
-before it exits, read a level at a time); it rebuilds counterexamples by replaying
+the transitions between ranks (``--workers``: each owner's in a file that the driver
+reads a level at a time as it is written, checker/engines/gathered.py); it rebuilds counterexamples by replaying
 the successor indices from the initial state, and decides liveness as the local
 engine does (``explore.decide_liveness``) on the gathered graph.
 """
@@ -74,6 +74,7 @@ from .explore import (
 from .guards import Guard, exploration_mmap_threshold, map_large_blocks, release_free_heap
 from .interning import FingerprintSet, IntMap, Interner, LazyStates, _intern, collision_probability, fold, grown
 from .liveness import Graph, _np
+from .gathered import Gathering, Levels, read_level
 from .renaming import Renamer
 from .level import BATCH, Level, cat
 from .steps import Steps, goal_holds
@@ -372,13 +373,13 @@ def _first(found: dict, name: str, record: tuple) -> None:
 
 
 @cycles_uncollected()
-def run_owner(job: Job, mesh: Mesh, report=None, keep: list | None = None, edges: str | None = None) -> dict:
+def run_owner(job: Job, mesh: Mesh, report=None, keep: list | None = None, levels: Levels | None = None) -> dict:
     """``_explore`` with the cyclic garbage collector off (explore.py ``cycles_uncollected``) and
     large blocks mapped (guards.py ``map_large_blocks``). ``keep``, if given, gets the
-    exploration's memos, so that they outlive it (``_worker``); ``edges``, if given, names
-    the file the owner's ``Levels`` are written to, for another process to read."""
+    exploration's memos, so that they outlive it (``_worker``); ``levels``, if given, gets
+    the owner's levels of edges (``_explore``; by default, an unnamed file's)."""
     map_large_blocks(exploration_mmap_threshold(0))
-    return _explore(job, mesh, report, keep, edges)
+    return _explore(job, mesh, report, keep, Levels() if levels is None else levels)
 
 
 def _first_seen(fps: np.ndarray) -> tuple:
@@ -398,17 +399,17 @@ def _owner_of(group_keys: np.ndarray, k: int) -> np.ndarray:
     return (group_keys.view(np.uint64) % np.uint64(k)).astype(np.int64)
 
 
-def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None, edges_path: str | None = None) -> dict:
+def _explore(job: Job, mesh: Mesh, report, keep: list | None, edges: Levels) -> dict:
     """One owner's part of the exploration (module docstring), in lockstep with the
     others through ``mesh``. ``report(distinct, transitions, frontier, depth)``, if
     given, is called after each level; ``keep``, if given, gets the memos (the
     system, its interner, the level's and the checks' memos, the components), which
-    are then not freed on return. Returns the run's counters and first
-    violations (the same on every owner) and this owner's parent links, and for
-    liveness its transitions, ``Levels`` of numpy arrays (src rank, dst
-    rank, class code, marks; by src rank, a state's in successor order: each state
-    is expanded in one level by one owner), the class keys by code, and its
-    states' goal bits and churn summaries."""
+    are then not freed on return. For liveness, each level's transitions go to
+    ``edges`` (src rank, dst rank, class code, marks; by src rank, a state's in
+    successor order: each state is expanded in one level by one owner). Returns
+    the run's counters and first violations (the same on every owner) and this
+    owner's parent links, and for liveness ``edges``, the class keys by code, and
+    its states' goal bits and churn summaries."""
     system = build(*job.spec)
     interner = system.interner = Interner()  # the local engine's successor path: ids, renaming and refinement by id
     canonical = Renamer().canonical
@@ -432,7 +433,6 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None, edges_
     ranks, parents, steps = array("i"), array("i"), array("i")  # per local index
     goals = bytearray()  # per local index, per liveness goal: 1 where it holds
     churn_rows: list = []  # per local index, with a churn search: its churn summary
-    edges = Levels(edges_path)  # per level: (src rank, dst rank, class code, marks), by src rank, then successor index
     classes: dict = {}  # fairness class -> code
     class_keys: list = []  # code -> fairness class
 
@@ -585,7 +585,8 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None, edges_
             for j, r in enumerate(back):
                 cand_rank[by_dest[bounds[j]:bounds[j + 1]]] = r if j == me else np.frombuffer(r, np.int32)
             src, pos = cat(e_src, np.int32), cat(e_pos, np.int32)
-            edges.append((src, np.where(pos >= 0, cand_rank[pos], src), cat(e_cls, np.uint16), cat(e_marks, np.uint8)))
+            edges.append((src, np.where(pos >= 0, cand_rank[pos], src), cat(e_cls, np.uint16), cat(e_marks, np.uint8)),
+                         class_keys)
         records = [(r, name) for summary in summaries for name, r in summary[4].items()]
         records += [(r, name) for found_here in mesh.allgather(found) for name, r in found_here.items()]
         for r, name in sorted(records, key=lambda x: (x[0][0], place[x[1]])):  # ties: in the properties' order
@@ -620,10 +621,12 @@ def _explore(job: Job, mesh: Mesh, report=None, keep: list | None = None, edges_
             "classes": class_keys, "live": (bytes(goals), churn_rows if churn is not None else None)}
 
 
-def gather(system: System, properties, covers, results: list, t0: float, fair=None) -> Result:
+def gather(system: System, properties, covers, results: list, t0: float, fair=None,
+           gathering: Gathering | None = None) -> Result:
     """The Result of an exploration from its owners' ``run_owner`` answers: the
     counterexamples replayed from the parent links, liveness decided on the
-    gathered graph as the local engine does."""
+    gathered graph as the local engine does: ``gathering``'s, or, if None, one
+    gathered here from the answers' levels of edges and class keys."""
     g = results[0]
     n = g["distinct"]
     parent = np.full(n, -1, dtype=np.int32)
@@ -649,7 +652,14 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
         found.append(Violation(name, why, concrete(system, canonical, path)))
     live_props = [p for p in properties if p.kind == "liveness"]
     if live_props and g["limit"] is None and not g["stop"]:
-        found.extend(_liveness(system, canonical, live_props, results, n, path_to, fair))
+        if gathering is None:
+            gathering = Gathering(len(results))
+            for first, level in enumerate(zip(*(r["edges"] for r in results), strict=True)):
+                for j, (r, columns) in enumerate(zip(results, level)):
+                    gathering.add(j, columns, () if first else r["classes"])
+        for r in results:  # the gathered levels, once in the graph's files
+            r["edges"] = ()
+        found.extend(_liveness(system, canonical, live_props, results, n, path_to, fair, gathering.graph()))
     result = conclude(properties, found, g["limit"], g["stop"], n, g["transitions"], g["depth"], t0,
                       Counter({a: c for a, c in g["kinds"].items() if c}),
                       {c.name: c.name in g["reached"] for c in covers})
@@ -657,102 +667,10 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
     return result
 
 
-_CHUNK = 1 << 20  # edges per chunk of ``_liveness``'s scan for new fairness classes
-EDGE_COLUMNS = (np.int32, np.int32, np.uint16, np.uint8)  # an owner's level of edges: src, dst, class code, marks
-
-
-class Levels:
-    """An owner's levels of edges (``EDGE_COLUMNS``), kept in a temporary file while
-    the exploration runs, as the local engine spills its graph (liveness.py
-    ``Graph``), and read back a level at a time once it is over (iterating). Held
-    in memory, they were 60 MB of each of two owners' peak at --partitions 16.
-    The file is unnamed, or, given ``path``, named there so that the driver reads
-    it once the owner has exited (``handover``; ``Levels(path, sizes)`` reads it)."""
-
-    def __init__(self, path: str | None = None, sizes: list | None = None):
-        self.path = path
-        self._file = None
-        self._sizes: list = [] if sizes is None else list(sizes)  # edges per level
-
-    def __len__(self) -> int:
-        return len(self._sizes)
-
-    def _opened(self):
-        if self._file is None:
-            self._file = tempfile.TemporaryFile() if self.path is None else open(self.path, "a+b")
-        return self._file
-
-    def append(self, columns: tuple) -> None:
-        f = self._opened()
-        self._sizes.append(len(columns[0]))
-        for column, t in zip(columns, EDGE_COLUMNS):
-            f.write(np.ascontiguousarray(column, t).tobytes())
-
-    def handover(self) -> tuple:
-        """``(path, edges per level)``, the file written and closed, for ``Levels(path, sizes)``."""
-        self._opened().close()
-        return self.path, self._sizes
-
-    def __iter__(self):
-        f = self._opened()
-        f.seek(0)
-        for n in self._sizes:
-            yield tuple(np.frombuffer(f.read(n * np.dtype(t).itemsize), t) for t in EDGE_COLUMNS)
-
-
-def _levels_in_order(results: list):
-    """Every owner's edges (``_explore``'s, per level: the owners' levels go in
-    lockstep), a level at a time, as ``(src, dst, class code, marks)`` in the local
-    engine's order (by src rank, then successor index), the class codes offset into
-    the owners' class keys listed end to end (``r["classes"]`` in ``results``' order).
-    A level's sources are one range of ranks, each state's edges on one owner: each
-    edge is put straight at its place (its state's first place, from the level's
-    out-degrees, plus its place among its state's edges), with no sort. Only one
-    level is in memory at once, not every edge of the run (some 24 bytes an edge in
-    the driver at --max-faults 3, while the owners were still alive).
-    Raises ValueError if an owner's level is not by source rank."""
-    bases = np.cumsum([0] + [len(r["classes"]) for r in results[:-1]])
-    for level in zip(*(r["edges"] for r in results), strict=True):
-        for src, *_ in level:
-            if len(src) and (src[1:] < src[:-1]).any():
-                raise ValueError("an owner's level of edges is not by source rank")
-        sources = [src for src, *_ in level if len(src)]
-        if not sources:
-            continue
-        lo = min(int(src[0]) for src in sources)
-        degree = np.zeros(max(int(src[-1]) for src in sources) + 1 - lo, np.int64)
-        for src in sources:
-            states, first = np.unique(src, return_index=True)
-            degree[states - lo] = np.diff(np.append(first, len(src)))
-        start = np.concatenate([[0], np.cumsum(degree)])
-        total = int(start[-1])
-        out = (np.empty(total, np.int32), np.empty(total, np.int32), np.empty(total, np.uint8))
-        for (src, dst, cls, marks), base in zip(level, bases):
-            at = start[src - lo] + np.arange(len(src)) - np.searchsorted(src, src)  # src sorted: its first place
-            out[0][at], out[1][at], out[2][at] = dst, cls.astype(np.int32) + base, marks
-        yield np.repeat(np.arange(lo, lo + len(degree), dtype=np.int32), degree), *out
-
-
-def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> list:
-    """Liveness on the gathered graph: states numbered by rank, transitions added in
-    (src rank, successor index) order, as the local engine numbers and adds them."""
-    graph = Graph(spill=True)
-    keys = [key for r in results for key in r["classes"]]
-    class_ids = np.zeros(len(keys), np.uint16)  # class ids given in the order the edges first use them
-    seen = np.zeros(len(keys), bool)
-    for src, dst, codes, marks in _levels_in_order(results):
-        for lo in range(0, len(codes), _CHUNK):  # a chunk at a time: few edges bring a class not seen yet
-            chunk = codes[lo:lo + _CHUNK]
-            new = chunk[~seen[chunk]]
-            if len(new):
-                met, first = np.unique(new, return_index=True)
-                for c in met[np.argsort(first)].tolist():
-                    class_ids[c] = graph.class_id(keys[c])
-                seen[met] = True
-        graph.extend(src, dst, class_ids[codes], marks)
-    for r in results:  # the gathered levels, once in the graph's files
-        r["edges"] = ()
-    graph.load()
+def _liveness(system, canonical, live_props, results, n: int, path_to, fair, graph: Graph) -> list:
+    """Liveness on the gathered graph (``Gathering.graph``): states numbered by rank,
+    transitions added in (src rank, successor index) order, as the local engine
+    numbers and adds them."""
     goal_names = [p.name for p in live_props if p.goal]
     goals = np.ones((n, len(goal_names)), np.uint8)  # by rank, per goal: 1 where it holds
     churn: list = [None] * n  # by rank: the churn summary, if a property has a churn search
@@ -779,11 +697,10 @@ def _liveness(system, canonical, live_props, results, n: int, path_to, fair) -> 
 
 def _worker(job: Job, me: int, conns: list, result, edges: str) -> None:
     """A forked owner: runs, then sends ("done", answer) or ("error", traceback) on
-    ``result``, and exits. An answer's edges stay in the file ``edges`` (its
-    ``Levels``, handed over as ``(path, sizes)``), which the driver reads once every
-    owner has exited, so that no owner's memos are alive while the driver builds the
-    liveness graph (sent down the pipe, all of them were in the driver's memory at
-    once with the owners' memos: the peak of the run). Its memos go with the process: the
+    ``result``, and exits. Its levels of edges go to the file ``edges``, and each
+    level, once written, is told on ``result`` as ("level", (edges, new class
+    keys)), so that the driver adds it to the liveness graph while the owners
+    explore (``Gathering``). Its memos go with the process: the
     cyclic collector stays off to the end and the memos are kept (``run_owner``'s
     ``keep``) until it exits at once (``os._exit``), for the collector's first pass
     over them after the exploration, and freeing millions of objects one by one,
@@ -792,8 +709,10 @@ def _worker(job: Job, me: int, conns: list, result, edges: str) -> None:
     keep: list = []
     try:
         report = (lambda *figures: result.send(("progress", figures))) if me == 0 else None
-        answer = run_owner(job, Mesh(me, conns), report, keep, edges)
-        result.send(("done", answer | {"edges": answer["edges"].handover()}))
+        levels = Levels(edges, tell=lambda n, keys: result.send(("level", (n, keys))))
+        answer = run_owner(job, Mesh(me, conns), report, keep, levels)
+        levels.close()
+        result.send(("done", {name: x for name, x in answer.items() if name != "edges"}))
     except BaseException:  # noqa: BLE001 - the driver must hear of it, or its peers wait for ever
         result.send(("error", traceback.format_exc()))
     result.close()
@@ -805,30 +724,33 @@ def explore_workers(system: System, properties, workers: int, covers=(), max_sta
                     stop_on=frozenset(), fair=None, progress=None, guard=None) -> Result:
     """``explore.explore``'s contract on ``workers`` forked processes (module
     docstring): the same counts, verdicts and counterexamples. Liveness is decided
-    in this process on the gathered graph. ``guard``'s limits apply in every owner
-    (memory: each owner's resident set), checked every 256 expanded states.
+    in this process on the gathered graph, which it builds while the owners
+    explore. ``guard``'s limits apply in every owner (memory: each owner's
+    resident set), checked every 256 expanded states.
     Raises RuntimeError if an owner fails (the others are stopped)."""
     t0 = time.perf_counter()
     job = job_for(system, properties, covers, stop_on, max_states, max_depth, guard)
+    gathering = Gathering(workers)
     with tempfile.TemporaryDirectory(prefix="rebalance-edges-") as spill:
-        answers = _run_owners(job, workers, spill, progress)
-        return gather(system, properties, covers, answers, t0, fair)
+        answers = _run_owners(job, workers, spill, progress, gathering)
+    return gather(system, properties, covers, answers, t0, fair, gathering)
 
 
-def _run_owners(job: Job, workers: int, spill: str, progress) -> list:
+def _run_owners(job: Job, workers: int, spill: str, progress, gathering: Gathering) -> list:
     """Fork ``workers`` owners (``_worker``), their edges written to files in the
-    directory ``spill``; relay owner 0's progress; return their answers once every
-    owner has exited. Raises RuntimeError if an owner fails (the others are killed)."""
+    directory ``spill`` and added to ``gathering`` a level at a time as they are
+    told; relay owner 0's progress; return their answers once every owner has
+    exited. Raises RuntimeError if an owner fails (the others are killed)."""
     ctx = multiprocessing.get_context("fork")
     conns = [[None] * workers for _ in range(workers)]
     for i in range(workers):
         for j in range(i + 1, workers):
             conns[i][j], conns[j][i] = ctx.Pipe()
-    results, procs = [], []
+    results, procs, paths = [], [], []
     for me in range(workers):
         read, write = ctx.Pipe(duplex=False)
-        edges = os.path.join(spill, f"owner-{me}")
-        procs.append(ctx.Process(target=_worker, args=(job, me, conns[me], write, edges), daemon=True))
+        paths.append(os.path.join(spill, f"owner-{me}"))
+        procs.append(ctx.Process(target=_worker, args=(job, me, conns[me], write, paths[-1]), daemon=True))
         procs[-1].start()
         write.close()
         results.append(read)
@@ -837,25 +759,32 @@ def _run_owners(job: Job, workers: int, spill: str, progress) -> list:
             if c is not None:
                 c.close()
     answers: list = [None] * workers
+    files: list = [None] * workers  # each owner's edges, read as its levels are told
     try:
         waiting = {c: i for i, c in enumerate(results)}
         while waiting:
             for c in wait(list(waiting)):
+                j = waiting[c]
                 try:
                     what, body = c.recv()
                 except EOFError:
-                    raise RuntimeError(f"worker {waiting[c]} died (exit code {procs[waiting[c]].exitcode})") from None
+                    raise RuntimeError(f"worker {j} died (exit code {procs[j].exitcode})") from None
                 if what == "error":
-                    raise RuntimeError(f"worker {waiting[c]} failed:\n{body}")
+                    raise RuntimeError(f"worker {j} failed:\n{body}")
                 if what == "progress":
                     if progress is not None:
                         progress(*body)
-                    continue
-                body["edges"] = Levels(*body["edges"])
-                answers[waiting.pop(c)] = body
+                elif what == "level":
+                    files[j] = files[j] or open(paths[j], "rb")
+                    gathering.add(j, read_level(files[j], body[0]), body[1])
+                else:
+                    answers[waiting.pop(c)] = body
     finally:
+        for f in files:
+            if f is not None:
+                f.close()
         for p in procs:
             if p.is_alive() and answers[procs.index(p)] is None:
                 p.kill()
-            p.join()  # every owner gone, its memos with it, before the graph is built
+            p.join()  # every owner gone, its memos with it, before the graph is loaded
     return answers
