@@ -101,12 +101,14 @@ class Gathering:
         while all(self._waiting):
             self._put([waiting.pop(0) for waiting in self._waiting])
 
-    def graph(self) -> Graph:
-        """The graph of every level given, loaded (``Graph.load``). Raises ValueError
-        if an owner gave a level that another has not."""
+    def graph(self, workers: int = 1) -> Graph:
+        """The graph of every level given, loaded (``Graph.load``), its trimming
+        passes in ``workers`` processes (``Graph.workers``). Raises ValueError if an
+        owner gave a level that another has not."""
         if any(self._waiting):
             raise ValueError("the owners gave different numbers of levels")
         self._graph.load()
+        self._graph.workers = workers
         return self._graph
 
     def _put(self, level: list) -> None:

@@ -33,6 +33,8 @@ incomplete, never holds: the caller does not call these then.
 from __future__ import annotations
 
 import hashlib
+import mmap
+import multiprocessing
 import os
 import tempfile
 from array import array
@@ -80,6 +82,7 @@ class Graph:
         self.classes: dict = {}  # class key -> id
         self.names: list = []
         self.acyclic: dict = {}  # ``_acyclic``'s answers, by its question (the properties share most)
+        self.workers = 1  # processes a trimming pass over a large graph may use (``_trimmed``)
 
     @classmethod
     def of(cls, edges) -> Graph:
@@ -311,6 +314,7 @@ def _usable(g: Graph, alive: np.ndarray, usable: np.ndarray, backwards: bool = F
 _LOAD = 1 << 18  # destinations per read of a spilled graph (1 MB)
 _CHUNK = 1 << 14  # edges per chunk of the liveness graph's whole-graph numpy passes
 _CLS = {"B": np.uint8, "H": np.uint16}
+_PARALLEL = 1 << 22  # edges from which a trimming pass runs in ``Graph.workers`` processes
 
 
 def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float = 0.1) -> bool:
@@ -339,34 +343,34 @@ def _acyclic(n: int, g: Graph, keep, usable, rounds: int = 200, copy_out: float 
     return hit
 
 
-def _trimmed(n: int, g: Graph, keep, usable, rounds: int, copy_out: float) -> bool:
-    """``_acyclic``'s answer, computed."""
-    alive = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
-    usable = np.array(usable, bool)
+def _trimmed(n: int, g: Graph, keep, usable, rounds: int, copy_out: float, workers: int = 0) -> bool:
+    """``_acyclic``'s answer, computed. Its passes over the whole graph run in
+    ``workers`` processes (0: ``g.workers`` if the graph has ``_PARALLEL`` edges
+    or more, else one), each over its share of the edges (``_Passes``)."""
+    if not workers:
+        workers = g.workers if len(g.dst) >= _PARALLEL else 1
+    passes = _Passes(n, g, keep, usable, workers)
+    try:
+        return _trimming(n, g, passes, rounds, copy_out)
+    finally:
+        passes.close()
+
+
+def _trimming(n: int, g: Graph, passes: _Passes, rounds: int, copy_out: float) -> bool:
+    """The rounds of ``_trimmed`` on ``passes``' states and edges."""
+    alive, has_out, has_in, usable = passes.alive, passes.has_out, passes.has_in, passes.usable
 
     def chunks():  # the usable edges between states still alive: (sources, targets), a chunk at a time
         for _, s, t, e in _usable(g, alive, usable):
             yield s[e], t[e]
 
     edges = None  # once copied out: (sources, targets) of the usable edges between remaining states
-    has_out, has_in = np.empty(n, bool), np.empty(n, bool)  # each round's, reused: no n-sized temporaries
     for _ in range(rounds):
         has_out.fill(False)
         has_in.fill(False)
         count = int(np.count_nonzero(alive))
         if edges is None:
-            # the last chunk first, and a state with no edge to a remaining one goes as soon as all its
-            # edges are read, so that its predecessors read later see it gone (states are numbered
-            # breadth-first, most edges lead to a later state: a chain of them goes in one pass)
-            between, done = 0, n  # states done .. n - 1 have had all their edges read
-            for _, s, t, e in _usable(g, alive, usable, backwards=True):
-                has_out[s[e]] = True
-                has_in[t[e]] = True
-                between += int(np.count_nonzero(e))
-                first = int(s[0]) + 1  # the chunk's first source may have edges in the chunk before
-                alive[first:done] &= has_out[first:done]
-                done = first
-            alive[:done] &= has_out[:done]
+            between = passes.run()
             if between <= len(g.dst) * copy_out:  # filled in place: no second copy of them while copying
                 edges = np.empty(between, np.int32), np.empty(between, np.int32)
                 at = 0
@@ -380,13 +384,96 @@ def _trimmed(n: int, g: Graph, keep, usable, rounds: int, copy_out: float) -> bo
             edges = s, t = s[e], t[e]
             has_out[s] = True
             has_in[t] = True
-        left = np.logical_and(np.logical_and(has_out, has_in, out=has_out), alive, out=has_out)
-        if not left.any():
+        alive &= has_out
+        alive &= has_in
+        left = int(np.count_nonzero(alive))
+        if not left:
             return True
-        if int(np.count_nonzero(left)) == count:
+        if left == count:
             return False
-        alive, has_out = left, alive  # the old alive is the next round's buffer
     return False
+
+
+def _trim_pass(g: Graph, alive, usable, has_out, has_in, lo: int, hi: int, done: int) -> int:
+    """One trimming pass over edges ``lo .. hi - 1``, the last chunk first: marks
+    ``has_out`` and ``has_in`` of the usable edges between states ``alive``, and a
+    state below ``done`` with no edge to a remaining one goes as soon as all its
+    edges are read, so that its predecessors, read later, see it gone (states are
+    numbered breadth-first, most edges lead to a later state: a chain of them goes
+    in one pass); the states below the last ``done`` are left to the round's end.
+    Returns the number of those edges."""
+    dst, cls = _np(g.dst, np.int32), _np(g.cls, _CLS[g.cls.typecode])
+    between = 0
+    for k in reversed(range(lo, hi, _CHUNK)):
+        end = min(k + _CHUNK, hi)
+        s, t = g.sources(k, end), dst[k:end]
+        e = alive[s] & alive[t] & usable[cls[k:end]]
+        has_out[s[e]] = True
+        has_in[t[e]] = True
+        between += int(np.count_nonzero(e))
+        first = int(s[0]) + 1  # the chunk's first source may have edges in the chunk before
+        alive[first:done] &= has_out[first:done]
+        done = first
+    return between
+
+
+def _shares(n: int, g: Graph, workers: int) -> list:
+    """``workers`` shares of the graph's edges for ``_trim_pass``, cut at chunks:
+    ``(lo, hi, done)``, where a share leaves its states from ``done`` up to the
+    round's end (the last source of a share but the last may have edges in the
+    next); fewer if the graph has fewer chunks."""
+    edges = len(g.dst)
+    workers = max(1, min(workers, -(-edges // _CHUNK)))
+    cuts = [edges * i // workers // _CHUNK * _CHUNK for i in range(workers)] + [edges]
+    return [(lo, hi, n if hi == edges else int(g.sources(hi - 1, hi)[0])) for lo, hi in zip(cuts, cuts[1:])]
+
+
+class _Passes:
+    """``_trimmed``'s state, ``alive``, ``has_out`` and ``has_in`` (bool per state),
+    and its whole-graph passes (``run``), in ``workers`` processes: with more than
+    one, the arrays are shared memory and ``workers - 1`` forked helpers each pass
+    over a share of the edges (cut at chunks) while this process passes over the
+    first; each marks ``has_out`` and ``has_in`` and removes only the states whose
+    edges all lie in its share, so the shares write no state's ``alive`` in common,
+    and a state read alive while another removes it only keeps it one round more
+    (trimming in any order ends in the same states). ``close`` stops the helpers."""
+
+    def __init__(self, n: int, g: Graph, keep, usable, workers: int):
+        self.g, self.usable = g, np.array(usable, bool)
+        self._shares = _shares(n, g, workers)
+        self._maps = [mmap.mmap(-1, max(n, 1)) for _ in range(3)] if len(self._shares) > 1 else []
+        self.alive, self.has_out, self.has_in = (
+            (np.frombuffer(m, bool)[:n] for m in self._maps) if self._maps else (np.empty(n, bool) for _ in range(3)))
+        self.alive[:] = np.frombuffer(bytes(keep), np.uint8).astype(bool) if n else np.zeros(0, bool)
+        self._helpers = []
+        ctx = multiprocessing.get_context("fork")
+        for share in self._shares[1:]:
+            mine, theirs = ctx.Pipe()
+            helper = ctx.Process(target=self._serve, args=(theirs, share), daemon=True)
+            helper.start()
+            theirs.close()
+            self._helpers.append((helper, mine))
+
+    def _serve(self, conn, share: tuple) -> None:
+        """A helper: a pass over ``share`` each time it is asked, its count sent back."""
+        while conn.recv():
+            conn.send(_trim_pass(self.g, self.alive, self.usable, self.has_out, self.has_in, *share))
+        os._exit(0)
+
+    def run(self) -> int:
+        """A pass over every edge (``_trim_pass``, each share in its process):
+        the usable edges between states alive."""
+        for _, conn in self._helpers:
+            conn.send(True)
+        between = _trim_pass(self.g, self.alive, self.usable, self.has_out, self.has_in, *self._shares[0])
+        return between + sum(conn.recv() for _, conn in self._helpers)
+
+    def close(self) -> None:
+        for helper, conn in self._helpers:
+            conn.send(False)
+            helper.join()
+            conn.close()
+        self._helpers = []
 
 
 def _sccs(n: int, offsets, targets, keep):

@@ -622,11 +622,12 @@ def _explore(job: Job, mesh: Mesh, report, keep: list | None, edges: Levels) -> 
 
 
 def gather(system: System, properties, covers, results: list, t0: float, fair=None,
-           gathering: Gathering | None = None) -> Result:
+           gathering: Gathering | None = None, workers: int = 1) -> Result:
     """The Result of an exploration from its owners' ``run_owner`` answers: the
     counterexamples replayed from the parent links, liveness decided on the
     gathered graph as the local engine does: ``gathering``'s, or, if None, one
-    gathered here from the answers' levels of edges and class keys."""
+    gathered here from the answers' levels of edges and class keys; its trimming
+    passes in ``workers`` processes of this machine (``Graph.workers``)."""
     g = results[0]
     n = g["distinct"]
     parent = np.full(n, -1, dtype=np.int32)
@@ -659,7 +660,7 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
                     gathering.add(j, columns, () if first else r["classes"])
         for r in results:  # the gathered levels, once in the graph's files
             r["edges"] = ()
-        found.extend(_liveness(system, canonical, live_props, results, n, path_to, fair, gathering.graph()))
+        found.extend(_liveness(system, canonical, live_props, results, n, path_to, fair, gathering.graph(workers)))
     result = conclude(properties, found, g["limit"], g["stop"], n, g["transitions"], g["depth"], t0,
                       Counter({a: c for a, c in g["kinds"].items() if c}),
                       {c.name: c.name in g["reached"] for c in covers})
@@ -725,7 +726,8 @@ def explore_workers(system: System, properties, workers: int, covers=(), max_sta
     """``explore.explore``'s contract on ``workers`` forked processes (module
     docstring): the same counts, verdicts and counterexamples. Liveness is decided
     in this process on the gathered graph, which it builds while the owners
-    explore. ``guard``'s limits apply in every owner (memory: each owner's
+    explore, its trimming passes shared with ``workers - 1`` forked helpers once
+    the owners exited (liveness.py ``_Passes``). ``guard``'s limits apply in every owner (memory: each owner's
     resident set), checked every 256 expanded states.
     Raises RuntimeError if an owner fails (the others are stopped)."""
     t0 = time.perf_counter()
@@ -733,7 +735,7 @@ def explore_workers(system: System, properties, workers: int, covers=(), max_sta
     gathering = Gathering(workers)
     with tempfile.TemporaryDirectory(prefix="rebalance-edges-") as spill:
         answers = _run_owners(job, workers, spill, progress, gathering)
-    return gather(system, properties, covers, answers, t0, fair, gathering)
+    return gather(system, properties, covers, answers, t0, fair, gathering, workers)
 
 
 def _run_owners(job: Job, workers: int, spill: str, progress, gathering: Gathering) -> list:
