@@ -43,9 +43,6 @@ class Levels:
         self._sizes: list = []  # edges per level
         self._told = 0  # the class keys told so far
 
-    def __len__(self) -> int:
-        return len(self._sizes)
-
     def _opened(self):
         if self._file is None:
             self._file = tempfile.TemporaryFile() if self.path is None else open(self.path, "a+b")

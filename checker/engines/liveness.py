@@ -299,16 +299,20 @@ def _adjacency(n: int, g: Graph, keep, usable) -> tuple:
     return memoryview(offsets), memoryview(targets), memoryview(edge_ids)
 
 
-def _usable(g: Graph, alive: np.ndarray, usable: np.ndarray, backwards: bool = False):
-    """The graph's edges ``_CHUNK`` at a time (the last chunk first if
-    ``backwards``): ``(first edge id, sources, targets, use)``, int arrays and the
-    mask of the edges between states ``alive`` (bool per state, read as each chunk
-    is made) whose class is ``usable`` (bool per class id)."""
+def _usable(g: Graph, alive: np.ndarray, usable: np.ndarray, lo: int = 0, hi: int | None = None,
+            backwards: bool = False):
+    """The graph's edges ``lo .. hi - 1`` (all by default) ``_CHUNK`` at a time from
+    ``lo`` (the last chunk first if ``backwards``): ``(first edge id, sources,
+    targets, use)``, int arrays and the mask of the edges between states ``alive``
+    (bool per state, read as each chunk is made) whose class is ``usable`` (bool
+    per class id)."""
     dst, cls = _np(g.dst, np.int32), _np(g.cls, _CLS[g.cls.typecode])
-    starts = range(0, len(dst), _CHUNK)
+    hi = len(dst) if hi is None else hi
+    starts = range(lo, hi, _CHUNK)
     for k in (reversed(starts) if backwards else starts):
-        src, to = g.sources(k, min(k + _CHUNK, len(dst))), dst[k:k + _CHUNK]
-        yield k, src, to, alive[src] & alive[to] & usable[cls[k:k + _CHUNK]]
+        end = min(k + _CHUNK, hi)
+        src, to = g.sources(k, end), dst[k:end]
+        yield k, src, to, alive[src] & alive[to] & usable[cls[k:end]]
 
 
 _LOAD = 1 << 18  # destinations per read of a spilled graph (1 MB)
@@ -402,12 +406,8 @@ def _trim_pass(g: Graph, alive, usable, has_out, has_in, lo: int, hi: int, done:
     numbered breadth-first, most edges lead to a later state: a chain of them goes
     in one pass); the states below the last ``done`` are left to the round's end.
     Returns the number of those edges."""
-    dst, cls = _np(g.dst, np.int32), _np(g.cls, _CLS[g.cls.typecode])
     between = 0
-    for k in reversed(range(lo, hi, _CHUNK)):
-        end = min(k + _CHUNK, hi)
-        s, t = g.sources(k, end), dst[k:end]
-        e = alive[s] & alive[t] & usable[cls[k:end]]
+    for _, s, t, e in _usable(g, alive, usable, lo, hi, backwards=True):
         has_out[s[e]] = True
         has_in[t[e]] = True
         between += int(np.count_nonzero(e))

@@ -655,9 +655,9 @@ def gather(system: System, properties, covers, results: list, t0: float, fair=No
     if live_props and g["limit"] is None and not g["stop"]:
         if gathering is None:
             gathering = Gathering(len(results))
-            for first, level in enumerate(zip(*(r["edges"] for r in results), strict=True)):
+            for at, level in enumerate(zip(*(r["edges"] for r in results), strict=True)):
                 for j, (r, columns) in enumerate(zip(results, level)):
-                    gathering.add(j, columns, () if first else r["classes"])
+                    gathering.add(j, columns, r["classes"] if at == 0 else ())
         for r in results:  # the gathered levels, once in the graph's files
             r["edges"] = ()
         found.extend(_liveness(system, canonical, live_props, results, n, path_to, fair, gathering.graph(workers)))
