@@ -14,18 +14,21 @@ visited set (``FingerprintSet``), the parent links, then the attributes of the
 ``Level`` (the expansion's and renaming's tables), of ``Steps`` (the invariants)
 and of ``Components`` (the component dictionary). Beside them, the owner's
 proportional set size (``/proc/self/smaps_rollup``; Linux) as its exploration
-ends, before the walk (not its peak, which falls within a level): what the sum leaves out is the interpreter, the allocators' free and
-fragmented space and the level's temporaries.
+ends, before the walk (not its peak, which falls within a level): what the sum
+leaves out is the interpreter's own pages and the allocators' free and
+fragmented space.
 
     python benchmarks/holdings.py examples/default.toml --partitions 16 --workers 2
     python benchmarks/holdings.py examples/default.toml --partitions 16 --workers 8
 
 Every argument goes to ``rebalance check`` (``--json`` and a temporary ``--out``
-are added; ``--workers N``, N of 2 or more, is needed); each owner writes its
-line to stderr, and the driver the table of sums once they have exited.
+are added; ``--workers N``, N of 2 or more, is needed: without it the script
+stops with an error, exit status 2); each owner writes its line to stderr, and
+the driver the table of sums once they have exited.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -82,6 +85,10 @@ def holdings(answer: dict, kept: tuple) -> dict:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(prog="holdings.py", add_help=False)  # --workers alone; the rest is check's
+    ap.add_argument("--workers", type=int, default=0)
+    if ap.parse_known_args()[0].workers < 2:
+        ap.error("it measures the owners of --workers N: give --workers with N of 2 or more")
     explore_owner = workers._explore
     lines = tempfile.TemporaryDirectory(prefix="holdings-")  # each owner's line, for the driver's sums
 
