@@ -13,10 +13,10 @@ visited set (``FingerprintSet``), the parent links, then the attributes of the
 ``System`` (its handler memos and the refinement check's), of the level's
 ``Level`` (the expansion's and renaming's tables), of ``Steps`` (the invariants)
 and of ``Components`` (the component dictionary). Beside them, the owner's
-proportional set size (``/proc/self/smaps_rollup``; Linux) as its exploration
-ends, before the walk (not its peak, which falls within a level): what the sum
-leaves out is the interpreter's own pages and the allocators' free and
-fragmented space.
+proportional set size (scaling.py ``tree_pss``: ``/proc/PID/smaps_rollup``;
+Linux) as its exploration ends, before the walk (not its peak, which falls
+within a level): what the sum leaves out is the interpreter's own pages and the
+allocators' free and fragmented space.
 
     python benchmarks/holdings.py examples/default.toml --partitions 16 --workers 2
     python benchmarks/holdings.py examples/default.toml --partitions 16 --workers 8
@@ -35,10 +35,14 @@ import sys
 import tempfile
 import types
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
 from rebalance.checker.engines import workers
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scaling import tree_pss  # noqa: E402 - the same PSS reading as the scaling table
 
 SKIP = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
@@ -64,9 +68,9 @@ def reachable_bytes(root, seen: set) -> int:
     return total
 
 
-def pss_mb() -> float:
-    with open("/proc/self/smaps_rollup") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("Pss:")) / 1024
+def ranked(mb: dict) -> list:
+    """``(structure, MB)`` pairs of 0.5 MB or more, largest first."""
+    return sorted(((name, x) for name, x in mb.items() if x >= 0.5), key=lambda item: -item[1])
 
 
 def holdings(answer: dict, kept: tuple) -> dict:
@@ -80,7 +84,7 @@ def holdings(answer: dict, kept: tuple) -> dict:
     out["parent links"] = sum(len(b) for b in answer["links"])
     for who, holder in holders:
         for name, x in vars(holder).items():
-            out[f"{who}.{name}"] = out.get(f"{who}.{name}", 0) + reachable_bytes(x, seen)
+            out[f"{who}.{name}"] = reachable_bytes(x, seen)
     return {name: b / 2 ** 20 for name, b in out.items()}
 
 
@@ -94,9 +98,9 @@ def main() -> None:
 
     def owner(job, mesh, report, keep, edges):
         answer = explore_owner(job, mesh, report, keep, edges)
-        pss = pss_mb()  # before the walk, whose own table of the objects seen is large
+        pss = tree_pss(os.getpid()) / 2 ** 20  # before the walk, whose own table of the objects seen is large
         mb = holdings(answer, keep[-1])
-        top = ", ".join(f"{name} {x:.1f}" for name, x in sorted(mb.items(), key=lambda x: -x[1]) if x >= 0.5)
+        top = ", ".join(f"{name} {x:.1f}" for name, x in ranked(mb))
         print(f"[owner {mesh.me}] {pss:.0f} MB PSS, {sum(mb.values()):.1f} MB counted: {top}",
               file=sys.stderr, flush=True)
         with open(os.path.join(lines.name, f"{mesh.me}.json"), "w") as f:
@@ -109,7 +113,7 @@ def main() -> None:
         try:
             rebalance(standalone_mode=False)
         finally:
-            owners = [json.load(open(os.path.join(lines.name, name))) for name in sorted(os.listdir(lines.name))]
+            owners = [json.loads(f.read_text()) for f in sorted(Path(lines.name).iterdir())]
             if owners:
                 total: dict = defaultdict(float)
                 for o in owners:
@@ -117,9 +121,8 @@ def main() -> None:
                         total[name] += x
                 print(f"\n{len(owners)} owners, summed MB (counted {sum(total.values()):.0f}, "
                       f"PSS {sum(o['pss'] for o in owners):.0f}):", file=sys.stderr)
-                for name, x in sorted(total.items(), key=lambda x: -x[1]):
-                    if x >= 0.5:
-                        print(f"  {x:8.1f}  {name}", file=sys.stderr)
+                for name, x in ranked(total):
+                    print(f"  {x:8.1f}  {name}", file=sys.stderr)
 
 
 if __name__ == "__main__":
