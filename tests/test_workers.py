@@ -3,6 +3,7 @@ them): the same counts, verdicts and shortest counterexamples."""
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import EXAMPLES, run_cli
 
@@ -157,3 +158,37 @@ def test_the_driver_builds_the_liveness_graph_while_the_owners_explore_and_loads
     assert result.transitions == sum(n for n, _ in added) and len(added) > 10
     assert max(n for n, _ in added) < result.transitions / 4
     assert sum(alive == 3 for _, alive in added) > len(added) / 2 and loaded == [0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 3), st.lists(st.lists(st.integers(0, 4), max_size=8), min_size=1, max_size=40),
+       st.randoms(use_true_random=False))
+def test_gathered_levels_make_the_local_engines_graph(k, degrees, rnd):
+    """``Gathering`` puts k owners' levels of edges (each state's edges on one owner,
+    in successor order; a level's sources one range of ranks) in the graph the local
+    engine builds: each state's edges in order, the classes and marks with them. Seen
+    to fail with each edge placed by its state's first place alone."""
+    import numpy as np
+
+    from rebalance.checker.engines.gathered import Gathering
+    from rebalance.checker.engines.liveness import Graph
+
+    states = len(degrees)
+    owner = [rnd.randrange(k) for _ in range(states)]
+    edges = [(s, rnd.randrange(states), ("class", rnd.randrange(5)), rnd.randrange(2))
+             for s, d in enumerate(degrees) for _ in range(len(d))]
+    cuts = sorted({0, states, *(rnd.randrange(states) for _ in range(3))})
+    gathering, codes = Gathering(k), [{} for _ in range(k)]
+    for lo, hi in zip(cuts, cuts[1:]):
+        for j in range(k):
+            mine = [e for e in edges if lo <= e[0] < hi and owner[e[0]] == j]
+            new = [key for key in dict.fromkeys(e[2] for e in mine) if key not in codes[j]]
+            codes[j].update({key: len(codes[j]) + i for i, key in enumerate(new)})
+            columns = list(zip(*mine)) or [(), (), (), ()]
+            gathering.add(j, (np.array(columns[0], np.int32), np.array(columns[1], np.int32),
+                              np.array([codes[j][c] for c in columns[2]], np.uint16), np.array(columns[3], np.uint8)),
+                          new)
+    got, local = gathering.graph(), Graph.of(edges)
+    assert list(got.ends) == list(local.ends) and list(got.dst) == list(local.dst)
+    assert [got.names[c] for c in got.cls] == [local.names[c] for c in local.cls]
+    assert [got.mark(e) for e in range(got.edges)] == [local.mark(e) for e in range(local.edges)]

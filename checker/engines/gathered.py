@@ -71,6 +71,13 @@ class Levels:
             yield read_level(f, n)
 
 
+def _runs(src: np.ndarray) -> tuple:
+    """The runs of equal sources in ``src`` (sorted): each run's first place and
+    its length, in one linear pass (``np.unique`` would sort what is sorted)."""
+    first = np.flatnonzero(np.concatenate([[True], src[1:] != src[:-1]])) if len(src) else np.zeros(0, np.int64)
+    return first, np.diff(np.append(first, len(src)))
+
+
 class Gathering:
     """The liveness graph of ``k`` owners' levels (``add``): states numbered by
     rank, each level's transitions added in (src rank, successor index) order and
@@ -121,14 +128,15 @@ class Gathering:
             return
         lo = min(int(src[0]) for src in sources)
         degree = np.zeros(max(int(src[-1]) for src in sources) + 1 - lo, np.int64)
-        for src in sources:
-            states, first = np.unique(src, return_index=True)
-            degree[states - lo] = np.diff(np.append(first, len(src)))
+        runs = [_runs(src) for src, *_ in level]
+        for (src, *_), (first, count) in zip(level, runs):
+            degree[src[first] - lo] = count
         start = np.concatenate([[0], np.cumsum(degree)])
         total = int(start[-1])
         dst, codes, marks = np.empty(total, np.int32), np.empty(total, np.int64), np.empty(total, np.uint8)
-        for (src, to, code, mark), index in zip(level, self._index):
-            at = start[src - lo] + np.arange(len(src)) - np.searchsorted(src, src)  # src sorted: its first place
+        for (src, to, code, mark), index, (first, count) in zip(level, self._index, runs):
+            # an edge's place: its state's first place in the level, plus its own place among its state's edges
+            at = np.repeat(start[src[first] - lo] - first, count) + np.arange(len(src))
             dst[at], codes[at], marks[at] = to, np.asarray(index, np.int64)[code], mark
         self._graph.extend(np.repeat(np.arange(lo, lo + len(degree), dtype=np.int32), degree), dst,
                            self._ids(codes), marks)
