@@ -161,6 +161,7 @@ class Components:
         self.k, self.me = k, me
         self.partition = partition  # Group -> the value its states are placed by (``owners``), or None
         self._owners = np.zeros(0, np.int64)  # Group id -> its owner (-1: not known yet)
+        self._by_part: dict = {}  # partition value -> its owner (far fewer than Groups: 718 on the main job)
         self.values = (interner.groups, interner.procs)
         self.intern = (interner.group_id, interner.proc_id)
         self.blobs: tuple = ({}, {})  # local id -> encoding, while an owner may still need it
@@ -223,8 +224,12 @@ class Components:
             return _owner_of(self.keys_of(0, ids), self.k)
         self._owners = grown(self._owners, len(self.values[0]), -1)
         for i in np.unique(ids[self._owners[ids] < 0]).tolist():
-            key = _stable_key(_encoding(self.partition(self.values[0][i])))
-            self._owners[i] = int(_owner_of(np.array([key], np.int64), self.k)[0])
+            part = self.partition(self.values[0][i])
+            owner = self._by_part.get(part)
+            if owner is None:
+                key = _stable_key(_encoding(part))
+                owner = self._by_part[part] = int(_owner_of(np.array([key], np.int64), self.k)[0])
+            self._owners[i] = owner
         return self._owners[ids]
 
     def fingerprint(self, state: State) -> int:
