@@ -215,11 +215,12 @@ class Components:
     def owners(self, ids: np.ndarray) -> np.ndarray:
         """The owner of each Group of local ids ``ids``: the unsigned stable key of its
         ``partition`` value (``_stable_key``; without one, of the Group itself) modulo
-        the owners' count, each computed once. States whose Groups share that value
-        are one owner's, so that the memos keyed by it fill on that owner alone: by
-        the Group, the coordinator's steps; by the refinement's view of the
-        coordinator (checker/refinement.py ``Refinement.owner_part``, which keeps Groups
-        apart where any such memo does), the refinement's verdicts and Inv."""
+        the owners' count, computed once per value and looked up once per Group.
+        States whose Groups share that value are one owner's, so that the memos keyed
+        by it fill on that owner alone: by the Group, the coordinator's steps; by the
+        refinement's view of the coordinator (checker/refinement.py
+        ``Refinement.owner_part``, which keeps Groups apart where any such memo does),
+        the refinement's verdicts and Inv."""
         if self.partition is None:
             return _owner_of(self.keys_of(0, ids), self.k)
         self._owners = grown(self._owners, len(self.values[0]), -1)
