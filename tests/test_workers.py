@@ -143,16 +143,16 @@ def test_the_driver_builds_the_liveness_graph_while_the_owners_explore_and_loads
     from rebalance.checker.settings import load_toml, resolve
 
     system = resolve(load_toml(EXAMPLES / "default.toml"), faults=["join", "leave", "crash"], budget=1).system()
-    added, loaded, extend, load = [], [], Graph.extend, Graph.load
+    added, loaded, extend, load = [], [], Graph.extend_runs, Graph.load
 
-    def extended(self, src, dst, classes, marks):
-        added.append((len(src), len(multiprocessing.active_children())))
-        extend(self, src, dst, classes, marks)
+    def extended(self, lo, degrees, dst, classes, marks):
+        added.append((len(dst), len(multiprocessing.active_children())))
+        extend(self, lo, degrees, dst, classes, marks)
 
     def loading(self):
         loaded.append(len(multiprocessing.active_children()))
         load(self)
-    monkeypatch.setattr(Graph, "extend", extended)
+    monkeypatch.setattr(Graph, "extend_runs", extended)
     monkeypatch.setattr(Graph, "load", loading)
     result = workers.explore_workers(system, list(applicable(system)), 3)
     assert result.transitions == sum(n for n, _ in added) and len(added) > 10

@@ -138,8 +138,7 @@ class Gathering:
             # an edge's place: its state's first place in the level, plus its own place among its state's edges
             at = np.repeat(start[src[first] - lo] - first, count) + np.arange(len(src))
             dst[at], codes[at], marks[at] = to, np.asarray(index, np.int64)[code], mark
-        self._graph.extend(np.repeat(np.arange(lo, lo + len(degree), dtype=np.int32), degree), dst,
-                           self._ids(codes), marks)
+        self._graph.extend_runs(lo, degree, dst, self._ids(codes), marks)
 
     def _ids(self, codes: np.ndarray) -> np.ndarray:
         """The graph's class ids of ``codes`` (indices in ``_keys``), numbering the

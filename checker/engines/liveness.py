@@ -182,17 +182,26 @@ class Graph:
         """Add transitions in bulk: parallel sequences of sources (non-decreasing,
         none before the last source added), destinations (any int sequence or
         numpy int32 array), class ids (``class_id``) and marks."""
-        self.acyclic.clear()
         src = np.asarray(src, np.int64)
+        if len(src) and np.any(src[1:] < src[:-1]):
+            raise ValueError("Graph: edges are added by source state (Graph.of sorts them)")
+        lo = int(src[0]) if len(src) else 0
+        self.extend_runs(lo, np.bincount(src - lo) if len(src) else np.zeros(0, np.int64), dst, classes, marks)
+
+    def extend_runs(self, lo: int, degrees, dst, classes, marks) -> None:
+        """``extend`` with the sources given as runs: ``degrees[i]`` edges from state
+        ``lo + i`` (none before the last source added), in that order."""
+        self.acyclic.clear()
         marks = np.asarray(marks, np.uint8)
         at = np.flatnonzero(marks)
         self.marked.frombytes((at + self.edges).astype(np.int32).tobytes())
         self.mark_bits.frombytes(marks[at].tobytes())
-        if len(src):
+        if len(dst):
             first = max(self._flushed + len(self.ends) - 1, 0)  # the last state with edges may get more
-            if src[0] < first or np.any(src[1:] < src[:-1]):
+            if lo < first:
                 raise ValueError("Graph: edges are added by source state (Graph.of sorts them)")
-            ends = self.edges + np.cumsum(np.bincount(src - first)).astype(np.int32)
+            counts = np.concatenate([np.zeros(lo - first, np.int64), degrees])
+            ends = self.edges + np.cumsum(counts).astype(np.int32)
             del self.ends[first - self._flushed:]
             self.ends.frombytes(ends.tobytes())
             if self._spilled is not None and len(self.ends) > 1:  # all but the last, which may still grow
