@@ -19,7 +19,10 @@ The phases are functions of checker/engines, each timed on its outermost call
 - without: ``decide_liveness``.
 
 Each owner prints its line when its exploration ends, the driver (or the one
-process) its own at exit, with its whole CPU time beside the phases':
+process) its own at exit, with its whole CPU time beside the phases'; an
+owner's line also gives the wall seconds it waited for the others in the
+collectives (``Mesh.exchange`` and ``allgather``: their wall less their CPU),
+which the owners' uneven shares of each level cost, as they go in lockstep:
 
     python benchmarks/phases.py examples/default.toml --partitions 16
     python benchmarks/phases.py examples/default.toml --partitions 16 --workers 2
@@ -43,6 +46,7 @@ PHASES = [(level.Level, "expand"), (steps.Steps, "invalid"), (interning.Fingerpr
           (workers.Components, "definitions"), (workers.Components, "translate"), (workers.Mesh, "exchange"),
           (workers.Mesh, "allgather"), (workers, "_first_seen"), (workers, "gather"), (explore, "decide_liveness")]
 spent: collections.Counter = collections.Counter()  # phase -> CPU seconds in this process
+waited = [0.0]  # wall seconds this owner's collectives (Mesh) spent waiting for the others: their wall less their CPU
 _inside = [False]
 
 
@@ -55,18 +59,22 @@ def timed(owner, name: str) -> None:
         if _inside[0]:
             return fn(*args, **kwargs)
         _inside[0] = True
-        t = time.process_time()
+        t, wall = time.process_time(), time.perf_counter()
         try:
             return fn(*args, **kwargs)
         finally:
-            spent[f"{getattr(owner, '__name__', '').rpartition('.')[2]}.{name}"] += time.process_time() - t
+            cpu = time.process_time() - t
+            spent[f"{getattr(owner, '__name__', '').rpartition('.')[2]}.{name}"] += cpu
+            if owner is workers.Mesh:
+                waited[0] += time.perf_counter() - wall - cpu
             _inside[0] = False
     setattr(owner, name, wrapper)
 
 
 def line(who: str) -> str:
     phases = ", ".join(f"{name} {s:.1f}" for name, s in spent.most_common() if s >= 0.05)
-    return f"[{who} {os.getpid()}] {time.process_time():.1f} CPU-s: {phases}"
+    waits = f", waited {waited[0]:.1f} s" if spent["Mesh.exchange"] or spent["Mesh.allgather"] else ""
+    return f"[{who} {os.getpid()}] {time.process_time():.1f} CPU-s{waits}: {phases}"
 
 
 def main() -> None:
