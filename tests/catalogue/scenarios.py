@@ -393,19 +393,18 @@ def sync_timeout(run):
 @sync_timeout.situation
 def _(run, f):
     join = run.marks["join"]
-    # the round whose answer to C was dropped: its first as a rule, a later one where C's JoinGroup under its
-    # member.id was answered before the rule was in place (the scenario adds it once it reads C's member.id)
+    # the round whose answer to C was dropped: most often C's first, a later one where its JoinGroup under its
+    # member.id was answered before the scenario, reading that member.id, had added the rule
     answered = {(r["connection"], r["correlation_id"]): r["body"]["generation_id"]
                 for q, r in f.of("JoinGroup", "NONE", after=join) if f.client(q) == "C"}
     lost = [answered.get((r["connection"], r["correlation_id"])) for r in f.other
             if r["type"] == "fault" and r["fault"] == "drop" and r["api"] == "JoinGroup" and r["t_ms"] >= join]
-    gens = f.generations(join)
-    first = lost[0] if lost else None
-    yield "C's JoinGroup answer of a round it joined was dropped", first is not None and "C" in f.members_of(first)
-    c_synced = [q for q in f.client_requests("SyncGroup", "C") if q["body"]["generation_id"] == first]
+    dropped = lost[0] if lost else None
+    yield "C's JoinGroup answer of a round it joined was dropped", dropped is not None and "C" in f.members_of(dropped)
+    c_synced = [q for q in f.client_requests("SyncGroup", "C") if q["body"]["generation_id"] == dropped]
     yield "C sent no SyncGroup for that generation", not c_synced
-    completed = [r["t_ms"] for q, r in f.of("SyncGroup", "NONE", after=join) if q["body"]["generation_id"] == first]
-    without_c = [t for t, c, g, _ in f.joins(join) if first is not None and g > first and g in gens
+    completed = [r["t_ms"] for q, r in f.of("SyncGroup", "NONE", after=join) if q["body"]["generation_id"] == dropped]
+    without_c = [t for t, _, g, _ in f.joins(join) if dropped is not None and g > dropped
                  and "C" not in f.members_of(g)]
     waited = without_c and completed and min(without_c) - max(completed)
     yield "a generation without C followed, about the rebalance timeout (3 s) after the others synced", \
