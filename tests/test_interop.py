@@ -1,5 +1,5 @@
 """Real Kafka clients against ``rebalance serve``, on real sockets, in real
-processes: librdkafka (confluent-kafka), kafka-python and our member runtime
+processes: librdkafka (confluent-kafka), kafka-python, franz-go and our member runtime
 (impl/member.py) with the cooperative-sticky assignor. Run with ``pytest -m interop``."""
 import time
 
@@ -31,7 +31,7 @@ def group(server):
 
 
 CLIENTS = {"confluent": ["confluent"] * 4, "kafka-python": ["kafka-python"] * 4, "rebalance": ["rebalance"] * 4,
-           "mixed": ["confluent", "kafka-python", "rebalance", "confluent"]}
+           "franz-go": ["franz-go"] * 4, "mixed": ["confluent", "kafka-python", "rebalance", "franz-go"]}
 
 
 @pytest.mark.parametrize("clients", list(CLIENTS))

@@ -139,13 +139,18 @@ def agent_command(client: str) -> list:
     """The command line that starts an agent of kind ``client``, before its NAME: ``java``
     (Kafka 4.4.0's KafkaConsumer, rebalance.oracle.agent: built by Maven and its class-data
     archive made on first use),
-    ``kafkajs``, or one of agent.py's clients."""
+    ``kafkajs``, ``franz-go`` (tests/interop/franz, built with Go on first use), or one of
+    agent.py's clients."""
     if client == "java":
         from rebalance.oracle.agent import command
 
         return command()
     if client == "kafkajs":
         return ["node", str(HERE / "agent.js")]
+    if client == "franz-go":  # franz-go's kgo: tests/interop/franz, built with Go on first use
+        from gobuild import binary
+
+        return [str(binary(HERE / "franz", "franz-agent"))]
     return [sys.executable, str(HERE / "agent.py"), client]
 
 
