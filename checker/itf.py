@@ -44,7 +44,8 @@ SET_FIELDS = frozenset({"owned_partitions", "partitions", "assigned", "deferred"
 MAP_FIELDS = {"member_ids_issued": None, "committed_while_shared_with": "partitions", "clients": None,  # -> values
               "target_assignment": "partitions", "partition_epochs": "partition_epoch",
               "assignment_epochs": None}
-OPTION_FIELDS = frozenset({"group_instance_id", "instance_id", "consumer", "membership", "partition_epoch"})
+OPTION_FIELDS = frozenset({"group_instance_id", "instance_id", "consumer", "membership", "partition_epoch",
+                           "server_assignor"})
 # KIP-848's optional partition or topic sets (null: not sent, or none yet): None or Some(set)
 OPTION_SET_FIELDS = frozenset({"owned", "current", "target", "reconciling", "topics", "subscribed_topics"})
 NONE = {"tag": "None", "value": {"#tup": []}}

@@ -224,9 +224,10 @@ class Codec:
     # -- the coordinator's group --------------------------------------------------------
     def consumer_group(self, g: ConsumerGroup) -> dict:
         """KIP-848: the group and target assignment epochs, the target assignment, the
-        partition epochs (null: free), each member's record; under the online migration,
-        a classic member's ``classic`` ``{connection, subscription}`` (its last JoinGroup's)
-        and the group's ``member_ids_issued`` to classic members, when there are any."""
+        partition epochs (null: free), each member's record (with the ``server_assignor`` it
+        named, if any: K16); under the online migration, a classic member's ``classic``
+        ``{connection, subscription}`` (its last JoinGroup's) and the group's
+        ``member_ids_issued`` to classic members, when there are any."""
         members = []
         for m in g.members:
             entry = {"member_id": self.member(m.member_id), "group_instance_id": self.instance(m.instance_id),
@@ -236,6 +237,8 @@ class Codec:
                      "assignment_epochs": {self.cfg.partition_name(p): e for p, e in m.assignment_epochs}}
             if m.classic:
                 entry["classic"] = {"connection": self.conn(m.classic[0]), "subscription": self.subscription(m.classic[1])}
+            if m.server_assignor is not None:
+                entry["server_assignor"] = m.server_assignor
             members.append(entry)
         out = {
             "state": K.GROUP_STATE_NAMES[group_state(g)], "group_epoch": g.epoch, "target_epoch": g.target_epoch,
@@ -256,7 +259,7 @@ class Codec:
             self.mask(m["pending_revocation"]), self.topics_of(m["subscribed_topics"]), m["regex"], m["resolved"],
             tuple(sorted((self.index[p], e) for p, e in m["assignment_epochs"].items())),
             (self.conn_of(m["classic"]["connection"]), self.subscription_of(m["classic"]["subscription"]))
-            if "classic" in m else ())
+            if "classic" in m else (), m.get("server_assignor"))
             for m in d["members"])
         epochs = tuple(K.FREE if d["partition_epochs"][self.cfg.partition_name(p)] is None
                        else d["partition_epochs"][self.cfg.partition_name(p)] for p in range(self.cfg.num_partitions))

@@ -12,9 +12,10 @@ Kafka's RE2J ``matches``), then steps the model's ``RegexResolved``.
 Checked here before the model sees a heartbeat (it abstracts these fields away), as
 GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid (Kafka 4.4.0):
 an empty group id, instance id or rack id, and a join without its rebalance timeout are
-INVALID_REQUEST; a server assignor other than the model's (``cfg.assignor``) is
-UNSUPPORTED_ASSIGNOR. The rest of that validation (an empty member id, by version) is
-the model's (K2), as is OffsetCommit's version rule (K11).
+INVALID_REQUEST; a server assignor other than Kafka's built-in ones (group.consumer.assignors'
+default, model/config.py ``SERVER_ASSIGNORS``) is UNSUPPORTED_ASSIGNOR. The rest of that
+validation (an empty member id, by version) is the model's (K2), as is OffsetCommit's
+version rule (K11); so is the choice among the server assignors the members name (K16).
 
 KIP-848's online migration (spec/KIP848.md M1-M7) is the model's too: every step goes
 through model/consumer_group/migration.py ``handle``. A ConsumerGroupHeartbeat joining a
@@ -37,9 +38,10 @@ import re
 import uuid
 from collections import OrderedDict
 
-from rebalance.model.config import GroupConfig, rule
+from rebalance.model.config import SERVER_ASSIGNORS, GroupConfig, rule
 from rebalance.model.consumer_group import migration
 from rebalance.model.consumer_group.group import described_assignment, empty_group, group_state, target_of
+from rebalance.model.consumer_group.coordinator import used_assignor
 from rebalance.model.consumer_group.messages import (
     GROUP_STATE_NAMES, JOIN_EPOCH, ConsumerGroupHeartbeat, GroupState, RegexResolved,
 )
@@ -62,7 +64,7 @@ HANDED_NAMES = 1024  # member.id strings handed out to classic members kept unti
 DEFAULT_REBALANCE_MS = 300_000  # max.poll.interval.ms's default, for a member that never sent one
 
 
-def heartbeat_wire_error(b, cfg: GroupConfig):
+def heartbeat_wire_error(b):
     """``(error code, message)`` of a ConsumerGroupHeartbeat refused on the fields the model
     abstracts (GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid,
     GroupCoordinatorService.java:478-510, Kafka 4.4.0), or None. ``b``: the request's fields
@@ -72,9 +74,9 @@ def heartbeat_wire_error(b, cfg: GroupConfig):
             return Error.INVALID_REQUEST, f"{name} can't be empty."
     if b.member_epoch == JOIN_EPOCH and b.rebalance_timeout.total_seconds() < 0:
         return Error.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."
-    if b.server_assignor is not None and b.server_assignor != cfg.assignor:
+    if b.server_assignor is not None and b.server_assignor not in SERVER_ASSIGNORS:
         return Error.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {b.server_assignor} is not supported. Supported assignors: " \
-                                     f"{cfg.assignor}."
+                                     f"{','.join(SERVER_ASSIGNORS)}."
     return None
 
 
@@ -235,7 +237,7 @@ class ConsumerGroupRuntime(SettledTimers):
 
     def heartbeat(self, c, version: int, b) -> dict:
         """A ConsumerGroupHeartbeat from connection ``c``: the response's fields."""
-        refused = heartbeat_wire_error(b, self.cfg)
+        refused = heartbeat_wire_error(b)
         if refused is not None:
             return {"throttle_time": 0, "error_code": refused[0], "error_message": refused[1], "member_id": None,
                     "member_epoch": 0, "heartbeat_interval": 0, "assignment": None}
@@ -249,7 +251,7 @@ class ConsumerGroupRuntime(SettledTimers):
         else:
             rebalance_ms = None
         req = ConsumerGroupHeartbeat(mid, b.member_epoch, self.instance_id(b.instance_id), topics, owned, regex,
-                                     version, not b.member_id)
+                                     version, not b.member_id, b.server_assignor)
         if rebalance_ms is not None:
             self.rebalance_ms[mid] = rebalance_ms
         if topics is not None or mid not in self.described:
@@ -354,7 +356,7 @@ class ConsumerGroupRuntime(SettledTimers):
         state = group_state(g)
         return {"error_code": 0, "error_message": None, "group_id": self.group_id,
                 "group_state": GROUP_STATE_NAMES[state], "group_epoch": g.epoch, "assignment_epoch": g.target_epoch,
-                "assignor_name": self.cfg.assignor, "members": members, "authorized_operations": -2147483648}
+                "assignor_name": used_assignor(self.cfg, g.members), "members": members, "authorized_operations": -2147483648}
 
     def empty(self) -> bool:
         return type(self.group) is not Group and group_state(self.group) == GroupState.EMPTY

@@ -409,6 +409,14 @@ REGISTRY = {m.name: m for m in (
              "epochs differ",
              "KAFKA-20442: consumerGroupFenceMember wrote no target assignment metadata record for an emptied group; "
              "fixed by PR #22045 (2026-04)", "K7", (KIP848,), jira="KAFKA-20442", versions="3.8-4.3 (fixed in 4.4)"),
+    Mutation("preferred-assignor-unbumped",
+             "a heartbeat that changes the server assignor most members prefer (a majority of them rejoined naming "
+             "another) does not bump the group epoch: the target stays the old assignor's until something else "
+             "bumps it",
+             "KAFKA-20434: consumerGroupHeartbeat's bumpGroupEpoch read only the subscribed topic names and regex, "
+             "not the preferred server assignor; fixed by PR #22036 (2026-04, "
+             "GroupMetadataManager.hasPreferredServerAssignorChanged)", "K1", (KIP848,), jira="KAFKA-20434",
+             versions="3.8-4.3 (fixed in 4.4)"),
     Mutation("epoch-zero-fenced",
              "a member rejoining at epoch 0 while the coordinator still has it at a later epoch is answered "
              "FENCED_MEMBER_EPOCH, again on every rejoin, until its session times out",
@@ -978,8 +986,8 @@ def _extras_in_order(kept: list, counts: list, quota: int, extras: int) -> list:
 
 
 @replaces(cg_assignors.assign, "server-assignor-drops-partition")
-def _assign_dropping_first(cfg, members, current: dict, existing: int) -> tuple:
-    out = cg_assignors.assign(cfg, members, current, existing)
+def _assign_dropping_first(cfg, members, current: dict, existing: int, name=None) -> tuple:
+    out = cg_assignors.assign(cfg, members, current, existing, name)
     return tuple((m, parts & ~1) for m, parts in out) if len(out) >= 2 else out
 
 
@@ -1006,6 +1014,11 @@ def _described_assigned_only(m) -> int:
 @replaces(cg_coordinator.emptied_target_epoch, "empty-group-keeps-assignment-epoch")
 def _target_epoch_kept(group) -> int:
     return group.target_epoch
+
+
+@replaces(cg_coordinator.assignor_changed, "preferred-assignor-unbumped")
+def _assignor_change_ignored(cfg, members, old, new) -> bool:
+    return False
 
 
 @replaces(cg_coordinator.epoch_error, "epoch-zero-fenced")

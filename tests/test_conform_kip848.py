@@ -46,9 +46,10 @@ def recorded(tmp_path_factory):
         named = beat(z, "g0", "", 0, ["t"], [], version=0, rebalance_ms=30_000)  # the coordinator names it
         beat(z, "g0", named.member_id, named.member_epoch, owned=[0, 1, 2, 3])
         beat(z, "g0", "", 0, ["t"], [], version=1, rebalance_ms=30_000)  # v1: MemberId can't be empty
-        beat(z, "g0", "Y", 0, ["t"], [], rebalance_ms=30_000, server_assignor="range")  # serve has uniform only
+        beat(z, "g0", "X", 0, ["t"], [], rebalance_ms=30_000, server_assignor="nope")  # UNSUPPORTED_ASSIGNOR
+        beat(z, "g0", "Y", 0, ["t"], [], rebalance_ms=30_000, server_assignor="range")  # the group's then (K16)
         whats += ["Z joins unnamed (v0)", "Z heartbeats", "a v1 join without a member id",
-                  "a join asking for the range assignor"]
+                  "a join asking for an assignor Kafka has not", "Y joins asking for the range assignor"]
         time.sleep(2 * SESSION_MS / 1000)  # A, S2 and Z fall silent: their sessions run out
         beat(a, "g", "A", 2)
         whats.append("A heartbeats after its session")

@@ -23,11 +23,13 @@ pytestmark = pytest.mark.kafka_broker(**{"group.consumer.heartbeat.interval.ms":
 PARTITIONS = [0, 1, 2, 3]
 
 
-def consumer(bootstrap: str, group: str, name: str, topic: str):
+def consumer(bootstrap: str, group: str, name: str, topic: str, assignor: str | None = None):
+    """``assignor``: group.remote.assignor, the server assignor it names (None: none, the broker's default)."""
     from confluent_kafka import Consumer
 
+    remote = {"group.remote.assignor": assignor} if assignor else {}
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                  "client.id": name, "enable.auto.commit": True, "auto.commit.interval.ms": 200})
+                  "client.id": name, "enable.auto.commit": True, "auto.commit.interval.ms": 200, **remote})
     c.subscribe([topic])
     return c
 
@@ -47,22 +49,34 @@ def poll_until(consumers, done, timeout_s: float, what: str) -> float:
     return time.monotonic() - start
 
 
-def share_then_leave(bootstrap: str, topic: str, group: str) -> dict:
+def described_assignor(bootstrap: str, group: str) -> str:
+    """The server assignor the group uses, as ConsumerGroupDescribe answers it (AssignorName)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a dropped client fails its futures
+    return admin.describe_consumer_groups([group])[group].result(20).partition_assignor
+
+
+def share_then_leave(bootstrap: str, topic: str, group: str, assignor: str | None = None) -> dict:
     """A joins and takes every partition; B joins and they share them (disjoint, all four);
-    B closes (a leave heartbeat, epoch -1) and A is given all four. Returns the outcome and
+    B closes (a leave heartbeat, epoch -1) and A is given all four. Both name server
+    assignor ``assignor`` (``consumer``). Returns the outcome (``shared``: each one's
+    partitions then; ``assignor``: the one the group then used, ``described_assignor``) and
     the seconds each step took."""
-    a = consumer(bootstrap, group, "A", topic)
+    a = consumer(bootstrap, group, "A", topic, assignor)
     b = None
     try:
         alone = poll_until([a], lambda: owned(a) == PARTITIONS, 60, "A owning every partition")
-        b = consumer(bootstrap, group, "B", topic)
+        b = consumer(bootstrap, group, "B", topic, assignor)
         shared = poll_until([a, b], lambda: owned(a) and owned(b) and sorted(owned(a) + owned(b)) == PARTITIONS,
                             60, "A and B sharing the partitions")
-        split = (len(owned(a)), len(owned(b)))
+        split, halves = (len(owned(a)), len(owned(b))), sorted((owned(a), owned(b)))
+        used = described_assignor(bootstrap, group)
         b.close()
         b = None
         taken = poll_until([a], lambda: owned(a) == PARTITIONS, 60, "A owning every partition after B left")
-        return {"split": split, "final": owned(a), "seconds": (round(alone, 2), round(shared, 2), round(taken, 2))}
+        return {"split": split, "shared": halves, "assignor": used, "final": owned(a),
+                "seconds": (round(alone, 2), round(shared, 2), round(taken, 2))}
     finally:
         for c in (a, b):
             if c is not None:
@@ -78,7 +92,33 @@ def test_librdkafka_consumer_protocol_on_serve(tmp_path):
         server.stop()
     print("serve", out)
     assert out["split"] == (2, 2) and out["final"] == PARTITIONS  # the uniform assignor: two each
+    assert out["assignor"] == "uniform"  # none named: the default
     assert any("consumer group kip848-serve" in line for line in server.log)  # the model's coordinator decided
+
+
+@pytest.mark.interop
+def test_a_named_range_assignor_is_used_on_serve(tmp_path):
+    """group.remote.assignor=range: the group uses the range assignor its members name (K16), as
+    Kafka 4.4.0 does (group.consumer.assignors: uniform, range); serve refused it
+    UNSUPPORTED_ASSIGNOR until 2026-11-30, and the consumers never got a partition."""
+    server = Server(tmp_path, "kip848:4", initial_delay_ms=0, args=("--group-consumer-heartbeat-interval-ms", 500))
+    try:
+        out = share_then_leave(f"127.0.0.1:{server.port}", "kip848", "kip848-range-serve", "range")
+    finally:
+        server.stop()
+    print("serve", out)
+    assert (out["assignor"], out["shared"], out["final"]) == ("range", [[0, 1], [2, 3]], PARTITIONS)
+
+
+@pytest.mark.kafka
+def test_a_named_range_assignor_is_used_on_kafka(kafka_broker):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    admin.create_topics([NewTopic("kip848-range", 4, 1)])["kip848-range"].result(20)
+    out = share_then_leave(kafka_broker.bootstrap, "kip848-range", "kip848-range-kafka", "range")
+    print("kafka", out)
+    assert (out["assignor"], out["shared"], out["final"]) == ("range", [[0, 1], [2, 3]], PARTITIONS)  # as on serve
 
 
 @pytest.mark.kafka
@@ -89,7 +129,7 @@ def test_librdkafka_consumer_protocol_on_kafka(kafka_broker):
     admin.create_topics([NewTopic("kip848", 4, 1)])["kip848"].result(20)
     out = share_then_leave(kafka_broker.bootstrap, "kip848", "kip848-kafka")
     print("kafka", out)
-    assert out["split"] == (2, 2) and out["final"] == PARTITIONS  # as on serve
+    assert out["split"] == (2, 2) and out["final"] == PARTITIONS and out["assignor"] == "uniform"  # as on serve
 
 
 @pytest.mark.kafka
@@ -143,7 +183,8 @@ def test_raw_heartbeats_get_the_same_answers_from_kafka(kafka_broker, tmp_path):
 
 
 def lifecycle(client: str, upstream: tuple, topic: str, tmp) -> dict:
-    """Three consumers of ``client`` with group.protocol=consumer through a recording proxy in
+    """Three consumers of ``client`` (an agent kind, or ``KIND/ASSIGNOR``: naming that server
+    assignor, ``--strategy``) with group.protocol=consumer through a recording proxy in
     front of ``upstream``: A and B share ``topic``'s six partitions, C joins (scale-up), C is
     stopped (SIGSTOP) past the session timeout and the others take its partitions, C resumes,
     is fenced and rejoins, B is killed (SIGKILL) and the others take its partitions, A and C
@@ -162,7 +203,8 @@ def lifecycle(client: str, upstream: tuple, topic: str, tmp) -> dict:
         wait_for(lambda: group.balanced_among(names), 60, f"{what}: {names} to balance; owned {group.owned()}")
         settled[what] = round(time.monotonic() - started, 1)
     try:
-        args = ("--group-protocol", "consumer")
+        client, _, assignor = client.partition("/")
+        args = ("--group-protocol", "consumer", *(("--strategy", assignor) if assignor else ()))
         step("A and B share", ["A", "B"], lambda: [group.start(client, n, args=args) for n in "AB"])
         step("C joins", ["A", "B", "C"], lambda: group.start(client, "C", args=args))
         described = [describe(proxy.port, group.group)]
@@ -210,10 +252,11 @@ def _held(out: dict, client: str) -> None:
 
 
 @pytest.mark.interop
-@pytest.mark.parametrize("client", ["confluent", "java"])
+@pytest.mark.parametrize("client", ["confluent", "java", "franz-go/range"])
 def test_lifecycle_conforms_on_serve(tmp_path, client):
-    """librdkafka 2.16 and the Java consumer 4.4.0 with group.protocol=consumer on serve: scale-up,
-    pause and kill, recorded by the proxy, conform on the coordinator, members and clients sides."""
+    """librdkafka 2.16, the Java consumer 4.4.0 and franz-go 1.22 (naming the range server
+    assignor, K16) with group.protocol=consumer on serve: scale-up, pause and kill, recorded by
+    the proxy, conform on the coordinator, members and clients sides."""
     _held(on_serve(client, tmp_path), client)
 
 
@@ -231,12 +274,12 @@ def on_serve(client: str, tmp, scenario=None, topic: str = "life", partitions: i
 
 
 @pytest.mark.kafka
-@pytest.mark.parametrize("client", ["confluent", "java"])
+@pytest.mark.parametrize("client", ["confluent", "java", "franz-go/range"])
 def test_lifecycle_conforms_on_kafka(kafka_broker, tmp_path, client):
     """The same on the real Kafka 4.4.0 broker (the topic listed by its Metadata before the
     proxy reads it: catalogue.targets.create_topic)."""
     from catalogue.targets import create_topic
 
-    topic = f"life-{client}"
+    topic = f"life-{client.replace('/', '-')}"
     create_topic("127.0.0.1", kafka_broker.port, topic, 6)
     _held(lifecycle(client, ("127.0.0.1", kafka_broker.port), topic, tmp_path), client)

@@ -56,6 +56,9 @@ FAST = [
     (("upgrade-drops-user-data",), MIGRATION_OFFLINE, set()),
     # a describe answer no property reads: serve and conform catch it on Kafka's conversation (K17)
     (("describe-omits-pending-revocation",), SMALL, set()),
+    # the checker's clients name no server assignor (K16): tests/test_kip848_model.py catches it on the
+    # coordinator, members switching to range (KAFKA-20434)
+    (("preferred-assignor-unbumped",), SMALL, set()),
     # the classic model's R3 until 2026-11-28: stored assignments cleared on every rebalance, read by an upgrade
     (("prepare-clears-stored-assignments",), MIGRATION, {"exclusive_ownership", "exclusive_commits"}),
     (("upgrade-drops-assignment",), MIGRATION_STATIC,

@@ -292,3 +292,71 @@ def test_consumer_protocol_configuration_errors():
     with pytest.raises(ConfigError, match="uniform"):
         GroupConfig(protocol="eager", assignor="uniform")
     assert NONE == -1
+
+
+TWO_TOPICS = GroupConfig(topics=(("t", 2), ("u", 2)), protocol="consumer", assignor="uniform")
+UNIFORM_TARGET, RANGE_TARGET = {A: 0b0011, B: 0b1100}, {A: 0b0101, B: 0b1010}  # A joined first and held all
+
+
+def named(group, slot, mid, epoch, assignor, owned=None, topics=None, cfg=TWO_TOPICS):
+    """A heartbeat naming ServerAssignor ``assignor``: ``(group, response)``."""
+    g2, out = coordinator.handle(cfg, group, Receive(connection(slot, 1), CGH(mid, epoch, 0, topics, owned,
+                                                                               server_assignor=assignor)))
+    return g2, out[0].response
+
+
+def joined_pair(a, b, cfg=TWO_TOPICS):
+    g, _ = named(empty_group(cfg), 0, A, 0, a, owned=0, topics=ALL_TOPICS, cfg=cfg)
+    return named(g, 1, B, 0, b, owned=0, topics=ALL_TOPICS, cfg=cfg)[0]
+
+
+@pytest.mark.spec("K16")
+def test_the_group_uses_the_server_assignor_most_members_name():
+    """ConsumerGroup.computePreferredServerAssignor (Kafka 4.4.0): the name most members sent,
+    else the configuration's default (group.consumer.assignors' first)."""
+    assert dict(joined_pair(None, None).target) == UNIFORM_TARGET
+    assert dict(joined_pair("range", "range").target) == RANGE_TARGET
+    assert dict(joined_pair("range", None).target) == RANGE_TARGET  # one name against none
+    ranged = GroupConfig(topics=TWO_TOPICS.topics, protocol="consumer", assignor="range")
+    assert dict(joined_pair(None, None, ranged).target) == RANGE_TARGET
+    assert dict(joined_pair("uniform", "uniform", ranged).target) == UNIFORM_TARGET
+    assert find(joined_pair("range", None), A).server_assignor == "range"  # a heartbeat without one keeps it
+
+
+@pytest.mark.spec("K16")
+def test_ties_go_to_the_order_of_kafkas_maps():
+    """Equal counts: uniform before range (BaseHashTable.findSlot's order), except that a name
+    only the heartbeat brings goes after those the group had (the HashMap copy's order)."""
+    def m(mid, assignor):
+        return ConsumerGroupMember(mid, 0, 1, 0, MemberState.STABLE, 0, 0, server_assignor=assignor)
+    pick = coordinator.preferred_assignor
+    assert pick(()) is None and pick((m(A, None),)) is None
+    assert pick((m(A, "range"), m(B, "uniform"))) == "uniform"
+    assert pick((m(A, "range"), m(B, "range"), m(C, "uniform"))) == "range"
+    assert pick((m(A, "range"),), m(B, None), m(B, "uniform")) == "range"  # uniform comes in last
+    assert pick((m(A, "uniform"),), m(B, None), m(B, "range")) == "uniform"
+    assert pick((m(A, "range"), m(B, "range")), m(B, "range"), m(B, "uniform")) == "range"
+    assert pick((m(A, "uniform"), m(B, "range")), m(B, "range"), m(B, "uniform")) == "uniform"
+
+
+@pytest.mark.spec("K1", "K16")
+def test_a_change_of_the_preferred_assignor_bumps_the_group_epoch():
+    """KAFKA-20434 (fixed in Kafka 4.4.0, GroupMetadataManager.hasPreferredServerAssignorChanged):
+    members switching assignor bump the group epoch once the group's choice changes, and the
+    new target is the new assignor's; ``preferred-assignor-unbumped`` (Kafka 3.8-4.3) keeps
+    the old target."""
+    def switch(cfg):
+        g = joined_pair("uniform", "uniform", cfg)
+        g, _ = named(g, 0, A, 1, None, owned=0b0011, cfg=cfg)  # A released what B gets: Stable at 2
+        g, _ = named(g, 1, B, 2, None, owned=0, cfg=cfg)  # B is given it: Stable at 2
+        assert {m.state for m in g.members} == {MemberState.STABLE}
+        assert (g.epoch, dict(g.target)) == (2, UNIFORM_TARGET)
+        g, _ = named(g, 0, A, 2, "range", cfg=cfg)  # a tie: uniform still
+        assert g.epoch == 2
+        return named(g, 1, B, 2, "range", cfg=cfg)[0]
+    g = switch(TWO_TOPICS)
+    assert (g.epoch, g.target_epoch, dict(g.target)) == (3, 3, RANGE_TARGET)
+    mutated = GroupConfig(topics=TWO_TOPICS.topics, protocol="consumer", assignor="uniform",
+                          mutations=("preferred-assignor-unbumped",))
+    g = switch(mutated)
+    assert (g.epoch, dict(g.target)) == (2, UNIFORM_TARGET)

@@ -112,8 +112,7 @@ class ConsumerGroupSearch(_Group):
             partitions = mask_of_topics(self.cfg, ((t["name"], [p["partition"] for p in t["partitions"]])
                                                    for t in b["topics"]))
             return OffsetCommit(mid, self._epoch_in(b["generation_id"]), partitions, r.iid, r.version)
-        refused = heartbeat_wire_error(SimpleNamespace(**b, rebalance_timeout=_Ms(b["rebalance_timeout_ms"])),
-                                       self.cfg)
+        refused = heartbeat_wire_error(SimpleNamespace(**b, rebalance_timeout=_Ms(b["rebalance_timeout_ms"])))
         if refused is not None:
             return _WireRefused(refused[0])
         mid = self._id(c, b["member_id"] or ("", r.line))
@@ -121,7 +120,7 @@ class ConsumerGroupSearch(_Group):
         owned = None if b["topic_partitions"] is None else mask_of_topics(
             self.cfg, ((tp["topic"], tp["partitions"]) for tp in b["topic_partitions"]))
         return ConsumerGroupHeartbeat(mid, self._epoch_in(b["member_epoch"]), r.iid, topics, owned, regex,
-                                      r.version, not b["member_id"])
+                                      r.version, not b["member_id"], b["server_assignor"])
 
     def refreshed(self, req):
         return None  # computed from the step's outputs (_step)

@@ -138,9 +138,11 @@ def range_(cfg: GroupConfig, members, current: dict, existing: int) -> tuple:
 ASSIGNORS = {"uniform": uniform, "range": range_}
 
 
-def assign(cfg: GroupConfig, members, current: dict, existing: int) -> tuple:
-    """The target assignment by the configuration's server assignor (``cfg.assignor``)."""
-    return ASSIGNORS[cfg.assignor](cfg, members, current, existing)
+def assign(cfg: GroupConfig, members, current: dict, existing: int, name: str | None = None) -> tuple:
+    """The target assignment by the server assignor ``name`` (one of ``ASSIGNORS``), by
+    default the configuration's (``cfg.assignor``: group.consumer.assignors' first, the one
+    a group whose members name none uses; K16)."""
+    return ASSIGNORS[name or cfg.assignor](cfg, members, current, existing)
 
 
 def _lowest(mask: int, n: int) -> int:

@@ -16,7 +16,7 @@ own member id is handled in place).
 """
 from __future__ import annotations
 
-from ..config import GroupConfig, rule
+from ..config import SERVER_ASSIGNORS, GroupConfig, rule
 from ..protocol import (
     NO_INSTANCE_ID, Error, OffsetCommit, OffsetCommitResponse, Receive, Reply, SessionTimeout, partitions_of, union,
 )
@@ -142,10 +142,54 @@ def _subscribed(group: ConsumerGroup, member: ConsumerGroupMember, req: Consumer
     return member._replace(topics=req.topics, regex=req.regex, resolved=resolved)
 
 
-def compute_target(cfg: GroupConfig, group: ConsumerGroup, members: tuple) -> tuple:
-    """K4: TargetAssignmentBuilder: the assignor's target for ``members``, from the current one."""
+def compute_target(cfg: GroupConfig, group: ConsumerGroup, members: tuple, assignor: str | None = None) -> tuple:
+    """K4: TargetAssignmentBuilder: the target of server assignor ``assignor`` (K16: the one the
+    group uses; None: the configuration's default) for ``members``, from the current one."""
     subs = tuple((m.member_id, m.instance_id, _assignor_topics(m)) for m in members)
-    return rule(cfg, assign)(cfg, subs, dict(group.target), group.topics)
+    return rule(cfg, assign)(cfg, subs, dict(group.target), group.topics, assignor)
+
+
+def preferred_assignor(members: tuple, old: ConsumerGroupMember | None = None,
+                       new: ConsumerGroupMember | None = None) -> str | None:
+    """K16: the server assignor most of ``members`` prefer, once ``old``'s record is replaced
+    by ``new``'s (ConsumerGroup.computePreferredServerAssignor; without them,
+    ConsumerGroup.preferredServerAssignor, Kafka 4.4.0), None if none names one. Kafka counts
+    the names in a TimelineHashMap, whose slots list ``uniform`` before ``range``
+    (BaseHashTable.findSlot), copies it into a HashMap, where both names share a bucket and
+    so keep that order, a name only ``new`` brings coming last, and takes Stream.max by
+    count, which keeps the first of equal counts: that order breaks ties here."""
+    counts = {name: 0 for name in SERVER_ASSIGNORS}
+    for m in members:
+        if m.server_assignor is not None:
+            counts[m.server_assignor] += 1
+    counts = {name: n for name, n in counts.items() if n}
+    if old is not None and old.server_assignor in counts:  # Utils.decValue: gone at 0
+        counts[old.server_assignor] -= 1
+        if not counts[old.server_assignor]:
+            del counts[old.server_assignor]
+    if new is not None and new.server_assignor is not None:  # Utils.incValue: a new name goes last
+        counts[new.server_assignor] = counts.get(new.server_assignor, 0) + 1
+    best = None
+    for name, n in counts.items():
+        if best is None or n > counts[best]:
+            best = name
+    return best
+
+
+def used_assignor(cfg: GroupConfig, members: tuple, old: ConsumerGroupMember | None = None,
+                  new: ConsumerGroupMember | None = None) -> str:
+    """K16: the server assignor the group uses: the one its members prefer
+    (``preferred_assignor``), else the configuration's default (group.consumer.assignors'
+    first; ``orElse(defaultConsumerGroupAssignor.name())`` in
+    GroupMetadataManager.updateTargetAssignment, ConsumerGroup.asDescribedGroup's AssignorName)."""
+    return preferred_assignor(members, old, new) or cfg.assignor
+
+
+def assignor_changed(cfg: GroupConfig, members: tuple, old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
+    """K1 (KAFKA-20434): whether replacing ``old``'s record by ``new``'s changes the server
+    assignor the group uses (GroupMetadataManager.hasPreferredServerAssignorChanged, Kafka
+    4.4.0): a change bumps the group epoch, so that the target is computed again with it."""
+    return used_assignor(cfg, members) != used_assignor(cfg, members, old, new)
 
 
 def _assignor_topics(m: ConsumerGroupMember) -> int:
@@ -171,10 +215,16 @@ def admit(cfg: GroupConfig, group: ConsumerGroup, member: ConsumerGroupMember, r
     (classicGroupJoinToConsumerGroup, model/consumer_group/classic_members.py)."""
     old = find(group, member.member_id)
     updated = _subscribed(group, member, req)
+    if req.server_assignor is not None:  # K16: maybeUpdateServerAssignorName
+        updated = updated._replace(server_assignor=req.server_assignor)
     changed = updated.topics != member.topics or updated.regex != member.regex
+    assignor = used_assignor(cfg, group.members, member, updated)
     # K1: a new group moves away from epoch 0 at once; a subscription change bumps it, a new regular
-    # expression once resolved (consumerGroupHeartbeat's bumpGroupEpoch)
-    epoch = group.epoch + 1 if group.epoch == 0 or (changed and updated.resolved) else group.epoch
+    # expression once resolved, a change of the server assignor the group uses (consumerGroupHeartbeat's
+    # bumpGroupEpoch)
+    bump = group.epoch == 0 or (changed and updated.resolved) or rule(cfg, assignor_changed)(
+        cfg, group.members, member, updated)
+    epoch = group.epoch + 1 if bump else group.epoch
     members = without_member(group, replaced.member_id) if replaced is not None else group.members
     members = with_member(group._replace(members=members), updated)
     target = tuple((m, p) for m, p in group.target if replaced is None or m != replaced.member_id)
@@ -185,7 +235,7 @@ def admit(cfg: GroupConfig, group: ConsumerGroup, member: ConsumerGroupMember, r
         group = group._replace(partition_epochs=update_partition_epochs(cfg, group.partition_epochs, replaced, None))
         group = group._replace(partition_epochs=update_partition_epochs(cfg, group.partition_epochs, None, updated))
     if group.epoch > group.target_epoch:
-        group = group._replace(target=compute_target(cfg, group, members), target_epoch=group.epoch)
+        group = group._replace(target=compute_target(cfg, group, members, assignor), target_epoch=group.epoch)
     after = updated
     if changed or not reconciled(updated, group.target_epoch):
         after = reconcile(cfg, updated, group.target_epoch, target_of(group, updated.member_id),

@@ -33,7 +33,8 @@ class ConsumerGroupMember(NamedTuple):
     classic protocol inside the consumer group (online migration), ``(conn, subscription)``,
     the connection of its last JoinGroup and the Subscription it sent (its
     ClassicMemberMetadata; ConsumerGroupMember.useClassicProtocol), () for a
-    consumer-protocol member."""
+    consumer-protocol member. ``server_assignor``: the server assignor it prefers, the last
+    ServerAssignor it sent (ConsumerGroupMember.serverAssignorName), None if none (K16)."""
 
     member_id: int
     instance_id: int
@@ -47,6 +48,7 @@ class ConsumerGroupMember(NamedTuple):
     resolved: bool = True
     assignment_epochs: tuple = ()
     classic: tuple = ()
+    server_assignor: str | None = None
 
 
 class ConsumerGroup(NamedTuple):

@@ -83,7 +83,10 @@ class ConsumerGroupHeartbeat(NamedTuple):
     speak 1); ``unnamed``: its MemberId was empty, ``member_id`` then being the id the
     coordinator gives the member if it accepts the request (GroupMetadataManager.
     consumerGroupHeartbeat names it with a random UUID, GroupMetadataManager.java:1047,
-    Kafka 4.4.0)."""
+    Kafka 4.4.0). ``server_assignor``: ServerAssignor, the server assignor the member prefers
+    (one of model/config.py ``SERVER_ASSIGNORS``; a name the coordinator has not is refused
+    before the model, impl/consumer_group.py ``heartbeat_wire_error``), None when not sent
+    (the member's preference unchanged; K16)."""
 
     member_id: int
     member_epoch: int
@@ -93,6 +96,7 @@ class ConsumerGroupHeartbeat(NamedTuple):
     regex: bool = False
     version: int = 1
     unnamed: bool = False
+    server_assignor: str | None = None
     tag: int = 136
 
 
