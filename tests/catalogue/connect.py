@@ -30,6 +30,7 @@ from rebalance.impl.observed import now_ms
 from rebalance.oracle.connect import ConnectError, ConnectWorker, sequence_connector
 
 from .runner import _verdict, registrar
+from .targets import fresh
 
 TASKS = 8
 CONNECTOR = "seq"
@@ -308,7 +309,7 @@ def run_connect(s: ConnectScenario, target, directory: Path) -> ConnectResult:
     """Play ``s`` on ``target`` in ``directory``; judge it (module docstring)."""
     from .connect_model import predict
 
-    directory.mkdir(parents=True, exist_ok=True)
+    fresh(directory)
     started = time.monotonic()
     r = ConnectRun(s, target, directory)
     error = None

@@ -36,6 +36,7 @@ from rebalance.impl.wire import Api
 from test_findings import overlap_as_recorded
 
 from .facts import Facts
+from .targets import fresh
 
 SESSION_MS = 4000  # the agents' session.timeout.ms unless a scenario says otherwise
 _serial = itertools.count(1)
@@ -298,7 +299,7 @@ def clients_departure(client: str, conform: dict) -> str | None:
 
 def run(s: Scenario, variant: Variant, target, directory: Path) -> Result:
     """Play ``s`` as ``variant`` on ``target`` (targets.Target) in ``directory``; judge it."""
-    directory.mkdir(parents=True, exist_ok=True)
+    fresh(directory)
     started = time.monotonic()
     try:
         r = Run(s, variant, target, directory)

@@ -31,7 +31,7 @@ from rebalance.oracle.streams import DEFAULTS, StreamsInstance
 
 from .connect import _member_names
 from .runner import _verdict, registrar
-from .targets import coordinator_ready
+from .targets import coordinator_ready, fresh
 from .streams_model import model_rounds, real_rounds
 
 PARTITIONS = 6
@@ -263,7 +263,7 @@ class StreamsResult:
 
 def run_streams(s: StreamsScenario, target, directory: Path) -> StreamsResult:
     """Play ``s`` on ``target`` in ``directory``; judge it (module docstring)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    fresh(directory)
     started = time.monotonic()
     r = StreamsRun(s, target, directory)
     error, counts = None, {}

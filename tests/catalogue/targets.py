@@ -12,6 +12,7 @@ options.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,15 +144,25 @@ class RecordingProxy:
         self._thread.join(10)
 
 
+def fresh(directory: Path) -> Path:
+    """``directory``, made empty: what an earlier catalogue run into the same ``--out`` left
+    there goes (the recorder would append this run to its trace, a Kafka broker refuses
+    storage formatted for another cluster id, serve would load its groups)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return directory
+
+
 class Target:
     """A broker under test. ``name``: a key of TARGETS; ``settings``: Kafka's group
-    settings; ``directory``: its files. Subclasses start it on construction."""
+    settings; ``directory``: its files, from an empty folder (``fresh``). Subclasses start
+    it on construction."""
 
     name = ""
 
     def __init__(self, settings: dict, directory: Path):
         self.settings = {**DEFAULT_SETTINGS, **settings}
-        self.directory = directory
+        self.directory = fresh(directory)
 
     @property
     def initial_delay_ms(self) -> int:
@@ -224,7 +235,6 @@ class ServeTarget(Target):
         unknown = sorted(set(self.settings) - set(SERVE_OPTIONS))
         if unknown:
             raise ValueError(f"serve has no option for {', '.join(unknown)}")
-        directory.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         self.log = directory / "serve.log"
         self.proc = None
