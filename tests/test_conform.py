@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from rebalance.checker.conform import trace
+from rebalance.checker.conform import coordinator, trace
 from rebalance.checker.conform.emit import emit
 from rebalance.checker.simulation import Timing
 from rebalance.cli import main
@@ -253,3 +253,22 @@ def test_corpus_spark_matches_local(tmp_path):
     assert [r["verdict"] for r in spark["traces"]] == ["conforms", "divergent", "malformed"]
     assert (tmp_path / "spark" / "conform.parquet").is_dir()
     assert "| divergent | 1 |" in (tmp_path / "spark" / "table.md").read_text()
+
+
+def test_a_trace_that_diverges_early_is_searched_within_the_candidate_bound(monkeypatch):
+    """librdkafka's mock cluster's scale_down trace (make doubles, 2026-11-30; 153 records)
+    diverges at its 12th line, and conform goes on resynchronising: with the candidate bound
+    counted per frontier candidate, the silent-step searches made thousands of candidates
+    search thousands each (602,648 visits of 69,720 candidates for one record) and `make
+    doubles` died on conform's 300 s timeout. Bounded over the whole search, it takes some
+    25,000 expansions; more than 100,000 fails here at once."""
+    expansions = [0]
+    successors = coordinator._Group._successors
+
+    def counted(self, c, t):
+        expansions[0] += 1
+        assert expansions[0] <= 100_000, "the silent-step search is not bounded over the frontier"
+        return successors(self, c, t)
+    monkeypatch.setattr(coordinator._Group, "_successors", counted)
+    v = coordinator.check(trace.read(Path(__file__).parent / "conform_traces" / "librdkafka_mock_scale_down.jsonl"))
+    assert (v.status, v.divergence.rule, v.divergence.line) == ("divergent", "R36", 12)

@@ -275,10 +275,21 @@ class Result:
         return ok and (coordinator == "conforms" or (coordinator == "divergent" and self.departure is not None))
 
 
+CONFORM_TIMEOUT_S = 300
+
+
 def _verdict(side: str, path: Path) -> dict:
-    p = subprocess.run([str(REBALANCE), "conform", "--side", side, str(path), "--json", "--out", str(path.parent / "out")],
-                       capture_output=True, text=True, timeout=300)
-    code, v = p.returncode, json.loads(p.stdout)
+    """``rebalance conform --side SIDE`` on ``path``, as the result's entry; a conform that
+    runs past CONFORM_TIMEOUT_S or prints no JSON is this run's "error" verdict, not the
+    end of the whole catalogue."""
+    try:
+        p = subprocess.run([str(REBALANCE), "conform", "--side", side, str(path), "--json", "--out",
+                            str(path.parent / "out")], capture_output=True, text=True, timeout=CONFORM_TIMEOUT_S)
+        code, v = p.returncode, json.loads(p.stdout)
+    except subprocess.TimeoutExpired:
+        code, v = None, {"error": {"message": f"conform ran past {CONFORM_TIMEOUT_S} s"}}
+    except json.JSONDecodeError:
+        code, v = p.returncode, {"error": {"message": f"conform printed no JSON: {p.stderr[-500:]}"}}
     d = v.get("divergence") or {}
     return {"verdict": v.get("verdict", "error"), "exit": code, "rule": d.get("rule"), "line": d.get("line"),
             "reason": d.get("reason") or (v.get("error") or {}).get("message"),
