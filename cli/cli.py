@@ -1248,7 +1248,8 @@ def simulate(out_dir, runs, seed, situations, protocols, sizes, streams, variant
 @click.option("--slack-ms", default=1000.0, show_default=True, type=click.FloatRange(0),
               help="How far from its deadline a coordinator timer may have fired (ms).")
 @click.option("--max-candidates", default=10_000, show_default=True, type=click.IntRange(1),
-              help="Bound on the candidate states kept (exit 3 when hit).")
+              help="Bound on the candidate states kept, and on those a record's search between two "
+                   "records visits, over all of them together (exit 3 when hit).")
 @click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
               help="For a directory: judge its traces here, or one Spark task per trace.")
 @click.option("--spark-master", default="local[2]", show_default=True, help="Spark master URL (--engine spark).")
