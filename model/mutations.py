@@ -1017,7 +1017,7 @@ def _target_epoch_kept(group) -> int:
 
 
 @replaces(cg_coordinator.assignor_changed, "preferred-assignor-unbumped")
-def _assignor_change_ignored(cfg, members, old, new) -> bool:
+def _assignor_change_ignored(before: str, after: str) -> bool:
     return False
 
 

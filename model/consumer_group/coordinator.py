@@ -142,9 +142,9 @@ def _subscribed(group: ConsumerGroup, member: ConsumerGroupMember, req: Consumer
     return member._replace(topics=req.topics, regex=req.regex, resolved=resolved)
 
 
-def compute_target(cfg: GroupConfig, group: ConsumerGroup, members: tuple, assignor: str | None = None) -> tuple:
+def compute_target(cfg: GroupConfig, group: ConsumerGroup, members: tuple, assignor: str) -> tuple:
     """K4: TargetAssignmentBuilder: the target of server assignor ``assignor`` (K16: the one the
-    group uses; None: the configuration's default) for ``members``, from the current one."""
+    group uses) for ``members``, from the current one."""
     subs = tuple((m.member_id, m.instance_id, _assignor_topics(m)) for m in members)
     return rule(cfg, assign)(cfg, subs, dict(group.target), group.topics, assignor)
 
@@ -185,11 +185,12 @@ def used_assignor(cfg: GroupConfig, members: tuple, old: ConsumerGroupMember | N
     return preferred_assignor(members, old, new) or cfg.assignor
 
 
-def assignor_changed(cfg: GroupConfig, members: tuple, old: ConsumerGroupMember, new: ConsumerGroupMember) -> bool:
-    """K1 (KAFKA-20434): whether replacing ``old``'s record by ``new``'s changes the server
-    assignor the group uses (GroupMetadataManager.hasPreferredServerAssignorChanged, Kafka
-    4.4.0): a change bumps the group epoch, so that the target is computed again with it."""
-    return used_assignor(cfg, members) != used_assignor(cfg, members, old, new)
+def assignor_changed(before: str, after: str) -> bool:
+    """K1 (KAFKA-20434): whether a heartbeat changed the server assignor the group uses from
+    ``before`` to ``after`` (``used_assignor`` without and with its member record;
+    GroupMetadataManager.hasPreferredServerAssignorChanged, Kafka 4.4.0): a change bumps the
+    group epoch, so that the target is computed again with it."""
+    return before != after
 
 
 def _assignor_topics(m: ConsumerGroupMember) -> int:
@@ -223,7 +224,7 @@ def admit(cfg: GroupConfig, group: ConsumerGroup, member: ConsumerGroupMember, r
     # expression once resolved, a change of the server assignor the group uses (consumerGroupHeartbeat's
     # bumpGroupEpoch)
     bump = group.epoch == 0 or (changed and updated.resolved) or rule(cfg, assignor_changed)(
-        cfg, group.members, member, updated)
+        used_assignor(cfg, group.members), assignor)
     epoch = group.epoch + 1 if bump else group.epoch
     members = without_member(group, replaced.member_id) if replaced is not None else group.members
     members = with_member(group._replace(members=members), updated)
